@@ -1,0 +1,356 @@
+//! Emitters: every file of `out/<recipe>/` from one [`Build`].
+//!
+//! | file                          | content                                                        |
+//! |-------------------------------|----------------------------------------------------------------|
+//! | `data/<split>.parquet`        | one row per example, schema below                              |
+//! | `data/<split>.jsonl`          | the same rows as JSON lines                                    |
+//! | `tools/functions.json`        | dataset-level catalog, OpenAI function format                  |
+//! | `report/verification.json`    | attempted / verified per database, drops with reason codes     |
+//! | `README.md`                   | dataset card with a Hugging Face YAML header                   |
+//! | `MANIFEST.json`               | blake3 of every file, build key, source hashes, version        |
+//!
+//! Row schema: `id, dataset, split, db_id, input, evidence?, sql` (strings),
+//! `output: list<struct<name, arguments (JSON text), label>>`, `gold_answer` (JSON text: list of
+//! rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
+//! `key_values_and_descriptions` (JSON text), `difficulty?`.
+//!
+//! The directory is written as a whole into a sibling temp directory and renamed into place, so
+//! a failed build never leaves a half-written dataset. A rebuild whose build key and files match
+//! the existing `MANIFEST.json` writes nothing.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use arrow_array::{ArrayRef, BooleanArray, ListArray, RecordBatch, StringArray, StructArray};
+use arrow_buffer::OffsetBuffer;
+use arrow_schema::{DataType, Field, Fields, Schema};
+use serde_json::json;
+
+use crate::pipeline::{Build, Example, compile, project_root};
+use crate::tools::Call;
+use crate::tools::catalog::slot_tools;
+use crate::tools::executor::Executor;
+use crate::verify::{Answer, answers_match};
+
+fn call_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("name", DataType::Utf8, false),
+        Field::new("arguments", DataType::Utf8, false),
+        Field::new("label", DataType::Utf8, false),
+    ])
+}
+
+fn row_schema() -> Schema {
+    let s = |n: &str, null: bool| Field::new(n, DataType::Utf8, null);
+    Schema::new(vec![
+        s("id", false),
+        s("dataset", false),
+        s("split", false),
+        s("db_id", false),
+        s("input", false),
+        s("evidence", true),
+        s("sql", false),
+        Field::new("output", DataType::List(Arc::new(Field::new("item", DataType::Struct(call_fields()), false))), false),
+        s("gold_answer", false),
+        Field::new("ordered", DataType::Boolean, false),
+        s("tools", false),
+        s("key_values_and_descriptions", false),
+        s("difficulty", true),
+    ])
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("serialisable")
+}
+
+/// The rows as an Arrow record batch (schema in the module docs).
+pub fn record_batch(examples: &[&Example]) -> RecordBatch {
+    let strs = |f: &dyn Fn(&Example) -> String| -> ArrayRef {
+        Arc::new(examples.iter().map(|e| Some(f(e))).collect::<StringArray>())
+    };
+    let opt = |f: &dyn Fn(&Example) -> Option<String>| -> ArrayRef { Arc::new(examples.iter().map(|e| f(e)).collect::<StringArray>()) };
+    let calls: Vec<&Call> = examples.iter().flat_map(|e| &e.output).collect();
+    let call_arrays: Vec<ArrayRef> = vec![
+        Arc::new(calls.iter().map(|c| Some(c.name.clone())).collect::<StringArray>()),
+        Arc::new(calls.iter().map(|c| Some(to_json(&c.arguments))).collect::<StringArray>()),
+        Arc::new(calls.iter().map(|c| Some(c.label.clone())).collect::<StringArray>()),
+    ];
+    let structs = StructArray::new(call_fields(), call_arrays, None);
+    let offsets = OffsetBuffer::from_lengths(examples.iter().map(|e| e.output.len()));
+    let output = ListArray::new(Arc::new(Field::new("item", DataType::Struct(call_fields()), false)), offsets, Arc::new(structs), None);
+    let columns: Vec<ArrayRef> = vec![
+        strs(&|e| e.id.clone()),
+        strs(&|e| e.dataset.clone()),
+        strs(&|e| e.split.clone()),
+        strs(&|e| e.db_id.clone()),
+        strs(&|e| e.input.clone()),
+        opt(&|e| e.evidence.clone()),
+        strs(&|e| e.sql.clone()),
+        Arc::new(output),
+        strs(&|e| to_json(&e.gold_answer)),
+        Arc::new(examples.iter().map(|e| Some(e.ordered)).collect::<BooleanArray>()),
+        strs(&|e| to_json(&e.tools)),
+        strs(&|e| to_json(&e.key_values_and_descriptions)),
+        opt(&|e| e.difficulty.clone()),
+    ];
+    RecordBatch::try_new(Arc::new(row_schema()), columns).expect("schema matches columns")
+}
+
+fn parquet_bytes(batch: &RecordBatch) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    let props = parquet::file::properties::WriterProperties::builder().set_created_by("toolforge".into()).build();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
+    writer.write(batch)?;
+    writer.close()?;
+    Ok(buf)
+}
+
+fn jsonl_bytes(examples: &[&Example]) -> Vec<u8> {
+    let mut out = String::new();
+    for e in examples {
+        let row = json!({
+            "id": e.id, "dataset": e.dataset, "split": e.split, "db_id": e.db_id, "input": e.input,
+            "evidence": e.evidence, "sql": e.sql,
+            "output": e.output.iter().map(|c| json!({"name": c.name, "arguments": to_json(&c.arguments), "label": c.label})).collect::<Vec<_>>(),
+            "gold_answer": to_json(&e.gold_answer), "ordered": e.ordered, "tools": to_json(&e.tools),
+            "key_values_and_descriptions": to_json(&e.key_values_and_descriptions), "difficulty": e.difficulty,
+        });
+        out.push_str(&row.to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// Counts for the report and summary.
+struct Counts {
+    attempted: usize,
+    verified: usize,
+    per_db: BTreeMap<String, (usize, usize, BTreeMap<String, usize>)>,
+    reasons: BTreeMap<String, usize>,
+}
+
+fn counts(build: &Build) -> Counts {
+    let mut c = Counts { attempted: 0, verified: 0, per_db: BTreeMap::new(), reasons: BTreeMap::new() };
+    for (db, o) in &build.outcomes {
+        let attempted = build.attempted.get(db).copied().unwrap_or(0);
+        let mut reasons = BTreeMap::new();
+        for d in &o.drops {
+            *reasons.entry(d.reason.clone()).or_insert(0) += 1;
+            *c.reasons.entry(d.reason.clone()).or_insert(0) += 1;
+        }
+        c.attempted += attempted;
+        c.verified += o.examples.len();
+        c.per_db.insert(db.clone(), (attempted, o.examples.len(), reasons));
+    }
+    c
+}
+
+fn report(build: &Build, c: &Counts) -> serde_json::Value {
+    let drops: Vec<_> = build.outcomes.values().flat_map(|o| &o.drops).collect();
+    json!({
+        "dataset": build.recipe.name,
+        "split": build.recipe.split,
+        "attempted": c.attempted,
+        "verified": c.verified,
+        "dropped": c.attempted - c.verified,
+        "bad_records": build.bad_records.len(),
+        "dropped_by_reason": c.reasons,
+        "per_database": c.per_db.iter().map(|(db, (a, v, r))| (db.clone(), json!({"attempted": a, "verified": v, "dropped_by_reason": r}))).collect::<serde_json::Map<_, _>>(),
+        "bad_record_list": build.bad_records,
+        "dropped_list": drops,
+    })
+}
+
+fn card(build: &Build, c: &Counts) -> String {
+    let m = &build.source.manifest;
+    let license = m.license.to_lowercase().replace(' ', "-");
+    let split = &build.recipe.split;
+    let mut s = String::new();
+    let _ = writeln!(s, "---\nlicense: {license}\npretty_name: {}\ntask_categories:\n- text-generation\ntags:\n- tool-calling\n- function-calling\n- text-to-sql\nconfigs:\n- config_name: default\n  data_files:\n  - split: {split}\n    path: data/{split}.parquet\ndataset_info:\n  features:", build.recipe.name);
+    for f in row_schema().fields() {
+        match f.data_type() {
+            DataType::List(_) => {
+                let _ = writeln!(s, "  - name: {}\n    list:\n    - name: name\n      dtype: string\n    - name: arguments\n      dtype: string\n    - name: label\n      dtype: string", f.name());
+            }
+            DataType::Boolean => {
+                let _ = writeln!(s, "  - name: {}\n    dtype: bool", f.name());
+            }
+            _ => {
+                let _ = writeln!(s, "  - name: {}\n    dtype: string", f.name());
+            }
+        }
+    }
+    let _ = writeln!(s, "  splits:\n  - name: {split}\n    num_examples: {}\n---\n", c.verified);
+    let _ = writeln!(s, "# {}\n\n{}\n", build.recipe.name, build.recipe.description);
+    let _ = writeln!(s, "Built by toolforge {} from **{}** ({}, {}).\n", env!("CARGO_PKG_VERSION"), m.title, m.homepage, m.license);
+    let _ = writeln!(s, "- questions attempted: {}\n- verified examples: {} ({:.1}%)\n- skipped input records: {}\n", c.attempted, c.verified, pct(c.verified, c.attempted), build.bad_records.len());
+    let _ = writeln!(s, "Each example's `output` is a sequence of SLOT tool calls (`initialize_active_data` first: the setup step that materialises the query's joins). Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result. Drops and their reasons are in `report/verification.json`.\n");
+    let _ = writeln!(s, "## Source citation\n\n```bibtex\n{}\n```", m.citation.trim());
+    s
+}
+
+fn pct(a: usize, b: usize) -> f64 {
+    if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 }
+}
+
+fn summary(build: &Build, c: &Counts, out_dir: &Path, wrote: bool, secs: f64) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{}: {}/{} questions verified ({:.1}%) in {:.2} s [{} database stages from the store, {} computed]",
+        build.recipe.name, c.verified, c.attempted, pct(c.verified, c.attempted), secs, build.cache_hits, build.cache_misses
+    );
+    let _ = writeln!(s, "  per database (verified/attempted):");
+    for (db, (a, v, _)) in &c.per_db {
+        let _ = writeln!(s, "    {db:<32} {v:>4}/{a:<4} {:>5.1}%", pct(*v, *a));
+    }
+    let mut reasons: Vec<_> = c.reasons.iter().collect();
+    reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let _ = writeln!(s, "  dropped by reason:");
+    for (r, n) in reasons {
+        let _ = writeln!(s, "    {r:<40} {n:>5}");
+    }
+    if !build.bad_records.is_empty() {
+        let _ = writeln!(s, "  skipped {} bad input records:", build.bad_records.len());
+        for b in build.bad_records.iter().take(10) {
+            let _ = writeln!(s, "    {} record {}: {}", b.file, b.record, b.message);
+        }
+    }
+    let _ = write!(s, "  {} {}", if wrote { "wrote" } else { "up to date:" }, out_dir.display());
+    s
+}
+
+/// Builds a recipe and writes `out/<name>/`; returns the human summary.
+pub fn build_and_emit(recipe_path: &Path, out_root: Option<&Path>, store: Option<&Path>, progress: bool) -> Result<String> {
+    let start = Instant::now();
+    let build = compile(recipe_path, store, progress)?;
+    let root = project_root(recipe_path);
+    let out_root = out_root.map(Path::to_path_buf).unwrap_or_else(|| root.join("out"));
+    let out_dir = out_root.join(&build.recipe.name);
+    let c = counts(&build);
+    if up_to_date(&out_dir, &build.build_key) {
+        return Ok(summary(&build, &c, &out_dir, false, start.elapsed().as_secs_f64()));
+    }
+    let examples: Vec<&Example> = build.outcomes.values().flat_map(|o| &o.examples).collect();
+    let split = &build.recipe.split;
+    let batch = record_batch(&examples);
+    let functions: Vec<_> = slot_tools(None)
+        .into_iter()
+        .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+        .collect();
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    files.insert(format!("data/{split}.parquet"), parquet_bytes(&batch)?);
+    files.insert(format!("data/{split}.jsonl"), jsonl_bytes(&examples));
+    files.insert("tools/functions.json".into(), pretty(&json!(functions)));
+    files.insert("report/verification.json".into(), pretty(&report(&build, &c)));
+    files.insert("README.md".into(), card(&build, &c).into_bytes());
+    let manifest = json!({
+        "dataset": build.recipe.name,
+        "recipe": build.recipe.name,
+        "toolforge_version": env!("CARGO_PKG_VERSION"),
+        "build_key": build.build_key,
+        "recipe_hash": blake3::hash(&std::fs::read(recipe_path)?).to_hex().to_string(),
+        "source": build.source.manifest.name,
+        "source_hashes": build.source_hashes,
+        "files": files.iter().map(|(k, v)| (k.clone(), json!(blake3::hash(v).to_hex().to_string()))).collect::<serde_json::Map<_, _>>(),
+    });
+    files.insert("MANIFEST.json".into(), pretty(&manifest));
+    write_dir(&out_dir, &files)?;
+    Ok(summary(&build, &c, &out_dir, true, start.elapsed().as_secs_f64()))
+}
+
+fn pretty(v: &serde_json::Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(v).expect("serialisable");
+    b.push(b'\n');
+    b
+}
+
+/// Whether `dir` holds a complete build with this build key (every file's hash checks out).
+fn up_to_date(dir: &Path, build_key: &str) -> bool {
+    let Ok(bytes) = std::fs::read(dir.join("MANIFEST.json")) else { return false };
+    let Ok(m) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return false };
+    if m["build_key"] != build_key {
+        return false;
+    }
+    let Some(files) = m["files"].as_object() else { return false };
+    files.iter().all(|(name, hash)| {
+        std::fs::read(dir.join(name)).is_ok_and(|b| hash.as_str() == Some(blake3::hash(&b).to_hex().as_str()))
+    })
+}
+
+/// Writes all files into a sibling temp directory, then swaps it into place.
+fn write_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<()> {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    let old = parent.join(format!(".{name}.old-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    for (rel, bytes) in files {
+        let path = tmp.join(rel);
+        std::fs::create_dir_all(path.parent().expect("has parent")).with_context(|| format!("creating {}", path.display()))?;
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if dir.exists() {
+        std::fs::rename(dir, &old).with_context(|| format!("moving {} aside", dir.display()))?;
+    }
+    std::fs::rename(&tmp, dir).with_context(|| format!("renaming {} to {}", tmp.display(), dir.display()))?;
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(())
+}
+
+/// Reads `dir/data/*.parquet` back and re-executes each row's calls; returns (passed, failed).
+pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> {
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("MANIFEST.json")).with_context(|| format!("{}: not a built dataset", dir.display()))?)?;
+    let databases: PathBuf = match databases {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let recipe = manifest["recipe"].as_str().context("MANIFEST.json: no recipe")?;
+            let root = dir.parent().and_then(Path::parent).unwrap_or(Path::new("."));
+            let recipe = crate::recipe::Recipe::load(&root.join("recipes").join(format!("{recipe}.toml")))?;
+            let m = crate::recipe::SourceManifest::load(&root.join("sources").join(format!("{}.toml", recipe.source)))?;
+            m.resolve(root)?.databases
+        }
+    };
+    let executor = Executor::new(databases);
+    let (mut ok, mut bad) = (0, 0);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "parquet")).collect();
+    files.sort();
+    for file in files {
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&file)?)?.build()?;
+        for batch in reader {
+            let batch = batch?;
+            let col = |n: &str| batch.column_by_name(n).with_context(|| format!("{}: no column {n}", file.display()));
+            let ids = col("id")?.as_any().downcast_ref::<StringArray>().context("id")?.clone();
+            let gold = col("gold_answer")?.as_any().downcast_ref::<StringArray>().context("gold_answer")?.clone();
+            let ordered = col("ordered")?.as_any().downcast_ref::<BooleanArray>().context("ordered")?.clone();
+            let output = col("output")?.as_any().downcast_ref::<ListArray>().context("output")?.clone();
+            for r in 0..batch.num_rows() {
+                let calls = output.value(r);
+                let calls = calls.as_any().downcast_ref::<StructArray>().context("output items")?;
+                let get = |i: usize| calls.column(i).as_any().downcast_ref::<StringArray>().expect("utf8").clone();
+                let (names, args, labels) = (get(0), get(1), get(2));
+                let seq: Vec<Call> = (0..arrow_array::Array::len(calls))
+                    .map(|i| Ok(Call { name: names.value(i).into(), arguments: serde_json::from_str(args.value(i))?, label: labels.value(i).into() }))
+                    .collect::<Result<_, serde_json::Error>>()?;
+                let expected: Answer = serde_json::from_str(gold.value(r))?;
+                match executor.run(&seq) {
+                    Ok(got) if answers_match(&expected, &got, ordered.value(r)) => ok += 1,
+                    Ok(_) => {
+                        eprintln!("{}: answer differs from gold_answer", ids.value(r));
+                        bad += 1;
+                    }
+                    Err(e) => {
+                        eprintln!("{}: {e}", ids.value(r));
+                        bad += 1;
+                    }
+                }
+            }
+        }
+    }
+    Ok((ok, bad))
+}

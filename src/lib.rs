@@ -1,0 +1,15 @@
+//! toolforge: a compiler for tool-calling datasets.
+//!
+//! Pipeline (see ARCHITECTURE.md): `recipe` + `source` → `corpus` (ingest) → `sql` (lower to
+//! calls) → `verify` (execute calls with `tools::executor`, compare with the SQL result) →
+//! `emit` (Parquet, JSONL, catalog, report, card, manifest), with every stage result cached in
+//! the content-addressed `store`. `pipeline` wires the stages.
+
+pub mod corpus;
+pub mod emit;
+pub mod pipeline;
+pub mod recipe;
+pub mod sql;
+pub mod store;
+pub mod tools;
+pub mod verify;

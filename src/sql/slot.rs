@@ -1,0 +1,301 @@
+//! Plan → SLOT call sequence (Live API-Bench §3 "SLOT"; labels as the reference builds them).
+//!
+//! Order of calls: `initialize_active_data` → `starting_table_var`; transforms
+//! (`TRANSFORMED_DF_i`) and filters (`FILTERED_DF_i`, one counter `i` for both); one disjunction
+//! as one filter chain per branch joined by `concatenate_data` (`CONCAT_DATA`); then either
+//! - grouped: `group_data_by` (`GROUPED`), `aggregate_data` per distinct aggregate (label the
+//!   aggregation in upper case, a table with the group's first row plus the aggregate column),
+//!   HAVING as `filter_data` on it, ORDER BY as `sort_data`, and `retrieve_data` per SELECT item;
+//! - not grouped: `sort_data` per ORDER BY key, least significant first (stable sorts compose to
+//!   the lexicographic order, `SORTED_DF`), then per SELECT item `retrieve_data` (`SELECT_COL_i`)
+//!   or `aggregate_data` (upper-case aggregation label) or `calculate` (`CALCULATED`).
+//!
+//! Labels repeated in one sequence get a `_1`, `_2`, … suffix so every label is unique.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value as Json, json};
+
+use super::plan::{Condition, Measure, QueryPlan};
+use super::{LowerError, unsupported};
+use crate::tools::{Call, label_ref};
+
+/// The lowered instance: its setup + gold calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lowered {
+    /// The call sequence, `initialize_active_data` first.
+    pub calls: Vec<Call>,
+}
+
+struct Emitter {
+    calls: Vec<Call>,
+    used: HashMap<String, usize>,
+    counter: usize,
+}
+
+impl Emitter {
+    fn label(&mut self, base: &str) -> String {
+        let n = self.used.entry(base.to_string()).or_insert(0);
+        let label = if *n == 0 { base.to_string() } else { format!("{base}_{n}") };
+        *n += 1;
+        label
+    }
+
+    fn call(&mut self, name: &str, args: Json, label: String) -> String {
+        let Json::Object(arguments) = args else { unreachable!("arguments are objects") };
+        self.calls.push(Call { name: name.into(), arguments, label: label.clone() });
+        label
+    }
+
+    fn filter(&mut self, source: &str, c: &Condition) -> String {
+        let label = format!("FILTERED_DF_{}", self.counter);
+        self.counter += 1;
+        self.call(
+            "filter_data",
+            json!({"data_source": label_ref(source), "key_name": c.key, "value": c.value, "condition": c.condition}),
+            label,
+        )
+    }
+}
+
+/// Lowers a plan to SLOT calls; `database_path` is the join step's (relative) database path.
+pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerError> {
+    let mut em = Emitter { calls: vec![], used: HashMap::new(), counter: 0 };
+    let conditions: Vec<Json> = plan.joins.iter().map(|c| json!([c.0, c.1, c.2])).collect();
+    let aliases: Map<String, Json> = plan.tables.iter().map(|t| (t.alias.clone(), json!(t.table))).collect();
+    let mut cur = em.call(
+        "initialize_active_data",
+        json!({"condition_sequence": conditions, "alias_to_table_dict": aliases, "database_path": database_path}),
+        "starting_table_var".into(),
+    );
+    for t in &plan.transforms {
+        let label = format!("TRANSFORMED_DF_{}", em.counter);
+        em.counter += 1;
+        cur = em.call(
+            "transform_data",
+            json!({"data_source": label_ref(&cur), "key_name": t.key, "operation_type": t.operation, "operation_args": t.args}),
+            label,
+        );
+    }
+    for c in &plan.filters {
+        cur = em.filter(&cur, c);
+    }
+    if !plan.branches.is_empty() {
+        let base = cur.clone();
+        let mut outs = Vec::new();
+        for branch in &plan.branches {
+            let mut b = base.clone();
+            for c in branch {
+                b = em.filter(&b, c);
+            }
+            outs.push(b);
+        }
+        cur = outs[0].clone();
+        for other in &outs[1..] {
+            let label = em.label("CONCAT_DATA");
+            cur = em.call(
+                "concatenate_data",
+                json!({"data_source_1": label_ref(&cur), "data_source_2": label_ref(other)}),
+                label,
+            );
+        }
+    }
+    match &plan.group_by {
+        Some(key) => lower_grouped(&mut em, plan, cur, key)?,
+        None => lower_flat(&mut em, plan, cur)?,
+    }
+    Ok(Lowered { calls: em.calls })
+}
+
+fn limit(plan: &QueryPlan) -> i64 {
+    plan.limit.unwrap_or(-1)
+}
+
+fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(), LowerError> {
+    let aggregated = plan.projection.iter().any(|m| matches!(m, Measure::Aggregate { .. } | Measure::Arith(..)) && has_agg(m));
+    if aggregated {
+        // One row: ORDER BY is moot, LIMIT ≥ 1 keeps it.
+        if plan.limit == Some(0) {
+            return Err(unsupported("limit", "LIMIT 0"));
+        }
+        if plan.distinct && plan.projection.len() > 1 {
+            return Err(unsupported("distinct_multi_column", "SELECT DISTINCT with several items"));
+        }
+        for m in &plan.projection {
+            scalar(em, &cur, m, true)?;
+        }
+        return Ok(());
+    }
+    for key in plan.order_by.iter().rev() {
+        let Measure::Column(k) = &key.measure else {
+            return Err(unsupported("order_by_expression", format!("{:?}", key.measure)));
+        };
+        let label = em.label("SORTED_DF");
+        cur = em.call("sort_data", json!({"data_source": label_ref(&cur), "key_name": k, "ascending": key.ascending}), label);
+    }
+    if plan.distinct && plan.projection.len() > 1 {
+        return Err(unsupported("distinct_multi_column", "SELECT DISTINCT with several items"));
+    }
+    for (i, m) in plan.projection.iter().enumerate() {
+        match m {
+            Measure::Column(k) => {
+                let label = em.label(&format!("SELECT_COL_{i}"));
+                em.call(
+                    "retrieve_data",
+                    json!({"data_source": label_ref(&cur), "key_name": k, "distinct": plan.distinct, "limit": limit(plan)}),
+                    label,
+                );
+            }
+            Measure::Arith(..) if !plan.distinct => {
+                column_arith(em, &cur, m, limit(plan))?;
+            }
+            _ => return Err(unsupported("select_expression", format!("{m:?}"))),
+        }
+    }
+    Ok(())
+}
+
+fn has_agg(m: &Measure) -> bool {
+    match m {
+        Measure::Aggregate { .. } => true,
+        Measure::Arith(a, _, b) => has_agg(a) || has_agg(b),
+        _ => false,
+    }
+}
+
+/// Emits calls computing a single value; returns the operand (label reference or number).
+fn scalar(em: &mut Emitter, source: &str, m: &Measure, top: bool) -> Result<Json, LowerError> {
+    match m {
+        Measure::Literal(v) if !top => Ok(v.clone()),
+        Measure::Aggregate { agg, key, distinct, filters } => {
+            let mut src = source.to_string();
+            for c in filters {
+                src = em.filter(&src, c);
+            }
+            let label = em.label(&agg.name().to_uppercase());
+            em.call(
+                "aggregate_data",
+                json!({"data_source": label_ref(&src), "aggregation_type": agg.name(), "key_name": key.clone().unwrap_or_default(), "distinct": distinct, "limit": -1}),
+                label.clone(),
+            );
+            Ok(json!(label_ref(&label)))
+        }
+        Measure::Arith(a, op, b) => {
+            let x = scalar(em, source, a, false)?;
+            let y = scalar(em, source, b, false)?;
+            let label = em.label("CALCULATED");
+            em.call("calculate", json!({"operand_a": x, "operand_b": y, "operator": op}), label.clone());
+            Ok(json!(label_ref(&label)))
+        }
+        other => Err(unsupported("select_expression", format!("{other:?}"))),
+    }
+}
+
+/// Emits calls computing a list from column arithmetic (`SELECT a - b`).
+fn column_arith(em: &mut Emitter, source: &str, m: &Measure, limit: i64) -> Result<Json, LowerError> {
+    match m {
+        Measure::Literal(v) => Ok(v.clone()),
+        Measure::Column(k) => {
+            let label = em.label("RETRIEVED");
+            em.call(
+                "retrieve_data",
+                json!({"data_source": label_ref(source), "key_name": k, "distinct": false, "limit": limit}),
+                label.clone(),
+            );
+            Ok(json!(label_ref(&label)))
+        }
+        Measure::Arith(a, op, b) => {
+            let x = column_arith(em, source, a, limit)?;
+            let y = column_arith(em, source, b, limit)?;
+            let label = em.label("CALCULATED");
+            em.call("calculate", json!({"operand_a": x, "operand_b": y, "operator": op}), label.clone());
+            Ok(json!(label_ref(&label)))
+        }
+        other => Err(unsupported("select_expression", format!("{other:?}"))),
+    }
+}
+
+fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> Result<(), LowerError> {
+    let grouped = em.call("group_data_by", json!({"data_source": label_ref(&cur), "key_name": key}), "GROUPED".into());
+    // The distinct aggregates the query uses, in first-use order.
+    let mut aggs: Vec<&Measure> = Vec::new();
+    let all = plan.projection.iter().chain(plan.having.iter().map(|h| &h.measure)).chain(plan.order_by.iter().map(|o| &o.measure));
+    for m in all {
+        match m {
+            Measure::Aggregate { filters, .. } if !filters.is_empty() => return Err(unsupported("case", "conditional aggregate with GROUP BY")),
+            Measure::Aggregate { .. } if !aggs.contains(&m) => aggs.push(m),
+            Measure::Arith(..) => return Err(unsupported("group_arithmetic", format!("{m:?}"))),
+            _ => {}
+        }
+    }
+    let reshapes = !plan.having.is_empty() || !plan.order_by.is_empty() || plan.limit.is_some();
+    if plan.distinct {
+        return Err(unsupported("distinct_group_by", "SELECT DISTINCT with GROUP BY"));
+    }
+    if aggs.len() > 1 && reshapes {
+        return Err(unsupported("group_multiple_aggregates", "HAVING/ORDER BY/LIMIT over several aggregates"));
+    }
+    let emit_agg = |em: &mut Emitter, m: &Measure| -> String {
+        let Measure::Aggregate { agg, key, distinct, .. } = m else { unreachable!("aggregates only") };
+        let label = em.label(&agg.name().to_uppercase());
+        em.call(
+            "aggregate_data",
+            json!({"data_source": label_ref(&grouped), "aggregation_type": agg.name(), "key_name": key.clone().unwrap_or_default(), "distinct": distinct, "limit": -1}),
+            label,
+        )
+    };
+    if aggs.is_empty() {
+        // `SELECT k FROM t GROUP BY k [ORDER BY k]`: one value per group.
+        if reshapes {
+            return Err(unsupported("group_order_without_aggregate", "ORDER BY/LIMIT over groups without an aggregate"));
+        }
+        for (i, m) in plan.projection.iter().enumerate() {
+            let Measure::Column(k) = m else { unreachable!("no aggregates") };
+            let label = em.label(&format!("SELECT_COL_{i}"));
+            em.call("retrieve_data", json!({"data_source": label_ref(&grouped), "key_name": k, "distinct": false, "limit": -1}), label);
+        }
+        return Ok(());
+    }
+    if aggs.len() == 1 {
+        let agg_name = match aggs[0] {
+            Measure::Aggregate { agg, .. } => agg.name(),
+            _ => unreachable!("aggregates only"),
+        };
+        let mut table = emit_agg(em, aggs[0]);
+        for h in &plan.having {
+            table = em.filter(&table, &Condition { key: agg_name.into(), condition: h.condition, value: h.value.clone() });
+        }
+        for o in plan.order_by.iter().rev() {
+            let k = match &o.measure {
+                Measure::Column(k) => k.clone(),
+                _ => agg_name.to_string(),
+            };
+            let label = em.label("SORTED_DF");
+            table = em.call("sort_data", json!({"data_source": label_ref(&table), "key_name": k, "ascending": o.ascending}), label);
+        }
+        for (i, m) in plan.projection.iter().enumerate() {
+            let k = match m {
+                Measure::Column(k) => k.clone(),
+                _ => agg_name.to_string(),
+            };
+            let label = em.label(&format!("SELECT_COL_{i}"));
+            em.call("retrieve_data", json!({"data_source": label_ref(&table), "key_name": k, "distinct": false, "limit": limit(plan)}), label);
+        }
+        return Ok(());
+    }
+    // Several aggregates, no reshaping: one aggregate table each, items read from them.
+    let tables: Vec<(Measure, String)> = aggs.iter().map(|m| ((*m).clone(), emit_agg(em, m))).collect();
+    for (i, m) in plan.projection.iter().enumerate() {
+        let (source, k) = match m {
+            Measure::Column(k) => (grouped.clone(), k.clone()),
+            Measure::Aggregate { agg, .. } => {
+                let t = tables.iter().find(|(a, _)| a == m).map(|(_, t)| t.clone()).expect("collected");
+                (t, agg.name().to_string())
+            }
+            _ => unreachable!("arithmetic rejected above"),
+        };
+        let label = em.label(&format!("SELECT_COL_{i}"));
+        em.call("retrieve_data", json!({"data_source": label_ref(&source), "key_name": k, "distinct": false, "limit": -1}), label);
+    }
+    Ok(())
+}

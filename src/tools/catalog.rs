@@ -1,0 +1,172 @@
+//! The SLOT tool pool as data (Live API-Bench §3, "SLOT"): each tool defined once as a
+//! [`ToolSpec`]; per-instance toolkits differ only in the `key_name` enum and its description
+//! (the instance's joined-table columns), the dataset-level catalog has no enum.
+//!
+//! `concatenate_data` (the reference's OR step) and `calculate` (arithmetic between aggregates
+//! or columns) extend the reference's seven tools; `initialize_active_data` is the instance's
+//! setup step and is not part of the toolkit shown to a model.
+
+use serde_json::{Value, json};
+
+use super::ToolSpec;
+
+/// Names of the per-group result columns of `aggregate_data` on grouped data; they are valid
+/// `key_name`s of the tools that read tables.
+pub const AGGREGATE_COLUMNS: [&str; 6] = ["min", "max", "sum", "mean", "count", "std"];
+
+/// The conditions of `filter_data`.
+pub const CONDITIONS: [&str; 8] = [
+    "equal_to",
+    "not_equal_to",
+    "greater_than",
+    "less_than",
+    "greater_than_equal_to",
+    "less_than_equal_to",
+    "contains",
+    "like",
+];
+
+/// The aggregation types of `aggregate_data`.
+pub const AGGREGATIONS: [&str; 8] = ["min", "max", "sum", "mean", "count", "std", "argmin", "argmax"];
+
+/// One column of an instance's joined table, as shown to the model.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KeyDescription {
+    /// Column name in the joined table (`<table>_<column>`).
+    pub key_name: String,
+    /// Column description (BIRD `database_description/*.csv`, Spider `tables.json` names).
+    pub description: String,
+    /// OpenAPI type of the column (`integer`, `number`, `string`).
+    pub dtype: String,
+}
+
+fn data_source(what: &str) -> Value {
+    json!({"type": "string", "description": format!("{what}, given as the `$LABEL$` of an earlier output.")})
+}
+
+fn key_name(keys: Option<&[KeyDescription]>, with_aggregates: bool) -> Value {
+    let mut schema = json!({"type": "string", "description": "The name of the column (key) to operate on."});
+    if let Some(keys) = keys {
+        let mut names: Vec<String> = keys.iter().map(|k| k.key_name.clone()).collect();
+        let mut desc = String::from("The name of the column (key) to operate on:\n");
+        for k in keys {
+            desc.push_str(&format!("* `{}` - {}\n", k.key_name, k.description));
+        }
+        if with_aggregates {
+            names.extend(AGGREGATE_COLUMNS.iter().map(|s| s.to_string()));
+            desc.push_str("* `min`, `max`, `sum`, `mean`, `count`, `std` - the per-group result of `aggregate_data` on grouped data\n");
+        }
+        schema = json!({"type": "string", "enum": names, "description": desc});
+    }
+    schema
+}
+
+fn spec(name: &str, description: &str, properties: Value, required: &[&str], output: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: description.into(),
+        parameters: json!({"type": "object", "properties": properties, "required": required}),
+        output_parameters: json!({"type": "object", "properties": {"output_0": {"description": output}}}),
+    }
+}
+
+/// The SLOT toolkit. With `keys`, the instance toolkit (`key_name` enums from the joined table);
+/// without, the dataset-level catalog.
+pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
+    let limit = json!({"type": "integer", "description": "Keep only the first `limit` values; -1 keeps all.", "default": -1});
+    let distinct = json!({"type": "boolean", "description": "Keep only the first occurrence of each value.", "default": false});
+    vec![
+        spec(
+            "filter_data",
+            "Keep the rows of a table whose column value satisfies a condition against a value. NULL cells never satisfy a comparison; a null value tests IS NULL (equal_to) or IS NOT NULL (not_equal_to). `contains` is a case-insensitive substring test, `like` is SQL LIKE.",
+            json!({
+                "data_source": data_source("The table to filter"),
+                "key_name": key_name(keys, true),
+                "value": {"type": ["string", "number", "integer", "null"], "description": "The value to compare with."},
+                "condition": {"type": "string", "enum": CONDITIONS, "description": "The comparison to apply."},
+            }),
+            &["data_source", "key_name", "value", "condition"],
+            "The filtered table.",
+        ),
+        spec(
+            "retrieve_data",
+            "Return the values of one column of a table as a list (on grouped data: one value per group).",
+            json!({
+                "data_source": data_source("The table (or grouped table) to read"),
+                "key_name": key_name(keys, true),
+                "distinct": distinct,
+                "limit": limit,
+            }),
+            &["data_source", "key_name"],
+            "The list of values.",
+        ),
+        spec(
+            "aggregate_data",
+            "Aggregate the values of a column (NULLs skipped). `count` with no key_name counts rows; `argmin`/`argmax` give the 0-based position of the first extreme. On grouped data, returns a table with the group key and one column named after the aggregation, one row per group.",
+            json!({
+                "data_source": data_source("The table, grouped table or list to aggregate"),
+                "aggregation_type": {"type": "string", "enum": AGGREGATIONS, "description": "The aggregation to compute."},
+                "key_name": key_name(keys, false),
+                "distinct": distinct,
+                "limit": limit,
+            }),
+            &["data_source", "aggregation_type"],
+            "The aggregated value, or a table of per-group values.",
+        ),
+        spec(
+            "sort_data",
+            "Sort a table by a column (stable; NULL sorts before every value).",
+            json!({
+                "data_source": data_source("The table to sort"),
+                "key_name": key_name(keys, true),
+                "ascending": {"type": "boolean", "description": "Smallest first when true, largest first when false.", "default": false},
+            }),
+            &["data_source", "key_name"],
+            "The sorted table.",
+        ),
+        spec(
+            "group_data_by",
+            "Group the rows of a table by the values of a column (NULLs form one group).",
+            json!({"data_source": data_source("The table to group"), "key_name": key_name(keys, false)}),
+            &["data_source", "key_name"],
+            "The grouped table.",
+        ),
+        spec(
+            "transform_data",
+            "Replace a column by a transformation of its values: `substring` with {start_index, end_index} (0-based, end exclusive), `abs`, or `datetime` with {pattern: \"%Y\"|\"%m\"|\"%d\"}.",
+            json!({
+                "data_source": data_source("The table to transform"),
+                "key_name": key_name(keys, false),
+                "operation_type": {"type": "string", "enum": ["substring", "abs", "datetime"], "description": "The transformation."},
+                "operation_args": {"type": "object", "description": "Arguments of the transformation."},
+            }),
+            &["data_source", "key_name", "operation_type"],
+            "The transformed table.",
+        ),
+        spec(
+            "select_unique_values",
+            "Return the distinct values of a list, first occurrences in order.",
+            json!({"unique_array": data_source("The list")}),
+            &["unique_array"],
+            "The distinct values.",
+        ),
+        spec(
+            "concatenate_data",
+            "Append the rows of the second table to the rows of the first (same columns; duplicates kept).",
+            json!({"data_source_1": data_source("The first table"), "data_source_2": data_source("The second table")}),
+            &["data_source_1", "data_source_2"],
+            "The concatenated table.",
+        ),
+        spec(
+            "calculate",
+            "Arithmetic between two numbers, single values or lists (elementwise). `divide` is real division; division by zero gives null.",
+            json!({
+                "operand_a": {"type": ["string", "number"], "description": "A number or the `$LABEL$` of an earlier value or list."},
+                "operand_b": {"type": ["string", "number"], "description": "A number or the `$LABEL$` of an earlier value or list."},
+                "operator": {"type": "string", "enum": ["add", "subtract", "multiply", "divide"], "description": "The operation: operand_a <operator> operand_b."},
+            }),
+            &["operand_a", "operand_b", "operator"],
+            "The result.",
+        ),
+    ]
+}

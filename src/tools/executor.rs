@@ -1,0 +1,668 @@
+//! The SLOT tool executor: runs a gold call sequence over Arrow record batches.
+//!
+//! Each call's output is stored under its label; an argument `"$LABEL$"` is replaced by that
+//! output. The only SQLite use is the join step (`initialize_active_data`), so verification
+//! (SQL on SQLite vs calls here) does not depend on the SQL engine computing the answer twice.
+//!
+//! Semantics (Live API-Bench reference tools, with SQL's NULL rules where pandas differs):
+//! - comparisons skip NULLs (`not_equal_to` too); a JSON `null` value means `IS NULL` with
+//!   `equal_to` and `IS NOT NULL` with `not_equal_to`;
+//! - numbers compare by value; a numeric string against a numeric column compares as a number,
+//!   a number against a text column compares as text (SQLite affinity);
+//! - `contains` is a case-insensitive substring test (no regex); `like` is SQL `LIKE`
+//!   (`%`, `_`, ASCII case-insensitive);
+//! - sorts are stable; NULL sorts before every value (SQLite), so first ascending, last
+//!   descending; `sort_data` defaults to descending like the reference;
+//! - groups and distinct values keep first-appearance order.
+//!
+//! The **final answer** of a sequence is built from the outputs nobody refers to (the sink
+//! calls), in call order: each contributes columns (a list one, a scalar one of length 1, a
+//! table all of its columns), and the columns are zipped into rows.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
+use serde_json::Value as Json;
+
+use super::table::{self, JoinCondition, array_from_datums, batch_from_columns, datum_at, datums};
+use super::{Call, as_label_ref};
+use crate::verify::{Answer, Datum};
+
+/// A grouped table: row indices per group, groups in first-appearance order.
+#[derive(Debug, Clone)]
+pub struct Grouped {
+    /// The table that was grouped.
+    pub table: RecordBatch,
+    /// The grouping column.
+    pub key: String,
+    /// Row indices of each group.
+    pub groups: Vec<Vec<u32>>,
+}
+
+/// The output of a tool call.
+#[derive(Debug, Clone)]
+pub enum Value {
+    /// A table (join step, filter, sort, transform, concatenate, grouped aggregate).
+    Table(RecordBatch),
+    /// The output of `group_data_by`.
+    Grouped(Grouped),
+    /// A list of values (`retrieve_data`, `select_unique_values`, elementwise `calculate`).
+    Column(ArrayRef),
+    /// One value (`aggregate_data` over a table or list, `calculate` on scalars).
+    Scalar(Datum),
+}
+
+/// An execution error: which call failed and why.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("call {index} `{tool}`: {message}")]
+pub struct ExecError {
+    /// 0-based position of the call in the sequence.
+    pub index: usize,
+    /// The tool name.
+    pub tool: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+type R<T> = Result<T, String>;
+
+/// Runs call sequences; `database_root` resolves the join step's relative `database_path`.
+#[derive(Debug, Clone)]
+pub struct Executor {
+    database_root: PathBuf,
+}
+
+impl Executor {
+    /// An executor resolving `database_path` arguments against `database_root`.
+    pub fn new(database_root: impl Into<PathBuf>) -> Executor {
+        Executor { database_root: database_root.into() }
+    }
+
+    /// Executes `calls` in order and returns the final answer (see the module docs).
+    pub fn run(&self, calls: &[Call]) -> Result<Answer, ExecError> {
+        let mut env: HashMap<String, Value> = HashMap::new();
+        for (index, call) in calls.iter().enumerate() {
+            let err = |message: String| ExecError { index, tool: call.name.clone(), message };
+            let value = self.call(call, &env).map_err(err)?;
+            env.insert(call.label.clone(), value);
+        }
+        let referenced: Vec<&str> =
+            calls.iter().flat_map(|c| c.arguments.values()).filter_map(as_label_ref).collect();
+        let sinks: Vec<&Call> = calls.iter().filter(|c| !referenced.contains(&c.label.as_str())).collect();
+        let mut columns: Vec<Vec<Datum>> = Vec::new();
+        for call in &sinks {
+            match &env[&call.label] {
+                Value::Column(a) => columns.push(datums(a.as_ref())),
+                Value::Scalar(d) => columns.push(vec![d.clone()]),
+                Value::Table(t) => columns.extend(t.columns().iter().map(|a| datums(a.as_ref()))),
+                Value::Grouped(_) => {
+                    return Err(ExecError {
+                        index: calls.len().saturating_sub(1),
+                        tool: call.name.clone(),
+                        message: "a grouped table cannot be a final answer".into(),
+                    });
+                }
+            }
+        }
+        let rows = columns.first().map_or(0, Vec::len);
+        if columns.iter().any(|c| c.len() != rows) {
+            let lens: Vec<usize> = columns.iter().map(Vec::len).collect();
+            return Err(ExecError {
+                index: calls.len().saturating_sub(1),
+                tool: "answer".into(),
+                message: format!("answer columns have different lengths {lens:?}"),
+            });
+        }
+        Ok((0..rows).map(|r| columns.iter().map(|c| c[r].clone()).collect()).collect())
+    }
+
+    fn call(&self, call: &Call, env: &HashMap<String, Value>) -> R<Value> {
+        let args = Args { map: &call.arguments, env };
+        match call.name.as_str() {
+            "initialize_active_data" => self.initialize_active_data(&args),
+            "filter_data" => filter_data(&args),
+            "retrieve_data" => retrieve_data(&args),
+            "aggregate_data" => aggregate_data(&args),
+            "sort_data" => sort_data(&args),
+            "group_data_by" => group_data_by(&args),
+            "transform_data" => transform_data(&args),
+            "select_unique_values" => select_unique_values(&args),
+            "concatenate_data" => concatenate_data(&args),
+            "calculate" => calculate(&args),
+            other => Err(format!("unknown tool `{other}`")),
+        }
+    }
+
+    fn initialize_active_data(&self, args: &Args) -> R<Value> {
+        let conds: Vec<JoinCondition> = serde_json::from_value(args.json("condition_sequence")?.clone())
+            .map_err(|e| format!("condition_sequence: {e}"))?;
+        let aliases = args.json("alias_to_table_dict")?.as_object().ok_or("`alias_to_table_dict` must be an object")?;
+        let tables = table::join_tables(aliases).map_err(|e| e.to_string())?;
+        let rel = args.str("database_path")?;
+        let path = self.database_root.join(rel);
+        let conn = table::open_read_only(Path::new(&path)).map_err(|e| format!("{}: {e}", path.display()))?;
+        table::initialize_active_data(&conn, &tables, &conds).map(Value::Table).map_err(|e| e.to_string())
+    }
+}
+
+/// Argument access with label resolution.
+struct Args<'a> {
+    map: &'a serde_json::Map<String, Json>,
+    env: &'a HashMap<String, Value>,
+}
+
+impl Args<'_> {
+    fn json(&self, name: &str) -> R<&Json> {
+        self.map.get(name).ok_or_else(|| format!("missing argument `{name}`"))
+    }
+    fn opt(&self, name: &str) -> Option<&Json> {
+        self.map.get(name).filter(|v| !v.is_null())
+    }
+    fn str(&self, name: &str) -> R<&str> {
+        self.json(name)?.as_str().ok_or_else(|| format!("argument `{name}` must be a string"))
+    }
+    fn bool_or(&self, name: &str, default: bool) -> R<bool> {
+        match self.opt(name) {
+            None => Ok(default),
+            Some(v) => v.as_bool().ok_or_else(|| format!("argument `{name}` must be a boolean")),
+        }
+    }
+    fn limit(&self) -> R<Option<usize>> {
+        match self.opt("limit") {
+            None => Ok(None),
+            Some(v) => match v.as_i64() {
+                Some(n) if n < 0 => Ok(None),
+                Some(n) => Ok(Some(n as usize)),
+                None => Err("argument `limit` must be an integer (-1 for no limit)".into()),
+            },
+        }
+    }
+    fn value(&self, name: &str) -> R<&Value> {
+        let v = self.json(name)?;
+        let label = as_label_ref(v).ok_or_else(|| format!("argument `{name}` must be a $LABEL$ reference"))?;
+        self.env.get(label).ok_or_else(|| format!("argument `{name}`: no earlier output labelled `{label}`"))
+    }
+    fn table(&self, name: &str) -> R<&RecordBatch> {
+        match self.value(name)? {
+            Value::Table(t) => Ok(t),
+            other => Err(format!("argument `{name}` must be a table, got {}", kind(other))),
+        }
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Table(_) => "a table",
+        Value::Grouped(_) => "a grouped table",
+        Value::Column(_) => "a list",
+        Value::Scalar(_) => "a single value",
+    }
+}
+
+/// Finds a column by name: exact match first, then ASCII case-insensitive (as the reference).
+fn column<'t>(t: &'t RecordBatch, key: &str) -> R<(usize, &'t ArrayRef)> {
+    let schema = t.schema();
+    let idx = schema
+        .index_of(key)
+        .ok()
+        .or_else(|| schema.fields().iter().position(|f| f.name().eq_ignore_ascii_case(key)))
+        .ok_or_else(|| format!("no column `{key}`"))?;
+    Ok((idx, t.column(idx)))
+}
+
+fn json_to_datum(v: &Json) -> R<Datum> {
+    Ok(match v {
+        Json::Null => Datum::Null,
+        Json::Bool(b) => Datum::Int(*b as i64),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => Datum::Int(i),
+            None => Datum::real(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Json::String(s) => Datum::Text(s.clone()),
+        other => return Err(format!("value must be a string, number or null, got {other}")),
+    })
+}
+
+/// SQL ordering of a cell against a comparison value, `None` when the cell is NULL.
+fn compare(cell: &Datum, value: &Datum) -> Option<Ordering> {
+    match (cell, value) {
+        (Datum::Null, _) | (_, Datum::Null) => None,
+        (Datum::Text(a), Datum::Text(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
+        (Datum::Text(a), n) => Some(a.as_bytes().cmp(table::number_text(n)?.as_bytes())),
+        (n, Datum::Text(b)) => match b.trim().parse::<f64>() {
+            Ok(y) => n.as_f64()?.partial_cmp(&y),
+            Err(_) => Some(Ordering::Less),
+        },
+        (a, b) => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+/// SQL `LIKE`: `%` any run, `_` one character, ASCII case-insensitive, no escape character.
+pub fn like(text: &str, pattern: &str) -> bool {
+    fn go(t: &[char], p: &[char]) -> bool {
+        match p.split_first() {
+            None => t.is_empty(),
+            Some(('%', rest)) => (0..=t.len()).any(|i| go(&t[i..], rest)),
+            Some(('_', rest)) => !t.is_empty() && go(&t[1..], rest),
+            Some((c, rest)) => t.first().is_some_and(|x| x.eq_ignore_ascii_case(c)) && go(&t[1..], rest),
+        }
+    }
+    let t: Vec<char> = text.chars().collect();
+    let mut p: Vec<char> = Vec::new();
+    for c in pattern.chars() {
+        if !(c == '%' && p.last() == Some(&'%')) {
+            p.push(c);
+        }
+    }
+    go(&t, &p)
+}
+
+fn cell_text(d: &Datum) -> Option<String> {
+    match d {
+        Datum::Null => None,
+        Datum::Text(t) => Some(t.clone()),
+        n => table::number_text(n),
+    }
+}
+
+fn take(t: &RecordBatch, rows: &[u32]) -> R<RecordBatch> {
+    let idx = UInt32Array::from(rows.to_vec());
+    arrow_select::take::take_record_batch(t, &idx).map_err(|e| e.to_string())
+}
+
+/// `filter_data(data_source, key_name, value, condition)` → table of the rows whose `key_name`
+/// cell satisfies `condition` against `value`; conditions `equal_to`, `not_equal_to`,
+/// `greater_than`, `less_than`, `greater_than_equal_to`, `less_than_equal_to`, `contains`, `like`.
+fn filter_data(args: &Args) -> R<Value> {
+    let t = args.table("data_source")?;
+    let (_, col) = column(t, args.str("key_name")?)?;
+    let value = json_to_datum(args.json("value")?)?;
+    let condition = args.str("condition")?;
+    let test: Box<dyn Fn(&Datum) -> bool> = match (condition, &value) {
+        ("equal_to", Datum::Null) => Box::new(|c| matches!(c, Datum::Null)),
+        ("not_equal_to", Datum::Null) => Box::new(|c| !matches!(c, Datum::Null)),
+        ("equal_to", v) => Box::new(move |c| compare(c, v) == Some(Ordering::Equal)),
+        ("not_equal_to", v) => Box::new(move |c| compare(c, v).is_some_and(|o| o != Ordering::Equal)),
+        ("greater_than", v) => Box::new(move |c| compare(c, v) == Some(Ordering::Greater)),
+        ("less_than", v) => Box::new(move |c| compare(c, v) == Some(Ordering::Less)),
+        ("greater_than_equal_to", v) => Box::new(move |c| compare(c, v).is_some_and(|o| o != Ordering::Less)),
+        ("less_than_equal_to", v) => Box::new(move |c| compare(c, v).is_some_and(|o| o != Ordering::Greater)),
+        ("contains", v) => {
+            let needle = cell_text(v).ok_or("`contains` needs a value")?.to_lowercase();
+            Box::new(move |c| cell_text(c).is_some_and(|s| s.to_lowercase().contains(&needle)))
+        }
+        ("like", v) => {
+            let pattern = cell_text(v).ok_or("`like` needs a pattern")?;
+            Box::new(move |c| cell_text(c).is_some_and(|s| like(&s, &pattern)))
+        }
+        (other, _) => return Err(format!("unknown condition `{other}`")),
+    };
+    let rows: Vec<u32> = (0..t.num_rows()).filter(|&r| test(&datum_at(col.as_ref(), r))).map(|r| r as u32).collect();
+    take(t, &rows).map(Value::Table)
+}
+
+fn distinct_datums(values: Vec<Datum>) -> Vec<Datum> {
+    let mut seen: Vec<Datum> = Vec::new();
+    let mut keys = std::collections::HashSet::new();
+    for v in values {
+        if keys.insert(datum_key(&v)) {
+            seen.push(v);
+        }
+    }
+    seen
+}
+
+/// A hashable identity for distinct/grouping: numbers by value, text by bytes, NULL one value.
+fn datum_key(d: &Datum) -> (u8, u64, String) {
+    match d {
+        Datum::Null => (0, 0, String::new()),
+        Datum::Int(i) => (1, (*i as f64).to_bits(), String::new()),
+        Datum::Real(r) => (1, (r + 0.0).to_bits(), String::new()),
+        Datum::Text(t) => (2, 0, t.clone()),
+    }
+}
+
+/// The list a retrieve/aggregate call works on: a table's column, a list, or per group.
+fn list_of(args: &Args, key: Option<&str>) -> R<Vec<Datum>> {
+    match args.value("data_source")? {
+        Value::Table(t) => match key {
+            Some(k) => Ok(datums(column(t, k)?.1.as_ref())),
+            None => Ok(vec![Datum::Null; t.num_rows()]),
+        },
+        Value::Column(a) => Ok(datums(a.as_ref())),
+        Value::Scalar(d) => Ok(vec![d.clone()]),
+        Value::Grouped(_) => Err("a grouped table needs a key".into()),
+    }
+}
+
+/// `retrieve_data(data_source, key_name, distinct=false, limit=-1)` → list: the column's values
+/// (first occurrences only when `distinct`), then the first `limit` of them (`-1`: all). On a
+/// grouped table: the column's value in each group's first row (the group key for the key).
+fn retrieve_data(args: &Args) -> R<Value> {
+    let key = args.str("key_name")?;
+    let mut values = match args.value("data_source")? {
+        Value::Grouped(g) => {
+            let (_, col) = column(&g.table, key)?;
+            g.groups.iter().map(|rows| datum_at(col.as_ref(), rows[0] as usize)).collect()
+        }
+        _ => list_of(args, Some(key))?,
+    };
+    if args.bool_or("distinct", false)? {
+        values = distinct_datums(values);
+    }
+    if let Some(n) = args.limit()? {
+        values.truncate(n);
+    }
+    Ok(Value::Column(array_from_datums(&values)))
+}
+
+fn aggregate(values: Vec<Datum>, how: &str, count_rows: bool) -> R<Datum> {
+    if how == "count" && count_rows {
+        return Ok(Datum::Int(values.len() as i64));
+    }
+    let present: Vec<Datum> = values.into_iter().filter(|d| !matches!(d, Datum::Null)).collect();
+    let numbers = || -> R<Vec<f64>> {
+        present.iter().map(|d| d.as_f64().ok_or_else(|| format!("`{how}` needs numbers, found {d:?}"))).collect()
+    };
+    Ok(match how {
+        "count" => Datum::Int(present.len() as i64),
+        "sum" if present.is_empty() => Datum::Null,
+        "sum" if present.iter().all(|d| matches!(d, Datum::Int(_))) => {
+            let mut ints = present.iter().map(|d| if let Datum::Int(i) = d { *i } else { 0 });
+            ints.try_fold(0i64, |a, b| a.checked_add(b)).map(Datum::Int).ok_or("integer overflow in `sum`")?
+        }
+        "sum" => Datum::real(numbers()?.iter().sum()),
+        "mean" | "std" if present.is_empty() => Datum::Null,
+        "mean" => {
+            let xs = numbers()?;
+            Datum::real(xs.iter().sum::<f64>() / xs.len() as f64)
+        }
+        "std" => {
+            let xs = numbers()?;
+            let m = xs.iter().sum::<f64>() / xs.len() as f64;
+            Datum::real((xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / xs.len() as f64).sqrt())
+        }
+        "min" | "max" | "argmin" | "argmax" => {
+            let want = if how.ends_with("min") { Ordering::Less } else { Ordering::Greater };
+            let mut best: Option<(usize, &Datum)> = None;
+            for (i, d) in present.iter().enumerate() {
+                if best.is_none_or(|(_, b)| sql_order(d, b) == want) {
+                    best = Some((i, d));
+                }
+            }
+            match (best, how.starts_with("arg")) {
+                (None, _) => Datum::Null,
+                (Some((i, _)), true) => Datum::Int(i as i64),
+                (Some((_, d)), false) => d.clone(),
+            }
+        }
+        other => return Err(format!("unknown aggregation_type `{other}`")),
+    })
+}
+
+/// `aggregate_data(data_source, aggregation_type, key_name="", distinct=false, limit=-1)`:
+/// `min`, `max`, `sum`, `mean`, `count`, `std` (population), `argmin`/`argmax` (0-based position
+/// of the first extreme). NULLs are skipped; `count` with an empty `key_name` counts rows; `sum`,
+/// `mean` of nothing is NULL. Over a table or list → a single value; over a grouped table → a
+/// table with one row per group: the group's first row plus a column named after
+/// `aggregation_type`.
+fn aggregate_data(args: &Args) -> R<Value> {
+    let how = args.str("aggregation_type")?;
+    let key = args.opt("key_name").and_then(Json::as_str).filter(|k| !k.is_empty());
+    let distinct = args.bool_or("distinct", false)?;
+    let limit = args.limit()?;
+    let prepare = |mut values: Vec<Datum>| {
+        if distinct {
+            values = distinct_datums(values);
+        }
+        if let Some(n) = limit {
+            values.truncate(n);
+        }
+        values
+    };
+    if let Value::Grouped(g) = args.value("data_source")? {
+        let col = key.map(|k| column(&g.table, k)).transpose()?;
+        let mut results = Vec::new();
+        for rows in &g.groups {
+            let values = rows
+                .iter()
+                .map(|&r| col.map_or(Datum::Null, |(_, c)| datum_at(c.as_ref(), r as usize)))
+                .collect();
+            results.push(aggregate(prepare(values), how, key.is_none())?);
+        }
+        let firsts: Vec<u32> = g.groups.iter().map(|rows| rows[0]).collect();
+        let first_rows = take(&g.table, &firsts)?;
+        let mut names: Vec<String> = first_rows.schema().fields().iter().map(|f| f.name().clone()).collect();
+        let mut columns: Vec<Vec<Datum>> = first_rows.columns().iter().map(|a| datums(a.as_ref())).collect();
+        names.push(how.to_string());
+        columns.push(results);
+        return Ok(Value::Table(batch_from_columns(&names, columns)));
+    }
+    if key.is_none() && how != "count" && !matches!(args.value("data_source")?, Value::Column(_)) {
+        return Err(format!("`{how}` needs a key_name"));
+    }
+    let values = match args.value("data_source")? {
+        Value::Table(_) => list_of(args, key)?,
+        _ => list_of(args, None)?,
+    };
+    let count_rows = key.is_none() && matches!(args.value("data_source")?, Value::Table(_));
+    Ok(Value::Scalar(aggregate(prepare(values), how, count_rows)?))
+}
+
+/// SQLite's ordering of values: NULL < numbers < text.
+fn sql_order(a: &Datum, b: &Datum) -> Ordering {
+    match (a, b) {
+        (Datum::Null, Datum::Null) => Ordering::Equal,
+        (Datum::Null, _) => Ordering::Less,
+        (_, Datum::Null) => Ordering::Greater,
+        (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Datum::Text(_), _) => Ordering::Greater,
+        (_, Datum::Text(_)) => Ordering::Less,
+        (x, y) => x.as_f64().unwrap_or(0.0).total_cmp(&y.as_f64().unwrap_or(0.0)),
+    }
+}
+
+/// `sort_data(data_source, key_name, ascending=false)` → the table stably sorted by the column
+/// (NULL first ascending, last descending).
+fn sort_data(args: &Args) -> R<Value> {
+    let t = args.table("data_source")?;
+    let (_, col) = column(t, args.str("key_name")?)?;
+    let ascending = args.bool_or("ascending", false)?;
+    let cells = datums(col.as_ref());
+    let mut rows: Vec<u32> = (0..t.num_rows() as u32).collect();
+    rows.sort_by(|&a, &b| {
+        let o = sql_order(&cells[a as usize], &cells[b as usize]);
+        if ascending { o } else { o.reverse() }
+    });
+    take(t, &rows).map(Value::Table)
+}
+
+/// `group_data_by(data_source, key_name)` → grouped table; NULL keys form one group; groups in
+/// first-appearance order.
+fn group_data_by(args: &Args) -> R<Value> {
+    let t = args.table("data_source")?;
+    let key = args.str("key_name")?;
+    let (idx, col) = column(t, key)?;
+    let mut index: HashMap<(u8, u64, String), usize> = HashMap::new();
+    let mut groups: Vec<Vec<u32>> = Vec::new();
+    for r in 0..t.num_rows() {
+        let k = datum_key(&datum_at(col.as_ref(), r));
+        let g = *index.entry(k).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(r as u32);
+    }
+    let key = t.schema().field(idx).name().clone();
+    Ok(Value::Grouped(Grouped { table: t.clone(), key, groups }))
+}
+
+/// `transform_data(data_source, key_name, operation_type, operation_args)` → the table with
+/// the column replaced: `substring {start_index, end_index}` (0-based, end exclusive, on
+/// characters; numbers are first rendered as text), `abs`, `datetime {pattern: "%Y"|"%m"|"%d"}`
+/// (the component of an ISO date as text, NULL when the cell is not a date).
+fn transform_data(args: &Args) -> R<Value> {
+    let t = args.table("data_source")?;
+    let (idx, col) = column(t, args.str("key_name")?)?;
+    let op = args.str("operation_type")?;
+    let empty = serde_json::Map::new();
+    let op_args = args.opt("operation_args").and_then(Json::as_object).unwrap_or(&empty);
+    let int_arg = |name: &str| op_args.get(name).and_then(Json::as_i64);
+    let cells = datums(col.as_ref());
+    let out: Vec<Datum> = match op {
+        "substring" => {
+            let start = int_arg("start_index").unwrap_or(0).max(0) as usize;
+            let end = int_arg("end_index");
+            cells
+                .iter()
+                .map(|c| match cell_text(c) {
+                    None => Datum::Null,
+                    Some(s) => {
+                        let chars: Vec<char> = s.chars().collect();
+                        let end = end.map_or(chars.len(), |e| (e.max(0) as usize).min(chars.len()));
+                        Datum::Text(chars.get(start.min(end)..end).map(|c| c.iter().collect()).unwrap_or_default())
+                    }
+                })
+                .collect()
+        }
+        "abs" => cells
+            .iter()
+            .map(|c| match c {
+                Datum::Int(i) => Datum::Int(i.abs()),
+                Datum::Real(r) => Datum::Real(r.abs()),
+                _ => Datum::Null,
+            })
+            .collect(),
+        "datetime" => {
+            let pattern = op_args.get("pattern").and_then(Json::as_str).unwrap_or("%Y");
+            let range = match pattern {
+                "%Y" => 0..4,
+                "%m" => 5..7,
+                "%d" => 8..10,
+                other => return Err(format!("unsupported datetime pattern `{other}`")),
+            };
+            cells
+                .iter()
+                .map(|c| match c {
+                    Datum::Text(s) if is_iso_date(s) => Datum::Text(s[range.clone()].to_string()),
+                    _ => Datum::Null,
+                })
+                .collect()
+        }
+        other => return Err(format!("unknown operation_type `{other}`")),
+    };
+    let mut columns: Vec<ArrayRef> = t.columns().to_vec();
+    columns[idx] = array_from_datums(&out);
+    let fields: Vec<arrow_schema::Field> = t
+        .schema()
+        .fields()
+        .iter()
+        .zip(&columns)
+        .map(|(f, c)| arrow_schema::Field::new(f.name(), c.data_type().clone(), true))
+        .collect();
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(t.num_rows()));
+    RecordBatch::try_new_with_options(Arc::new(arrow_schema::Schema::new(fields)), columns, &options)
+        .map(Value::Table)
+        .map_err(|e| e.to_string())
+}
+
+fn is_iso_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 10 && b[4] == b'-' && b[7] == b'-' && b[..4].iter().chain(&b[5..7]).chain(&b[8..10]).all(u8::is_ascii_digit)
+}
+
+/// `select_unique_values(unique_array)` → the list's distinct values, first occurrences in order.
+fn select_unique_values(args: &Args) -> R<Value> {
+    let values = match args.value("unique_array")? {
+        Value::Column(a) => datums(a.as_ref()),
+        other => return Err(format!("`unique_array` must be a list, got {}", kind(other))),
+    };
+    Ok(Value::Column(array_from_datums(&distinct_datums(values))))
+}
+
+/// `concatenate_data(data_source_1, data_source_2)` → the rows of the first table, then the
+/// rows of the second (same columns; no de-duplication).
+fn concatenate_data(args: &Args) -> R<Value> {
+    let a = args.table("data_source_1")?;
+    let b = args.table("data_source_2")?;
+    let names: Vec<String> = a.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let mut columns = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let (_, bc) = column(b, name)?;
+        let mut cells = datums(a.column(i).as_ref());
+        cells.extend(datums(bc.as_ref()));
+        columns.push(cells);
+    }
+    if b.num_columns() != a.num_columns() {
+        return Err("tables to concatenate have different columns".into());
+    }
+    Ok(Value::Table(batch_from_columns(&names, columns)))
+}
+
+/// `calculate(operand_a, operand_b, operator)` (toolforge extension): `add`, `subtract`,
+/// `multiply`, `divide` on numbers, single values or lists (elementwise; a single value is
+/// broadcast). Operands are numbers or `$LABEL$` references. Integers stay integers except under
+/// `divide`, which is always real division; division by zero and NULL operands give NULL.
+fn calculate(args: &Args) -> R<Value> {
+    let operand = |name: &str| -> R<Vec<Datum>> {
+        let v = args.json(name)?;
+        if as_label_ref(v).is_none() {
+            return Ok(vec![json_to_datum(v)?]);
+        }
+        match args.value(name)? {
+            Value::Scalar(d) => Ok(vec![d.clone()]),
+            Value::Column(a) => Ok(datums(a.as_ref())),
+            other => Err(format!("`{name}` must be a number or a list, got {}", kind(other))),
+        }
+    };
+    let (a, b) = (operand("operand_a")?, operand("operand_b")?);
+    let op = args.str("operator")?;
+    let scalar = a.len() == 1 && b.len() == 1 && {
+        let is_scalar = |n: &str| {
+            let v = &args.map[n];
+            as_label_ref(v).is_none() || matches!(args.value(n), Ok(Value::Scalar(_)))
+        };
+        is_scalar("operand_a") && is_scalar("operand_b")
+    };
+    let n = a.len().max(b.len());
+    if !(a.len() == n || a.len() == 1) || !(b.len() == n || b.len() == 1) {
+        return Err(format!("operands have lengths {} and {}", a.len(), b.len()));
+    }
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let (x, y) = (&a[i.min(a.len() - 1)], &b[i.min(b.len() - 1)]);
+        out.push(arith(x, y, op)?);
+    }
+    if scalar { Ok(Value::Scalar(out.pop().unwrap_or(Datum::Null))) } else { Ok(Value::Column(array_from_datums(&out))) }
+}
+
+fn arith(x: &Datum, y: &Datum, op: &str) -> R<Datum> {
+    let (Some(fx), Some(fy)) = (x.as_f64(), y.as_f64()) else {
+        if matches!(x, Datum::Null) || matches!(y, Datum::Null) {
+            return Ok(Datum::Null);
+        }
+        return Err(format!("`calculate` needs numbers, got {x:?} and {y:?}"));
+    };
+    if let (Datum::Int(a), Datum::Int(b)) = (x, y) {
+        let r = match op {
+            "add" => a.checked_add(*b),
+            "subtract" => a.checked_sub(*b),
+            "multiply" => a.checked_mul(*b),
+            _ => None,
+        };
+        if let Some(r) = r {
+            return Ok(Datum::Int(r));
+        }
+    }
+    Ok(match op {
+        "add" => Datum::real(fx + fy),
+        "subtract" => Datum::real(fx - fy),
+        "multiply" => Datum::real(fx * fy),
+        "divide" if fy == 0.0 => Datum::Null,
+        "divide" => Datum::real(fx / fy),
+        other => return Err(format!("unknown operator `{other}`")),
+    })
+}

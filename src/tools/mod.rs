@@ -1,0 +1,50 @@
+//! The tool layer: tool specifications (the catalog every emitter reads), calls, and the
+//! executor that runs SLOT calls over Arrow record batches.
+//!
+//! - [`catalog`]: the SLOT tool pool as data ([`ToolSpec`] with JSON Schema parameters).
+//! - [`table`]: the `initialize_active_data` join step (the only SQLite use) and SQLite → Arrow.
+//! - [`executor`]: one function per tool, semantics in each doc comment.
+
+pub mod catalog;
+pub mod executor;
+pub mod table;
+
+use serde::{Deserialize, Serialize};
+
+/// One tool call of a gold sequence: `name(arguments) -> label`.
+///
+/// `arguments` is a JSON object; a string argument of the form `"$LABEL$"` refers to the output
+/// of the earlier call labelled `LABEL` (Live API-Bench convention).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Call {
+    /// Tool name, e.g. `filter_data`.
+    pub name: String,
+    /// Arguments as a JSON object.
+    pub arguments: serde_json::Map<String, serde_json::Value>,
+    /// The label under which the output is stored, e.g. `FILTERED_DF_0`.
+    pub label: String,
+}
+
+/// A tool specification: the one catalog type every emitter and the server read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Function name.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema (`type: object`) of the arguments.
+    pub parameters: serde_json::Value,
+    /// JSON Schema of the output (`output_parameters` in Live API-Bench specs).
+    pub output_parameters: serde_json::Value,
+}
+
+/// The `$LABEL$` reference a call argument uses for the output labelled `label`.
+pub fn label_ref(label: &str) -> String {
+    format!("${label}$")
+}
+
+/// If `value` is a `"$LABEL$"` reference, the label.
+pub fn as_label_ref(value: &serde_json::Value) -> Option<&str> {
+    let s = value.as_str()?;
+    s.strip_prefix('$')?.strip_suffix('$').filter(|l| !l.is_empty())
+}

@@ -1,0 +1,296 @@
+//! Tables as Arrow record batches, their conversion from SQLite results, and the
+//! `initialize_active_data` join step — the only place the tool layer touches SQLite.
+//!
+//! Column typing: SQLite values are dynamically typed, Arrow columns are not. A column whose
+//! non-NULL values are all integers becomes `Int64`; all numbers (integers and reals) `Float64`;
+//! anything else (text, or a mix of text and numbers) `Utf8`, numbers rendered as SQLite renders
+//! them. BLOBs become lowercase hex text. An all-NULL column is `Utf8`.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use rusqlite::types::ValueRef;
+
+use crate::verify::Datum;
+
+/// Converts one SQLite value to a [`Datum`].
+pub fn datum_from_sqlite(value: ValueRef<'_>) -> Datum {
+    match value {
+        ValueRef::Null => Datum::Null,
+        ValueRef::Integer(i) => Datum::Int(i),
+        ValueRef::Real(r) => Datum::real(r),
+        ValueRef::Text(t) => Datum::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Datum::Text(b.iter().map(|x| format!("{x:02x}")).collect()),
+    }
+}
+
+/// Renders a number the way SQLite's `CAST(x AS TEXT)` does (integers plainly, reals with a
+/// decimal point).
+pub fn number_text(d: &Datum) -> Option<String> {
+    match d {
+        Datum::Int(i) => Some(i.to_string()),
+        Datum::Real(r) if r.fract() == 0.0 && r.abs() < 1e15 => Some(format!("{r:.1}")),
+        Datum::Real(r) => Some(r.to_string()),
+        _ => None,
+    }
+}
+
+/// Builds an Arrow array from datums with the typing rule of the module docs.
+pub fn array_from_datums(values: &[Datum]) -> ArrayRef {
+    let (mut ints, mut reals, mut texts) = (true, true, true);
+    let mut any = false;
+    for v in values {
+        match v {
+            Datum::Null => {}
+            Datum::Int(_) => (any, texts) = (true, false),
+            Datum::Real(_) => (any, ints, texts) = (true, false, false),
+            Datum::Text(_) => (any, ints, reals) = (true, false, false),
+        }
+    }
+    if any && ints {
+        Arc::new(values.iter().map(|v| if let Datum::Int(i) = v { Some(*i) } else { None }).collect::<Int64Array>())
+    } else if any && reals {
+        Arc::new(values.iter().map(|v| v.as_f64()).collect::<Float64Array>())
+    } else {
+        let _ = texts;
+        Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    Datum::Null => None,
+                    Datum::Text(t) => Some(t.clone()),
+                    n => number_text(n),
+                })
+                .collect::<StringArray>(),
+        )
+    }
+}
+
+/// Reads the cell at `row` of an Arrow array as a [`Datum`] (Int64, Float64 and Utf8 arrays).
+pub fn datum_at(array: &dyn Array, row: usize) -> Datum {
+    if array.is_null(row) {
+        return Datum::Null;
+    }
+    match array.data_type() {
+        DataType::Int64 => Datum::Int(array.as_any().downcast_ref::<Int64Array>().unwrap().value(row)),
+        DataType::Float64 => Datum::real(array.as_any().downcast_ref::<Float64Array>().unwrap().value(row)),
+        DataType::Utf8 => Datum::Text(array.as_any().downcast_ref::<StringArray>().unwrap().value(row).to_string()),
+        other => unreachable!("toolforge tables hold Int64, Float64 and Utf8 only, not {other}"),
+    }
+}
+
+/// All cells of an Arrow array as datums.
+pub fn datums(array: &dyn Array) -> Vec<Datum> {
+    (0..array.len()).map(|r| datum_at(array, r)).collect()
+}
+
+/// Builds a record batch from named columns of datums (all of one length).
+pub fn batch_from_columns(names: &[String], columns: Vec<Vec<Datum>>) -> RecordBatch {
+    let rows = columns.first().map_or(0, Vec::len);
+    let arrays: Vec<ArrayRef> = columns.iter().map(|c| array_from_datums(c)).collect();
+    let fields: Vec<Field> =
+        names.iter().zip(&arrays).map(|(n, a)| Field::new(n, a.data_type().clone(), true)).collect();
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
+        .expect("columns of equal length")
+}
+
+/// Column name as the join step exposes it: `<table>_<column>`, with spaces → `_`, `(`/`)`
+/// dropped, `/` and `-` → `_` (Live API-Bench `make_safe`).
+pub fn safe_name(table: &str, column: &str) -> String {
+    let raw = format!("{}_{}", table.trim(), column.trim());
+    raw.replace(' ', "_").replace(['(', ')'], "").replace(['/', '-'], "_")
+}
+
+/// One joined table instance of the join step: a table of the database under an alias, with the
+/// prefix its columns get (`<table>`, or `<table>_<n>` for the n-th repeated use of a table, as
+/// the reference's `modified_table_name`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JoinTable {
+    /// The alias in the query (the table name when unaliased).
+    pub alias: String,
+    /// The table's name as the database spells it.
+    pub table: String,
+    /// Prefix of this instance's columns.
+    pub prefix: String,
+}
+
+/// The table instances of an `alias_to_table_dict` (alias → table, in join order).
+pub fn join_tables(aliases: &serde_json::Map<String, serde_json::Value>) -> Result<Vec<JoinTable>, JoinError> {
+    let mut uses: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for (alias, table) in aliases {
+        let table = table.as_str().ok_or_else(|| JoinError::Invalid(format!("table of alias {alias:?} must be a string")))?;
+        let n = uses.entry(table.to_lowercase()).or_insert(0);
+        let prefix = if *n == 0 { table.to_string() } else { format!("{table}_{n}") };
+        *n += 1;
+        out.push(JoinTable { alias: alias.clone(), table: table.to_string(), prefix });
+    }
+    Ok(out)
+}
+
+/// One equality of a join condition, serialised as the reference's triple
+/// `["<alias>.<column>", "<alias>.<column>", "INNER"|"LEFT"]`: the second column belongs to the
+/// table being joined.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JoinCondition(
+    /// `alias.column` of an earlier table.
+    pub String,
+    /// `alias.column` of the table being joined.
+    pub String,
+    /// `INNER` or `LEFT`.
+    pub String,
+);
+
+fn quote(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}
+
+fn quote_qualified(col: &str) -> String {
+    match col.split_once('.') {
+        Some((a, c)) => format!("{}.{}", quote(a), quote(c)),
+        None => quote(col),
+    }
+}
+
+/// The columns of `table` as the database declares them (`PRAGMA table_info`): name and
+/// declared type.
+pub fn table_columns_typed(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info({})", quote(table)))?;
+    let cols = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default())))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(cols)
+}
+
+/// The column names of `table` as the database declares them.
+pub fn table_columns(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    Ok(table_columns_typed(conn, table)?.into_iter().map(|(n, _)| n).collect())
+}
+
+/// Errors of the join step.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    /// SQLite failed (missing table, bad file, …).
+    #[error("join step on {path}: {source}")]
+    Sqlite {
+        /// Database file.
+        path: String,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// The join description is inconsistent (unknown alias, no tables).
+    #[error("join step: {0}")]
+    Invalid(String),
+}
+
+/// The SQL the join step runs: every column of every table instance, renamed
+/// `<prefix>_<column>`, joined in order with the given equality conditions. Conditions whose
+/// `right` alias is the same are ANDed into one `ON` clause.
+pub fn join_sql(
+    conn: &rusqlite::Connection,
+    tables: &[JoinTable],
+    conditions: &[JoinCondition],
+) -> Result<(String, Vec<String>), JoinError> {
+    let first = tables.first().ok_or_else(|| JoinError::Invalid("no tables".into()))?;
+    let mut select = Vec::new();
+    let mut names = Vec::new();
+    let mut seen = HashSet::new();
+    for t in tables {
+        let cols = table_columns(conn, &t.table)
+            .map_err(|source| JoinError::Sqlite { path: t.table.clone(), source })?;
+        if cols.is_empty() {
+            return Err(JoinError::Invalid(format!("no table named {:?} in the database", t.table)));
+        }
+        for c in cols {
+            let name = safe_name(&t.prefix, &c);
+            if !seen.insert(name.to_lowercase()) {
+                continue;
+            }
+            select.push(format!("{}.{} AS {}", quote(&t.alias), quote(&c), quote(&name)));
+            names.push(name);
+        }
+    }
+    let mut sql = format!("SELECT {} FROM {} AS {}", select.join(", "), quote(&first.table), quote(&first.alias));
+    for t in &tables[1..] {
+        let on: Vec<&JoinCondition> = conditions
+            .iter()
+            .filter(|c| c.1.split_once('.').is_some_and(|(a, _)| a.eq_ignore_ascii_case(&t.alias)))
+            .collect();
+        let kind = on.first().map_or("INNER", |c| c.2.as_str());
+        let kind = if kind.eq_ignore_ascii_case("LEFT") { "LEFT" } else { "INNER" };
+        sql.push_str(&format!(" {kind} JOIN {} AS {}", quote(&t.table), quote(&t.alias)));
+        if !on.is_empty() {
+            let conds: Vec<String> = on
+                .iter()
+                .map(|c| format!("{} = {}", quote_qualified(&c.0), quote_qualified(&c.1)))
+                .collect();
+            sql.push_str(&format!(" ON {}", conds.join(" AND ")));
+        }
+    }
+    Ok((sql, names))
+}
+
+/// Opens a database read-only (no file is created for a missing path).
+pub fn open_read_only(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
+    rusqlite::Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+}
+
+/// Runs `sql` and returns its rows as datums.
+pub fn query_rows(conn: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Vec<Vec<Datum>>> {
+    let mut stmt = conn.prepare(sql)?;
+    let n = stmt.column_count();
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push((0..n).map(|i| datum_from_sqlite(row.get_ref(i).expect("column index"))).collect());
+    }
+    Ok(out)
+}
+
+/// The join step `initialize_active_data`: materialises the joined table as a record batch.
+pub fn initialize_active_data(
+    conn: &rusqlite::Connection,
+    tables: &[JoinTable],
+    conditions: &[JoinCondition],
+) -> Result<RecordBatch, JoinError> {
+    let (sql, names) = join_sql(conn, tables, conditions)?;
+    let rows = query_rows(conn, &sql).map_err(|source| JoinError::Sqlite { path: sql.clone(), source })?;
+    let mut columns: Vec<Vec<Datum>> = vec![Vec::with_capacity(rows.len()); names.len()];
+    for row in rows {
+        for (c, d) in row.into_iter().enumerate() {
+            columns[c].push(d);
+        }
+    }
+    Ok(batch_from_columns(&names, columns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_names_follow_the_reference() {
+        assert_eq!(safe_name("Player_Attributes", "date"), "Player_Attributes_date");
+        assert_eq!(safe_name("t", "Height (cm)"), "t_Height_cm");
+        assert_eq!(safe_name("t", "km/h-x"), "t_km_h_x");
+    }
+
+    #[test]
+    fn column_typing() {
+        let a = array_from_datums(&[Datum::Int(1), Datum::Null]);
+        assert_eq!(a.data_type(), &DataType::Int64);
+        let a = array_from_datums(&[Datum::Int(1), Datum::Real(2.5)]);
+        assert_eq!(a.data_type(), &DataType::Float64);
+        let a = array_from_datums(&[Datum::Int(1), Datum::Text("x".into())]);
+        assert_eq!(datums(a.as_ref()), vec![Datum::Text("1".into()), Datum::Text("x".into())]);
+        let a = array_from_datums(&[Datum::Null]);
+        assert_eq!(a.data_type(), &DataType::Utf8);
+    }
+}
