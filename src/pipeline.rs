@@ -24,6 +24,18 @@ use crate::verify::{Answer, answers_match};
 /// Version of the compile stage; bump when its output for the same inputs changes.
 pub const COMPILE_VERSION: u32 = 1;
 
+/// Fingerprint of the running toolforge build: blake3 of its executable, so that any code
+/// change invalidates stage results even when a `*_VERSION` bump was forgotten.
+pub fn code_fingerprint() -> &'static str {
+    static FP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FP.get_or_init(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| hash_file(&p).ok())
+            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
+    })
+}
+
 /// One verified example (a dataset row).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Example {
@@ -152,7 +164,7 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
             let key = StageKey {
                 stage: "compile-slot".into(),
                 version: COMPILE_VERSION,
-                config: serde_json::json!({"dataset": recipe.name, "split": recipe.split, "keep_empty_answers": recipe.keep_empty_answers}),
+                config: serde_json::json!({"dataset": recipe.name, "split": recipe.split, "keep_empty_answers": recipe.keep_empty_answers, "code": code_fingerprint()}),
                 inputs: vec![
                     blake3::hash(&serde_json::to_vec(qs).expect("serialise")).to_hex().to_string(),
                     db_hash.clone().unwrap_or_else(|| "missing".into()),

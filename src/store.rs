@@ -7,7 +7,8 @@
 //! |-----------------|-----------------------------------------------------------------------|
 //! | `stage`         | the stage name, e.g. `compile-slot`                                   |
 //! | `version`       | the stage's `STAGE_VERSION`, bumped whenever its semantics change     |
-//! | `config`        | the recipe knobs the stage reads, as canonical JSON                   |
+//! | `config`        | the recipe knobs the stage reads, as canonical JSON, and the code     |
+//! |                 | fingerprint (blake3 of the toolforge executable)                      |
 //! | `inputs`        | blake3 hashes of the input bytes (question records, SQLite file, …)   |
 //!
 //! Deliberately kept out of the key: file modification times, absolute paths, the host name.

@@ -318,6 +318,8 @@ impl<'s> Builder<'s> {
                 Value::Boolean(b) => Some(json!(*b as i64)),
                 _ => None,
             },
+            // SQLite reads a double-quoted identifier that names no column as a string literal.
+            Expr::Identifier(id) if id.quote_style == Some('"') && self.resolve_raw(e).is_err() => Some(json!(id.value)),
             Expr::UnaryOp { op: UnaryOperator::Minus, expr } => self.literal(expr).and_then(negate),
             Expr::UnaryOp { op: UnaryOperator::Plus, expr } => self.literal(expr),
             Expr::Nested(inner) => self.literal(inner),

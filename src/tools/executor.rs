@@ -364,8 +364,9 @@ fn aggregate(values: Vec<Datum>, how: &str, count_rows: bool) -> R<Datum> {
         return Ok(Datum::Int(values.len() as i64));
     }
     let present: Vec<Datum> = values.into_iter().filter(|d| !matches!(d, Datum::Null)).collect();
+    // SQLite's sum/avg read text as its numeric value, and non-numeric text as 0.
     let numbers = || -> R<Vec<f64>> {
-        present.iter().map(|d| d.as_f64().ok_or_else(|| format!("`{how}` needs numbers, found {d:?}"))).collect()
+        Ok(present.iter().map(|d| d.as_f64().unwrap_or_else(|| cell_text(d).and_then(|t| t.trim().parse().ok()).unwrap_or(0.0))).collect())
     };
     Ok(match how {
         "count" => Datum::Int(present.len() as i64),
