@@ -63,11 +63,19 @@ pub enum CorpusError {
 
 /// Reads a question file of the given `format` (`bird` or `spider`).
 pub fn read_questions(path: &Path, format: &str) -> Result<(Vec<Question>, Vec<BadRecord>), CorpusError> {
-    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io { path: path.into(), source })?;
-    let value: Json = serde_json::from_slice(&bytes)
-        .map_err(|e| CorpusError::Malformed { path: path.into(), message: format!("not valid JSON: {e}") })?;
+    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
+        path: path.into(),
+        source,
+    })?;
+    let value: Json = serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
+        path: path.into(),
+        message: format!("not valid JSON: {e}"),
+    })?;
     let Json::Array(records) = value else {
-        return Err(CorpusError::Malformed { path: path.into(), message: "expected a JSON array of question records".into() });
+        return Err(CorpusError::Malformed {
+            path: path.into(),
+            message: "expected a JSON array of question records".into(),
+        });
     };
     let file = path.display().to_string();
     let mut questions = Vec::new();
@@ -75,14 +83,20 @@ pub fn read_questions(path: &Path, format: &str) -> Result<(Vec<Question>, Vec<B
     for (i, rec) in records.iter().enumerate() {
         match question(rec, i, format) {
             Ok(q) => questions.push(q),
-            Err(message) => bad.push(BadRecord { file: file.clone(), record: i, message }),
+            Err(message) => bad.push(BadRecord {
+                file: file.clone(),
+                record: i,
+                message,
+            }),
         }
     }
     Ok((questions, bad))
 }
 
 fn question(rec: &Json, index: usize, format: &str) -> Result<Question, String> {
-    let obj = rec.as_object().ok_or_else(|| format!("expected an object, got {}", short(rec)))?;
+    let obj = rec
+        .as_object()
+        .ok_or_else(|| format!("expected an object, got {}", short(rec)))?;
     let text = |field: &str| -> Result<String, String> {
         match obj.get(field) {
             Some(Json::String(s)) => Ok(s.clone()),
@@ -121,7 +135,11 @@ fn question(rec: &Json, index: usize, format: &str) -> Result<Question, String> 
 
 fn short(v: &Json) -> String {
     let s = v.to_string();
-    if s.len() > 60 { format!("{}…", &s[..s.floor_char_boundary(60)]) } else { s }
+    if s.len() > 60 {
+        format!("{}…", &s[..s.floor_char_boundary(60)])
+    } else {
+        s
+    }
 }
 
 /// Column descriptions of one database: lower-cased `table` → lower-cased `column` → text.
@@ -136,15 +154,25 @@ pub fn bird_descriptions(db_dir: &Path) -> Descriptions {
     };
     let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.sort();
-    for file in files.into_iter().filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"))) {
+    for file in files
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")))
+    {
         let Ok(bytes) = std::fs::read(&file) else { continue };
         let text = String::from_utf8_lossy(&bytes);
         let text = text.trim_start_matches('\u{feff}');
-        let table = file.file_stem().map(|s| s.to_string_lossy().to_lowercase()).unwrap_or_default();
+        let table = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_lowercase())
+            .unwrap_or_default();
         let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
         let cols = out.entry(table).or_default();
         for row in reader.records().flatten() {
-            let get = |i: usize| row.get(i).map(|s| s.trim().replace(['\n', '\r'], " ")).unwrap_or_default();
+            let get = |i: usize| {
+                row.get(i)
+                    .map(|s| s.trim().replace(['\n', '\r'], " "))
+                    .unwrap_or_default()
+            };
             let (column, name, desc) = (get(0), get(1), get(2));
             let text = if !desc.is_empty() { desc } else { name };
             if !column.is_empty() {
@@ -157,21 +185,39 @@ pub fn bird_descriptions(db_dir: &Path) -> Descriptions {
 
 /// Spider `tables.json`: per database, the readable column names as descriptions.
 pub fn spider_descriptions(path: &Path) -> Result<BTreeMap<String, Descriptions>, CorpusError> {
-    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io { path: path.into(), source })?;
-    let value: Json = serde_json::from_slice(&bytes)
-        .map_err(|e| CorpusError::Malformed { path: path.into(), message: format!("not valid JSON: {e}") })?;
+    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
+        path: path.into(),
+        source,
+    })?;
+    let value: Json = serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
+        path: path.into(),
+        message: format!("not valid JSON: {e}"),
+    })?;
     let mut out = BTreeMap::new();
     for db in value.as_array().into_iter().flatten() {
-        let Some(db_id) = db.get("db_id").and_then(Json::as_str) else { continue };
-        let tables: Vec<&str> = db.get("table_names_original").and_then(Json::as_array).into_iter().flatten().filter_map(Json::as_str).collect();
+        let Some(db_id) = db.get("db_id").and_then(Json::as_str) else {
+            continue;
+        };
+        let tables: Vec<&str> = db
+            .get("table_names_original")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Json::as_str)
+            .collect();
         let originals = db.get("column_names_original").and_then(Json::as_array);
         let readable = db.get("column_names").and_then(Json::as_array);
         let mut descs = Descriptions::new();
         if let (Some(orig), Some(read)) = (originals, readable) {
             for (o, r) in orig.iter().zip(read) {
-                let (Some(t), Some(c), Some(name)) = (o[0].as_i64(), o[1].as_str(), r[1].as_str()) else { continue };
+                let (Some(t), Some(c), Some(name)) = (o[0].as_i64(), o[1].as_str(), r[1].as_str()) else {
+                    continue;
+                };
                 if let Some(table) = usize::try_from(t).ok().and_then(|t| tables.get(t)) {
-                    descs.entry(table.to_lowercase()).or_default().insert(c.to_lowercase(), name.to_string());
+                    descs
+                        .entry(table.to_lowercase())
+                        .or_default()
+                        .insert(c.to_lowercase(), name.to_string());
                 }
             }
         }
@@ -192,7 +238,11 @@ mod tests {
         let (qs, bad) = read_questions(&path, "spider").unwrap();
         assert_eq!(qs.len(), 1);
         assert_eq!(bad.iter().map(|b| b.record).collect::<Vec<_>>(), vec![1, 2, 3]);
-        assert!(bad[1].message.contains("field `question`: expected a string"), "{:?}", bad[1]);
+        assert!(
+            bad[1].message.contains("field `question`: expected a string"),
+            "{:?}",
+            bad[1]
+        );
         assert!(bad[2].message.contains("missing field `question`"));
     }
 

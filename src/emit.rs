@@ -54,7 +54,11 @@ fn row_schema() -> Schema {
         s("input", false),
         s("evidence", true),
         s("sql", false),
-        Field::new("output", DataType::List(Arc::new(Field::new("item", DataType::Struct(call_fields()), false))), false),
+        Field::new(
+            "output",
+            DataType::List(Arc::new(Field::new("item", DataType::Struct(call_fields()), false))),
+            false,
+        ),
         s("gold_answer", false),
         Field::new("ordered", DataType::Boolean, false),
         s("tools", false),
@@ -72,16 +76,28 @@ pub fn record_batch(examples: &[&Example]) -> RecordBatch {
     let strs = |f: &dyn Fn(&Example) -> String| -> ArrayRef {
         Arc::new(examples.iter().map(|e| Some(f(e))).collect::<StringArray>())
     };
-    let opt = |f: &dyn Fn(&Example) -> Option<String>| -> ArrayRef { Arc::new(examples.iter().map(|e| f(e)).collect::<StringArray>()) };
+    let opt = |f: &dyn Fn(&Example) -> Option<String>| -> ArrayRef {
+        Arc::new(examples.iter().map(|e| f(e)).collect::<StringArray>())
+    };
     let calls: Vec<&Call> = examples.iter().flat_map(|e| &e.output).collect();
     let call_arrays: Vec<ArrayRef> = vec![
         Arc::new(calls.iter().map(|c| Some(c.name.clone())).collect::<StringArray>()),
-        Arc::new(calls.iter().map(|c| Some(to_json(&c.arguments))).collect::<StringArray>()),
+        Arc::new(
+            calls
+                .iter()
+                .map(|c| Some(to_json(&c.arguments)))
+                .collect::<StringArray>(),
+        ),
         Arc::new(calls.iter().map(|c| Some(c.label.clone())).collect::<StringArray>()),
     ];
     let structs = StructArray::new(call_fields(), call_arrays, None);
     let offsets = OffsetBuffer::from_lengths(examples.iter().map(|e| e.output.len()));
-    let output = ListArray::new(Arc::new(Field::new("item", DataType::Struct(call_fields()), false)), offsets, Arc::new(structs), None);
+    let output = ListArray::new(
+        Arc::new(Field::new("item", DataType::Struct(call_fields()), false)),
+        offsets,
+        Arc::new(structs),
+        None,
+    );
     let columns: Vec<ArrayRef> = vec![
         strs(&|e| e.id.clone()),
         strs(&|e| e.dataset.clone()),
@@ -102,7 +118,9 @@ pub fn record_batch(examples: &[&Example]) -> RecordBatch {
 
 fn parquet_bytes(batch: &RecordBatch) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
-    let props = parquet::file::properties::WriterProperties::builder().set_created_by("toolforge".into()).build();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_created_by("toolforge".into())
+        .build();
     let mut writer = parquet::arrow::ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
     writer.write(batch)?;
     writer.close()?;
@@ -134,7 +152,12 @@ struct Counts {
 }
 
 fn counts(build: &Build) -> Counts {
-    let mut c = Counts { attempted: 0, verified: 0, per_db: BTreeMap::new(), reasons: BTreeMap::new() };
+    let mut c = Counts {
+        attempted: 0,
+        verified: 0,
+        per_db: BTreeMap::new(),
+        reasons: BTreeMap::new(),
+    };
     for (db, o) in &build.outcomes {
         let attempted = build.attempted.get(db).copied().unwrap_or(0);
         let mut reasons = BTreeMap::new();
@@ -170,11 +193,19 @@ fn card(build: &Build, c: &Counts) -> String {
     let license = m.license.to_lowercase().replace(' ', "-");
     let split = &build.recipe.split;
     let mut s = String::new();
-    let _ = writeln!(s, "---\nlicense: {license}\npretty_name: {}\ntask_categories:\n- text-generation\ntags:\n- tool-calling\n- function-calling\n- text-to-sql\nconfigs:\n- config_name: default\n  data_files:\n  - split: {split}\n    path: data/{split}.parquet\ndataset_info:\n  features:", build.recipe.name);
+    let _ = writeln!(
+        s,
+        "---\nlicense: {license}\npretty_name: {}\ntask_categories:\n- text-generation\ntags:\n- tool-calling\n- function-calling\n- text-to-sql\nconfigs:\n- config_name: default\n  data_files:\n  - split: {split}\n    path: data/{split}.parquet\ndataset_info:\n  features:",
+        build.recipe.name
+    );
     for f in row_schema().fields() {
         match f.data_type() {
             DataType::List(_) => {
-                let _ = writeln!(s, "  - name: {}\n    list:\n    - name: name\n      dtype: string\n    - name: arguments\n      dtype: string\n    - name: label\n      dtype: string", f.name());
+                let _ = writeln!(
+                    s,
+                    "  - name: {}\n    list:\n    - name: name\n      dtype: string\n    - name: arguments\n      dtype: string\n    - name: label\n      dtype: string",
+                    f.name()
+                );
             }
             DataType::Boolean => {
                 let _ = writeln!(s, "  - name: {}\n    dtype: bool", f.name());
@@ -184,11 +215,32 @@ fn card(build: &Build, c: &Counts) -> String {
             }
         }
     }
-    let _ = writeln!(s, "  splits:\n  - name: {split}\n    num_examples: {}\n---\n", c.verified);
+    let _ = writeln!(
+        s,
+        "  splits:\n  - name: {split}\n    num_examples: {}\n---\n",
+        c.verified
+    );
     let _ = writeln!(s, "# {}\n\n{}\n", build.recipe.name, build.recipe.description);
-    let _ = writeln!(s, "Built by toolforge {} from **{}** ({}, {}).\n", env!("CARGO_PKG_VERSION"), m.title, m.homepage, m.license);
-    let _ = writeln!(s, "- questions attempted: {}\n- verified examples: {} ({:.1}%)\n- skipped input records: {}\n", c.attempted, c.verified, pct(c.verified, c.attempted), build.bad_records.len());
-    let _ = writeln!(s, "Each example's `output` is a sequence of SLOT tool calls (`initialize_active_data` first: the setup step that materialises the query's joins). Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result. Drops and their reasons are in `report/verification.json`.\n");
+    let _ = writeln!(
+        s,
+        "Built by toolforge {} from **{}** ({}, {}).\n",
+        env!("CARGO_PKG_VERSION"),
+        m.title,
+        m.homepage,
+        m.license
+    );
+    let _ = writeln!(
+        s,
+        "- questions attempted: {}\n- verified examples: {} ({:.1}%)\n- skipped input records: {}\n",
+        c.attempted,
+        c.verified,
+        pct(c.verified, c.attempted),
+        build.bad_records.len()
+    );
+    let _ = writeln!(
+        s,
+        "Each example's `output` is a sequence of SLOT tool calls (`initialize_active_data` first: the setup step that materialises the query's joins). Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result. Drops and their reasons are in `report/verification.json`.\n"
+    );
     let _ = writeln!(s, "## Source citation\n\n```bibtex\n{}\n```", m.citation.trim());
     s
 }
@@ -202,7 +254,13 @@ fn summary(build: &Build, c: &Counts, out_dir: &Path, wrote: bool, secs: f64) ->
     let _ = writeln!(
         s,
         "{}: {}/{} questions verified ({:.1}%) in {:.2} s [{} database stages from the store, {} computed]",
-        build.recipe.name, c.verified, c.attempted, pct(c.verified, c.attempted), secs, build.cache_hits, build.cache_misses
+        build.recipe.name,
+        c.verified,
+        c.attempted,
+        pct(c.verified, c.attempted),
+        secs,
+        build.cache_hits,
+        build.cache_misses
     );
     let _ = writeln!(s, "  per database (verified/attempted):");
     for (db, (a, v, _)) in &c.per_db {
@@ -220,12 +278,22 @@ fn summary(build: &Build, c: &Counts, out_dir: &Path, wrote: bool, secs: f64) ->
             let _ = writeln!(s, "    {} record {}: {}", b.file, b.record, b.message);
         }
     }
-    let _ = write!(s, "  {} {}", if wrote { "wrote" } else { "up to date:" }, out_dir.display());
+    let _ = write!(
+        s,
+        "  {} {}",
+        if wrote { "wrote" } else { "up to date:" },
+        out_dir.display()
+    );
     s
 }
 
 /// Builds a recipe and writes `out/<name>/`; returns the human summary.
-pub fn build_and_emit(recipe_path: &Path, out_root: Option<&Path>, store: Option<&Path>, progress: bool) -> Result<String> {
+pub fn build_and_emit(
+    recipe_path: &Path,
+    out_root: Option<&Path>,
+    store: Option<&Path>,
+    progress: bool,
+) -> Result<String> {
     let start = Instant::now();
     let build = compile(recipe_path, store, progress)?;
     let root = project_root(recipe_path);
@@ -271,12 +339,18 @@ fn pretty(v: &serde_json::Value) -> Vec<u8> {
 
 /// Whether `dir` holds a complete build with this build key (every file's hash checks out).
 fn up_to_date(dir: &Path, build_key: &str) -> bool {
-    let Ok(bytes) = std::fs::read(dir.join("MANIFEST.json")) else { return false };
-    let Ok(m) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return false };
+    let Ok(bytes) = std::fs::read(dir.join("MANIFEST.json")) else {
+        return false;
+    };
+    let Ok(m) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return false;
+    };
     if m["build_key"] != build_key {
         return false;
     }
-    let Some(files) = m["files"].as_object() else { return false };
+    let Some(files) = m["files"].as_object() else {
+        return false;
+    };
     files.iter().all(|(name, hash)| {
         std::fs::read(dir.join(name)).is_ok_and(|b| hash.as_str() == Some(blake3::hash(&b).to_hex().as_str()))
     })
@@ -286,13 +360,17 @@ fn up_to_date(dir: &Path, build_key: &str) -> bool {
 fn write_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<()> {
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
     let old = parent.join(format!(".{name}.old-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     for (rel, bytes) in files {
         let path = tmp.join(rel);
-        std::fs::create_dir_all(path.parent().expect("has parent")).with_context(|| format!("creating {}", path.display()))?;
+        std::fs::create_dir_all(path.parent().expect("has parent"))
+            .with_context(|| format!("creating {}", path.display()))?;
         std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
     }
     if dir.exists() {
@@ -305,7 +383,9 @@ fn write_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<()> {
 
 /// Reads `dir/data/*.parquet` back and re-executes each row's calls; returns (passed, failed).
 pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> {
-    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("MANIFEST.json")).with_context(|| format!("{}: not a built dataset", dir.display()))?)?;
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join("MANIFEST.json")).with_context(|| format!("{}: not a built dataset", dir.display()))?,
+    )?;
     let databases: PathBuf = match databases {
         Some(d) => d.to_path_buf(),
         None => {
@@ -318,24 +398,58 @@ pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> 
     };
     let executor = Executor::new(databases);
     let (mut ok, mut bad) = (0, 0);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "parquet")).collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .collect();
     files.sort();
     for file in files {
-        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&file)?)?.build()?;
+        let reader =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&file)?)?
+                .build()?;
         for batch in reader {
             let batch = batch?;
-            let col = |n: &str| batch.column_by_name(n).with_context(|| format!("{}: no column {n}", file.display()));
+            let col = |n: &str| {
+                batch
+                    .column_by_name(n)
+                    .with_context(|| format!("{}: no column {n}", file.display()))
+            };
             let ids = col("id")?.as_any().downcast_ref::<StringArray>().context("id")?.clone();
-            let gold = col("gold_answer")?.as_any().downcast_ref::<StringArray>().context("gold_answer")?.clone();
-            let ordered = col("ordered")?.as_any().downcast_ref::<BooleanArray>().context("ordered")?.clone();
-            let output = col("output")?.as_any().downcast_ref::<ListArray>().context("output")?.clone();
+            let gold = col("gold_answer")?
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .context("gold_answer")?
+                .clone();
+            let ordered = col("ordered")?
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .context("ordered")?
+                .clone();
+            let output = col("output")?
+                .as_any()
+                .downcast_ref::<ListArray>()
+                .context("output")?
+                .clone();
             for r in 0..batch.num_rows() {
                 let calls = output.value(r);
                 let calls = calls.as_any().downcast_ref::<StructArray>().context("output items")?;
-                let get = |i: usize| calls.column(i).as_any().downcast_ref::<StringArray>().expect("utf8").clone();
+                let get = |i: usize| {
+                    calls
+                        .column(i)
+                        .as_any()
+                        .downcast_ref::<StringArray>()
+                        .expect("utf8")
+                        .clone()
+                };
                 let (names, args, labels) = (get(0), get(1), get(2));
                 let seq: Vec<Call> = (0..arrow_array::Array::len(calls))
-                    .map(|i| Ok(Call { name: names.value(i).into(), arguments: serde_json::from_str(args.value(i))?, label: labels.value(i).into() }))
+                    .map(|i| {
+                        Ok(Call {
+                            name: names.value(i).into(),
+                            arguments: serde_json::from_str(args.value(i))?,
+                            label: labels.value(i).into(),
+                        })
+                    })
                     .collect::<Result<_, serde_json::Error>>()?;
                 let expected: Answer = serde_json::from_str(gold.value(r))?;
                 match executor.run(&seq) {

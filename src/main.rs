@@ -41,22 +41,37 @@ enum Command {
 
 fn recipe_path(r: &str) -> PathBuf {
     let p = PathBuf::from(r);
-    if p.exists() || r.ends_with(".toml") { p } else { PathBuf::from("recipes").join(format!("{r}.toml")) }
+    if p.exists() || r.ends_with(".toml") {
+        p
+    } else {
+        PathBuf::from("recipes").join(format!("{r}.toml"))
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Build { recipe, out, store, quiet } => {
+        Command::Build {
+            recipe,
+            out,
+            store,
+            quiet,
+        } => {
             let path = recipe_path(&recipe);
             toolforge::emit::build_and_emit(&path, out.as_deref(), store.as_deref(), !quiet)
                 .map(|summary| println!("{summary}"))
                 .map_err(anyhow::Error::from)
         }
-        Command::Verify { dir, databases } => toolforge::emit::reverify(&dir, databases.as_deref()).and_then(|(ok, bad)| {
-            println!("verify: {ok} passed, {bad} failed");
-            if bad > 0 { Err(anyhow::anyhow!("{bad} rows do not reproduce their gold answer")) } else { Ok(()) }
-        }),
+        Command::Verify { dir, databases } => {
+            toolforge::emit::reverify(&dir, databases.as_deref()).and_then(|(ok, bad)| {
+                println!("verify: {ok} passed, {bad} failed");
+                if bad > 0 {
+                    Err(anyhow::anyhow!("{bad} rows do not reproduce their gold answer"))
+                } else {
+                    Ok(())
+                }
+            })
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

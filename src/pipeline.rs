@@ -130,8 +130,16 @@ pub enum BuildError {
 /// The project root of a recipe file (`<root>/recipes/<name>.toml`).
 pub fn project_root(recipe_path: &Path) -> PathBuf {
     let dir = recipe_path.parent().unwrap_or(Path::new("."));
-    let root = if dir.file_name().is_some_and(|n| n == "recipes") { dir.parent().unwrap_or(Path::new(".")) } else { dir };
-    if root.as_os_str().is_empty() { PathBuf::from(".") } else { root.to_path_buf() }
+    let root = if dir.file_name().is_some_and(|n| n == "recipes") {
+        dir.parent().unwrap_or(Path::new("."))
+    } else {
+        dir
+    };
+    if root.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        root.to_path_buf()
+    }
 }
 
 /// Runs the compile stages of a recipe (from the store where possible).
@@ -145,7 +153,9 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
         Some(p) => corpus::spider_descriptions(p)?,
         None => BTreeMap::new(),
     };
-    let store_dir = store_override.map(Path::to_path_buf).unwrap_or_else(|| root.join(recipe.store.clone().unwrap_or("out/.store".into())));
+    let store_dir = store_override
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| root.join(recipe.store.clone().unwrap_or("out/.store".into())));
     let store = Store::open(store_dir)?;
     let mut by_db: BTreeMap<String, Vec<Question>> = BTreeMap::new();
     for q in questions {
@@ -192,7 +202,11 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
         if let Some(h) = db_hash {
             source_hashes.insert(format!("database/{db}"), h);
         }
-        if hit { hits += 1 } else { misses += 1 }
+        if hit {
+            hits += 1
+        } else {
+            misses += 1
+        }
         digests.push(digest);
         outcomes.insert(db, outcome);
     }
@@ -223,7 +237,10 @@ fn progress_bar(enabled: bool, len: u64) -> indicatif::ProgressBar {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(len);
-    bar.set_style(indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} databases {elapsed}").expect("template"));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} databases {elapsed}")
+            .expect("template"),
+    );
     bar.set_prefix("compile");
     bar
 }
@@ -233,7 +250,12 @@ fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbO
         examples: vec![],
         drops: qs
             .iter()
-            .map(|q| Drop { id: format!("{}/{}", recipe.name, q.id), db_id: q.db_id.clone(), reason: reason.into(), detail: detail.into() })
+            .map(|q| Drop {
+                id: format!("{}/{}", recipe.name, q.id),
+                db_id: q.db_id.clone(),
+                reason: reason.into(),
+                detail: detail.into(),
+            })
             .collect(),
     }
 }
@@ -249,11 +271,23 @@ fn compile_db(
     descriptions: &Descriptions,
 ) -> DbOutcome {
     if !exists {
-        return drop_all(recipe, qs, "db_missing", &format!("database file {} is absent", db_path.display()));
+        return drop_all(
+            recipe,
+            qs,
+            "db_missing",
+            &format!("database file {} is absent", db_path.display()),
+        );
     }
     let schema = match table::open_read_only(db_path).and_then(|c| Schema::load(&c)) {
         Ok(s) => s,
-        Err(e) => return drop_all(recipe, qs, "db_invalid", &format!("{}: not a readable SQLite database: {e}", db_path.display())),
+        Err(e) => {
+            return drop_all(
+                recipe,
+                qs,
+                "db_invalid",
+                &format!("{}: not a readable SQLite database: {e}", db_path.display()),
+            );
+        }
     };
     let executor = Executor::new(&source.databases);
     let rel_db = format!("{db_id}/{db_id}.sqlite");
@@ -263,16 +297,26 @@ fn compile_db(
             || table::open_read_only(db_path),
             |conn, q| {
                 let id = format!("{}/{}", recipe.name, q.id);
-                let drop = |reason: String, detail: String| Drop { id: id.clone(), db_id: q.db_id.clone(), reason, detail };
+                let drop = |reason: String, detail: String| Drop {
+                    id: id.clone(),
+                    db_id: q.db_id.clone(),
+                    reason,
+                    detail,
+                };
                 let conn = conn.as_ref().map_err(|e| drop("db_invalid".into(), e.to_string()))?;
                 let gold = table::query_rows(conn, &q.sql).map_err(|e| drop("sql_error".into(), e.to_string()))?;
                 let stmt = sql::parse(&q.sql).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let plan = sql::plan::build(&stmt, &schema).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
-                let candidate = executor.run(&lowered.calls).map_err(|e| drop("execution_error".into(), e.to_string()))?;
+                let candidate = executor
+                    .run(&lowered.calls)
+                    .map_err(|e| drop("execution_error".into(), e.to_string()))?;
                 let ordered = !plan.order_by.is_empty();
                 if !answers_match(&gold, &candidate, ordered) {
-                    return Err(drop("mismatch".into(), format!("gold {} rows, calls {} rows", gold.len(), candidate.len())));
+                    return Err(drop(
+                        "mismatch".into(),
+                        format!("gold {} rows, calls {} rows", gold.len(), candidate.len()),
+                    ));
                 }
                 if gold.is_empty() && !recipe.keep_empty_answers {
                     return Err(drop("empty_gold_answer".into(), "the gold SQL returns no rows".into()));
@@ -310,7 +354,9 @@ fn compile_db(
 fn key_descriptions(plan: &sql::plan::QueryPlan, schema: &Schema, descriptions: &Descriptions) -> Vec<KeyDescription> {
     let mut out: Vec<KeyDescription> = Vec::new();
     for t in &plan.tables {
-        let Some((table, cols)) = schema.table(&t.table) else { continue };
+        let Some((table, cols)) = schema.table(&t.table) else {
+            continue;
+        };
         for c in cols {
             let key_name = safe_name(&t.prefix, c);
             if out.iter().any(|k| k.key_name.eq_ignore_ascii_case(&key_name)) {
@@ -322,7 +368,11 @@ fn key_descriptions(plan: &sql::plan::QueryPlan, schema: &Schema, descriptions: 
                 .filter(|d| !d.is_empty())
                 .cloned()
                 .unwrap_or_else(|| format!("{c} of {table}"));
-            out.push(KeyDescription { key_name, description, dtype: schema.dtype(table, c).into() });
+            out.push(KeyDescription {
+                key_name,
+                description,
+                dtype: schema.dtype(table, c).into(),
+            });
         }
     }
     out

@@ -28,7 +28,9 @@ pub enum RecipeError {
         message: String,
     },
     /// No corpus root was found.
-    #[error("source {name}: no corpus found; looked in {tried}. Download it from {download} or set {env}=/path/to/root")]
+    #[error(
+        "source {name}: no corpus found; looked in {tried}. Download it from {download} or set {env}=/path/to/root"
+    )]
     NotFound {
         /// Source name.
         name: String,
@@ -68,8 +70,14 @@ pub struct Recipe {
 }
 
 fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, RecipeError> {
-    let text = std::fs::read_to_string(path).map_err(|source| RecipeError::Io { path: path.into(), source })?;
-    toml::from_str(&text).map_err(|e| RecipeError::Invalid { path: path.into(), message: e.to_string() })
+    let text = std::fs::read_to_string(path).map_err(|source| RecipeError::Io {
+        path: path.into(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| RecipeError::Invalid {
+        path: path.into(),
+        message: e.to_string(),
+    })
 }
 
 impl Recipe {
@@ -79,10 +87,16 @@ impl Recipe {
         if !FORMATS.contains(&recipe.format.as_str()) {
             return Err(RecipeError::Invalid {
                 path: path.into(),
-                message: format!("key `format`: unknown value {:?}, expected one of {FORMATS:?}", recipe.format),
+                message: format!(
+                    "key `format`: unknown value {:?}, expected one of {FORMATS:?}",
+                    recipe.format
+                ),
             });
         }
-        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if recipe.name != stem {
             return Err(RecipeError::Invalid {
                 path: path.into(),
@@ -146,7 +160,10 @@ impl SourceManifest {
         if !["bird", "spider"].contains(&m.format.as_str()) {
             return Err(RecipeError::Invalid {
                 path: path.into(),
-                message: format!("key `format`: unknown value {:?}, expected one of [\"bird\", \"spider\"]", m.format),
+                message: format!(
+                    "key `format`: unknown value {:?}, expected one of [\"bird\", \"spider\"]",
+                    m.format
+                ),
             });
         }
         Ok(m)
@@ -170,11 +187,20 @@ impl SourceManifest {
                 .find(|d| d.is_dir())
                 .unwrap_or_else(|| root.clone());
             let tables = self.tables.as_ref().map(|t| root.join(t)).filter(|p| p.is_file());
-            return Ok(ResolvedSource { manifest: self.clone(), questions, databases, tables });
+            return Ok(ResolvedSource {
+                manifest: self.clone(),
+                questions,
+                databases,
+                tables,
+            });
         }
         Err(RecipeError::NotFound {
             name: self.name.clone(),
-            tried: candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            tried: candidates
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
             download: self.download.clone(),
             env: self.env.clone(),
         })
@@ -189,16 +215,27 @@ mod tests {
     fn unknown_key_names_file_line_and_key() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.toml");
-        std::fs::write(&path, "name = \"r\"\ndescription = \"d\"\nformat = \"slot\"\nsource = \"s\"\nsplit = \"dev\"\nfromat = 1\n").unwrap();
+        std::fs::write(
+            &path,
+            "name = \"r\"\ndescription = \"d\"\nformat = \"slot\"\nsource = \"s\"\nsplit = \"dev\"\nfromat = 1\n",
+        )
+        .unwrap();
         let err = Recipe::load(&path).unwrap_err().to_string();
-        assert!(err.contains("r.toml") && err.contains("fromat") && err.contains("line 6"), "{err}");
+        assert!(
+            err.contains("r.toml") && err.contains("fromat") && err.contains("line 6"),
+            "{err}"
+        );
     }
 
     #[test]
     fn unknown_format_lists_allowed_values() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.toml");
-        std::fs::write(&path, "name = \"r\"\ndescription = \"d\"\nformat = \"slotty\"\nsource = \"s\"\nsplit = \"dev\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "name = \"r\"\ndescription = \"d\"\nformat = \"slotty\"\nsource = \"s\"\nsplit = \"dev\"\n",
+        )
+        .unwrap();
         let err = Recipe::load(&path).unwrap_err().to_string();
         assert!(err.contains("slotty") && err.contains("[\"slot\"]"), "{err}");
     }

@@ -39,7 +39,10 @@ pub enum StoreError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io { path: path.to_path_buf(), source }
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Everything that determines a stage's output (see the module docs for the table).
@@ -143,7 +146,10 @@ impl Store {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let mut file = fs::File::create(&tmp).map_err(io_err(&tmp))?;
     file.write_all(bytes).map_err(io_err(&tmp))?;
@@ -165,7 +171,12 @@ mod tests {
     use super::*;
 
     fn key(n: u32) -> StageKey {
-        StageKey { stage: "t".into(), version: n, config: serde_json::json!({"a": 1}), inputs: vec!["x".into()] }
+        StageKey {
+            stage: "t".into(),
+            version: n,
+            config: serde_json::json!({"a": 1}),
+            inputs: vec!["x".into()],
+        }
     }
 
     #[test]

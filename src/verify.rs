@@ -57,9 +57,7 @@ pub fn datum_eq(a: &Datum, b: &Datum) -> bool {
         (Datum::Int(x), Datum::Int(y)) => x == y,
         (Datum::Text(x), Datum::Text(y)) => x == y,
         _ => match (a.as_f64(), b.as_f64()) {
-            (Some(x), Some(y)) => {
-                x == y || (x - y).abs() <= REL_TOLERANCE * x.abs().max(y.abs())
-            }
+            (Some(x), Some(y)) => x == y || (x - y).abs() <= REL_TOLERANCE * x.abs().max(y.abs()),
             _ => false,
         },
     }

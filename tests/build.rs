@@ -28,29 +28,51 @@ fn slot_spider_yield_determinism_and_reverification() {
     for db in ["flight_2", "pets_1", "voter_1"] {
         assert!(r["per_database"][db]["verified"].as_u64().unwrap() > 0, "{db}");
     }
-    let (ok, bad) = reverify(&out.join("slot-spider"), Some(&root().join("../shared/corpora/spider/database"))).unwrap();
+    let (ok, bad) = reverify(
+        &out.join("slot-spider"),
+        Some(&root().join("../shared/corpora/spider/database")),
+    )
+    .unwrap();
     assert_eq!((ok, bad), (verified as usize, 0));
 
     let first: Vec<u8> = std::fs::read(out.join("slot-spider/data/dev.parquet")).unwrap();
     let manifest = std::fs::read(out.join("slot-spider/MANIFEST.json")).unwrap();
     // A no-op rebuild writes nothing; a rebuild into a fresh output from the store is identical.
     let again = build_and_emit(&recipe, Some(&out), Some(&store), false).unwrap();
-    assert!(again.contains("up to date") && again.contains("20 database stages from the store"), "{again}");
+    assert!(
+        again.contains("up to date") && again.contains("20 database stages from the store"),
+        "{again}"
+    );
     let out2 = tmp.path().join("out2");
     build_and_emit(&recipe, Some(&out2), Some(&store), false).unwrap();
-    assert!(std::fs::read(out2.join("slot-spider/data/dev.parquet")).unwrap() == first, "slot-spider/data/dev.parquet differs");
-    assert!(std::fs::read(out2.join("slot-spider/MANIFEST.json")).unwrap() == manifest, "slot-spider/MANIFEST.json differs");
+    assert!(
+        std::fs::read(out2.join("slot-spider/data/dev.parquet")).unwrap() == first,
+        "slot-spider/data/dev.parquet differs"
+    );
+    assert!(
+        std::fs::read(out2.join("slot-spider/MANIFEST.json")).unwrap() == manifest,
+        "slot-spider/MANIFEST.json differs"
+    );
     // A fresh store (cold build) gives the same bytes too.
     let out3 = tmp.path().join("out3");
     build_and_emit(&recipe, Some(&out3), Some(&tmp.path().join("store3")), false).unwrap();
-    assert!(std::fs::read(out3.join("slot-spider/data/dev.parquet")).unwrap() == first, "slot-spider/data/dev.parquet differs");
+    assert!(
+        std::fs::read(out3.join("slot-spider/data/dev.parquet")).unwrap() == first,
+        "slot-spider/data/dev.parquet differs"
+    );
 }
 
 #[test]
 fn slot_bird_reports_missing_databases_and_meets_superhero_yield() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    build_and_emit(&root().join("recipes/slot-bird.toml"), Some(&out), Some(&tmp.path().join("store")), false).unwrap();
+    build_and_emit(
+        &root().join("recipes/slot-bird.toml"),
+        Some(&out),
+        Some(&tmp.path().join("store")),
+        false,
+    )
+    .unwrap();
     let r = report(&out, "slot-bird");
     assert_eq!(r["attempted"], 500);
     let hero = &r["per_database"]["superhero"];
@@ -76,7 +98,10 @@ fn corrupt_store_entries_are_rebuilt() {
     }
     std::fs::remove_dir_all(&out).unwrap();
     let summary = build_and_emit(&recipe, Some(&out), Some(&store), false).unwrap();
-    assert!(summary.contains("0 database stages from the store, 11 computed"), "{summary}");
+    assert!(
+        summary.contains("0 database stages from the store, 11 computed"),
+        "{summary}"
+    );
     assert_eq!(std::fs::read(out.join("slot-bird/data/dev.parquet")).unwrap(), good);
 }
 
@@ -87,8 +112,13 @@ fn fixture_project(dir: &Path, questions: &str) -> PathBuf {
     std::fs::create_dir_all(dir.join("corpus/database/good")).unwrap();
     std::fs::create_dir_all(dir.join("corpus/database/broken")).unwrap();
     let conn = rusqlite::Connection::open(dir.join("corpus/database/good/good.sqlite")).unwrap();
-    conn.execute_batch("CREATE TABLE t (a INTEGER, b TEXT); INSERT INTO t VALUES (1,'x'),(2,'y');").unwrap();
-    std::fs::write(dir.join("corpus/database/broken/broken.sqlite"), b"this is not a database").unwrap();
+    conn.execute_batch("CREATE TABLE t (a INTEGER, b TEXT); INSERT INTO t VALUES (1,'x'),(2,'y');")
+        .unwrap();
+    std::fs::write(
+        dir.join("corpus/database/broken/broken.sqlite"),
+        b"this is not a database",
+    )
+    .unwrap();
     std::fs::write(dir.join("corpus/dev.json"), questions).unwrap();
     std::fs::write(
         dir.join("sources/fix.toml"),
@@ -96,7 +126,11 @@ fn fixture_project(dir: &Path, questions: &str) -> PathBuf {
     )
     .unwrap();
     let recipe = dir.join("recipes/fix.toml");
-    std::fs::write(&recipe, "name = \"fix\"\ndescription = \"d\"\nformat = \"slot\"\nsource = \"fix\"\nsplit = \"dev\"\n").unwrap();
+    std::fs::write(
+        &recipe,
+        "name = \"fix\"\ndescription = \"d\"\nformat = \"slot\"\nsource = \"fix\"\nsplit = \"dev\"\n",
+    )
+    .unwrap();
     recipe
 }
 
@@ -114,7 +148,10 @@ fn bad_records_missing_and_invalid_databases_are_reported_not_fatal() {
 ]"#,
     );
     let summary = build_and_emit(&recipe, None, None, false).unwrap();
-    assert!(summary.contains("record 1: field `question`: expected a string"), "{summary}");
+    assert!(
+        summary.contains("record 1: field `question`: expected a string"),
+        "{summary}"
+    );
     let r = report(&tmp.path().join("out"), "fix");
     assert_eq!(r["verified"], 1);
     assert_eq!(r["bad_records"], 1);
@@ -122,7 +159,11 @@ fn bad_records_missing_and_invalid_databases_are_reported_not_fatal() {
     assert_eq!(r["dropped_by_reason"]["db_invalid"], 1);
     assert_eq!(r["dropped_by_reason"]["sql_error"], 1);
     // No temp directories are left beside the output.
-    let leftovers: Vec<_> = std::fs::read_dir(tmp.path().join("out")).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains(".tmp")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(tmp.path().join("out"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
     assert!(leftovers.is_empty());
 }
 
@@ -133,7 +174,14 @@ fn malformed_question_file_and_bad_recipe_are_clear_errors() {
     let err = build_and_emit(&recipe, None, None, false).unwrap_err().to_string();
     assert!(err.contains("dev.json") && err.contains("line 2"), "{err}");
     assert!(!tmp.path().join("out/fix").exists(), "no half-written output");
-    std::fs::write(&recipe, "name = \"fix\"\ndescription = \"d\"\nformat = \"sloth\"\nsource = \"fix\"\nsplit = \"dev\"\n").unwrap();
+    std::fs::write(
+        &recipe,
+        "name = \"fix\"\ndescription = \"d\"\nformat = \"sloth\"\nsource = \"fix\"\nsplit = \"dev\"\n",
+    )
+    .unwrap();
     let err = build_and_emit(&recipe, None, None, false).unwrap_err().to_string();
-    assert!(err.contains("fix.toml") && err.contains("sloth") && err.contains("expected one of"), "{err}");
+    assert!(
+        err.contains("fix.toml") && err.contains("sloth") && err.contains("expected one of"),
+        "{err}"
+    );
 }

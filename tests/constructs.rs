@@ -34,8 +34,14 @@ fn check(dir: &Path, sql_text: &str) -> Vec<toolforge::tools::Call> {
     let stmt = sql::parse(sql_text).unwrap();
     let plan = sql::plan::build(&stmt, &schema).unwrap_or_else(|e| panic!("{sql_text}: {e}"));
     let lowered = sql::slot::lower(&plan, "club/club.sqlite").unwrap_or_else(|e| panic!("{sql_text}: {e}"));
-    let got = Executor::new(dir).run(&lowered.calls).unwrap_or_else(|e| panic!("{sql_text}: {e}"));
-    assert!(answers_match(&gold, &got, !plan.order_by.is_empty()), "{sql_text}\n gold {gold:?}\n got {got:?}\n calls {:#?}", lowered.calls);
+    let got = Executor::new(dir)
+        .run(&lowered.calls)
+        .unwrap_or_else(|e| panic!("{sql_text}: {e}"));
+    assert!(
+        answers_match(&gold, &got, !plan.order_by.is_empty()),
+        "{sql_text}\n gold {gold:?}\n got {got:?}\n calls {:#?}",
+        lowered.calls
+    );
     lowered.calls
 }
 
@@ -53,11 +59,28 @@ fn reason(dir: &Path, sql_text: &str) -> String {
 fn worked_example_1_student_club() {
     let dir = tempfile::tempdir().unwrap();
     fixture(dir.path());
-    let calls = check(dir.path(), "SELECT T2.major_name FROM member AS T1 INNER JOIN major AS T2 ON T1.link_to_major = T2.major_id WHERE T1.first_name = 'Angela' AND T1.last_name = 'Sanders'");
+    let calls = check(
+        dir.path(),
+        "SELECT T2.major_name FROM member AS T1 INNER JOIN major AS T2 ON T1.link_to_major = T2.major_id WHERE T1.first_name = 'Angela' AND T1.last_name = 'Sanders'",
+    );
     let names: Vec<(&str, &str)> = calls.iter().map(|c| (c.name.as_str(), c.label.as_str())).collect();
-    assert_eq!(names, vec![("initialize_active_data", "starting_table_var"), ("filter_data", "FILTERED_DF_0"), ("filter_data", "FILTERED_DF_1"), ("retrieve_data", "SELECT_COL_0")]);
-    assert_eq!(calls[0].arguments["condition_sequence"], serde_json::json!([["T1.link_to_major", "T2.major_id", "INNER"]]));
-    assert_eq!(calls[0].arguments["alias_to_table_dict"], serde_json::json!({"T1": "member", "T2": "major"}));
+    assert_eq!(
+        names,
+        vec![
+            ("initialize_active_data", "starting_table_var"),
+            ("filter_data", "FILTERED_DF_0"),
+            ("filter_data", "FILTERED_DF_1"),
+            ("retrieve_data", "SELECT_COL_0")
+        ]
+    );
+    assert_eq!(
+        calls[0].arguments["condition_sequence"],
+        serde_json::json!([["T1.link_to_major", "T2.major_id", "INNER"]])
+    );
+    assert_eq!(
+        calls[0].arguments["alias_to_table_dict"],
+        serde_json::json!({"T1": "member", "T2": "major"})
+    );
     assert_eq!(calls[1].arguments["key_name"], "member_first_name");
     assert_eq!(calls[1].arguments["value"], "Angela");
     assert_eq!(calls[1].arguments["data_source"], "$starting_table_var$");
@@ -69,10 +92,16 @@ fn worked_example_1_student_club() {
 fn worked_example_2_substring_is_zero_based() {
     let dir = tempfile::tempdir().unwrap();
     fixture(dir.path());
-    let calls = check(dir.path(), "SELECT first_name FROM member WHERE SUBSTR(joined, 1, 10) = '2020-01-15' AND last_name = 'Lee'");
+    let calls = check(
+        dir.path(),
+        "SELECT first_name FROM member WHERE SUBSTR(joined, 1, 10) = '2020-01-15' AND last_name = 'Lee'",
+    );
     assert_eq!(calls[1].name, "transform_data");
     assert_eq!(calls[1].label, "TRANSFORMED_DF_0");
-    assert_eq!(calls[1].arguments["operation_args"], serde_json::json!({"start_index": 0, "end_index": 10}));
+    assert_eq!(
+        calls[1].arguments["operation_args"],
+        serde_json::json!({"start_index": 0, "end_index": 10})
+    );
     assert_eq!(calls[2].label, "FILTERED_DF_1");
 }
 
@@ -134,14 +163,32 @@ fn unsupported_constructs_get_named_reasons() {
     let dir = tempfile::tempdir().unwrap();
     fixture(dir.path());
     for (q, want) in [
-        ("SELECT first_name FROM member WHERE zip = (SELECT max(zip) FROM member)", "unsupported:subquery"),
-        ("SELECT first_name FROM member UNION SELECT major_name FROM major", "unsupported:set_operation"),
-        ("SELECT CASE WHEN zip > 1 THEN 'a' ELSE 'b' END FROM member", "unsupported:case"),
+        (
+            "SELECT first_name FROM member WHERE zip = (SELECT max(zip) FROM member)",
+            "unsupported:subquery",
+        ),
+        (
+            "SELECT first_name FROM member UNION SELECT major_name FROM major",
+            "unsupported:set_operation",
+        ),
+        (
+            "SELECT CASE WHEN zip > 1 THEN 'a' ELSE 'b' END FROM member",
+            "unsupported:case",
+        ),
         ("SELECT rank() OVER (ORDER BY zip) FROM member", "unsupported:window"),
-        ("SELECT first_name FROM member WHERE zip = score", "unsupported:column_comparison"),
+        (
+            "SELECT first_name FROM member WHERE zip = score",
+            "unsupported:column_comparison",
+        ),
         ("SELECT first_name, zip FROM member, major", "unsupported:comma_join"),
-        ("SELECT DISTINCT first_name, last_name FROM member", "unsupported:distinct_multi_column"),
-        ("SELECT first_name, max(zip) FROM member", "unsupported:bare_column_with_aggregate"),
+        (
+            "SELECT DISTINCT first_name, last_name FROM member",
+            "unsupported:distinct_multi_column",
+        ),
+        (
+            "SELECT first_name, max(zip) FROM member",
+            "unsupported:bare_column_with_aggregate",
+        ),
         ("SELECT nope FROM member", "schema_mismatch"),
     ] {
         assert_eq!(reason(dir.path(), q), want, "{q}");

@@ -47,7 +47,10 @@ impl LowerError {
 
 /// Shorthand for an unsupported-construct error.
 pub fn unsupported(code: &'static str, detail: impl std::fmt::Display) -> LowerError {
-    LowerError::Unsupported { code, detail: detail.to_string() }
+    LowerError::Unsupported {
+        code,
+        detail: detail.to_string(),
+    }
 }
 
 /// Parses one SQLite statement.

@@ -10,9 +10,9 @@ use std::ops::ControlFlow;
 
 use serde_json::{Map, Value as Json, json};
 use sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, Distinct, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
-    GroupByExpr, JoinConstraint, JoinOperator, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr,
-    Statement, TableFactor, UnaryOperator, Value, visit_expressions,
+    BinaryOperator, CastKind, DataType, Distinct, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
+    JoinConstraint, JoinOperator, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
+    UnaryOperator, Value, visit_expressions,
 };
 
 use super::schema::Schema;
@@ -181,8 +181,12 @@ fn reject_unsupported(stmt: &Statement) -> Result<(), LowerError> {
 /// Builds the plan of `stmt` against `schema`.
 pub fn build(stmt: &Statement, schema: &Schema) -> Result<QueryPlan, LowerError> {
     reject_unsupported(stmt)?;
-    let Statement::Query(q) = stmt else { unreachable!("checked above") };
-    let SetExpr::Select(select) = &*q.body else { unreachable!("checked above") };
+    let Statement::Query(q) = stmt else {
+        unreachable!("checked above")
+    };
+    let SetExpr::Select(select) = &*q.body else {
+        unreachable!("checked above")
+    };
     Builder::new(schema, select)?.build(q, select)
 }
 
@@ -195,7 +199,11 @@ struct Builder<'s> {
 }
 
 fn ident_name(name: &sqlparser::ast::ObjectName) -> String {
-    name.0.iter().map(|p| p.to_string().trim_matches(['"', '`', '[', ']']).to_string()).collect::<Vec<_>>().join(".")
+    name.0
+        .iter()
+        .map(|p| p.to_string().trim_matches(['"', '`', '[', ']']).to_string())
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 fn number(s: &str) -> Option<Json> {
@@ -214,7 +222,13 @@ fn negate(v: Json) -> Option<Json> {
 
 impl<'s> Builder<'s> {
     fn new(schema: &'s Schema, select: &Select) -> Result<Self, LowerError> {
-        let mut b = Builder { schema, tables: vec![], joins: vec![], aliases: vec![], transforms: vec![] };
+        let mut b = Builder {
+            schema,
+            tables: vec![],
+            joins: vec![],
+            aliases: vec![],
+            transforms: vec![],
+        };
         match select.from.as_slice() {
             [] => return Err(unsupported("no_from", "SELECT without FROM")),
             [one] => {
@@ -223,7 +237,12 @@ impl<'s> Builder<'s> {
                     let (kind, constraint) = match &join.join_operator {
                         JoinOperator::Join(c) | JoinOperator::Inner(c) => ("INNER", c),
                         JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => ("LEFT", c),
-                        other => return Err(unsupported("join_kind", format!("{other:?}").split('(').next().unwrap_or(""))),
+                        other => {
+                            return Err(unsupported(
+                                "join_kind",
+                                format!("{other:?}").split('(').next().unwrap_or(""),
+                            ));
+                        }
                     };
                     b.add_table(&join.relation)?;
                     match constraint {
@@ -243,29 +262,58 @@ impl<'s> Builder<'s> {
             return Err(unsupported("derived_table", relation));
         };
         let raw = ident_name(name);
-        let (table, _) = self.schema.table(&raw).ok_or_else(|| LowerError::Schema(format!("no table {raw}")))?;
-        let alias = alias.as_ref().map_or_else(|| table.to_string(), |a| a.name.value.clone());
+        let (table, _) = self
+            .schema
+            .table(&raw)
+            .ok_or_else(|| LowerError::Schema(format!("no table {raw}")))?;
+        let alias = alias
+            .as_ref()
+            .map_or_else(|| table.to_string(), |a| a.name.value.clone());
         if self.tables.iter().any(|t| t.alias.eq_ignore_ascii_case(&alias)) {
             return Err(LowerError::Schema(format!("alias {alias} used twice")));
         }
-        let uses = self.tables.iter().filter(|t| t.table.eq_ignore_ascii_case(table)).count();
-        let prefix = if uses == 0 { table.to_string() } else { format!("{table}_{uses}") };
-        self.tables.push(JoinTable { alias, table: table.to_string(), prefix });
+        let uses = self
+            .tables
+            .iter()
+            .filter(|t| t.table.eq_ignore_ascii_case(table))
+            .count();
+        let prefix = if uses == 0 {
+            table.to_string()
+        } else {
+            format!("{table}_{uses}")
+        };
+        self.tables.push(JoinTable {
+            alias,
+            table: table.to_string(),
+            prefix,
+        });
         Ok(())
     }
 
     fn add_join_condition(&mut self, e: &Expr, kind: &str) -> Result<(), LowerError> {
         match e {
             Expr::Nested(inner) => self.add_join_condition(inner, kind),
-            Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => {
                 self.add_join_condition(left, kind)?;
                 self.add_join_condition(right, kind)
             }
-            Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } => {
                 let (li, lc) = self.resolve_raw(left)?;
                 let (ri, rc) = self.resolve_raw(right)?;
                 let newest = self.tables.len() - 1;
-                let ((li, lc), (ri, rc)) = if ri == newest { ((li, lc), (ri, rc)) } else { ((ri, rc), (li, lc)) };
+                let ((li, lc), (ri, rc)) = if ri == newest {
+                    ((li, lc), (ri, rc))
+                } else {
+                    ((ri, rc), (li, lc))
+                };
                 if ri != newest || li == newest {
                     return Err(unsupported("join_condition", e));
                 }
@@ -288,7 +336,10 @@ impl<'s> Builder<'s> {
         };
         let mut found = None;
         for (i, t) in self.tables.iter().enumerate() {
-            if qualifier.as_ref().is_some_and(|q| !q.eq_ignore_ascii_case(&t.alias) && !q.eq_ignore_ascii_case(&t.table)) {
+            if qualifier
+                .as_ref()
+                .is_some_and(|q| !q.eq_ignore_ascii_case(&t.alias) && !q.eq_ignore_ascii_case(&t.table))
+            {
                 continue;
             }
             let (_, cols) = self.schema.table(&t.table).expect("table resolved when added");
@@ -319,9 +370,17 @@ impl<'s> Builder<'s> {
                 _ => None,
             },
             // SQLite reads a double-quoted identifier that names no column as a string literal.
-            Expr::Identifier(id) if id.quote_style == Some('"') && self.resolve_raw(e).is_err() => Some(json!(id.value)),
-            Expr::UnaryOp { op: UnaryOperator::Minus, expr } => self.literal(expr).and_then(negate),
-            Expr::UnaryOp { op: UnaryOperator::Plus, expr } => self.literal(expr),
+            Expr::Identifier(id) if id.quote_style == Some('"') && self.resolve_raw(e).is_err() => {
+                Some(json!(id.value))
+            }
+            Expr::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr,
+            } => self.literal(expr).and_then(negate),
+            Expr::UnaryOp {
+                op: UnaryOperator::Plus,
+                expr,
+            } => self.literal(expr),
             Expr::Nested(inner) => self.literal(inner),
             _ => None,
         }
@@ -330,10 +389,20 @@ impl<'s> Builder<'s> {
     /// The key a WHERE comparison reads: a column, or a transformed column.
     fn filter_key(&mut self, e: &Expr) -> Result<String, LowerError> {
         match e {
-            Expr::Substring { expr, substring_from, substring_for, .. } => {
+            Expr::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
                 let key = self.column_key(expr)?;
-                let start = substring_from.as_deref().and_then(|f| self.literal(f)).and_then(|v| v.as_i64());
-                let len = substring_for.as_deref().map(|f| self.literal(f).and_then(|v| v.as_i64()));
+                let start = substring_from
+                    .as_deref()
+                    .and_then(|f| self.literal(f))
+                    .and_then(|v| v.as_i64());
+                let len = substring_for
+                    .as_deref()
+                    .map(|f| self.literal(f).and_then(|v| v.as_i64()));
                 let (Some(start), Some(len)) = (start, len.unwrap_or(Some(i64::MAX / 2))) else {
                     return Err(unsupported("substring_arguments", e));
                 };
@@ -356,7 +425,11 @@ impl<'s> Builder<'s> {
                         let subst = Expr::Substring {
                             expr: Box::new((*x).clone()),
                             substring_from: Some(Box::new((*s).clone())),
-                            substring_for: if std::ptr::eq(*s, *n) { None } else { Some(Box::new((*n).clone())) },
+                            substring_for: if std::ptr::eq(*s, *n) {
+                                None
+                            } else {
+                                Some(Box::new((*n).clone()))
+                            },
                             special: true,
                             shorthand: true,
                         };
@@ -399,7 +472,11 @@ impl<'s> Builder<'s> {
     fn conditions(&mut self, e: &Expr, out: &mut Vec<Condition>) -> Result<(), LowerError> {
         match e {
             Expr::Nested(inner) => self.conditions(inner, out),
-            Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => {
                 self.conditions(left, out)?;
                 self.conditions(right, out)
             }
@@ -426,50 +503,97 @@ impl<'s> Builder<'s> {
                     out.push(Condition { key, condition, value });
                 } else if let Some(value) = self.literal(left) {
                     let key = self.filter_key(right)?;
-                    out.push(Condition { key, condition: flip(condition), value });
+                    out.push(Condition {
+                        key,
+                        condition: flip(condition),
+                        value,
+                    });
                 } else {
                     return Err(unsupported("column_comparison", e));
                 }
                 Ok(())
             }
-            Expr::Between { expr, negated: false, low, high } => {
+            Expr::Between {
+                expr,
+                negated: false,
+                low,
+                high,
+            } => {
                 let (Some(lo), Some(hi)) = (self.literal(low), self.literal(high)) else {
                     return Err(unsupported("between_expression", e));
                 };
                 let key = self.filter_key(expr)?;
-                out.push(Condition { key: key.clone(), condition: "greater_than_equal_to", value: lo });
-                out.push(Condition { key, condition: "less_than_equal_to", value: hi });
+                out.push(Condition {
+                    key: key.clone(),
+                    condition: "greater_than_equal_to",
+                    value: lo,
+                });
+                out.push(Condition {
+                    key,
+                    condition: "less_than_equal_to",
+                    value: hi,
+                });
                 Ok(())
             }
             Expr::IsNull(x) => {
                 let key = self.filter_key(x)?;
-                out.push(Condition { key, condition: "equal_to", value: Json::Null });
+                out.push(Condition {
+                    key,
+                    condition: "equal_to",
+                    value: Json::Null,
+                });
                 Ok(())
             }
             Expr::IsNotNull(x) => {
                 let key = self.filter_key(x)?;
-                out.push(Condition { key, condition: "not_equal_to", value: Json::Null });
+                out.push(Condition {
+                    key,
+                    condition: "not_equal_to",
+                    value: Json::Null,
+                });
                 Ok(())
             }
-            Expr::Like { negated: false, any: false, expr, pattern, escape_char: None } => {
+            Expr::Like {
+                negated: false,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => {
                 let Some(value) = self.literal(pattern) else {
                     return Err(unsupported("like_pattern", e));
                 };
                 let key = self.filter_key(expr)?;
-                out.push(Condition { key, condition: "like", value });
+                out.push(Condition {
+                    key,
+                    condition: "like",
+                    value,
+                });
                 Ok(())
             }
-            Expr::InList { expr, list, negated: true } => {
+            Expr::InList {
+                expr,
+                list,
+                negated: true,
+            } => {
                 let key = self.filter_key(expr)?;
                 for item in list {
-                    let value = self.literal(item).ok_or_else(|| unsupported("in_list_expression", item))?;
-                    out.push(Condition { key: key.clone(), condition: "not_equal_to", value });
+                    let value = self
+                        .literal(item)
+                        .ok_or_else(|| unsupported("in_list_expression", item))?;
+                    out.push(Condition {
+                        key: key.clone(),
+                        condition: "not_equal_to",
+                        value,
+                    });
                 }
                 Ok(())
             }
             Expr::Like { negated: true, .. } => Err(unsupported("not_like", e)),
             Expr::Between { negated: true, .. } => Err(unsupported("not_between", e)),
-            Expr::UnaryOp { op: UnaryOperator::Not, .. } => Err(unsupported("not", e)),
+            Expr::UnaryOp {
+                op: UnaryOperator::Not, ..
+            } => Err(unsupported("not", e)),
             Expr::InList { .. } => Err(unsupported("nested_or", e)),
             Expr::Case { .. } => Err(unsupported("case", e)),
             _ => Err(unsupported("predicate", e)),
@@ -481,15 +605,29 @@ impl<'s> Builder<'s> {
     fn branches(&mut self, e: &Expr, out: &mut Vec<Vec<Condition>>) -> Result<(), LowerError> {
         match e {
             Expr::Nested(inner) => self.branches(inner, out),
-            Expr::BinaryOp { left, op: BinaryOperator::Or, right } => {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Or,
+                right,
+            } => {
                 self.branches(left, out)?;
                 self.branches(right, out)
             }
-            Expr::InList { expr, list, negated: false } => {
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } => {
                 let key = self.filter_key(expr)?;
                 for item in list {
-                    let value = self.literal(item).ok_or_else(|| unsupported("in_list_expression", item))?;
-                    out.push(vec![Condition { key: key.clone(), condition: "equal_to", value }]);
+                    let value = self
+                        .literal(item)
+                        .ok_or_else(|| unsupported("in_list_expression", item))?;
+                    out.push(vec![Condition {
+                        key: key.clone(),
+                        condition: "equal_to",
+                        value,
+                    }]);
                 }
                 Ok(())
             }
@@ -504,11 +642,23 @@ impl<'s> Builder<'s> {
 
     fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
         match e {
-            Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => {
                 Self::conjuncts(left, out);
                 Self::conjuncts(right, out);
             }
-            Expr::Nested(inner) if matches!(**inner, Expr::BinaryOp { op: BinaryOperator::And, .. }) => {
+            Expr::Nested(inner)
+                if matches!(
+                    **inner,
+                    Expr::BinaryOp {
+                        op: BinaryOperator::And,
+                        ..
+                    }
+                ) =>
+            {
                 Self::conjuncts(inner, out)
             }
             other => out.push(other),
@@ -518,11 +668,20 @@ impl<'s> Builder<'s> {
     /// A SELECT / ORDER BY / HAVING expression as a measure.
     fn measure(&mut self, e: &Expr) -> Result<Measure, LowerError> {
         if let Some(v) = self.literal(e) {
-            return if v.is_number() { Ok(Measure::Literal(v)) } else { Err(unsupported("string_literal_select", e)) };
+            return if v.is_number() {
+                Ok(Measure::Literal(v))
+            } else {
+                Err(unsupported("string_literal_select", e))
+            };
         }
         match e {
             Expr::Nested(inner) => self.measure(inner),
-            Expr::Cast { expr, data_type, kind: CastKind::Cast, .. } if is_numeric_cast(data_type) => self.measure(expr),
+            Expr::Cast {
+                expr,
+                data_type,
+                kind: CastKind::Cast,
+                ..
+            } if is_numeric_cast(data_type) => self.measure(expr),
             Expr::Cast { .. } => Err(unsupported("cast", e)),
             Expr::BinaryOp { left, op, right } => {
                 let op = match op {
@@ -532,7 +691,11 @@ impl<'s> Builder<'s> {
                     BinaryOperator::Divide => "divide",
                     _ => return Err(unsupported("operator", e)),
                 };
-                Ok(Measure::Arith(Box::new(self.measure(left)?), op, Box::new(self.measure(right)?)))
+                Ok(Measure::Arith(
+                    Box::new(self.measure(left)?),
+                    op,
+                    Box::new(self.measure(right)?),
+                ))
             }
             Expr::Identifier(id) => {
                 if let Some((_, m)) = self.aliases.iter().find(|(a, _)| a.eq_ignore_ascii_case(&id.value)) {
@@ -565,40 +728,63 @@ impl<'s> Builder<'s> {
         let FunctionArguments::List(list) = &f.args else {
             return Err(unsupported("function_arguments", e));
         };
-        let distinct = matches!(list.duplicate_treatment, Some(sqlparser::ast::DuplicateTreatment::Distinct));
+        let distinct = matches!(
+            list.duplicate_treatment,
+            Some(sqlparser::ast::DuplicateTreatment::Distinct)
+        );
         let arg = match list.args.as_slice() {
             [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if agg == Agg::Count => None,
             [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] => Some(x),
             _ => return Err(unsupported("function_arguments", e)),
         };
         let Some(arg) = arg else {
-            return Ok(Measure::Aggregate { agg, key: None, distinct, filters: vec![] });
+            return Ok(Measure::Aggregate {
+                agg,
+                key: None,
+                distinct,
+                filters: vec![],
+            });
         };
         let arg = strip_numeric_cast(arg);
         if let Some(m) = self.case_aggregate(agg, arg, distinct)? {
             return Ok(m);
         }
         if self.literal(arg).is_some() && agg == Agg::Count {
-            return Ok(Measure::Aggregate { agg, key: None, distinct, filters: vec![] });
+            return Ok(Measure::Aggregate {
+                agg,
+                key: None,
+                distinct,
+                filters: vec![],
+            });
         }
         let key = self.column_key(arg).map_err(|err| match err {
             LowerError::Unsupported { .. } => unsupported("aggregate_expression", e),
             other => other,
         })?;
-        Ok(Measure::Aggregate { agg, key: Some(key), distinct, filters: vec![] })
+        Ok(Measure::Aggregate {
+            agg,
+            key: Some(key),
+            distinct,
+            filters: vec![],
+        })
     }
 
     /// `COUNT(CASE WHEN c THEN x [ELSE NULL] END)`, `SUM(CASE WHEN c THEN 1 ELSE 0 END)` and the
     /// `IIF(c, 1, 0)` spelling: an aggregate over the rows satisfying `c`.
     fn case_aggregate(&mut self, agg: Agg, arg: &Expr, distinct: bool) -> Result<Option<Measure>, LowerError> {
         let (cond, then, otherwise): (&Expr, &Expr, Option<&Expr>) = match arg {
-            Expr::Case { operand: None, conditions, else_result, .. } if conditions.len() == 1 => {
-                (&conditions[0].condition, &conditions[0].result, else_result.as_deref())
+            Expr::Case {
+                operand: None,
+                conditions,
+                else_result,
+                ..
+            } if conditions.len() == 1 => (&conditions[0].condition, &conditions[0].result, else_result.as_deref()),
+            Expr::Function(f) if ident_name(&f.name).eq_ignore_ascii_case("iif") => {
+                match function_args(f)?.as_slice() {
+                    [c, t, o] => (*c, *t, Some(*o)),
+                    _ => return Ok(None),
+                }
             }
-            Expr::Function(f) if ident_name(&f.name).eq_ignore_ascii_case("iif") => match function_args(f)?.as_slice() {
-                [c, t, o] => (*c, *t, Some(*o)),
-                _ => return Ok(None),
-            },
             _ => return Ok(None),
         };
         let is_null = |x: Option<&Expr>| x.is_none_or(|x| matches!(x, Expr::Value(v) if v.value == Value::Null));
@@ -612,8 +798,14 @@ impl<'s> Builder<'s> {
             Agg::Sum if lit(self, then) == Some(1) && otherwise.is_some_and(|o| lit(self, o) == Some(0)) => None,
             _ => return Err(unsupported("case", arg)),
         };
-        self.conditions(cond, &mut filters).map_err(|_| unsupported("case", arg))?;
-        Ok(Some(Measure::Aggregate { agg: Agg::Count, key, distinct, filters }))
+        self.conditions(cond, &mut filters)
+            .map_err(|_| unsupported("case", arg))?;
+        Ok(Some(Measure::Aggregate {
+            agg: Agg::Count,
+            key,
+            distinct,
+            filters,
+        }))
     }
 
     fn build(mut self, q: &Query, select: &Select) -> Result<QueryPlan, LowerError> {
@@ -623,8 +815,13 @@ impl<'s> Builder<'s> {
             let mut parts = Vec::new();
             Self::conjuncts(w, &mut parts);
             for part in parts {
-                let is_or = matches!(part, Expr::BinaryOp { op: BinaryOperator::Or, .. })
-                    || matches!(part, Expr::InList { negated: false, .. })
+                let is_or = matches!(
+                    part,
+                    Expr::BinaryOp {
+                        op: BinaryOperator::Or,
+                        ..
+                    }
+                ) || matches!(part, Expr::InList { negated: false, .. })
                     || matches!(part, Expr::Nested(inner) if matches!(**inner, Expr::BinaryOp { op: BinaryOperator::Or, .. }));
                 if is_or {
                     if !branches.is_empty() {
@@ -687,7 +884,11 @@ impl<'s> Builder<'s> {
                 if !matches!(measure, Measure::Aggregate { .. }) {
                     return Err(unsupported("having", part));
                 }
-                having.push(Having { measure, condition, value });
+                having.push(Having {
+                    measure,
+                    condition,
+                    value,
+                });
             }
         }
         let mut order_by = Vec::new();
@@ -700,14 +901,25 @@ impl<'s> Builder<'s> {
                     return Err(unsupported("order_by_nulls", o));
                 }
                 let measure = self.measure(&o.expr)?;
-                order_by.push(SortKey { measure, ascending: o.options.asc.unwrap_or(true) });
+                order_by.push(SortKey {
+                    measure,
+                    ascending: o.options.asc.unwrap_or(true),
+                });
             }
         }
         let limit = match &q.limit_clause {
             None => None,
-            Some(LimitClause::LimitOffset { limit, offset: None, limit_by }) if limit_by.is_empty() => match limit {
+            Some(LimitClause::LimitOffset {
+                limit,
+                offset: None,
+                limit_by,
+            }) if limit_by.is_empty() => match limit {
                 None => None,
-                Some(l) => Some(self.literal(l).and_then(|v| v.as_i64()).ok_or_else(|| unsupported("limit", l))?),
+                Some(l) => Some(
+                    self.literal(l)
+                        .and_then(|v| v.as_i64())
+                        .ok_or_else(|| unsupported("limit", l))?,
+                ),
             },
             Some(other) => return Err(unsupported("offset", other)),
         };
@@ -735,10 +947,14 @@ impl<'s> Builder<'s> {
         if plan.group_by.is_none() && !plan.having.is_empty() {
             return Err(unsupported("having_without_group_by", "HAVING"));
         }
-        if plan.projection.iter().any(|m| m.has_aggregate()) && plan.group_by.is_none()
+        if plan.projection.iter().any(|m| m.has_aggregate())
+            && plan.group_by.is_none()
             && plan.projection.iter().any(|m| matches!(m, Measure::Column(_)))
         {
-            return Err(unsupported("bare_column_with_aggregate", "SELECT mixes columns and aggregates without GROUP BY"));
+            return Err(unsupported(
+                "bare_column_with_aggregate",
+                "SELECT mixes columns and aggregates without GROUP BY",
+            ));
         }
         Ok(plan)
     }
@@ -746,7 +962,9 @@ impl<'s> Builder<'s> {
 
 fn is_numeric_cast(t: &DataType) -> bool {
     let s = t.to_string().to_uppercase();
-    ["REAL", "FLOAT", "DOUBLE", "NUMERIC", "DECIMAL"].iter().any(|k| s.starts_with(k))
+    ["REAL", "FLOAT", "DOUBLE", "NUMERIC", "DECIMAL"]
+        .iter()
+        .any(|k| s.starts_with(k))
 }
 
 fn strip_numeric_cast(e: &Expr) -> &Expr {

@@ -15,7 +15,9 @@ impl Schema {
     /// Reads every table's columns from an open SQLite connection.
     pub fn load(conn: &rusqlite::Connection) -> rusqlite::Result<Schema> {
         let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name")?;
-        let names = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+        let names = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
         let mut schema = Schema::default();
         for name in names {
             let cols = crate::tools::table::table_columns_typed(conn, &name)?;
@@ -35,7 +37,11 @@ impl Schema {
     /// The OpenAPI type of a column from its declared SQLite type affinity (`integer`, `number`,
     /// `string`).
     pub fn dtype(&self, table: &str, column: &str) -> &'static str {
-        let t = self.types.get(&(table.to_lowercase(), column.to_lowercase())).map(|t| t.to_uppercase()).unwrap_or_default();
+        let t = self
+            .types
+            .get(&(table.to_lowercase(), column.to_lowercase()))
+            .map(|t| t.to_uppercase())
+            .unwrap_or_default();
         if t.contains("INT") {
             "integer"
         } else if ["REAL", "FLOA", "DOUB", "NUM", "DEC"].iter().any(|k| t.contains(k)) {
@@ -47,6 +53,8 @@ impl Schema {
 
     /// The table's name as declared, and its columns, for a case-insensitive name.
     pub fn table(&self, name: &str) -> Option<(&str, &[String])> {
-        self.tables.get(&name.to_lowercase()).map(|(n, c)| (n.as_str(), c.as_slice()))
+        self.tables
+            .get(&name.to_lowercase())
+            .map(|(n, c)| (n.as_str(), c.as_slice()))
     }
 }

@@ -36,14 +36,24 @@ struct Emitter {
 impl Emitter {
     fn label(&mut self, base: &str) -> String {
         let n = self.used.entry(base.to_string()).or_insert(0);
-        let label = if *n == 0 { base.to_string() } else { format!("{base}_{n}") };
+        let label = if *n == 0 {
+            base.to_string()
+        } else {
+            format!("{base}_{n}")
+        };
         *n += 1;
         label
     }
 
     fn call(&mut self, name: &str, args: Json, label: String) -> String {
-        let Json::Object(arguments) = args else { unreachable!("arguments are objects") };
-        self.calls.push(Call { name: name.into(), arguments, label: label.clone() });
+        let Json::Object(arguments) = args else {
+            unreachable!("arguments are objects")
+        };
+        self.calls.push(Call {
+            name: name.into(),
+            arguments,
+            label: label.clone(),
+        });
         label
     }
 
@@ -60,7 +70,11 @@ impl Emitter {
 
 /// Lowers a plan to SLOT calls; `database_path` is the join step's (relative) database path.
 pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerError> {
-    let mut em = Emitter { calls: vec![], used: HashMap::new(), counter: 0 };
+    let mut em = Emitter {
+        calls: vec![],
+        used: HashMap::new(),
+        counter: 0,
+    };
     let conditions: Vec<Json> = plan.joins.iter().map(|c| json!([c.0, c.1, c.2])).collect();
     let aliases: Map<String, Json> = plan.tables.iter().map(|t| (t.alias.clone(), json!(t.table))).collect();
     let mut cur = em.call(
@@ -112,14 +126,20 @@ fn limit(plan: &QueryPlan) -> i64 {
 }
 
 fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(), LowerError> {
-    let aggregated = plan.projection.iter().any(|m| matches!(m, Measure::Aggregate { .. } | Measure::Arith(..)) && has_agg(m));
+    let aggregated = plan
+        .projection
+        .iter()
+        .any(|m| matches!(m, Measure::Aggregate { .. } | Measure::Arith(..)) && has_agg(m));
     if aggregated {
         // One row: ORDER BY is moot, LIMIT ≥ 1 keeps it.
         if plan.limit == Some(0) {
             return Err(unsupported("limit", "LIMIT 0"));
         }
         if plan.distinct && plan.projection.len() > 1 {
-            return Err(unsupported("distinct_multi_column", "SELECT DISTINCT with several items"));
+            return Err(unsupported(
+                "distinct_multi_column",
+                "SELECT DISTINCT with several items",
+            ));
         }
         for m in &plan.projection {
             scalar(em, &cur, m, true)?;
@@ -131,10 +151,17 @@ fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(),
             return Err(unsupported("order_by_expression", format!("{:?}", key.measure)));
         };
         let label = em.label("SORTED_DF");
-        cur = em.call("sort_data", json!({"data_source": label_ref(&cur), "key_name": k, "ascending": key.ascending}), label);
+        cur = em.call(
+            "sort_data",
+            json!({"data_source": label_ref(&cur), "key_name": k, "ascending": key.ascending}),
+            label,
+        );
     }
     if plan.distinct && plan.projection.len() > 1 {
-        return Err(unsupported("distinct_multi_column", "SELECT DISTINCT with several items"));
+        return Err(unsupported(
+            "distinct_multi_column",
+            "SELECT DISTINCT with several items",
+        ));
     }
     for (i, m) in plan.projection.iter().enumerate() {
         match m {
@@ -167,7 +194,12 @@ fn has_agg(m: &Measure) -> bool {
 fn scalar(em: &mut Emitter, source: &str, m: &Measure, top: bool) -> Result<Json, LowerError> {
     match m {
         Measure::Literal(v) if !top => Ok(v.clone()),
-        Measure::Aggregate { agg, key, distinct, filters } => {
+        Measure::Aggregate {
+            agg,
+            key,
+            distinct,
+            filters,
+        } => {
             let mut src = source.to_string();
             for c in filters {
                 src = em.filter(&src, c);
@@ -184,7 +216,11 @@ fn scalar(em: &mut Emitter, source: &str, m: &Measure, top: bool) -> Result<Json
             let x = scalar(em, source, a, false)?;
             let y = scalar(em, source, b, false)?;
             let label = em.label("CALCULATED");
-            em.call("calculate", json!({"operand_a": x, "operand_b": y, "operator": op}), label.clone());
+            em.call(
+                "calculate",
+                json!({"operand_a": x, "operand_b": y, "operator": op}),
+                label.clone(),
+            );
             Ok(json!(label_ref(&label)))
         }
         other => Err(unsupported("select_expression", format!("{other:?}"))),
@@ -208,7 +244,11 @@ fn column_arith(em: &mut Emitter, source: &str, m: &Measure, limit: i64) -> Resu
             let x = column_arith(em, source, a, limit)?;
             let y = column_arith(em, source, b, limit)?;
             let label = em.label("CALCULATED");
-            em.call("calculate", json!({"operand_a": x, "operand_b": y, "operator": op}), label.clone());
+            em.call(
+                "calculate",
+                json!({"operand_a": x, "operand_b": y, "operator": op}),
+                label.clone(),
+            );
             Ok(json!(label_ref(&label)))
         }
         other => Err(unsupported("select_expression", format!("{other:?}"))),
@@ -216,13 +256,23 @@ fn column_arith(em: &mut Emitter, source: &str, m: &Measure, limit: i64) -> Resu
 }
 
 fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> Result<(), LowerError> {
-    let grouped = em.call("group_data_by", json!({"data_source": label_ref(&cur), "key_name": key}), "GROUPED".into());
+    let grouped = em.call(
+        "group_data_by",
+        json!({"data_source": label_ref(&cur), "key_name": key}),
+        "GROUPED".into(),
+    );
     // The distinct aggregates the query uses, in first-use order.
     let mut aggs: Vec<&Measure> = Vec::new();
-    let all = plan.projection.iter().chain(plan.having.iter().map(|h| &h.measure)).chain(plan.order_by.iter().map(|o| &o.measure));
+    let all = plan
+        .projection
+        .iter()
+        .chain(plan.having.iter().map(|h| &h.measure))
+        .chain(plan.order_by.iter().map(|o| &o.measure));
     for m in all {
         match m {
-            Measure::Aggregate { filters, .. } if !filters.is_empty() => return Err(unsupported("case", "conditional aggregate with GROUP BY")),
+            Measure::Aggregate { filters, .. } if !filters.is_empty() => {
+                return Err(unsupported("case", "conditional aggregate with GROUP BY"));
+            }
             Measure::Aggregate { .. } if !aggs.contains(&m) => aggs.push(m),
             Measure::Arith(..) => return Err(unsupported("group_arithmetic", format!("{m:?}"))),
             _ => {}
@@ -233,10 +283,15 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
         return Err(unsupported("distinct_group_by", "SELECT DISTINCT with GROUP BY"));
     }
     if aggs.len() > 1 && reshapes {
-        return Err(unsupported("group_multiple_aggregates", "HAVING/ORDER BY/LIMIT over several aggregates"));
+        return Err(unsupported(
+            "group_multiple_aggregates",
+            "HAVING/ORDER BY/LIMIT over several aggregates",
+        ));
     }
     let emit_agg = |em: &mut Emitter, m: &Measure| -> String {
-        let Measure::Aggregate { agg, key, distinct, .. } = m else { unreachable!("aggregates only") };
+        let Measure::Aggregate { agg, key, distinct, .. } = m else {
+            unreachable!("aggregates only")
+        };
         let label = em.label(&agg.name().to_uppercase());
         em.call(
             "aggregate_data",
@@ -247,12 +302,21 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
     if aggs.is_empty() {
         // `SELECT k FROM t GROUP BY k [ORDER BY k]`: one value per group.
         if reshapes {
-            return Err(unsupported("group_order_without_aggregate", "ORDER BY/LIMIT over groups without an aggregate"));
+            return Err(unsupported(
+                "group_order_without_aggregate",
+                "ORDER BY/LIMIT over groups without an aggregate",
+            ));
         }
         for (i, m) in plan.projection.iter().enumerate() {
-            let Measure::Column(k) = m else { unreachable!("no aggregates") };
+            let Measure::Column(k) = m else {
+                unreachable!("no aggregates")
+            };
             let label = em.label(&format!("SELECT_COL_{i}"));
-            em.call("retrieve_data", json!({"data_source": label_ref(&grouped), "key_name": k, "distinct": false, "limit": -1}), label);
+            em.call(
+                "retrieve_data",
+                json!({"data_source": label_ref(&grouped), "key_name": k, "distinct": false, "limit": -1}),
+                label,
+            );
         }
         return Ok(());
     }
@@ -263,7 +327,14 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
         };
         let mut table = emit_agg(em, aggs[0]);
         for h in &plan.having {
-            table = em.filter(&table, &Condition { key: agg_name.into(), condition: h.condition, value: h.value.clone() });
+            table = em.filter(
+                &table,
+                &Condition {
+                    key: agg_name.into(),
+                    condition: h.condition,
+                    value: h.value.clone(),
+                },
+            );
         }
         for o in plan.order_by.iter().rev() {
             let k = match &o.measure {
@@ -271,7 +342,11 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
                 _ => agg_name.to_string(),
             };
             let label = em.label("SORTED_DF");
-            table = em.call("sort_data", json!({"data_source": label_ref(&table), "key_name": k, "ascending": o.ascending}), label);
+            table = em.call(
+                "sort_data",
+                json!({"data_source": label_ref(&table), "key_name": k, "ascending": o.ascending}),
+                label,
+            );
         }
         for (i, m) in plan.projection.iter().enumerate() {
             let k = match m {
@@ -279,7 +354,11 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
                 _ => agg_name.to_string(),
             };
             let label = em.label(&format!("SELECT_COL_{i}"));
-            em.call("retrieve_data", json!({"data_source": label_ref(&table), "key_name": k, "distinct": false, "limit": limit(plan)}), label);
+            em.call(
+                "retrieve_data",
+                json!({"data_source": label_ref(&table), "key_name": k, "distinct": false, "limit": limit(plan)}),
+                label,
+            );
         }
         return Ok(());
     }
@@ -289,13 +368,21 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
         let (source, k) = match m {
             Measure::Column(k) => (grouped.clone(), k.clone()),
             Measure::Aggregate { agg, .. } => {
-                let t = tables.iter().find(|(a, _)| a == m).map(|(_, t)| t.clone()).expect("collected");
+                let t = tables
+                    .iter()
+                    .find(|(a, _)| a == m)
+                    .map(|(_, t)| t.clone())
+                    .expect("collected");
                 (t, agg.name().to_string())
             }
             _ => unreachable!("arithmetic rejected above"),
         };
         let label = em.label(&format!("SELECT_COL_{i}"));
-        em.call("retrieve_data", json!({"data_source": label_ref(&source), "key_name": k, "distinct": false, "limit": -1}), label);
+        em.call(
+            "retrieve_data",
+            json!({"data_source": label_ref(&source), "key_name": k, "distinct": false, "limit": -1}),
+            label,
+        );
     }
     Ok(())
 }

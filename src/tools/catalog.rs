@@ -73,8 +73,10 @@ fn spec(name: &str, description: &str, properties: Value, required: &[&str], out
 /// The SLOT toolkit. With `keys`, the instance toolkit (`key_name` enums from the joined table);
 /// without, the dataset-level catalog.
 pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
-    let limit = json!({"type": "integer", "description": "Keep only the first `limit` values; -1 keeps all.", "default": -1});
-    let distinct = json!({"type": "boolean", "description": "Keep only the first occurrence of each value.", "default": false});
+    let limit =
+        json!({"type": "integer", "description": "Keep only the first `limit` values; -1 keeps all.", "default": -1});
+    let distinct =
+        json!({"type": "boolean", "description": "Keep only the first occurrence of each value.", "default": false});
     vec![
         spec(
             "filter_data",

@@ -78,20 +78,32 @@ pub struct Executor {
 impl Executor {
     /// An executor resolving `database_path` arguments against `database_root`.
     pub fn new(database_root: impl Into<PathBuf>) -> Executor {
-        Executor { database_root: database_root.into() }
+        Executor {
+            database_root: database_root.into(),
+        }
     }
 
     /// Executes `calls` in order and returns the final answer (see the module docs).
     pub fn run(&self, calls: &[Call]) -> Result<Answer, ExecError> {
         let mut env: HashMap<String, Value> = HashMap::new();
         for (index, call) in calls.iter().enumerate() {
-            let err = |message: String| ExecError { index, tool: call.name.clone(), message };
+            let err = |message: String| ExecError {
+                index,
+                tool: call.name.clone(),
+                message,
+            };
             let value = self.call(call, &env).map_err(err)?;
             env.insert(call.label.clone(), value);
         }
-        let referenced: Vec<&str> =
-            calls.iter().flat_map(|c| c.arguments.values()).filter_map(as_label_ref).collect();
-        let sinks: Vec<&Call> = calls.iter().filter(|c| !referenced.contains(&c.label.as_str())).collect();
+        let referenced: Vec<&str> = calls
+            .iter()
+            .flat_map(|c| c.arguments.values())
+            .filter_map(as_label_ref)
+            .collect();
+        let sinks: Vec<&Call> = calls
+            .iter()
+            .filter(|c| !referenced.contains(&c.label.as_str()))
+            .collect();
         let mut columns: Vec<Vec<Datum>> = Vec::new();
         for call in &sinks {
             match &env[&call.label] {
@@ -116,11 +128,16 @@ impl Executor {
                 message: format!("answer columns have different lengths {lens:?}"),
             });
         }
-        Ok((0..rows).map(|r| columns.iter().map(|c| c[r].clone()).collect()).collect())
+        Ok((0..rows)
+            .map(|r| columns.iter().map(|c| c[r].clone()).collect())
+            .collect())
     }
 
     fn call(&self, call: &Call, env: &HashMap<String, Value>) -> R<Value> {
-        let args = Args { map: &call.arguments, env };
+        let args = Args {
+            map: &call.arguments,
+            env,
+        };
         match call.name.as_str() {
             "initialize_active_data" => self.initialize_active_data(&args),
             "filter_data" => filter_data(&args),
@@ -139,12 +156,17 @@ impl Executor {
     fn initialize_active_data(&self, args: &Args) -> R<Value> {
         let conds: Vec<JoinCondition> = serde_json::from_value(args.json("condition_sequence")?.clone())
             .map_err(|e| format!("condition_sequence: {e}"))?;
-        let aliases = args.json("alias_to_table_dict")?.as_object().ok_or("`alias_to_table_dict` must be an object")?;
+        let aliases = args
+            .json("alias_to_table_dict")?
+            .as_object()
+            .ok_or("`alias_to_table_dict` must be an object")?;
         let tables = table::join_tables(aliases).map_err(|e| e.to_string())?;
         let rel = args.str("database_path")?;
         let path = self.database_root.join(rel);
         let conn = table::open_read_only(Path::new(&path)).map_err(|e| format!("{}: {e}", path.display()))?;
-        table::initialize_active_data(&conn, &tables, &conds).map(Value::Table).map_err(|e| e.to_string())
+        table::initialize_active_data(&conn, &tables, &conds)
+            .map(Value::Table)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -162,12 +184,16 @@ impl Args<'_> {
         self.map.get(name).filter(|v| !v.is_null())
     }
     fn str(&self, name: &str) -> R<&str> {
-        self.json(name)?.as_str().ok_or_else(|| format!("argument `{name}` must be a string"))
+        self.json(name)?
+            .as_str()
+            .ok_or_else(|| format!("argument `{name}` must be a string"))
     }
     fn bool_or(&self, name: &str, default: bool) -> R<bool> {
         match self.opt(name) {
             None => Ok(default),
-            Some(v) => v.as_bool().ok_or_else(|| format!("argument `{name}` must be a boolean")),
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| format!("argument `{name}` must be a boolean")),
         }
     }
     fn limit(&self) -> R<Option<usize>> {
@@ -183,7 +209,9 @@ impl Args<'_> {
     fn value(&self, name: &str) -> R<&Value> {
         let v = self.json(name)?;
         let label = as_label_ref(v).ok_or_else(|| format!("argument `{name}` must be a $LABEL$ reference"))?;
-        self.env.get(label).ok_or_else(|| format!("argument `{name}`: no earlier output labelled `{label}`"))
+        self.env
+            .get(label)
+            .ok_or_else(|| format!("argument `{name}`: no earlier output labelled `{label}`"))
     }
     fn table(&self, name: &str) -> R<&RecordBatch> {
         match self.value(name)? {
@@ -300,7 +328,10 @@ fn filter_data(args: &Args) -> R<Value> {
         }
         (other, _) => return Err(format!("unknown condition `{other}`")),
     };
-    let rows: Vec<u32> = (0..t.num_rows()).filter(|&r| test(&datum_at(col.as_ref(), r))).map(|r| r as u32).collect();
+    let rows: Vec<u32> = (0..t.num_rows())
+        .filter(|&r| test(&datum_at(col.as_ref(), r)))
+        .map(|r| r as u32)
+        .collect();
     take(t, &rows).map(Value::Table)
 }
 
@@ -346,7 +377,10 @@ fn retrieve_data(args: &Args) -> R<Value> {
     let mut values = match args.value("data_source")? {
         Value::Grouped(g) => {
             let (_, col) = column(&g.table, key)?;
-            g.groups.iter().map(|rows| datum_at(col.as_ref(), rows[0] as usize)).collect()
+            g.groups
+                .iter()
+                .map(|rows| datum_at(col.as_ref(), rows[0] as usize))
+                .collect()
         }
         _ => list_of(args, Some(key))?,
     };
@@ -366,14 +400,22 @@ fn aggregate(values: Vec<Datum>, how: &str, count_rows: bool) -> R<Datum> {
     let present: Vec<Datum> = values.into_iter().filter(|d| !matches!(d, Datum::Null)).collect();
     // SQLite's sum/avg read text as its numeric value, and non-numeric text as 0.
     let numbers = || -> R<Vec<f64>> {
-        Ok(present.iter().map(|d| d.as_f64().unwrap_or_else(|| cell_text(d).and_then(|t| t.trim().parse().ok()).unwrap_or(0.0))).collect())
+        Ok(present
+            .iter()
+            .map(|d| {
+                d.as_f64()
+                    .unwrap_or_else(|| cell_text(d).and_then(|t| t.trim().parse().ok()).unwrap_or(0.0))
+            })
+            .collect())
     };
     Ok(match how {
         "count" => Datum::Int(present.len() as i64),
         "sum" if present.is_empty() => Datum::Null,
         "sum" if present.iter().all(|d| matches!(d, Datum::Int(_))) => {
             let mut ints = present.iter().map(|d| if let Datum::Int(i) = d { *i } else { 0 });
-            ints.try_fold(0i64, |a, b| a.checked_add(b)).map(Datum::Int).ok_or("integer overflow in `sum`")?
+            ints.try_fold(0i64, |a, b| a.checked_add(b))
+                .map(Datum::Int)
+                .ok_or("integer overflow in `sum`")?
         }
         "sum" => Datum::real(numbers()?.iter().sum()),
         "mean" | "std" if present.is_empty() => Datum::Null,
@@ -387,7 +429,11 @@ fn aggregate(values: Vec<Datum>, how: &str, count_rows: bool) -> R<Datum> {
             Datum::real((xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / xs.len() as f64).sqrt())
         }
         "min" | "max" | "argmin" | "argmax" => {
-            let want = if how.ends_with("min") { Ordering::Less } else { Ordering::Greater };
+            let want = if how.ends_with("min") {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
             let mut best: Option<(usize, &Datum)> = None;
             for (i, d) in present.iter().enumerate() {
                 if best.is_none_or(|(_, b)| sql_order(d, b) == want) {
@@ -498,7 +544,11 @@ fn group_data_by(args: &Args) -> R<Value> {
         groups[g].push(r as u32);
     }
     let key = t.schema().field(idx).name().clone();
-    Ok(Value::Grouped(Grouped { table: t.clone(), key, groups }))
+    Ok(Value::Grouped(Grouped {
+        table: t.clone(),
+        key,
+        groups,
+    }))
 }
 
 /// `transform_data(data_source, key_name, operation_type, operation_args)` → the table with
@@ -524,7 +574,12 @@ fn transform_data(args: &Args) -> R<Value> {
                     Some(s) => {
                         let chars: Vec<char> = s.chars().collect();
                         let end = end.map_or(chars.len(), |e| (e.max(0) as usize).min(chars.len()));
-                        Datum::Text(chars.get(start.min(end)..end).map(|c| c.iter().collect()).unwrap_or_default())
+                        Datum::Text(
+                            chars
+                                .get(start.min(end)..end)
+                                .map(|c| c.iter().collect())
+                                .unwrap_or_default(),
+                        )
                     }
                 })
                 .collect()
@@ -572,7 +627,10 @@ fn transform_data(args: &Args) -> R<Value> {
 
 fn is_iso_date(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() >= 10 && b[4] == b'-' && b[7] == b'-' && b[..4].iter().chain(&b[5..7]).chain(&b[8..10]).all(u8::is_ascii_digit)
+    b.len() >= 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[..4].iter().chain(&b[5..7]).chain(&b[8..10]).all(u8::is_ascii_digit)
 }
 
 /// `select_unique_values(unique_array)` → the list's distinct values, first occurrences in order.
@@ -637,7 +695,11 @@ fn calculate(args: &Args) -> R<Value> {
         let (x, y) = (&a[i.min(a.len() - 1)], &b[i.min(b.len() - 1)]);
         out.push(arith(x, y, op)?);
     }
-    if scalar { Ok(Value::Scalar(out.pop().unwrap_or(Datum::Null))) } else { Ok(Value::Column(array_from_datums(&out))) }
+    if scalar {
+        Ok(Value::Scalar(out.pop().unwrap_or(Datum::Null)))
+    } else {
+        Ok(Value::Column(array_from_datums(&out)))
+    }
 }
 
 fn arith(x: &Datum, y: &Datum, op: &str) -> R<Datum> {

@@ -51,7 +51,12 @@ pub fn array_from_datums(values: &[Datum]) -> ArrayRef {
         }
     }
     if any && ints {
-        Arc::new(values.iter().map(|v| if let Datum::Int(i) = v { Some(*i) } else { None }).collect::<Int64Array>())
+        Arc::new(
+            values
+                .iter()
+                .map(|v| if let Datum::Int(i) = v { Some(*i) } else { None })
+                .collect::<Int64Array>(),
+        )
     } else if any && reals {
         Arc::new(values.iter().map(|v| v.as_f64()).collect::<Float64Array>())
     } else {
@@ -77,7 +82,14 @@ pub fn datum_at(array: &dyn Array, row: usize) -> Datum {
     match array.data_type() {
         DataType::Int64 => Datum::Int(array.as_any().downcast_ref::<Int64Array>().unwrap().value(row)),
         DataType::Float64 => Datum::real(array.as_any().downcast_ref::<Float64Array>().unwrap().value(row)),
-        DataType::Utf8 => Datum::Text(array.as_any().downcast_ref::<StringArray>().unwrap().value(row).to_string()),
+        DataType::Utf8 => Datum::Text(
+            array
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap()
+                .value(row)
+                .to_string(),
+        ),
         other => unreachable!("toolforge tables hold Int64, Float64 and Utf8 only, not {other}"),
     }
 }
@@ -91,11 +103,13 @@ pub fn datums(array: &dyn Array) -> Vec<Datum> {
 pub fn batch_from_columns(names: &[String], columns: Vec<Vec<Datum>>) -> RecordBatch {
     let rows = columns.first().map_or(0, Vec::len);
     let arrays: Vec<ArrayRef> = columns.iter().map(|c| array_from_datums(c)).collect();
-    let fields: Vec<Field> =
-        names.iter().zip(&arrays).map(|(n, a)| Field::new(n, a.data_type().clone(), true)).collect();
+    let fields: Vec<Field> = names
+        .iter()
+        .zip(&arrays)
+        .map(|(n, a)| Field::new(n, a.data_type().clone(), true))
+        .collect();
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
-    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
-        .expect("columns of equal length")
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options).expect("columns of equal length")
 }
 
 /// Column name as the join step exposes it: `<table>_<column>`, with spaces → `_`, `(`/`)`
@@ -123,11 +137,21 @@ pub fn join_tables(aliases: &serde_json::Map<String, serde_json::Value>) -> Resu
     let mut uses: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut out = Vec::new();
     for (alias, table) in aliases {
-        let table = table.as_str().ok_or_else(|| JoinError::Invalid(format!("table of alias {alias:?} must be a string")))?;
+        let table = table
+            .as_str()
+            .ok_or_else(|| JoinError::Invalid(format!("table of alias {alias:?} must be a string")))?;
         let n = uses.entry(table.to_lowercase()).or_insert(0);
-        let prefix = if *n == 0 { table.to_string() } else { format!("{table}_{n}") };
+        let prefix = if *n == 0 {
+            table.to_string()
+        } else {
+            format!("{table}_{n}")
+        };
         *n += 1;
-        out.push(JoinTable { alias: alias.clone(), table: table.to_string(), prefix });
+        out.push(JoinTable {
+            alias: alias.clone(),
+            table: table.to_string(),
+            prefix,
+        });
     }
     Ok(out)
 }
@@ -161,7 +185,12 @@ fn quote_qualified(col: &str) -> String {
 pub fn table_columns_typed(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<(String, String)>> {
     let mut stmt = conn.prepare(&format!("PRAGMA table_info({})", quote(table)))?;
     let cols = stmt
-        .query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default())))?
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+            ))
+        })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(cols)
 }
@@ -200,10 +229,15 @@ pub fn join_sql(
     let mut names = Vec::new();
     let mut seen = HashSet::new();
     for t in tables {
-        let cols = table_columns(conn, &t.table)
-            .map_err(|source| JoinError::Sqlite { path: t.table.clone(), source })?;
+        let cols = table_columns(conn, &t.table).map_err(|source| JoinError::Sqlite {
+            path: t.table.clone(),
+            source,
+        })?;
         if cols.is_empty() {
-            return Err(JoinError::Invalid(format!("no table named {:?} in the database", t.table)));
+            return Err(JoinError::Invalid(format!(
+                "no table named {:?} in the database",
+                t.table
+            )));
         }
         for c in cols {
             let name = safe_name(&t.prefix, &c);
@@ -214,14 +248,26 @@ pub fn join_sql(
             names.push(name);
         }
     }
-    let mut sql = format!("SELECT {} FROM {} AS {}", select.join(", "), quote(&first.table), quote(&first.alias));
+    let mut sql = format!(
+        "SELECT {} FROM {} AS {}",
+        select.join(", "),
+        quote(&first.table),
+        quote(&first.alias)
+    );
     for t in &tables[1..] {
         let on: Vec<&JoinCondition> = conditions
             .iter()
-            .filter(|c| c.1.split_once('.').is_some_and(|(a, _)| a.eq_ignore_ascii_case(&t.alias)))
+            .filter(|c| {
+                c.1.split_once('.')
+                    .is_some_and(|(a, _)| a.eq_ignore_ascii_case(&t.alias))
+            })
             .collect();
         let kind = on.first().map_or("INNER", |c| c.2.as_str());
-        let kind = if kind.eq_ignore_ascii_case("LEFT") { "LEFT" } else { "INNER" };
+        let kind = if kind.eq_ignore_ascii_case("LEFT") {
+            "LEFT"
+        } else {
+            "INNER"
+        };
         sql.push_str(&format!(" {kind} JOIN {} AS {}", quote(&t.table), quote(&t.alias)));
         if !on.is_empty() {
             let conds: Vec<String> = on
@@ -249,7 +295,11 @@ pub fn query_rows(conn: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Ve
     let mut rows = stmt.query([])?;
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
-        out.push((0..n).map(|i| datum_from_sqlite(row.get_ref(i).expect("column index"))).collect());
+        out.push(
+            (0..n)
+                .map(|i| datum_from_sqlite(row.get_ref(i).expect("column index")))
+                .collect(),
+        );
     }
     Ok(out)
 }
@@ -261,7 +311,10 @@ pub fn initialize_active_data(
     conditions: &[JoinCondition],
 ) -> Result<RecordBatch, JoinError> {
     let (sql, names) = join_sql(conn, tables, conditions)?;
-    let rows = query_rows(conn, &sql).map_err(|source| JoinError::Sqlite { path: sql.clone(), source })?;
+    let rows = query_rows(conn, &sql).map_err(|source| JoinError::Sqlite {
+        path: sql.clone(),
+        source,
+    })?;
     let mut columns: Vec<Vec<Datum>> = vec![Vec::with_capacity(rows.len()); names.len()];
     for row in rows {
         for (c, d) in row.into_iter().enumerate() {
@@ -289,7 +342,10 @@ mod tests {
         let a = array_from_datums(&[Datum::Int(1), Datum::Real(2.5)]);
         assert_eq!(a.data_type(), &DataType::Float64);
         let a = array_from_datums(&[Datum::Int(1), Datum::Text("x".into())]);
-        assert_eq!(datums(a.as_ref()), vec![Datum::Text("1".into()), Datum::Text("x".into())]);
+        assert_eq!(
+            datums(a.as_ref()),
+            vec![Datum::Text("1".into()), Datum::Text("x".into())]
+        );
         let a = array_from_datums(&[Datum::Null]);
         assert_eq!(a.data_type(), &DataType::Utf8);
     }
