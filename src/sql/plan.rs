@@ -93,7 +93,8 @@ pub enum Measure {
 }
 
 impl Measure {
-    fn has_aggregate(&self) -> bool {
+    /// Whether the measure is or contains an aggregate.
+    pub fn has_aggregate(&self) -> bool {
         match self {
             Measure::Aggregate { .. } => true,
             Measure::Arith(a, _, b) => a.has_aggregate() || b.has_aggregate(),

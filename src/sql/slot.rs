@@ -126,11 +126,7 @@ fn limit(plan: &QueryPlan) -> i64 {
 }
 
 fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(), LowerError> {
-    let aggregated = plan
-        .projection
-        .iter()
-        .any(|m| matches!(m, Measure::Aggregate { .. } | Measure::Arith(..)) && has_agg(m));
-    if aggregated {
+    if plan.projection.iter().any(Measure::has_aggregate) {
         // One row: ORDER BY is moot, LIMIT ≥ 1 keeps it.
         if plan.limit == Some(0) {
             return Err(unsupported("limit", "LIMIT 0"));
@@ -180,14 +176,6 @@ fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(),
         }
     }
     Ok(())
-}
-
-fn has_agg(m: &Measure) -> bool {
-    match m {
-        Measure::Aggregate { .. } => true,
-        Measure::Arith(a, _, b) => has_agg(a) || has_agg(b),
-        _ => false,
-    }
 }
 
 /// Emits calls computing a single value; returns the operand (label reference or number).
