@@ -392,50 +392,17 @@ impl<'s> Builder<'s> {
         match e {
             Expr::Substring {
                 expr,
-                substring_from,
+                substring_from: Some(start),
                 substring_for,
                 ..
-            } => {
-                let key = self.column_key(expr)?;
-                let start = substring_from
-                    .as_deref()
-                    .and_then(|f| self.literal(f))
-                    .and_then(|v| v.as_i64());
-                let len = substring_for
-                    .as_deref()
-                    .map(|f| self.literal(f).and_then(|v| v.as_i64()));
-                let (Some(start), Some(len)) = (start, len.unwrap_or(Some(i64::MAX / 2))) else {
-                    return Err(unsupported("substring_arguments", e));
-                };
-                if start < 1 {
-                    return Err(unsupported("substring_arguments", e));
-                }
-                let mut args = Map::new();
-                args.insert("start_index".into(), json!(start - 1));
-                if len != i64::MAX / 2 {
-                    args.insert("end_index".into(), json!(start - 1 + len));
-                }
-                self.add_transform(key.clone(), "substring", Json::Object(args), e)?;
-                Ok(key)
-            }
+            } => self.substring(expr, start, substring_for.as_deref(), e),
+            Expr::Substring { .. } => Err(unsupported("substring_arguments", e)),
             Expr::Function(f) => {
                 let name = ident_name(&f.name).to_lowercase();
                 let args = function_args(f)?;
                 match (name.as_str(), args.as_slice()) {
-                    ("substr" | "substring", [x, s, n]) | ("substr" | "substring", [x, s @ n]) => {
-                        let subst = Expr::Substring {
-                            expr: Box::new((*x).clone()),
-                            substring_from: Some(Box::new((*s).clone())),
-                            substring_for: if std::ptr::eq(*s, *n) {
-                                None
-                            } else {
-                                Some(Box::new((*n).clone()))
-                            },
-                            special: true,
-                            shorthand: true,
-                        };
-                        self.filter_key(&subst)
-                    }
+                    ("substr" | "substring", [x, start]) => self.substring(x, start, None, e),
+                    ("substr" | "substring", [x, start, len]) => self.substring(x, start, Some(len), e),
                     ("abs", [x]) => {
                         let key = self.column_key(x)?;
                         self.add_transform(key.clone(), "abs", json!({}), e)?;
@@ -459,6 +426,24 @@ impl<'s> Builder<'s> {
             Expr::Nested(inner) => self.filter_key(inner),
             _ => self.column_key(e),
         }
+    }
+
+    /// `SUBSTR(x, start[, len])` (SQL: 1-based start) as a `substring` transform with a 0-based
+    /// `start_index` and an exclusive `end_index` (absent without `len`).
+    fn substring(&mut self, x: &Expr, start: &Expr, len: Option<&Expr>, e: &Expr) -> Result<String, LowerError> {
+        let key = self.column_key(x)?;
+        let int = |b: &Self, v: &Expr| b.literal(v).and_then(|v| v.as_i64());
+        let start = int(self, start)
+            .filter(|s| *s >= 1)
+            .ok_or_else(|| unsupported("substring_arguments", e))?;
+        let mut args = Map::new();
+        args.insert("start_index".into(), json!(start - 1));
+        if let Some(len) = len {
+            let len = int(self, len).ok_or_else(|| unsupported("substring_arguments", e))?;
+            args.insert("end_index".into(), json!(start - 1 + len));
+        }
+        self.add_transform(key.clone(), "substring", Json::Object(args), e)?;
+        Ok(key)
     }
 
     fn add_transform(&mut self, key: String, operation: &'static str, args: Json, e: &Expr) -> Result<(), LowerError> {
