@@ -61,16 +61,21 @@ pub enum CorpusError {
     },
 }
 
-/// Reads a question file of the given `format` (`bird` or `spider`).
-pub fn read_questions(path: &Path, format: &str) -> Result<(Vec<Question>, Vec<BadRecord>), CorpusError> {
+/// Reads a whole JSON file; errors name the file (and line/column for malformed JSON).
+fn read_json(path: &Path) -> Result<Json, CorpusError> {
     let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
         path: path.into(),
         source,
     })?;
-    let value: Json = serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
+    serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
         path: path.into(),
         message: format!("not valid JSON: {e}"),
-    })?;
+    })
+}
+
+/// Reads a question file of the given `format` (`bird` or `spider`).
+pub fn read_questions(path: &Path, format: &str) -> Result<(Vec<Question>, Vec<BadRecord>), CorpusError> {
+    let value = read_json(path)?;
     let Json::Array(records) = value else {
         return Err(CorpusError::Malformed {
             path: path.into(),
@@ -185,14 +190,7 @@ pub fn bird_descriptions(db_dir: &Path) -> Descriptions {
 
 /// Spider `tables.json`: per database, the readable column names as descriptions.
 pub fn spider_descriptions(path: &Path) -> Result<BTreeMap<String, Descriptions>, CorpusError> {
-    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
-        path: path.into(),
-        source,
-    })?;
-    let value: Json = serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
-        path: path.into(),
-        message: format!("not valid JSON: {e}"),
-    })?;
+    let value = read_json(path)?;
     let mut out = BTreeMap::new();
     for db in value.as_array().into_iter().flatten() {
         let Some(db_id) = db.get("db_id").and_then(Json::as_str) else {

@@ -40,13 +40,12 @@ pub fn number_text(d: &Datum) -> Option<String> {
 
 /// Builds an Arrow array from datums with the typing rule of the module docs.
 pub fn array_from_datums(values: &[Datum]) -> ArrayRef {
-    let (mut ints, mut reals, mut texts) = (true, true, true);
-    let mut any = false;
+    let (mut ints, mut reals, mut any) = (true, true, false);
     for v in values {
         match v {
             Datum::Null => {}
-            Datum::Int(_) => (any, texts) = (true, false),
-            Datum::Real(_) => (any, ints, texts) = (true, false, false),
+            Datum::Int(_) => any = true,
+            Datum::Real(_) => (any, ints) = (true, false),
             Datum::Text(_) => (any, ints, reals) = (true, false, false),
         }
     }
@@ -60,7 +59,6 @@ pub fn array_from_datums(values: &[Datum]) -> ArrayRef {
     } else if any && reals {
         Arc::new(values.iter().map(|v| v.as_f64()).collect::<Float64Array>())
     } else {
-        let _ = texts;
         Arc::new(
             values
                 .iter()
