@@ -356,19 +356,6 @@ fn datum_key(d: &Datum) -> (u8, u64, String) {
     }
 }
 
-/// The list a retrieve/aggregate call works on: a table's column, a list, or per group.
-fn list_of(args: &Args, key: Option<&str>) -> R<Vec<Datum>> {
-    match args.value("data_source")? {
-        Value::Table(t) => match key {
-            Some(k) => Ok(datums(column(t, k)?.1.as_ref())),
-            None => Ok(vec![Datum::Null; t.num_rows()]),
-        },
-        Value::Column(a) => Ok(datums(a.as_ref())),
-        Value::Scalar(d) => Ok(vec![d.clone()]),
-        Value::Grouped(_) => Err("a grouped table needs a key".into()),
-    }
-}
-
 /// `retrieve_data(data_source, key_name, distinct=false, limit=-1)` → list: the column's values
 /// (first occurrences only when `distinct`), then the first `limit` of them (`-1`: all). On a
 /// grouped table: the column's value in each group's first row (the group key for the key).
@@ -382,7 +369,9 @@ fn retrieve_data(args: &Args) -> R<Value> {
                 .map(|rows| datum_at(col.as_ref(), rows[0] as usize))
                 .collect()
         }
-        _ => list_of(args, Some(key))?,
+        Value::Table(t) => datums(column(t, key)?.1.as_ref()),
+        Value::Column(a) => datums(a.as_ref()),
+        Value::Scalar(d) => vec![d.clone()],
     };
     if args.bool_or("distinct", false)? {
         values = distinct_datums(values);
@@ -470,33 +459,40 @@ fn aggregate_data(args: &Args) -> R<Value> {
         }
         values
     };
-    if let Value::Grouped(g) = args.value("data_source")? {
-        let col = key.map(|k| column(&g.table, k)).transpose()?;
-        let mut results = Vec::new();
-        for rows in &g.groups {
-            let values = rows
-                .iter()
-                .map(|&r| col.map_or(Datum::Null, |(_, c)| datum_at(c.as_ref(), r as usize)))
-                .collect();
-            results.push(aggregate(prepare(values), how, key.is_none())?);
-        }
-        let firsts: Vec<u32> = g.groups.iter().map(|rows| rows[0]).collect();
-        let first_rows = take(&g.table, &firsts)?;
-        let mut names: Vec<String> = first_rows.schema().fields().iter().map(|f| f.name().clone()).collect();
-        let mut columns: Vec<Vec<Datum>> = first_rows.columns().iter().map(|a| datums(a.as_ref())).collect();
-        names.push(how.to_string());
-        columns.push(results);
-        return Ok(Value::Table(batch_from_columns(&names, columns)));
-    }
-    if key.is_none() && how != "count" && !matches!(args.value("data_source")?, Value::Column(_)) {
-        return Err(format!("`{how}` needs a key_name"));
-    }
     let values = match args.value("data_source")? {
-        Value::Table(_) => list_of(args, key)?,
-        _ => list_of(args, None)?,
+        Value::Grouped(g) => {
+            let col = key.map(|k| column(&g.table, k)).transpose()?;
+            let mut results = Vec::new();
+            for rows in &g.groups {
+                let values = rows
+                    .iter()
+                    .map(|&r| col.map_or(Datum::Null, |(_, c)| datum_at(c.as_ref(), r as usize)))
+                    .collect();
+                results.push(aggregate(prepare(values), how, key.is_none())?);
+            }
+            let firsts: Vec<u32> = g.groups.iter().map(|rows| rows[0]).collect();
+            let first_rows = take(&g.table, &firsts)?;
+            let mut names: Vec<String> = first_rows.schema().fields().iter().map(|f| f.name().clone()).collect();
+            let mut columns: Vec<Vec<Datum>> = first_rows.columns().iter().map(|a| datums(a.as_ref())).collect();
+            names.push(how.to_string());
+            columns.push(results);
+            return Ok(Value::Table(batch_from_columns(&names, columns)));
+        }
+        Value::Column(a) => datums(a.as_ref()),
+        _ if key.is_none() && how != "count" => return Err(format!("`{how}` needs a key_name")),
+        Value::Table(t) => match key {
+            Some(k) => datums(column(t, k)?.1.as_ref()),
+            None => {
+                return Ok(Value::Scalar(aggregate(
+                    prepare(vec![Datum::Null; t.num_rows()]),
+                    how,
+                    true,
+                )?));
+            }
+        },
+        Value::Scalar(d) => vec![d.clone()],
     };
-    let count_rows = key.is_none() && matches!(args.value("data_source")?, Value::Table(_));
-    Ok(Value::Scalar(aggregate(prepare(values), how, count_rows)?))
+    Ok(Value::Scalar(aggregate(prepare(values), how, false)?))
 }
 
 /// SQLite's ordering of values: NULL < numbers < text.
@@ -647,6 +643,9 @@ fn select_unique_values(args: &Args) -> R<Value> {
 fn concatenate_data(args: &Args) -> R<Value> {
     let a = args.table("data_source_1")?;
     let b = args.table("data_source_2")?;
+    if b.num_columns() != a.num_columns() {
+        return Err("tables to concatenate have different columns".into());
+    }
     let names: Vec<String> = a.schema().fields().iter().map(|f| f.name().clone()).collect();
     let mut columns = Vec::new();
     for (i, name) in names.iter().enumerate() {
@@ -654,9 +653,6 @@ fn concatenate_data(args: &Args) -> R<Value> {
         let mut cells = datums(a.column(i).as_ref());
         cells.extend(datums(bc.as_ref()));
         columns.push(cells);
-    }
-    if b.num_columns() != a.num_columns() {
-        return Err("tables to concatenate have different columns".into());
     }
     Ok(Value::Table(batch_from_columns(&names, columns)))
 }
@@ -666,26 +662,21 @@ fn concatenate_data(args: &Args) -> R<Value> {
 /// broadcast). Operands are numbers or `$LABEL$` references. Integers stay integers except under
 /// `divide`, which is always real division; division by zero and NULL operands give NULL.
 fn calculate(args: &Args) -> R<Value> {
-    let operand = |name: &str| -> R<Vec<Datum>> {
+    // An operand's values, and whether it is a single value (a number or a scalar output).
+    let operand = |name: &str| -> R<(Vec<Datum>, bool)> {
         let v = args.json(name)?;
         if as_label_ref(v).is_none() {
-            return Ok(vec![json_to_datum(v)?]);
+            return Ok((vec![json_to_datum(v)?], true));
         }
         match args.value(name)? {
-            Value::Scalar(d) => Ok(vec![d.clone()]),
-            Value::Column(a) => Ok(datums(a.as_ref())),
+            Value::Scalar(d) => Ok((vec![d.clone()], true)),
+            Value::Column(a) => Ok((datums(a.as_ref()), false)),
             other => Err(format!("`{name}` must be a number or a list, got {}", kind(other))),
         }
     };
-    let (a, b) = (operand("operand_a")?, operand("operand_b")?);
+    let ((a, a_scalar), (b, b_scalar)) = (operand("operand_a")?, operand("operand_b")?);
     let op = args.str("operator")?;
-    let scalar = a.len() == 1 && b.len() == 1 && {
-        let is_scalar = |n: &str| {
-            let v = &args.map[n];
-            as_label_ref(v).is_none() || matches!(args.value(n), Ok(Value::Scalar(_)))
-        };
-        is_scalar("operand_a") && is_scalar("operand_b")
-    };
+    let scalar = a_scalar && b_scalar;
     let n = a.len().max(b.len());
     if !(a.len() == n || a.len() == 1) || !(b.len() == n || b.len() == 1) {
         return Err(format!("operands have lengths {} and {}", a.len(), b.len()));
