@@ -30,7 +30,7 @@ use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Fields, Schema};
 use serde_json::json;
 
-use crate::pipeline::{Build, Example, compile, project_root};
+use crate::pipeline::{Build, Example, compile, load_recipe, project_root};
 use crate::tools::Call;
 use crate::tools::catalog::slot_tools;
 use crate::tools::executor::Executor;
@@ -391,9 +391,9 @@ pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> 
         None => {
             let recipe = manifest["recipe"].as_str().context("MANIFEST.json: no recipe")?;
             let root = dir.parent().and_then(Path::parent).unwrap_or(Path::new("."));
-            let recipe = crate::recipe::Recipe::load(&root.join("recipes").join(format!("{recipe}.toml")))?;
-            let m = crate::recipe::SourceManifest::load(&root.join("sources").join(format!("{}.toml", recipe.source)))?;
-            m.resolve(root)?.databases
+            load_recipe(&root.join("recipes").join(format!("{recipe}.toml")))?
+                .1
+                .databases
         }
     };
     let executor = Executor::new(databases);

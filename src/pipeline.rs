@@ -142,12 +142,19 @@ pub fn project_root(recipe_path: &Path) -> PathBuf {
     }
 }
 
-/// Runs the compile stages of a recipe (from the store where possible).
-pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool) -> Result<Build, BuildError> {
+/// Reads a recipe and locates its source corpus (`<root>/sources/<source>.toml`).
+pub fn load_recipe(recipe_path: &Path) -> Result<(Recipe, ResolvedSource), BuildError> {
     let recipe = Recipe::load(recipe_path)?;
     let root = project_root(recipe_path);
     let manifest = SourceManifest::load(&root.join("sources").join(format!("{}.toml", recipe.source)))?;
     let source = manifest.resolve(&root)?;
+    Ok((recipe, source))
+}
+
+/// Runs the compile stages of a recipe (from the store where possible).
+pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool) -> Result<Build, BuildError> {
+    let (recipe, source) = load_recipe(recipe_path)?;
+    let root = project_root(recipe_path);
     let (questions, bad_records) = corpus::read_questions(&source.questions, &source.manifest.format)?;
     let spider = match &source.tables {
         Some(p) => corpus::spider_descriptions(p)?,
