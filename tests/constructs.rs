@@ -27,13 +27,28 @@ fn fixture(dir: &Path) {
     .unwrap();
 }
 
-fn check(dir: &Path, sql_text: &str) -> Vec<toolforge::tools::Call> {
+/// Parses and lowers `sql_text` against the fixture's schema; also returns the connection.
+fn lower(
+    dir: &Path,
+    sql_text: &str,
+) -> (
+    rusqlite::Connection,
+    Result<(sql::plan::QueryPlan, sql::slot::Lowered), sql::LowerError>,
+) {
     let conn = open_read_only(&dir.join("club/club.sqlite")).unwrap();
     let schema = Schema::load(&conn).unwrap();
+    let lowered = sql::parse(sql_text).and_then(|stmt| {
+        let plan = sql::plan::build(&stmt, &schema)?;
+        let calls = sql::slot::lower(&plan, "club/club.sqlite")?;
+        Ok((plan, calls))
+    });
+    (conn, lowered)
+}
+
+fn check(dir: &Path, sql_text: &str) -> Vec<toolforge::tools::Call> {
+    let (conn, lowered) = lower(dir, sql_text);
+    let (plan, lowered) = lowered.unwrap_or_else(|e| panic!("{sql_text}: {e}"));
     let gold = query_rows(&conn, sql_text).unwrap();
-    let stmt = sql::parse(sql_text).unwrap();
-    let plan = sql::plan::build(&stmt, &schema).unwrap_or_else(|e| panic!("{sql_text}: {e}"));
-    let lowered = sql::slot::lower(&plan, "club/club.sqlite").unwrap_or_else(|e| panic!("{sql_text}: {e}"));
     let got = Executor::new(dir)
         .run(&lowered.calls)
         .unwrap_or_else(|e| panic!("{sql_text}: {e}"));
@@ -46,10 +61,7 @@ fn check(dir: &Path, sql_text: &str) -> Vec<toolforge::tools::Call> {
 }
 
 fn reason(dir: &Path, sql_text: &str) -> String {
-    let conn = open_read_only(&dir.join("club/club.sqlite")).unwrap();
-    let schema = Schema::load(&conn).unwrap();
-    let stmt = sql::parse(sql_text).unwrap();
-    match sql::plan::build(&stmt, &schema).and_then(|p| sql::slot::lower(&p, "x")) {
+    match lower(dir, sql_text).1 {
         Ok(_) => "lowered".into(),
         Err(e) => e.reason(),
     }
