@@ -9,10 +9,12 @@
 //! | `README.md`                   | dataset card with a Hugging Face YAML header                   |
 //! | `MANIFEST.json`               | blake3 of every file, build key, source hashes, version        |
 //!
-//! Row schema: `id, dataset, split, db_id, input, evidence?, sql` (strings),
-//! `output: list<struct<name, arguments (JSON text), label>>`, `gold_answer` (JSON text: list of
+//! Row schema (the same for every family; `?` = null where the family has no such field):
+//! `id, dataset, split, db_id?, input, evidence?, sql?` (strings),
+//! `output: list<struct<name, arguments (JSON text), label>>`, `gold_answer?` (JSON text: list of
 //! rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
-//! `key_values_and_descriptions` (JSON text), `difficulty?`.
+//! `key_values_and_descriptions` (JSON text), `difficulty?`, `meta?` (JSON text).
+//! Family-specific files (e.g. `tools/openapi.json`) come from [`Build::extra_files`].
 //!
 //! The directory is written as a whole into a sibling temp directory and renamed into place, so
 //! a failed build never leaves a half-written dataset. A rebuild whose build key and files match
@@ -32,7 +34,6 @@ use serde_json::json;
 
 use crate::pipeline::{Build, Example, compile, load_recipe, project_root};
 use crate::tools::Call;
-use crate::tools::catalog::slot_tools;
 use crate::tools::executor::Executor;
 use crate::verify::{Answer, answers_match};
 
@@ -50,20 +51,21 @@ fn row_schema() -> Schema {
         s("id", false),
         s("dataset", false),
         s("split", false),
-        s("db_id", false),
+        s("db_id", true),
         s("input", false),
         s("evidence", true),
-        s("sql", false),
+        s("sql", true),
         Field::new(
             "output",
             DataType::List(Arc::new(Field::new("item", DataType::Struct(call_fields()), false))),
             false,
         ),
-        s("gold_answer", false),
+        s("gold_answer", true),
         Field::new("ordered", DataType::Boolean, false),
         s("tools", false),
         s("key_values_and_descriptions", false),
         s("difficulty", true),
+        s("meta", true),
     ])
 }
 
@@ -102,16 +104,17 @@ pub fn record_batch(examples: &[&Example]) -> RecordBatch {
         strs(&|e| e.id.clone()),
         strs(&|e| e.dataset.clone()),
         strs(&|e| e.split.clone()),
-        strs(&|e| e.db_id.clone()),
+        opt(&|e| e.db_id.clone()),
         strs(&|e| e.input.clone()),
         opt(&|e| e.evidence.clone()),
-        strs(&|e| e.sql.clone()),
+        opt(&|e| e.sql.clone()),
         Arc::new(output),
-        strs(&|e| to_json(&e.gold_answer)),
+        opt(&|e| e.gold_answer.as_ref().map(to_json)),
         Arc::new(examples.iter().map(|e| Some(e.ordered)).collect::<BooleanArray>()),
         strs(&|e| to_json(&e.tools)),
         strs(&|e| to_json(&e.key_values_and_descriptions)),
         opt(&|e| e.difficulty.clone()),
+        opt(&|e| e.meta.as_ref().map(to_json)),
     ];
     RecordBatch::try_new(Arc::new(row_schema()), columns).expect("schema matches columns")
 }
@@ -134,8 +137,9 @@ fn jsonl_bytes(examples: &[&Example]) -> Vec<u8> {
             "id": e.id, "dataset": e.dataset, "split": e.split, "db_id": e.db_id, "input": e.input,
             "evidence": e.evidence, "sql": e.sql,
             "output": e.output.iter().map(|c| json!({"name": c.name, "arguments": to_json(&c.arguments), "label": c.label})).collect::<Vec<_>>(),
-            "gold_answer": to_json(&e.gold_answer), "ordered": e.ordered, "tools": to_json(&e.tools),
+            "gold_answer": e.gold_answer.as_ref().map(to_json), "ordered": e.ordered, "tools": to_json(&e.tools),
             "key_values_and_descriptions": to_json(&e.key_values_and_descriptions), "difficulty": e.difficulty,
+            "meta": e.meta.as_ref().map(to_json),
         });
         out.push_str(&row.to_string());
         out.push('\n');
@@ -147,7 +151,8 @@ fn jsonl_bytes(examples: &[&Example]) -> Vec<u8> {
 struct Counts {
     attempted: usize,
     verified: usize,
-    per_db: BTreeMap<String, (usize, usize, BTreeMap<String, usize>)>,
+    per_group: BTreeMap<String, (usize, usize, BTreeMap<String, usize>)>,
+    per_split: BTreeMap<String, usize>,
     reasons: BTreeMap<String, usize>,
 }
 
@@ -155,11 +160,15 @@ fn counts(build: &Build) -> Counts {
     let mut c = Counts {
         attempted: 0,
         verified: 0,
-        per_db: BTreeMap::new(),
+        per_group: BTreeMap::new(),
+        per_split: BTreeMap::new(),
         reasons: BTreeMap::new(),
     };
-    for (db, o) in &build.outcomes {
-        let attempted = build.attempted.get(db).copied().unwrap_or(0);
+    for (group, o) in &build.groups {
+        let attempted = o.attempted;
+        for e in &o.examples {
+            *c.per_split.entry(e.split.clone()).or_insert(0) += 1;
+        }
         let mut reasons = BTreeMap::new();
         for d in &o.drops {
             *reasons.entry(d.reason.clone()).or_insert(0) += 1;
@@ -167,37 +176,62 @@ fn counts(build: &Build) -> Counts {
         }
         c.attempted += attempted;
         c.verified += o.examples.len();
-        c.per_db.insert(db.clone(), (attempted, o.examples.len(), reasons));
+        c.per_group.insert(group.clone(), (attempted, o.examples.len(), reasons));
     }
     c
 }
 
 fn report(build: &Build, c: &Counts) -> serde_json::Value {
-    let drops: Vec<_> = build.outcomes.values().flat_map(|o| &o.drops).collect();
+    let drops: Vec<_> = build.groups.values().flat_map(|o| &o.drops).collect();
     json!({
         "dataset": build.recipe.name,
-        "split": build.recipe.split,
+        "format": build.recipe.format,
         "attempted": c.attempted,
-        "verified": c.verified,
+        "kept": c.verified,
+        "per_split": c.per_split,
         "dropped": c.attempted - c.verified,
         "bad_records": build.bad_records.len(),
         "dropped_by_reason": c.reasons,
-        "per_database": c.per_db.iter().map(|(db, (a, v, r))| (db.clone(), json!({"attempted": a, "verified": v, "dropped_by_reason": r}))).collect::<serde_json::Map<_, _>>(),
+        "group_kind": build.group_kind,
+        "per_group": c.per_group.iter().map(|(g, (a, v, r))| (g.clone(), json!({"attempted": a, "kept": v, "dropped_by_reason": r}))).collect::<serde_json::Map<_, _>>(),
+        "stats": build.stats,
         "bad_record_list": build.bad_records,
         "dropped_list": drops,
     })
 }
 
+/// What the card says about a family's `output` and how it was checked.
+fn family_paragraph(format: &str) -> &'static str {
+    match format {
+        "slot" => {
+            "Each example's `output` is a sequence of SLOT tool calls (`initialize_active_data` first: the setup step that materialises the query's joins). Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result."
+        }
+        "sel" => {
+            "Each example's `output` is a sequence of SEL tool calls: the SLOT sequence with categorical arguments bound into function names (`select_data_equal_to`, `sort_data_descending`, `compute_data_count`, one `get_<column>` getter per column of the joined table), so every instance carries its own toolkit in `tools`. Verified like SLOT: the calls, executed on the real database, reproduce the gold SQL result; `gold_answer` is the SQL result."
+        }
+        "rest" => {
+            "Each example's `output` is one call of a GET endpoint synthesised from the gold SQL: its literals became typed query parameters, and questions that differ only in literal values share an endpoint. `tools` holds the endpoints of the example's database; `tools/openapi.json` is the FastAPI-equivalent OpenAPI 3.1 document and `tools/endpoints.json` the parameterised SQL behind each endpoint (what `toolforge serve` runs with bound parameters). Kept only when the call reproduces the gold SQL result; `gold_answer` is that result."
+        }
+        _ => {
+            "Each example's `output` is the sequence of API calls annotated in the source, converted by the rules in `report/verification.json` (`stats`); every call validates against its tool's JSON Schema in `tools`. Calls refer to earlier outputs as `$LABEL$`."
+        }
+    }
+}
+
 fn card(build: &Build, c: &Counts) -> String {
     let m = &build.source.manifest;
     let license = m.license.to_lowercase().replace(' ', "-");
-    let split = &build.recipe.split;
     let mut s = String::new();
+    let tag = if build.recipe.format == "seq" { "api-sequences" } else { "text-to-sql" };
     let _ = writeln!(
         s,
-        "---\nlicense: {license}\npretty_name: {}\ntask_categories:\n- text-generation\ntags:\n- tool-calling\n- function-calling\n- text-to-sql\nconfigs:\n- config_name: default\n  data_files:\n  - split: {split}\n    path: data/{split}.parquet\ndataset_info:\n  features:",
+        "---\nlicense: {license}\npretty_name: {}\ntask_categories:\n- text-generation\ntags:\n- tool-calling\n- function-calling\n- {tag}\nconfigs:\n- config_name: default\n  data_files:",
         build.recipe.name
     );
+    for split in c.per_split.keys() {
+        let _ = writeln!(s, "  - split: {split}\n    path: data/{split}.parquet");
+    }
+    let _ = writeln!(s, "dataset_info:\n  features:");
     for f in row_schema().fields() {
         match f.data_type() {
             DataType::List(_) => {
@@ -215,11 +249,11 @@ fn card(build: &Build, c: &Counts) -> String {
             }
         }
     }
-    let _ = writeln!(
-        s,
-        "  splits:\n  - name: {split}\n    num_examples: {}\n---\n",
-        c.verified
-    );
+    let _ = writeln!(s, "  splits:");
+    for (split, n) in &c.per_split {
+        let _ = writeln!(s, "  - name: {split}\n    num_examples: {n}");
+    }
+    let _ = writeln!(s, "---\n");
     let _ = writeln!(s, "# {}\n\n{}\n", build.recipe.name, build.recipe.description);
     let _ = writeln!(
         s,
@@ -231,7 +265,7 @@ fn card(build: &Build, c: &Counts) -> String {
     );
     let _ = writeln!(
         s,
-        "- questions attempted: {}\n- verified examples: {} ({:.1}%)\n- skipped input records: {}\n",
+        "- items attempted: {}\n- examples kept: {} ({:.1}%)\n- skipped input records: {}\n",
         c.attempted,
         c.verified,
         pct(c.verified, c.attempted),
@@ -239,7 +273,8 @@ fn card(build: &Build, c: &Counts) -> String {
     );
     let _ = writeln!(
         s,
-        "Each example's `output` is a sequence of SLOT tool calls (`initialize_active_data` first: the setup step that materialises the query's joins). Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result. Drops and their reasons are in `report/verification.json`.\n"
+        "{} Drops and their reasons are in `report/verification.json`.\n",
+        family_paragraph(&build.recipe.format)
     );
     let _ = writeln!(s, "## Source citation\n\n```bibtex\n{}\n```", m.citation.trim());
     s
@@ -251,9 +286,14 @@ fn pct(a: usize, b: usize) -> f64 {
 
 fn summary(build: &Build, c: &Counts, out_dir: &Path, wrote: bool, secs: f64) -> String {
     let mut s = String::new();
+    let (items, verb) = if build.recipe.format == "seq" {
+        ("items", "converted")
+    } else {
+        ("questions", "verified")
+    };
     let _ = writeln!(
         s,
-        "{}: {}/{} questions verified ({:.1}%) in {:.2} s [{} database stages from the store, {} computed]",
+        "{}: {}/{} {items} {verb} ({:.1}%) in {:.2} s [{} stages from the store, {} computed]",
         build.recipe.name,
         c.verified,
         c.attempted,
@@ -262,15 +302,18 @@ fn summary(build: &Build, c: &Counts, out_dir: &Path, wrote: bool, secs: f64) ->
         build.cache_hits,
         build.cache_misses
     );
-    let _ = writeln!(s, "  per database (verified/attempted):");
-    for (db, (a, v, _)) in &c.per_db {
-        let _ = writeln!(s, "    {db:<32} {v:>4}/{a:<4} {:>5.1}%", pct(*v, *a));
+    let _ = writeln!(s, "  per {} ({verb}/attempted):", build.group_kind);
+    for (g, (a, v, _)) in &c.per_group {
+        let _ = writeln!(s, "    {g:<32} {v:>6}/{a:<6} {:>5.1}%", pct(*v, *a));
     }
     let mut reasons: Vec<_> = c.reasons.iter().collect();
     reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let _ = writeln!(s, "  dropped by reason:");
     for (r, n) in reasons {
-        let _ = writeln!(s, "    {r:<40} {n:>5}");
+        let _ = writeln!(s, "    {r:<40} {n:>6}");
+    }
+    for (k, v) in &build.stats {
+        let _ = writeln!(s, "  {k}: {v}");
     }
     if !build.bad_records.is_empty() {
         let _ = writeln!(s, "  skipped {} bad input records:", build.bad_records.len());
@@ -285,6 +328,16 @@ fn summary(build: &Build, c: &Counts, out_dir: &Path, wrote: bool, secs: f64) ->
         out_dir.display()
     );
     s
+}
+
+/// OpenAI function-calling format of a catalog: `[{"type": "function", "function": {...}}]`.
+pub fn functions_json(catalog: &[crate::tools::ToolSpec]) -> serde_json::Value {
+    json!(
+        catalog
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect::<Vec<_>>()
+    )
 }
 
 /// Builds a recipe and writes `out/<name>/`; returns the human summary.
@@ -303,22 +356,25 @@ pub fn build_and_emit(
     if up_to_date(&out_dir, &build.build_key) {
         return Ok(summary(&build, &c, &out_dir, false, start.elapsed().as_secs_f64()));
     }
-    let examples: Vec<&Example> = build.outcomes.values().flat_map(|o| &o.examples).collect();
-    let split = &build.recipe.split;
-    let batch = record_batch(&examples);
-    let functions: Vec<_> = slot_tools(None)
-        .into_iter()
-        .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
-        .collect();
+    let mut by_split: BTreeMap<&str, Vec<&Example>> = BTreeMap::new();
+    for e in build.groups.values().flat_map(|o| &o.examples) {
+        by_split.entry(e.split.as_str()).or_default().push(e);
+    }
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    files.insert(format!("data/{split}.parquet"), parquet_bytes(&batch)?);
-    files.insert(format!("data/{split}.jsonl"), jsonl_bytes(&examples));
-    files.insert("tools/functions.json".into(), pretty(&json!(functions)));
+    for (split, examples) in &by_split {
+        files.insert(format!("data/{split}.parquet"), parquet_bytes(&record_batch(examples))?);
+        files.insert(format!("data/{split}.jsonl"), jsonl_bytes(examples));
+    }
+    files.insert("tools/functions.json".into(), pretty(&functions_json(&build.catalog)));
     files.insert("report/verification.json".into(), pretty(&report(&build, &c)));
     files.insert("README.md".into(), card(&build, &c).into_bytes());
+    for (k, v) in &build.extra_files {
+        files.insert(k.clone(), v.clone());
+    }
     let manifest = json!({
         "dataset": build.recipe.name,
         "recipe": build.recipe.name,
+        "format": build.recipe.format,
         "toolforge_version": env!("CARGO_PKG_VERSION"),
         "build_key": build.build_key,
         "recipe_hash": blake3::hash(&std::fs::read(recipe_path)?).to_hex().to_string(),
@@ -431,6 +487,9 @@ pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> 
                 .context("output")?
                 .clone();
             for r in 0..batch.num_rows() {
+                if arrow_array::Array::is_null(&gold, r) {
+                    continue; // not an executable family (no gold answer to reproduce)
+                }
                 let calls = output.value(r);
                 let calls = calls.as_any().downcast_ref::<StructArray>().context("output items")?;
                 let get = |i: usize| {

@@ -43,8 +43,18 @@ pub enum RecipeError {
     },
 }
 
-/// The dataset formats a recipe can build.
-pub const FORMATS: [&str; 1] = ["slot"];
+/// The dataset formats a recipe can build: `slot`, `sel` and `rest` from text-to-SQL sources;
+/// `seq` (API-BLEND sequences) from NLU and dialogue sources.
+pub const FORMATS: [&str; 4] = ["slot", "sel", "rest", "seq"];
+
+/// Source record formats: text-to-SQL (`bird`, `spider`) and API-BLEND sources (`mixatis`,
+/// `mixsnips`, `topv2`, `sgd`, `multiwoz`).
+pub const SOURCE_FORMATS: [&str; 7] = ["bird", "spider", "mixatis", "mixsnips", "topv2", "sgd", "multiwoz"];
+
+/// Whether a source format holds text-to-SQL questions over SQLite databases.
+pub fn is_sql_source(format: &str) -> bool {
+    matches!(format, "bird" | "spider")
+}
 
 /// A recipe: which dataset to build from which source.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -58,8 +68,10 @@ pub struct Recipe {
     pub format: String,
     /// Source manifest name (`sources/<source>.toml`).
     pub source: String,
-    /// Split name of the source questions (e.g. `dev`).
-    pub split: String,
+    /// Text-to-SQL sources: the split name of the question file (e.g. `dev`), required.
+    /// Seq sources: build only this split (default: every split of the source).
+    #[serde(default)]
+    pub split: Option<String>,
     /// Keep verified questions whose gold answer is empty (default false: an empty answer
     /// verifies any call sequence that filters everything away, so it proves little).
     #[serde(default)]
@@ -93,6 +105,13 @@ impl Recipe {
                 ),
             });
         }
+        let sql_format = matches!(recipe.format.as_str(), "slot" | "sel" | "rest");
+        if sql_format && recipe.split.is_none() {
+            return Err(RecipeError::Invalid {
+                path: path.into(),
+                message: format!("key `split`: required for format {:?} (the question file's split, e.g. \"dev\")", recipe.format),
+            });
+        }
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -113,7 +132,7 @@ impl Recipe {
 pub struct SourceManifest {
     /// Source name (the file stem).
     pub name: String,
-    /// Record format: `bird` or `spider`.
+    /// Record format, one of [`SOURCE_FORMATS`].
     pub format: String,
     /// Human title.
     pub title: String,
@@ -131,9 +150,11 @@ pub struct SourceManifest {
     pub env: String,
     /// Candidate roots, relative to the project root; the first holding a questions file wins.
     pub search_paths: Vec<String>,
-    /// Candidate question files under the root, in order of preference.
+    /// Candidate question files under the root, in order of preference (for seq sources: files
+    /// whose presence identifies the root).
     pub questions: Vec<String>,
     /// Candidate database directories under the root (holding `<db>/<db>.sqlite`).
+    #[serde(default)]
     pub database_dirs: Vec<String>,
     /// Spider-style `tables.json` (column names used as descriptions), if any.
     #[serde(default)]
@@ -145,7 +166,9 @@ pub struct SourceManifest {
 pub struct ResolvedSource {
     /// The manifest.
     pub manifest: SourceManifest,
-    /// The questions file.
+    /// The corpus root directory.
+    pub root: PathBuf,
+    /// The questions file (for seq sources: the marker file found).
     pub questions: PathBuf,
     /// The directory holding `<db>/<db>.sqlite`.
     pub databases: PathBuf,
@@ -157,13 +180,10 @@ impl SourceManifest {
     /// Reads a source manifest.
     pub fn load(path: &Path) -> Result<SourceManifest, RecipeError> {
         let m: SourceManifest = read_toml(path)?;
-        if !["bird", "spider"].contains(&m.format.as_str()) {
+        if !SOURCE_FORMATS.contains(&m.format.as_str()) {
             return Err(RecipeError::Invalid {
                 path: path.into(),
-                message: format!(
-                    "key `format`: unknown value {:?}, expected one of [\"bird\", \"spider\"]",
-                    m.format
-                ),
+                message: format!("key `format`: unknown value {:?}, expected one of {SOURCE_FORMATS:?}", m.format),
             });
         }
         Ok(m)
@@ -189,6 +209,7 @@ impl SourceManifest {
             let tables = self.tables.as_ref().map(|t| root.join(t)).filter(|p| p.is_file());
             return Ok(ResolvedSource {
                 manifest: self.clone(),
+                root: root.clone(),
                 questions,
                 databases,
                 tables,
@@ -237,6 +258,6 @@ mod tests {
         )
         .unwrap();
         let err = Recipe::load(&path).unwrap_err().to_string();
-        assert!(err.contains("slotty") && err.contains("[\"slot\"]"), "{err}");
+        assert!(err.contains("slotty") && err.contains("[\"slot\", \"sel\""), "{err}");
     }
 }

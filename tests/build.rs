@@ -22,11 +22,11 @@ fn slot_spider_yield_determinism_and_reverification() {
     assert!(summary.contains("wrote"), "{summary}");
     let r = report(&out, "slot-spider");
     assert_eq!(r["attempted"], 1034);
-    let verified = r["verified"].as_u64().unwrap();
+    let verified = r["kept"].as_u64().unwrap();
     assert!(verified >= 620, "Spider dev yield {verified}/1034 below 60%");
     // flight_2, pets_1, voter_1 are lost by the reference's case-sensitive matching.
     for db in ["flight_2", "pets_1", "voter_1"] {
-        assert!(r["per_database"][db]["verified"].as_u64().unwrap() > 0, "{db}");
+        assert!(r["per_group"][db]["kept"].as_u64().unwrap() > 0, "{db}");
     }
     let (ok, bad) = reverify(
         &out.join("slot-spider"),
@@ -40,7 +40,7 @@ fn slot_spider_yield_determinism_and_reverification() {
     // A no-op rebuild writes nothing; a rebuild into a fresh output from the store is identical.
     let again = build_and_emit(&recipe, Some(&out), Some(&store), false).unwrap();
     assert!(
-        again.contains("up to date") && again.contains("20 database stages from the store"),
+        again.contains("up to date") && again.contains("20 stages from the store"),
         "{again}"
     );
     let out2 = tmp.path().join("out2");
@@ -75,9 +75,9 @@ fn slot_bird_reports_missing_databases_and_meets_superhero_yield() {
     .unwrap();
     let r = report(&out, "slot-bird");
     assert_eq!(r["attempted"], 500);
-    let hero = &r["per_database"]["superhero"];
+    let hero = &r["per_group"]["superhero"];
     assert_eq!(hero["attempted"], 52);
-    assert!(hero["verified"].as_u64().unwrap() >= 37, "superhero {hero}");
+    assert!(hero["kept"].as_u64().unwrap() >= 37, "superhero {hero}");
     assert_eq!(r["dropped_by_reason"]["db_missing"], 448);
 }
 
@@ -99,7 +99,7 @@ fn corrupt_store_entries_are_rebuilt() {
     std::fs::remove_dir_all(&out).unwrap();
     let summary = build_and_emit(&recipe, Some(&out), Some(&store), false).unwrap();
     assert!(
-        summary.contains("0 database stages from the store, 11 computed"),
+        summary.contains("0 stages from the store, 11 computed"),
         "{summary}"
     );
     assert_eq!(std::fs::read(out.join("slot-bird/data/dev.parquet")).unwrap(), good);
@@ -153,7 +153,7 @@ fn bad_records_missing_and_invalid_databases_are_reported_not_fatal() {
         "{summary}"
     );
     let r = report(&tmp.path().join("out"), "fix");
-    assert_eq!(r["verified"], 1);
+    assert_eq!(r["kept"], 1);
     assert_eq!(r["bad_records"], 1);
     assert_eq!(r["dropped_by_reason"]["db_missing"], 1);
     assert_eq!(r["dropped_by_reason"]["db_invalid"], 1);
