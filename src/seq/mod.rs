@@ -6,6 +6,8 @@
 //! stage key) and `convert(&ResolvedSource, split: Option<&str>) -> Result<Conversion, CorpusError>`.
 //! The whole conversion is one store stage keyed by the recipe and the input hashes.
 
+pub mod check;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
