@@ -14,7 +14,7 @@ for recipe in slot-spider slot-bird; do
     /usr/bin/time -f "%e %M" -o "$tmp/time" "$bin" build "$recipe" --quiet --out "$tmp/out" --store "$tmp/store" > "$tmp/summary"
     read -r secs kib < "$tmp/time"
     attempted=$(python3 -c "import json; print(json.load(open('$tmp/out/$recipe/report/verification.json'))['attempted'])")
-    verified=$(python3 -c "import json; print(json.load(open('$tmp/out/$recipe/report/verification.json'))['verified'])")
+    verified=$(python3 -c "import json; print(json.load(open('$tmp/out/$recipe/report/verification.json'))['kept'])")
     qps=$(python3 -c "print(f'{$attempted/max($secs,0.001):.0f}')")
     printf '%-12s %-5s %6.2f s  %6s questions/s  peak RSS %5d MiB  (%s/%s verified)\n' "$recipe" "$run" "$secs" "$qps" "$((kib / 1024))" "$verified" "$attempted"
   done

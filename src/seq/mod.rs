@@ -7,6 +7,10 @@
 //! The whole conversion is one store stage keyed by the recipe and the input hashes.
 
 pub mod check;
+pub mod multiwoz;
+pub mod nlu;
+pub mod sgd;
+pub mod topv2;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,21 +41,25 @@ pub struct Conversion {
 
 fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
     match source.manifest.format.as_str() {
+        "mixatis" | "mixsnips" => nlu::inputs(source),
+        "topv2" => topv2::inputs(source),
+        "sgd" => sgd::inputs(source),
+        "multiwoz" => multiwoz::inputs(source),
         _ => vec![source.questions.clone()],
     }
 }
 
 fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversion, CorpusError> {
     match source.manifest.format.as_str() {
+        "mixatis" | "mixsnips" => nlu::convert(source, split),
+        "topv2" => topv2::convert(source, split),
+        "sgd" => sgd::convert(source, split),
+        "multiwoz" => multiwoz::convert(source, split),
         other => Err(CorpusError::Malformed {
             path: source.root.clone(),
-            message: format!("no seq converter for source format {other:?} yet"),
+            message: format!("no seq converter for source format {other:?}"),
         }),
     }
-    .map(|c: Conversion| {
-        let _ = split;
-        c
-    })
 }
 
 /// Runs (or loads from the store) the conversion of a seq recipe.
