@@ -7,6 +7,7 @@
 
 pub mod corpus;
 pub mod emit;
+pub mod openapi;
 pub mod pipeline;
 pub mod recipe;
 pub mod seq;

@@ -4,24 +4,46 @@
 //! The compile stage of one database is a pure function of: the stage version, the recipe knobs
 //! it reads, the question records of that database, the SQLite file's bytes and the column
 //! descriptions. Databases run in parallel (rayon), and so do the questions of one database.
+//!
+//! - `slot`: plan → SLOT calls ([`crate::sql::slot`]) → executor → compare with the SQL result.
+//! - `sel`: the SLOT calls bound into SEL tools ([`crate::tools::sel`]), executed the same way.
+//! - `rest`: the gold SQL parameterised ([`crate::sql::rest`]), run with the question's values
+//!   bound and compared with the SQL result; questions of one database whose parameterised SQL
+//!   is the same share one endpoint ([`crate::tools::rest::name_endpoints`]).
+//!
+//! Drop reason codes: `db_missing`, `db_invalid`, `sql_error`, `parse_error`, `schema_mismatch`,
+//! `unsupported:<construct>`, `execution_error`, `mismatch`, `empty_gold_answer`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::corpus::{self, Descriptions, Question};
 use crate::pipeline::{Build, BuildError, Drop, Example, Outcome, build_key, code_fingerprint, progress_bar};
 use crate::recipe::{Recipe, ResolvedSource};
-use crate::sql::{self, schema::Schema};
+use crate::sql::{self, rest::Template, schema::Schema};
 use crate::store::{Lookup, StageKey, Store, hash_file};
 use crate::tools::catalog::{KeyDescription, slot_tools};
 use crate::tools::executor::Executor;
+use crate::tools::rest::{Endpoint, Limits, name_endpoints};
+use crate::tools::sel::{bind, sel_tools};
 use crate::tools::table::{self, safe_name};
-use crate::verify::answers_match;
+use crate::tools::{Call, ToolSpec};
+use crate::verify::{Answer, answers_match};
 
 /// Version of the compile stage; bump when its output for the same inputs changes.
-pub const COMPILE_VERSION: u32 = 2;
+pub const COMPILE_VERSION: u32 = 3;
+
+/// The stored output of one database's compile stage.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct DbStage {
+    outcome: Outcome,
+    /// REST: the database's endpoints, in first-question order.
+    endpoints: Vec<Endpoint>,
+}
 
 /// Runs the per-database compile stages of a text-to-SQL recipe (from the store where possible).
 pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: bool) -> Result<Build, BuildError> {
@@ -37,7 +59,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     let mut source_hashes = BTreeMap::new();
     source_hashes.insert("questions".to_string(), hash_file(&source.questions)?);
     let bar = progress_bar(progress, by_db.len() as u64, "databases");
-    let results: Vec<(String, Outcome, String, Option<String>, bool)> = by_db
+    let results: Vec<(String, DbStage, String, Option<String>, bool)> = by_db
         .par_iter()
         .map(|(db_id, qs)| {
             let db_dir = source.databases.join(db_id);
@@ -47,7 +69,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             let key = StageKey {
                 stage: format!("compile-{}", recipe.format),
                 version: COMPILE_VERSION,
-                config: serde_json::json!({"dataset": recipe.name, "split": recipe.split, "keep_empty_answers": recipe.keep_empty_answers, "code": code_fingerprint()}),
+                config: json!({"dataset": recipe.name, "split": recipe.split, "keep_empty_answers": recipe.keep_empty_answers, "source": source.manifest.format, "code": code_fingerprint()}),
                 inputs: vec![
                     blake3::hash(&serde_json::to_vec(qs).expect("serialise")).to_hex().to_string(),
                     db_hash.clone().unwrap_or_else(|| "missing".into()),
@@ -56,22 +78,23 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             };
             let digest = key.digest();
             if let Lookup::Hit(bytes) = store.get(&key) {
-                if let Ok(outcome) = serde_json::from_slice::<Outcome>(&bytes) {
+                if let Ok(stage) = serde_json::from_slice::<DbStage>(&bytes) {
                     bar.inc(1);
-                    return (db_id.clone(), outcome, digest, db_hash, true);
+                    return (db_id.clone(), stage, digest, db_hash, true);
                 }
             }
-            let outcome = compile_db(&recipe, &source, db_id, qs, &db_path, db_hash.is_some(), &descriptions);
-            let _ = store.put(&key, &serde_json::to_vec(&outcome).expect("serialise"));
+            let stage = compile_db(&recipe, &source, db_id, qs, &db_path, db_hash.is_some(), &descriptions);
+            let _ = store.put(&key, &serde_json::to_vec(&stage).expect("serialise"));
             bar.inc(1);
-            (db_id.clone(), outcome, digest, db_hash, false)
+            (db_id.clone(), stage, digest, db_hash, false)
         })
         .collect();
     bar.finish_and_clear();
     let mut outcomes = BTreeMap::new();
+    let mut endpoints: Vec<Endpoint> = Vec::new();
     let mut digests = Vec::new();
     let (mut hits, mut misses) = (0, 0);
-    for (db, outcome, digest, db_hash, hit) in results {
+    for (db, stage, digest, db_hash, hit) in results {
         if let Some(h) = db_hash {
             source_hashes.insert(format!("database/{db}"), h);
         }
@@ -81,10 +104,11 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             misses += 1
         }
         digests.push(digest);
-        outcomes.insert(db, outcome);
+        endpoints.extend(stage.endpoints);
+        outcomes.insert(db, stage.outcome);
     }
     let key = build_key(&recipe, &bad_records, &digests);
-    Ok(Build {
+    let mut build = Build {
         recipe,
         source,
         group_kind: "database",
@@ -97,23 +121,103 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         catalog: slot_tools(None),
         extra_files: BTreeMap::new(),
         stats: serde_json::Map::new(),
-    })
+    };
+    match build.recipe.format.as_str() {
+        "sel" => sel_summary(&mut build),
+        "rest" => rest_summary(&mut build, &endpoints),
+        _ => {}
+    }
+    Ok(build)
 }
 
-fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> Outcome {
-    Outcome {
-        attempted: qs.len(),
-        examples: vec![],
-        drops: qs
-            .iter()
-            .map(|q| Drop {
-                id: format!("{}/{}", recipe.name, q.id),
-                group: q.db_id.clone(),
-                reason: reason.into(),
-                detail: detail.into(),
-            })
-            .collect(),
+/// SEL: dataset catalog and the tools-per-query numbers (the paper: 1256 tools, ~49 per query).
+fn sel_summary(build: &mut Build) {
+    build.catalog = sel_tools(None);
+    let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
+    let mut names = std::collections::BTreeSet::new();
+    let mut total = 0;
+    for e in &examples {
+        total += e.tools.len();
+        for t in &e.tools {
+            names.insert(format!("{}/{}", e.db_id.as_deref().unwrap_or_default(), t.name));
+        }
     }
+    build.stats.insert("distinct_tools".into(), json!(names.len()));
+    build.stats.insert(
+        "tools_per_query".into(),
+        json!(if examples.is_empty() { 0.0 } else { (total as f64 / examples.len() as f64 * 10.0).round() / 10.0 }),
+    );
+}
+
+fn pretty(v: &serde_json::Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(v).expect("serialisable");
+    b.push(b'\n');
+    b
+}
+
+/// REST: catalog = every endpoint; `tools/endpoints.json` (with SQL), the combined and
+/// per-database OpenAPI documents; endpoint counts.
+fn rest_summary(build: &mut Build, endpoints: &[Endpoint]) {
+    build.catalog = endpoints.iter().map(Endpoint::tool_spec).collect();
+    let version = env!("CARGO_PKG_VERSION");
+    let all: Vec<&Endpoint> = endpoints.iter().collect();
+    let title = format!("{} tools", build.recipe.name);
+    build.extra_files.insert("tools/endpoints.json".into(), pretty(&json!(endpoints)));
+    build.extra_files.insert("tools/openapi.json".into(), pretty(&crate::openapi::document(&title, version, &all)));
+    let mut per_db: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
+    for e in endpoints {
+        per_db.entry(e.db_id.as_str()).or_default().push(e);
+    }
+    for (db, eps) in &per_db {
+        let doc = crate::openapi::document(&format!("{} {db} tools", build.recipe.name), version, eps);
+        build.extra_files.insert(format!("tools/openapi/{db}.json"), pretty(&doc));
+    }
+    let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
+    let empty = examples.iter().filter(|e| e.gold_answer.as_ref().is_some_and(Vec::is_empty)).count();
+    build.stats.insert("endpoints".into(), json!(endpoints.len()));
+    build.stats.insert(
+        "questions_per_endpoint".into(),
+        json!(if endpoints.is_empty() { 0.0 } else { (examples.len() as f64 / endpoints.len() as f64 * 100.0).round() / 100.0 }),
+    );
+    build.stats.insert(
+        "parameters_per_endpoint".into(),
+        json!(if endpoints.is_empty() { 0.0 } else { (endpoints.iter().map(|e| e.parameters.len()).sum::<usize>() as f64 / endpoints.len() as f64 * 100.0).round() / 100.0 }),
+    );
+    build.stats.insert("examples_with_empty_answer".into(), json!(empty));
+}
+
+fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbStage {
+    DbStage {
+        outcome: Outcome {
+            attempted: qs.len(),
+            examples: vec![],
+            drops: qs
+                .iter()
+                .map(|q| Drop {
+                    id: format!("{}/{}", recipe.name, q.id),
+                    group: q.db_id.clone(),
+                    reason: reason.into(),
+                    detail: detail.into(),
+                })
+                .collect(),
+        },
+        endpoints: vec![],
+    }
+}
+
+/// What one question compiled to, before REST endpoints are shared.
+enum Compiled {
+    Calls {
+        calls: Vec<Call>,
+        tools: Vec<ToolSpec>,
+        keys: Vec<KeyDescription>,
+        gold: Answer,
+        ordered: bool,
+    },
+    Rest {
+        template: Template,
+        gold: Answer,
+    },
 }
 
 /// Lowers, executes and verifies every question of one database.
@@ -125,7 +229,7 @@ fn compile_db(
     db_path: &Path,
     exists: bool,
     descriptions: &Descriptions,
-) -> Outcome {
+) -> DbStage {
     if !exists {
         return drop_all(
             recipe,
@@ -147,26 +251,52 @@ fn compile_db(
     };
     let executor = Executor::new(&source.databases);
     let rel_db = format!("{db_id}/{db_id}.sqlite");
-    let split = recipe.split.clone().unwrap_or_default();
-    let results: Vec<Result<Example, Drop>> = qs
+    let format = recipe.format.as_str();
+    let results: Vec<Result<Compiled, Drop>> = qs
         .par_iter()
         .map_init(
             || table::open_read_only(db_path),
             |conn, q| {
-                let id = format!("{}/{}", recipe.name, q.id);
                 let drop = |reason: String, detail: String| Drop {
-                    id: id.clone(),
+                    id: format!("{}/{}", recipe.name, q.id),
                     group: q.db_id.clone(),
                     reason,
                     detail,
                 };
-                let conn = conn.as_ref().map_err(|e| drop("db_invalid".into(), e.to_string()))?;
+                let conn = conn.as_mut().map_err(|e| drop("db_invalid".into(), e.to_string()))?;
                 let gold = table::query_rows(conn, &q.sql).map_err(|e| drop("sql_error".into(), e.to_string()))?;
+                if gold.is_empty() && !recipe.keep_empty_answers {
+                    return Err(drop("empty_gold_answer".into(), "the gold SQL returns no rows".into()));
+                }
                 let stmt = sql::parse(&q.sql).map_err(|e| drop(e.reason(), e.to_string()))?;
+                if format == "rest" {
+                    let template = sql::rest::parameterise(&stmt, &schema, descriptions)
+                        .map_err(|e| drop(e.reason(), e.to_string()))?;
+                    let ep = Endpoint {
+                        db_id: db_id.into(),
+                        name: String::new(),
+                        path: String::new(),
+                        summary: String::new(),
+                        sql: template.sql.clone(),
+                        parameters: template.parameters.clone(),
+                        ordered: template.ordered,
+                    };
+                    let got = ep
+                        .execute(conn, &template.values, Limits::default())
+                        .map_err(|e| drop("execution_error".into(), format!("{e}; parameterised SQL: {}", template.sql)))?;
+                    if !answers_match(&gold, &got, template.ordered) {
+                        return Err(drop(
+                            "mismatch".into(),
+                            format!("gold {} rows, endpoint {} rows; parameterised SQL: {}", gold.len(), got.len(), template.sql),
+                        ));
+                    }
+                    return Ok(Compiled::Rest { template, gold });
+                }
                 let plan = sql::plan::build(&stmt, &schema).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
+                let calls = if format == "sel" { bind(&lowered.calls) } else { lowered.calls };
                 let candidate = executor
-                    .run(&lowered.calls)
+                    .run(&calls)
                     .map_err(|e| drop("execution_error".into(), e.to_string()))?;
                 let ordered = !plan.order_by.is_empty();
                 if !answers_match(&gold, &candidate, ordered) {
@@ -175,40 +305,90 @@ fn compile_db(
                         format!("gold {} rows, calls {} rows", gold.len(), candidate.len()),
                     ));
                 }
-                if gold.is_empty() && !recipe.keep_empty_answers {
-                    return Err(drop("empty_gold_answer".into(), "the gold SQL returns no rows".into()));
-                }
                 let keys = key_descriptions(&plan, &schema, descriptions);
-                Ok(Example {
-                    id: id.clone(),
-                    dataset: recipe.name.clone(),
-                    split: split.clone(),
-                    db_id: Some(q.db_id.clone()),
-                    input: q.question.clone(),
-                    evidence: q.evidence.clone(),
-                    sql: Some(q.sql.clone()),
-                    output: lowered.calls,
-                    gold_answer: Some(gold),
+                let tools = if format == "sel" { sel_tools(Some(&keys)) } else { slot_tools(Some(&keys)) };
+                Ok(Compiled::Calls {
+                    calls,
+                    tools,
+                    keys,
+                    gold,
                     ordered,
-                    tools: slot_tools(Some(&keys)),
-                    key_values_and_descriptions: keys,
-                    difficulty: q.difficulty.clone(),
-                    meta: None,
                 })
             },
         )
         .collect();
+    // REST: one endpoint per distinct parameterised SQL, in first-question order.
+    let mut templates: Vec<Template> = Vec::new();
+    for r in &results {
+        if let Ok(Compiled::Rest { template, .. }) = r {
+            if !templates.iter().any(|t| t.key == template.key) {
+                templates.push(template.clone());
+            }
+        }
+    }
+    let endpoints = name_endpoints(&source.manifest.format, db_id, &templates.iter().collect::<Vec<_>>());
+    let db_tools: Vec<ToolSpec> = endpoints.iter().map(Endpoint::tool_spec).collect();
+    let split = recipe.split.clone().unwrap_or_default();
     let mut out = Outcome {
         attempted: qs.len(),
         ..Outcome::default()
     };
-    for r in results {
+    for (q, r) in qs.iter().zip(results) {
+        let base = Example {
+            id: format!("{}/{}", recipe.name, q.id),
+            dataset: recipe.name.clone(),
+            split: split.clone(),
+            db_id: Some(q.db_id.clone()),
+            input: q.question.clone(),
+            evidence: q.evidence.clone(),
+            sql: Some(q.sql.clone()),
+            difficulty: q.difficulty.clone(),
+            ..Example::default()
+        };
         match r {
-            Ok(e) => out.examples.push(e),
             Err(d) => out.drops.push(d),
+            Ok(Compiled::Calls {
+                calls,
+                tools,
+                keys,
+                gold,
+                ordered,
+            }) => out.examples.push(Example {
+                output: calls,
+                gold_answer: Some(gold),
+                ordered,
+                tools,
+                key_values_and_descriptions: keys,
+                ..base
+            }),
+            Ok(Compiled::Rest { template, gold }) => {
+                let i = templates
+                    .iter()
+                    .position(|t| t.key == template.key)
+                    .expect("template registered");
+                let ep = &endpoints[i];
+                let arguments = ep
+                    .parameters
+                    .iter()
+                    .zip(&template.values)
+                    .map(|(p, v)| (p.name.clone(), v.clone()))
+                    .collect();
+                out.examples.push(Example {
+                    output: vec![Call {
+                        name: ep.name.clone(),
+                        arguments,
+                        label: format!("{}_0", ep.name),
+                    }],
+                    gold_answer: Some(gold),
+                    ordered: ep.ordered,
+                    tools: db_tools.clone(),
+                    meta: Some(json!({"endpoint": {"path": ep.path, "operation_id": ep.operation_id()}})),
+                    ..base
+                })
+            }
         }
     }
-    out
+    DbStage { outcome: out, endpoints }
 }
 
 /// The joined table's columns, in join order, with descriptions and types.

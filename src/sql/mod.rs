@@ -7,6 +7,7 @@
 //! lacks).
 
 pub mod plan;
+pub mod rest;
 pub mod schema;
 pub mod slot;
 

@@ -51,6 +51,16 @@ impl Schema {
         }
     }
 
+    /// The first table (in name order) having a column of this name (case-insensitive), with
+    /// both names as declared.
+    pub fn find_column(&self, column: &str) -> Option<(&str, &str)> {
+        self.tables.values().find_map(|(t, cols)| {
+            cols.iter()
+                .find(|c| c.eq_ignore_ascii_case(column))
+                .map(|c| (t.as_str(), c.as_str()))
+        })
+    }
+
     /// The table's name as declared, and its columns, for a case-insensitive name.
     pub fn table(&self, name: &str) -> Option<(&str, &[String])> {
         self.tables

@@ -69,6 +69,57 @@ pub struct ExecError {
 
 type R<T> = Result<T, String>;
 
+/// The SLOT tool names the executor runs directly (SEL names are mapped by [`super::sel::unbind`]).
+const SLOT_TOOLS: [&str; 11] = [
+    "filter_data",
+    "retrieve_data",
+    "aggregate_data",
+    "sort_data",
+    "group_data_by",
+    "transform_data",
+    "select_unique_values",
+    "concatenate_data",
+    "calculate",
+    "truncate",
+    "initialize_active_data",
+];
+
+/// The outputs of a call sequence so far, by label: the state of one live-server session.
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    outputs: HashMap<String, Value>,
+}
+
+impl Session {
+    /// The output stored under `label`.
+    pub fn get(&self, label: &str) -> Option<&Value> {
+        self.outputs.get(label)
+    }
+}
+
+/// A tool output as JSON for a client: a table as `{"columns": [...], "rows": [[...]]}` (at most
+/// `max_rows` rows, with `"truncated": true` when cut), a list as an array, a value as itself, a
+/// grouped table as `{"grouped_by": key, "groups": n}`.
+pub fn value_json(v: &Value, max_rows: usize) -> Json {
+    let cell = |d: Datum| serde_json::to_value(d).unwrap_or(Json::Null);
+    match v {
+        Value::Scalar(d) => cell(d.clone()),
+        Value::Column(a) => Json::Array(datums(a.as_ref()).into_iter().take(max_rows).map(cell).collect()),
+        Value::Table(t) => {
+            let cols: Vec<Vec<Datum>> = t.columns().iter().map(|a| datums(a.as_ref())).collect();
+            let rows: Vec<Json> = (0..t.num_rows().min(max_rows))
+                .map(|r| Json::Array(cols.iter().map(|c| cell(c[r].clone())).collect()))
+                .collect();
+            serde_json::json!({
+                "columns": t.schema().fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>(),
+                "rows": rows,
+                "truncated": t.num_rows() > max_rows,
+            })
+        }
+        Value::Grouped(g) => serde_json::json!({"grouped_by": g.key, "groups": g.groups.len()}),
+    }
+}
+
 /// Runs call sequences; `database_root` resolves the join step's relative `database_path`.
 #[derive(Debug, Clone)]
 pub struct Executor {
@@ -83,18 +134,26 @@ impl Executor {
         }
     }
 
+    /// Executes one call (SLOT or SEL) against the outputs in `session` and stores its output
+    /// under the call's label. Errors say what is wrong with which argument.
+    pub fn step<'s>(&self, session: &'s mut Session, call: &Call) -> Result<&'s Value, String> {
+        let value = self.call(call, &session.outputs)?;
+        session.outputs.insert(call.label.clone(), value);
+        Ok(&session.outputs[&call.label])
+    }
+
     /// Executes `calls` in order and returns the final answer (see the module docs).
     pub fn run(&self, calls: &[Call]) -> Result<Answer, ExecError> {
-        let mut env: HashMap<String, Value> = HashMap::new();
+        let mut session = Session::default();
         for (index, call) in calls.iter().enumerate() {
             let err = |message: String| ExecError {
                 index,
                 tool: call.name.clone(),
                 message,
             };
-            let value = self.call(call, &env).map_err(err)?;
-            env.insert(call.label.clone(), value);
+            self.step(&mut session, call).map_err(err)?;
         }
+        let env = session.outputs;
         let referenced: Vec<&str> = calls
             .iter()
             .flat_map(|c| c.arguments.values())
@@ -134,6 +193,13 @@ impl Executor {
     }
 
     fn call(&self, call: &Call, env: &HashMap<String, Value>) -> R<Value> {
+        let unbound;
+        let call = if call.name.starts_with("initialize") || SLOT_TOOLS.contains(&call.name.as_str()) {
+            call
+        } else {
+            unbound = super::sel::unbind(call);
+            &unbound
+        };
         let args = Args {
             map: &call.arguments,
             env,
@@ -149,6 +215,7 @@ impl Executor {
             "select_unique_values" => select_unique_values(&args),
             "concatenate_data" => concatenate_data(&args),
             "calculate" => calculate(&args),
+            "truncate" => truncate(&args),
             other => Err(format!("unknown tool `{other}`")),
         }
     }
@@ -627,6 +694,18 @@ fn is_iso_date(s: &str) -> bool {
         && b[4] == b'-'
         && b[7] == b'-'
         && b[..4].iter().chain(&b[5..7]).chain(&b[8..10]).all(u8::is_ascii_digit)
+}
+
+/// `truncate(truncate_array, n)` (SEL) → the first `n` values of a list.
+fn truncate(args: &Args) -> R<Value> {
+    let n = args
+        .json("n")?
+        .as_u64()
+        .ok_or("`n` must be a non-negative integer")? as usize;
+    match args.value("truncate_array")? {
+        Value::Column(a) => Ok(Value::Column(a.slice(0, n.min(a.len())))),
+        other => Err(format!("`truncate_array` must be a list, got {}", kind(other))),
+    }
 }
 
 /// `select_unique_values(unique_array)` → the list's distinct values, first occurrences in order.

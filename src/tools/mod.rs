@@ -7,6 +7,8 @@
 
 pub mod catalog;
 pub mod executor;
+pub mod rest;
+pub mod sel;
 pub mod table;
 
 use serde::{Deserialize, Serialize};

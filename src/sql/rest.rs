@@ -1,0 +1,425 @@
+//! Gold SQL → parameterised query for a REST endpoint (Live API-Bench §3 "REST", made
+//! deterministic: no LLM writes the endpoint).
+//!
+//! Every literal that a WHERE or HAVING comparison tests a column against (`=`, `!=`, `<`, `<=`,
+//! `>`, `>=`, `LIKE`, `BETWEEN`, `IN (…)`, at any nesting depth, subqueries included) becomes a
+//! numbered bound parameter `?N`. Its name comes from the column and the operator (`country`,
+//! `min_age` for `age > x`, `max_age` for `<`, `name_pattern` for LIKE, `excluded_x` for `!=`),
+//! its type from the literal (`integer`, `number`, `string`), its description from the column
+//! description. Literals elsewhere (SELECT list, CASE, LIMIT) stay part of the query. Two
+//! questions whose SQL differs only in those literal values get the same [`Template::sql`], which
+//! is how endpoints are shared.
+//!
+//! The query text is sqlparser's rendering of the rewritten AST; the build checks that running it
+//! with the original values reproduces the gold result, so a rendering difference can only drop a
+//! question, never produce a wrong row.
+
+use std::ops::ControlFlow;
+
+use serde_json::{Value as Json, json};
+use sqlparser::ast::{
+    BinaryOperator, Expr, Query, Select, SelectItem, SetExpr, Statement, TableFactor, UnaryOperator, Value,
+    visit_expressions_mut,
+};
+
+use super::LowerError;
+use super::schema::Schema;
+use crate::corpus::Descriptions;
+
+/// One query parameter of an endpoint.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Parameter {
+    /// Parameter name (snake_case, unique within the endpoint).
+    pub name: String,
+    /// JSON Schema / OpenAPI type: `integer`, `number` or `string`.
+    pub kind: String,
+    /// What the value filters, from the column description.
+    pub description: String,
+}
+
+/// A parameterised gold query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    /// SQLite text with `?1`, `?2`, … placeholders.
+    pub sql: String,
+    /// The endpoint identity: `sql` lower-cased outside quoted literals (SQLite keywords and
+    /// identifiers are case-insensitive) plus the parameter names and types.
+    pub key: String,
+    /// The parameters, in placeholder order.
+    pub parameters: Vec<Parameter>,
+    /// The question's values for the parameters (the gold call's arguments), same order.
+    pub values: Vec<Json>,
+    /// The main table (first FROM table), for naming.
+    pub table: String,
+    /// Slugs of what the query returns (`name`, `count`, `average_age`, …), for naming.
+    pub returns: Vec<String>,
+    /// Whether the result order is defined (top-level ORDER BY).
+    pub ordered: bool,
+    /// Slugs of the GROUP BY keys of the first SELECT, for naming.
+    pub group_by: Vec<String>,
+    /// Slugs of the top-level ORDER BY keys with `_desc` when descending, for naming.
+    pub order_by: Vec<String>,
+    /// The top-level LIMIT, if a number.
+    pub limit: Option<String>,
+}
+
+/// Lower-case snake_case identifier made of ASCII letters, digits and `_`.
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for ch in s.chars() {
+        if ch.is_ascii_alphanumeric() {
+            out.push(ch.to_ascii_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let out = out.trim_matches('_').to_string();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("v_{out}")
+    } else {
+        out
+    }
+}
+
+struct Rewriter<'a> {
+    schema: &'a Schema,
+    descriptions: &'a Descriptions,
+    parameters: Vec<Parameter>,
+    values: Vec<Json>,
+}
+
+impl Rewriter<'_> {
+    fn is_column(&self, name: &str) -> bool {
+        self.schema.find_column(name).is_some()
+    }
+
+    /// The literal value of `e`, if it is one (SQLite reads a double-quoted name that is no
+    /// column as a string).
+    fn literal(&self, e: &Expr) -> Option<Json> {
+        match e {
+            Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => n
+                    .parse::<i64>()
+                    .map(Json::from)
+                    .ok()
+                    .or_else(|| n.parse::<f64>().ok().map(Json::from)),
+                Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(json!(s)),
+                _ => None,
+            },
+            Expr::Identifier(id) if id.quote_style == Some('"') && !self.is_column(&id.value) => Some(json!(id.value)),
+            Expr::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr,
+            } => match self.literal(expr)? {
+                Json::Number(n) if n.is_i64() => Some(json!(-n.as_i64()?)),
+                Json::Number(n) => Some(json!(-n.as_f64()?)),
+                _ => None,
+            },
+            Expr::Nested(inner) => self.literal(inner),
+            _ => None,
+        }
+    }
+
+    /// The column a comparison operand reads (through functions, casts and arithmetic).
+    fn column(&self, e: &Expr) -> Option<String> {
+        match e {
+            Expr::Identifier(id) if self.is_column(&id.value) => Some(id.value.clone()),
+            Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()),
+            Expr::Nested(x) | Expr::Cast { expr: x, .. } | Expr::UnaryOp { expr: x, .. } => self.column(x),
+            Expr::BinaryOp { left, right, .. } => self.column(left).or_else(|| self.column(right)),
+            Expr::Function(f) => {
+                let mut found = None;
+                let _ = sqlparser::ast::visit_expressions(&f.args, |x: &Expr| {
+                    if let Some(c) = self.column_leaf(x) {
+                        found = Some(c);
+                        return ControlFlow::Break(());
+                    }
+                    ControlFlow::Continue(())
+                });
+                found.or_else(|| Some(f.name.to_string().to_lowercase()))
+            }
+            _ => None,
+        }
+    }
+
+    fn column_leaf(&self, e: &Expr) -> Option<String> {
+        match e {
+            Expr::Identifier(id) if self.is_column(&id.value) => Some(id.value.clone()),
+            Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()),
+            _ => None,
+        }
+    }
+
+    /// Replaces the literal `slot` by the next placeholder, recording a parameter named
+    /// `prefix + column + suffix`.
+    fn bind(&mut self, slot: &mut Expr, column: &str, prefix: &str, suffix: &str, role: &str) {
+        let Some(value) = self.literal(slot) else { return };
+        let kind = match &value {
+            Json::Number(n) if n.is_i64() => "integer",
+            Json::Number(_) => "number",
+            _ => "string",
+        };
+        let base = format!("{prefix}{}{suffix}", slug(column));
+        let mut name = base.clone();
+        let mut n = 2;
+        while self.parameters.iter().any(|p| p.name == name) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        let what = self
+            .schema
+            .find_column(column)
+            .and_then(|(t, c)| {
+                self.descriptions
+                    .get(&t.to_lowercase())
+                    .and_then(|d| d.get(&c.to_lowercase()))
+                    .filter(|d| !d.is_empty())
+                    .map(|d| format!("{d} ({t}.{c})"))
+                    .or_else(|| Some(format!("{c} of {t}")))
+            })
+            .unwrap_or_else(|| column.to_string());
+        self.parameters.push(Parameter {
+            name,
+            kind: kind.into(),
+            description: format!("{role} {what}"),
+        });
+        self.values.push(value);
+        *slot = Expr::Value(Value::Placeholder(format!("?{}", self.values.len())).with_empty_span());
+    }
+
+    fn rewrite(&mut self, e: &mut Expr) {
+        match e {
+            Expr::BinaryOp { left, op, right } => {
+                use BinaryOperator::*;
+                let (col_side_left, col) = match (self.column(left), self.column(right)) {
+                    (Some(c), _) if self.literal(right).is_some() => (true, c),
+                    (_, Some(c)) if self.literal(left).is_some() => (false, c),
+                    _ => return,
+                };
+                // `5 < x` reads as `x > 5`.
+                let op = match (op.clone(), col_side_left) {
+                    (Lt, false) => Gt,
+                    (Gt, false) => Lt,
+                    (LtEq, false) => GtEq,
+                    (GtEq, false) => LtEq,
+                    (o, _) => o,
+                };
+                let (prefix, role) = match op {
+                    Eq => ("", "Value of"),
+                    NotEq => ("excluded_", "Value excluded from"),
+                    Gt => ("min_", "Exclusive lower bound on"),
+                    GtEq => ("min_", "Inclusive lower bound on"),
+                    Lt => ("max_", "Exclusive upper bound on"),
+                    LtEq => ("max_", "Inclusive upper bound on"),
+                    _ => return,
+                };
+                let slot = if col_side_left { right.as_mut() } else { left.as_mut() };
+                self.bind(slot, &col, prefix, "", role);
+            }
+            Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
+                if let Some(col) = self.column(expr) {
+                    self.bind(pattern, &col, "", "_pattern", "SQL LIKE pattern (% any text, _ one character) for");
+                }
+            }
+            Expr::Between { expr, low, high, .. } => {
+                if let Some(col) = self.column(expr) {
+                    self.bind(low, &col, "min_", "", "Inclusive lower bound on");
+                    self.bind(high, &col, "max_", "", "Inclusive upper bound on");
+                }
+            }
+            Expr::InList { expr, list, negated } => {
+                if let Some(col) = self.column(expr) {
+                    let role = if *negated { "A value excluded from" } else { "One accepted value of" };
+                    for item in list.iter_mut() {
+                        self.bind(item, &col, "", "", role);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn query(&mut self, q: &mut Query) {
+        self.set_expr(&mut q.body);
+    }
+
+    fn set_expr(&mut self, s: &mut SetExpr) {
+        match s {
+            SetExpr::Select(select) => self.select(select),
+            SetExpr::Query(q) => self.query(q),
+            SetExpr::SetOperation { left, right, .. } => {
+                self.set_expr(left);
+                self.set_expr(right);
+            }
+            _ => {}
+        }
+    }
+
+    fn select(&mut self, select: &mut Select) {
+        for t in &mut select.from {
+            if let TableFactor::Derived { subquery, .. } = &mut t.relation {
+                self.query(subquery);
+            }
+            for j in &mut t.joins {
+                if let TableFactor::Derived { subquery, .. } = &mut j.relation {
+                    self.query(subquery);
+                }
+            }
+        }
+        for clause in [&mut select.selection, &mut select.having].into_iter().flatten() {
+            let _ = visit_expressions_mut(clause, |e: &mut Expr| {
+                self.rewrite(e);
+                ControlFlow::<()>::Continue(())
+            });
+        }
+    }
+}
+
+fn first_select(s: &SetExpr) -> Option<&Select> {
+    match s {
+        SetExpr::Select(s) => Some(s),
+        SetExpr::Query(q) => first_select(&q.body),
+        SetExpr::SetOperation { left, .. } => first_select(left),
+        _ => None,
+    }
+}
+
+fn return_slug(item: &SelectItem) -> String {
+    match item {
+        SelectItem::UnnamedExpr(e) => expr_slug(e),
+        SelectItem::ExprWithAlias { alias, .. } => slug(&alias.value),
+        _ => "all".into(),
+    }
+}
+
+fn expr_slug(e: &Expr) -> String {
+    match e {
+        Expr::Identifier(id) => slug(&id.value),
+        Expr::CompoundIdentifier(p) => p.last().map(|p| slug(&p.value)).unwrap_or_default(),
+        Expr::Function(f) => {
+            let name = f.name.to_string().to_lowercase();
+            let arg = f.args.to_string();
+            let inner = arg
+                .trim_matches(|c| c == '(' || c == ')')
+                .rsplit('.')
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let word = match name.as_str() {
+                "count" => return "count".into(),
+                "avg" => "average",
+                "sum" => "total",
+                other => other,
+            };
+            let inner = slug(&inner.replace("DISTINCT", ""));
+            if inner.is_empty() || inner == "v_" {
+                word.to_string()
+            } else {
+                format!("{word}_{inner}")
+            }
+        }
+        _ => "value".into(),
+    }
+}
+
+/// Parameterises a gold statement (rules in the module docs). Fails only on statements that are
+/// not queries.
+pub fn parameterise(stmt: &Statement, schema: &Schema, descriptions: &Descriptions) -> Result<Template, LowerError> {
+    let Statement::Query(q) = stmt else {
+        return Err(super::unsupported("not_a_query", "only SELECT statements become endpoints"));
+    };
+    let mut q = q.clone();
+    let mut rw = Rewriter {
+        schema,
+        descriptions,
+        parameters: vec![],
+        values: vec![],
+    };
+    rw.query(&mut q);
+    let first = first_select(&q.body);
+    let table = first
+        .and_then(|s| s.from.first())
+        .map(|t| match &t.relation {
+            TableFactor::Table { name, .. } => name.to_string().trim_matches('"').to_string(),
+            _ => "query".into(),
+        })
+        .unwrap_or_else(|| "query".into());
+    let returns = first
+        .map(|s| s.projection.iter().map(return_slug).collect())
+        .unwrap_or_default();
+    let group_by = match first.map(|s| &s.group_by) {
+        Some(sqlparser::ast::GroupByExpr::Expressions(exprs, _)) => exprs.iter().map(expr_slug).collect(),
+        _ => vec![],
+    };
+    let order_by = match q.order_by.as_ref().map(|o| &o.kind) {
+        Some(sqlparser::ast::OrderByKind::Expressions(exprs)) => exprs
+            .iter()
+            .map(|o| {
+                let s = expr_slug(&o.expr);
+                if o.options.asc == Some(false) { format!("{s}_desc") } else { s }
+            })
+            .collect(),
+        _ => vec![],
+    };
+    let limit = match &q.limit_clause {
+        Some(sqlparser::ast::LimitClause::LimitOffset { limit: Some(Expr::Value(v)), .. }) => Some(v.value.to_string()),
+        _ => None,
+    };
+    let sql = q.to_string();
+    let mut key = String::new();
+    let mut quoted = false;
+    for ch in sql.chars() {
+        if ch == '\'' {
+            quoted = !quoted;
+        }
+        key.push(if quoted { ch } else { ch.to_ascii_lowercase() });
+    }
+    for p in &rw.parameters {
+        key.push_str(&format!("\n{}:{}", p.name, p.kind));
+    }
+    Ok(Template {
+        sql,
+        key,
+        parameters: rw.parameters,
+        values: rw.values,
+        table: slug(&table),
+        returns,
+        ordered: q.order_by.is_some(),
+        group_by,
+        order_by,
+        limit,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template(sql: &str) -> Template {
+        let mut schema = Schema::default();
+        schema.add("singer", vec!["name".into(), "age".into(), "country".into()]);
+        parameterise(&super::super::parse(sql).unwrap(), &schema, &Default::default()).unwrap()
+    }
+
+    #[test]
+    fn where_and_having_literals_become_named_parameters() {
+        let t = template(
+            "SELECT country, count(*) FROM singer WHERE age > 20 AND 40 >= age AND name LIKE '%a%' AND country IN ('France', \"Spain\") GROUP BY country HAVING count(*) > 1",
+        );
+        let names: Vec<&str> = t.parameters.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["min_age", "max_age", "name_pattern", "country", "country_2", "min_count"]);
+        assert_eq!(t.values, vec![json!(20), json!(40), json!("%a%"), json!("France"), json!("Spain"), json!(1)]);
+        assert!(t.sql.contains("?1") && t.sql.contains("?6") && !t.sql.contains("France"), "{}", t.sql);
+        assert_eq!(t.returns, ["country", "count"]);
+        assert_eq!(t.table, "singer");
+    }
+
+    #[test]
+    fn same_shape_same_sql() {
+        let a = template("SELECT name FROM singer WHERE country = 'France' ORDER BY age");
+        let b = template("SELECT name FROM singer WHERE country = 'Japan' ORDER BY age");
+        assert_eq!(a.sql, b.sql);
+        assert!(a.ordered);
+        assert_ne!(a.values, b.values);
+    }
+}

@@ -1,0 +1,262 @@
+//! SEL: the SLOT tools with their categorical arguments bound into function names (Live
+//! API-Bench §3 "SEL"; names as the reference `sequencing_tools.py` builds them):
+//!
+//! | SLOT call                                        | SEL call(s)                                      |
+//! |--------------------------------------------------|--------------------------------------------------|
+//! | `filter_data(…, condition=c)`                    | `select_data_<c>(data_source, key_name, value)`  |
+//! | `sort_data(…, ascending=true/false)`             | `sort_data_ascending` / `sort_data_descending`   |
+//! | `aggregate_data(…, aggregation_type=a)`          | `compute_data_<a>(data_source, key_name, distinct)` |
+//! | `retrieve_data(data_source, key_name=k, distinct, limit)` | `get_<k>s(data_source)`, then `select_unique_values` when distinct, then `truncate(truncate_array, n)` when limited |
+//!
+//! Every other tool keeps its name and arguments. A model sees one getter per column of the
+//! instance's joined table (with the column's description), so each instance carries its own
+//! toolkit ([`sel_tools`]). [`bind`] rewrites a SLOT sequence into SEL (references to an expanded
+//! call are redirected to its last step); [`unbind`] maps one SEL call back to the SLOT tool the
+//! executor runs.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use super::catalog::{AGGREGATE_COLUMNS, AGGREGATIONS, CONDITIONS, KeyDescription, slot_tools};
+use super::{Call, ToolSpec, as_label_ref, label_ref};
+
+/// The getter name of a column: `get_<key>s` (the reference's plural form).
+pub fn getter_name(key: &str) -> String {
+    format!("get_{key}s")
+}
+
+fn unique_label(used: &mut HashMap<String, usize>, base: &str) -> String {
+    let n = used.entry(base.to_string()).or_insert(0);
+    let label = if *n == 0 {
+        base.to_string()
+    } else {
+        format!("{base}_{n}")
+    };
+    *n += 1;
+    label
+}
+
+/// Rewrites a SLOT call sequence into SEL calls (table in the module docs).
+pub fn bind(slot: &[Call]) -> Vec<Call> {
+    let mut out: Vec<Call> = Vec::new();
+    let mut used: HashMap<String, usize> = HashMap::new();
+    for c in slot {
+        used.insert(c.label.clone(), 1);
+    }
+    // label of a SLOT call → label of the SEL call that now holds its output
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    for c in slot {
+        let mut args: Map<String, Value> = c
+            .arguments
+            .iter()
+            .map(|(k, v)| {
+                let v = match as_label_ref(v).and_then(|l| renamed.get(l)) {
+                    Some(new) => json!(label_ref(new)),
+                    None => v.clone(),
+                };
+                (k.clone(), v)
+            })
+            .collect();
+        let push = |out: &mut Vec<Call>, name: String, arguments: Map<String, Value>, label: String| {
+            out.push(Call { name, arguments, label });
+        };
+        match c.name.as_str() {
+            "filter_data" => {
+                let cond = args.remove("condition").and_then(|v| v.as_str().map(String::from));
+                push(&mut out, format!("select_data_{}", cond.unwrap_or_default()), args, c.label.clone());
+            }
+            "sort_data" => {
+                let asc = args.remove("ascending").and_then(|v| v.as_bool()).unwrap_or(false);
+                let name = if asc { "sort_data_ascending" } else { "sort_data_descending" };
+                push(&mut out, name.into(), args, c.label.clone());
+            }
+            "aggregate_data" => {
+                let agg = args.remove("aggregation_type").and_then(|v| v.as_str().map(String::from));
+                if args.get("limit").and_then(Value::as_i64) == Some(-1) {
+                    args.remove("limit");
+                }
+                if args.get("key_name").and_then(Value::as_str) == Some("") {
+                    args.remove("key_name");
+                }
+                push(&mut out, format!("compute_data_{}", agg.unwrap_or_default()), args, c.label.clone());
+            }
+            "retrieve_data" => {
+                let key = args.get("key_name").and_then(Value::as_str).unwrap_or_default().to_string();
+                let distinct = args.get("distinct").and_then(Value::as_bool).unwrap_or(false);
+                let limit = args.get("limit").and_then(Value::as_i64).unwrap_or(-1);
+                let mut getter = Map::new();
+                getter.insert("data_source".into(), args.get("data_source").cloned().unwrap_or(Value::Null));
+                let mut last = c.label.clone();
+                push(&mut out, getter_name(&key), getter, last.clone());
+                if distinct {
+                    let label = unique_label(&mut used, &c.label.replace("SELECT_COL", "DISTINCT_COL"));
+                    let mut a = Map::new();
+                    a.insert("unique_array".into(), json!(label_ref(&last)));
+                    push(&mut out, "select_unique_values".into(), a, label.clone());
+                    last = label;
+                }
+                if limit >= 0 {
+                    let label = unique_label(&mut used, "LIMIT");
+                    let mut a = Map::new();
+                    a.insert("truncate_array".into(), json!(label_ref(&last)));
+                    a.insert("n".into(), json!(limit));
+                    push(&mut out, "truncate".into(), a, label.clone());
+                    last = label;
+                }
+                if last != c.label {
+                    renamed.insert(c.label.clone(), last);
+                }
+            }
+            _ => push(&mut out, c.name.clone(), args, c.label.clone()),
+        }
+    }
+    out
+}
+
+/// Maps a SEL call back to the SLOT tool the executor runs; other calls are returned unchanged.
+pub fn unbind(call: &Call) -> Call {
+    let mut args = call.arguments.clone();
+    let name = call.name.as_str();
+    let slot = |name: &str, args: Map<String, Value>| Call {
+        name: name.into(),
+        arguments: args,
+        label: call.label.clone(),
+    };
+    if let Some(cond) = name.strip_prefix("select_data_").filter(|c| CONDITIONS.contains(c)) {
+        args.insert("condition".into(), json!(cond));
+        return slot("filter_data", args);
+    }
+    if let Some(dir) = name.strip_prefix("sort_data_").filter(|d| *d == "ascending" || *d == "descending") {
+        args.insert("ascending".into(), json!(dir == "ascending"));
+        return slot("sort_data", args);
+    }
+    if let Some(agg) = name.strip_prefix("compute_data_").filter(|a| AGGREGATIONS.contains(a)) {
+        args.insert("aggregation_type".into(), json!(agg));
+        return slot("aggregate_data", args);
+    }
+    if let Some(key) = name.strip_prefix("get_").and_then(|k| k.strip_suffix('s')) {
+        args.insert("key_name".into(), json!(key));
+        return slot("retrieve_data", args);
+    }
+    call.clone()
+}
+
+fn without(spec: &ToolSpec, name: String, description: String, drop: &[&str]) -> ToolSpec {
+    let mut parameters = spec.parameters.clone();
+    if let Some(props) = parameters["properties"].as_object_mut() {
+        for d in drop {
+            props.remove(*d);
+        }
+    }
+    if let Some(req) = parameters["required"].as_array_mut() {
+        req.retain(|r| !drop.contains(&r.as_str().unwrap_or_default()));
+    }
+    ToolSpec {
+        name,
+        description,
+        parameters,
+        output_parameters: spec.output_parameters.clone(),
+    }
+}
+
+/// The SEL toolkit of an instance: bound filters, sorts and aggregations, `truncate`, the
+/// unbound helpers, and one getter per joined-table column plus one per per-group aggregate
+/// column. With `keys = None`, the dataset-level catalog (no getters).
+pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
+    let slot = slot_tools(keys);
+    let find = |n: &str| slot.iter().find(|t| t.name == n).expect("SLOT tool").clone();
+    let mut out = Vec::new();
+    let filter = find("filter_data");
+    for c in CONDITIONS {
+        out.push(without(
+            &filter,
+            format!("select_data_{c}"),
+            format!(
+                "Keep the rows of a table whose column value is {} the value. NULL cells never match.",
+                c.replace('_', " ")
+            ),
+            &["condition"],
+        ));
+    }
+    let sort = find("sort_data");
+    for dir in ["ascending", "descending"] {
+        out.push(without(
+            &sort,
+            format!("sort_data_{dir}"),
+            format!("Sort a table by a column in {dir} order (stable; NULL sorts before every value)."),
+            &["ascending"],
+        ));
+    }
+    let agg = find("aggregate_data");
+    for a in AGGREGATIONS {
+        out.push(without(
+            &agg,
+            format!("compute_data_{a}"),
+            format!("Return the {a} of the values of a column (NULLs skipped); on grouped data, a table with one {a} per group in a column named `{a}`."),
+            &["aggregation_type", "limit"],
+        ));
+    }
+    out.push(ToolSpec {
+        name: "truncate".into(),
+        description: "Keep the first n values of a list.".into(),
+        parameters: json!({"type": "object", "properties": {
+            "truncate_array": {"type": "string", "description": "The list, given as the `$LABEL$` of an earlier output."},
+            "n": {"type": "integer", "description": "How many values to keep."}
+        }, "required": ["truncate_array", "n"]}),
+        output_parameters: json!({"type": "object", "properties": {"output_0": {"description": "The first n values."}}}),
+    });
+    for name in ["group_data_by", "transform_data", "select_unique_values", "concatenate_data", "calculate"] {
+        out.push(find(name));
+    }
+    if let Some(keys) = keys {
+        let getters = keys
+            .iter()
+            .map(|k| (k.key_name.clone(), k.description.clone(), k.dtype.clone()))
+            .chain(AGGREGATE_COLUMNS.iter().map(|a| {
+                (a.to_string(), format!("the per-group `{a}` computed by compute_data_{a} on grouped data"), "number".into())
+            }));
+        for (key, description, dtype) in getters {
+            out.push(ToolSpec {
+                name: getter_name(&key),
+                description: format!("Lookup data {key}: {description}"),
+                parameters: json!({"type": "object", "properties": {
+                    "data_source": {"type": "string", "description": "The table (or grouped table) to read, given as the `$LABEL$` of an earlier output."}
+                }, "required": ["data_source"]}),
+                output_parameters: json!({"type": "object", "properties": {"output_0": {"type": "array", "items": {"type": dtype}, "description": format!("The {key} values.")}}}),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, args: Value, label: &str) -> Call {
+        Call {
+            name: name.into(),
+            arguments: args.as_object().unwrap().clone(),
+            label: label.into(),
+        }
+    }
+
+    #[test]
+    fn bind_expands_retrieve_and_redirects_references() {
+        let slot = vec![
+            call("filter_data", json!({"data_source": "$t$", "key_name": "a", "value": 1, "condition": "greater_than"}), "F"),
+            call("retrieve_data", json!({"data_source": "$F$", "key_name": "a", "distinct": true, "limit": 3}), "SELECT_COL_0"),
+            call("calculate", json!({"operand_a": "$SELECT_COL_0$", "operand_b": 2, "operator": "add"}), "C"),
+        ];
+        let sel = bind(&slot);
+        let names: Vec<&str> = sel.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["select_data_greater_than", "get_as", "select_unique_values", "truncate", "calculate"]);
+        assert_eq!(sel[4].arguments["operand_a"], json!("$LIMIT$"));
+        assert_eq!(sel[2].label, "DISTINCT_COL_0");
+        for (s, u) in [(0, "filter_data"), (1, "retrieve_data")] {
+            assert_eq!(unbind(&sel[s]).name, u);
+        }
+        assert_eq!(unbind(&sel[0]).arguments, slot[0].arguments);
+    }
+}
