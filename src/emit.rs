@@ -437,70 +437,62 @@ fn write_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<()> {
     Ok(())
 }
 
-/// Reads `dir/data/*.parquet` back and re-executes each row's calls; returns (passed, failed).
-pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> {
-    let manifest: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(dir.join("MANIFEST.json")).with_context(|| format!("{}: not a built dataset", dir.display()))?,
-    )?;
-    let databases: PathBuf = match databases {
-        Some(d) => d.to_path_buf(),
-        None => {
-            let recipe = manifest["recipe"].as_str().context("MANIFEST.json: no recipe")?;
-            let root = dir.parent().and_then(Path::parent).unwrap_or(Path::new("."));
-            load_recipe(&root.join("recipes").join(format!("{recipe}.toml")))?
-                .1
-                .databases
-        }
-    };
-    let executor = Executor::new(databases);
-    let (mut ok, mut bad) = (0, 0);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))?
+/// One row of a built dataset, as read back from its Parquet files.
+#[derive(Debug, Clone)]
+pub struct StoredRow {
+    /// Example id.
+    pub id: String,
+    /// Database id, if any.
+    pub db_id: Option<String>,
+    /// Gold calls.
+    pub output: Vec<Call>,
+    /// Gold answer, if the family has one.
+    pub gold_answer: Option<Answer>,
+    /// Whether the answer is ordered.
+    pub ordered: bool,
+}
+
+fn string_column<'b>(batch: &'b RecordBatch, file: &Path, name: &str) -> Result<&'b StringArray> {
+    batch
+        .column_by_name(name)
+        .with_context(|| format!("{}: no column {name}", file.display()))?
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .with_context(|| format!("{}: column {name} is not text", file.display()))
+}
+
+/// Reads every row of `dir/data/*.parquet` (files in name order).
+pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
+        .with_context(|| format!("{}: not a built dataset (no data/)", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
         .collect();
     files.sort();
+    let mut out = Vec::new();
     for file in files {
-        let reader =
-            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&file)?)?
-                .build()?;
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?,
+        )?
+        .build()?;
         for batch in reader {
             let batch = batch?;
-            let col = |n: &str| {
-                batch
-                    .column_by_name(n)
-                    .with_context(|| format!("{}: no column {n}", file.display()))
-            };
-            let ids = col("id")?.as_any().downcast_ref::<StringArray>().context("id")?.clone();
-            let gold = col("gold_answer")?
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .context("gold_answer")?
-                .clone();
-            let ordered = col("ordered")?
-                .as_any()
-                .downcast_ref::<BooleanArray>()
-                .context("ordered")?
-                .clone();
-            let output = col("output")?
-                .as_any()
-                .downcast_ref::<ListArray>()
-                .context("output")?
-                .clone();
+            let ids = string_column(&batch, &file, "id")?;
+            let dbs = string_column(&batch, &file, "db_id")?;
+            let gold = string_column(&batch, &file, "gold_answer")?;
+            let ordered = batch
+                .column_by_name("ordered")
+                .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
+                .with_context(|| format!("{}: no boolean column ordered", file.display()))?;
+            let output = batch
+                .column_by_name("output")
+                .and_then(|c| c.as_any().downcast_ref::<ListArray>())
+                .with_context(|| format!("{}: no list column output", file.display()))?;
             for r in 0..batch.num_rows() {
-                if arrow_array::Array::is_null(&gold, r) {
-                    continue; // not an executable family (no gold answer to reproduce)
-                }
                 let calls = output.value(r);
                 let calls = calls.as_any().downcast_ref::<StructArray>().context("output items")?;
-                let get = |i: usize| {
-                    calls
-                        .column(i)
-                        .as_any()
-                        .downcast_ref::<StringArray>()
-                        .expect("utf8")
-                        .clone()
-                };
-                let (names, args, labels) = (get(0), get(1), get(2));
+                let get = |i: usize| calls.column(i).as_any().downcast_ref::<StringArray>().context("output field");
+                let (names, args, labels) = (get(0)?, get(1)?, get(2)?);
                 let seq: Vec<Call> = (0..arrow_array::Array::len(calls))
                     .map(|i| {
                         Ok(Call {
@@ -510,18 +502,55 @@ pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> 
                         })
                     })
                     .collect::<Result<_, serde_json::Error>>()?;
-                let expected: Answer = serde_json::from_str(gold.value(r))?;
-                match executor.run(&seq) {
-                    Ok(got) if answers_match(&expected, &got, ordered.value(r)) => ok += 1,
-                    Ok(_) => {
-                        eprintln!("{}: answer differs from gold_answer", ids.value(r));
-                        bad += 1;
-                    }
-                    Err(e) => {
-                        eprintln!("{}: {e}", ids.value(r));
-                        bad += 1;
-                    }
-                }
+                let null = |a: &StringArray| arrow_array::Array::is_null(a, r);
+                out.push(StoredRow {
+                    id: ids.value(r).into(),
+                    db_id: (!null(dbs)).then(|| dbs.value(r).to_string()),
+                    output: seq,
+                    gold_answer: if null(gold) { None } else { Some(serde_json::from_str(gold.value(r))?) },
+                    ordered: ordered.value(r),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The built dataset's `MANIFEST.json`.
+pub fn read_manifest(dir: &Path) -> Result<serde_json::Value> {
+    let bytes = std::fs::read(dir.join("MANIFEST.json")).with_context(|| format!("{}: not a built dataset", dir.display()))?;
+    Ok(serde_json::from_slice(&bytes)?)
+}
+
+/// The database root of a built dataset: `databases` if given, else its recipe's source.
+pub fn database_root(dir: &Path, databases: Option<&Path>) -> Result<PathBuf> {
+    if let Some(d) = databases {
+        return Ok(d.to_path_buf());
+    }
+    let manifest = read_manifest(dir)?;
+    let recipe = manifest["recipe"].as_str().context("MANIFEST.json: no recipe")?;
+    let root = dir.parent().and_then(Path::parent).unwrap_or(Path::new("."));
+    Ok(load_recipe(&root.join("recipes").join(format!("{recipe}.toml")))?.1.databases)
+}
+
+/// Reads `dir/data/*.parquet` back and re-executes each row's calls through the executor (SLOT,
+/// SEL) and compares with its `gold_answer`; rows without a gold answer are skipped. Returns
+/// (passed, failed). REST datasets are verified through the live server instead
+/// ([`crate::serve::verify_live`]).
+pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> {
+    let executor = Executor::new(database_root(dir, databases)?);
+    let (mut ok, mut bad) = (0, 0);
+    for row in read_rows(dir)? {
+        let Some(expected) = &row.gold_answer else { continue };
+        match executor.run(&row.output) {
+            Ok(got) if answers_match(expected, &got, row.ordered) => ok += 1,
+            Ok(_) => {
+                eprintln!("{}: answer differs from gold_answer", row.id);
+                bad += 1;
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", row.id);
+                bad += 1;
             }
         }
     }

@@ -11,6 +11,7 @@ pub mod openapi;
 pub mod pipeline;
 pub mod recipe;
 pub mod seq;
+pub mod serve;
 pub mod sql;
 pub mod store;
 pub mod text2sql;

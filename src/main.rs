@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// toolforge: compile text-to-SQL corpora into verified tool-calling datasets.
+/// toolforge: compile annotated corpora (text-to-SQL, NLU, dialogue) into verified
+/// tool-calling datasets, and serve their tools live.
 #[derive(Parser)]
 #[command(version, about, long_about = None)]
 struct Cli {
@@ -28,8 +29,37 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
-    /// Re-execute every row of a built dataset's Parquet file through the executor and compare
-    /// with its `gold_answer`; exit 1 on any mismatch.
+    /// Serve a built dataset's tools over HTTP: REST endpoints (`GET <path>`), SLOT/SEL tools
+    /// (`POST /sessions`, `POST /tools/{name}`), `GET /openapi.json`, `GET /healthz`.
+    /// Build the dataset first (`toolforge build RECIPE`). Stops on SIGINT/SIGTERM.
+    Serve {
+        /// Recipe name or file (serves `<out>/<name>/`), or a built dataset directory.
+        recipe: String,
+        /// Bind address.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        /// Port (0 picks a free one; the chosen address is printed).
+        #[arg(long, default_value_t = 8000)]
+        port: u16,
+        /// Output root holding the built dataset (default: `<project>/out`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Directory holding `<db>/<db>.sqlite` (default: the recipe's source).
+        #[arg(long)]
+        databases: Option<PathBuf>,
+        /// Per-query time limit in milliseconds.
+        #[arg(long, default_value_t = 5000)]
+        timeout_ms: u64,
+        /// Most rows in one response.
+        #[arg(long, default_value_t = 100_000)]
+        max_rows: usize,
+        /// Most live SLOT/SEL sessions (least recently used ends first).
+        #[arg(long, default_value_t = 1000)]
+        max_sessions: usize,
+    },
+    /// Check a built dataset: SLOT/SEL rows are re-executed through the executor, REST rows are
+    /// sent as HTTP requests to a live server on 127.0.0.1; each result is compared with the
+    /// row's `gold_answer`. Exit 1 on any mismatch.
     Verify {
         /// A built dataset directory, e.g. `out/slot-bird`.
         dir: PathBuf,
@@ -48,6 +78,18 @@ fn recipe_path(r: &str) -> PathBuf {
     }
 }
 
+/// A built dataset directory: `r` itself if it holds a MANIFEST.json, else `<out>/<recipe name>`.
+fn dataset_dir(r: &str, out: Option<&std::path::Path>) -> PathBuf {
+    let p = PathBuf::from(r);
+    if p.join("MANIFEST.json").is_file() {
+        return p;
+    }
+    let path = recipe_path(r);
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let root = toolforge::pipeline::project_root(&path);
+    out.map(PathBuf::from).unwrap_or_else(|| root.join("out")).join(name)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -62,8 +104,37 @@ fn main() -> ExitCode {
                 .map(|summary| println!("{summary}"))
                 .map_err(anyhow::Error::from)
         }
+        Command::Serve {
+            recipe,
+            host,
+            port,
+            out,
+            databases,
+            timeout_ms,
+            max_rows,
+            max_sessions,
+        } => {
+            let dir = dataset_dir(&recipe, out.as_deref());
+            toolforge::serve::Toolkit::load(&dir, databases.as_deref()).and_then(|toolkit| {
+                toolforge::serve::run(
+                    toolkit,
+                    toolforge::serve::ServeConfig {
+                        addr: (host, port).into(),
+                        timeout: std::time::Duration::from_millis(timeout_ms),
+                        max_rows,
+                        max_sessions,
+                    },
+                )
+            })
+        }
         Command::Verify { dir, databases } => {
-            toolforge::emit::reverify(&dir, databases.as_deref()).and_then(|(ok, bad)| {
+            let rest = toolforge::emit::read_manifest(&dir).is_ok_and(|m| m["format"] == "rest");
+            let result = if rest {
+                toolforge::serve::verify_live(&dir, databases.as_deref())
+            } else {
+                toolforge::emit::reverify(&dir, databases.as_deref())
+            };
+            result.and_then(|(ok, bad)| {
                 println!("verify: {ok} passed, {bad} failed");
                 if bad > 0 {
                     Err(anyhow::anyhow!("{bad} rows do not reproduce their gold answer"))

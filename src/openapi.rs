@@ -74,3 +74,48 @@ pub fn document(title: &str, version: &str, endpoints: &[&Endpoint]) -> Json {
     }
     doc
 }
+
+/// The OpenAPI document of a SLOT/SEL tool server: `POST /sessions` (the join step) and one
+/// `POST /tools/<name>` per tool, whose request body carries the session, the tool's arguments
+/// (its JSON Schema) and an optional output label.
+pub fn tools_document(title: &str, version: &str, catalog: &[crate::tools::ToolSpec]) -> Json {
+    let mut paths = Map::new();
+    let post = |name: &str, summary: &str, body: Json| {
+        json!({"post": {
+            "summary": summary,
+            "operationId": format!("{}_post", format!("{name}").chars().map(|c| if c.is_alphanumeric() || c == '_' { c } else { '_' }).collect::<String>()),
+            "requestBody": {"required": true, "content": {"application/json": {"schema": body}}},
+            "responses": {
+                "200": {"description": "Successful Response", "content": {"application/json": {"schema": {}}}},
+                "404": {"description": "Unknown session or tool"},
+                "422": {"description": "Invalid arguments"}
+            }
+        }})
+    };
+    paths.insert(
+        "/sessions".into(),
+        post(
+            "create_session_sessions",
+            "Run an instance's join step and open a session",
+            json!({"type": "object", "properties": {
+                "id": {"type": "string", "description": "Example id whose join step to run."},
+                "arguments": {"type": "object", "description": "initialize_active_data arguments (alternative to id)."}
+            }}),
+        ),
+    );
+    for t in catalog {
+        paths.insert(
+            format!("/tools/{}", t.name),
+            post(
+                &format!("{}_tools_{}", t.name, t.name),
+                &t.description,
+                json!({"type": "object", "required": ["session_id", "arguments"], "properties": {
+                    "session_id": {"type": "string"},
+                    "arguments": t.parameters,
+                    "label": {"type": "string", "description": "Label for the output; later calls refer to it as $label$."}
+                }}),
+            ),
+        );
+    }
+    json!({"openapi": "3.1.0", "info": {"title": title, "version": version}, "paths": paths})
+}

@@ -171,6 +171,8 @@ fn rest_summary(build: &mut Build, endpoints: &[Endpoint]) {
     for (db, eps) in &per_db {
         let doc = crate::openapi::document(&format!("{} {db} tools", build.recipe.name), version, eps);
         build.extra_files.insert(format!("tools/openapi/{db}.json"), pretty(&doc));
+        let tools: Vec<ToolSpec> = eps.iter().map(|e| e.tool_spec()).collect();
+        build.extra_files.insert(format!("tools/functions/{db}.json"), pretty(&crate::emit::functions_json(&tools)));
     }
     let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
     let empty = examples.iter().filter(|e| e.gold_answer.as_ref().is_some_and(Vec::is_empty)).count();
