@@ -530,7 +530,15 @@ pub fn database_root(dir: &Path, databases: Option<&Path>) -> Result<PathBuf> {
     let manifest = read_manifest(dir)?;
     let recipe = manifest["recipe"].as_str().context("MANIFEST.json: no recipe")?;
     let root = dir.parent().and_then(Path::parent).unwrap_or(Path::new("."));
-    Ok(load_recipe(&root.join("recipes").join(format!("{recipe}.toml")))?.1.databases)
+    let recipe_path = root.join("recipes").join(format!("{recipe}.toml"));
+    let (_, source) = load_recipe(&recipe_path).with_context(|| {
+        format!(
+            "{}: cannot locate the databases through {}; pass --databases DIR",
+            dir.display(),
+            recipe_path.display()
+        )
+    })?;
+    Ok(source.databases)
 }
 
 /// Reads `dir/data/*.parquet` back and re-executes each row's calls through the executor (SLOT,
