@@ -854,6 +854,18 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
         .sum();
     let executable = counters.finds - counters.statuses.get("not_executable").copied().unwrap_or(0);
     let mut s = stats.into_json();
+    s.insert(
+        "rules".into(),
+        json!([
+            "2.1 belief-state slots mapped to 2.2 slot names (semi: lower-cased, book: book-prefixed); empty/not mentioned/none unset, dontcare omitted (the 2.2 default)",
+            "find_<domain>: one per search episode (from the first constraint until a constraint is overwritten, a booking of the domain completes, or the dialogue ends) with the episode's final semi constraints, placed at its first turn; identical repeats skipped",
+            "book_<domain>: one per new booked entry, with the domain's semi and book values restricted to the intent's slots",
+            "categorical values outside the 2.2 possible_values: mapped when equal without spaces, else the dialogue is dropped (value_outside_schema)",
+            "find calls executed over MultiWOZ_2.1/db; the offered or booked entity must be among the results (meta.verification; unverified calls are flagged, not dropped)",
+            "instance tools: every intent of the services whose belief state the dialogue filled",
+            "request: deterministic template over the calls (every value grounded)",
+        ]),
+    );
     s.insert("request_text".into(), json!("template: templates/seq-multiwoz-request.j2 (deterministic, no LLM paraphrase yet)"));
     s.insert("split_names".into(), json!({"train": "train.json", "dev": "val.json", "test": "test.json"}));
     s.insert("find_calls".into(), json!(counters.finds));

@@ -481,6 +481,15 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
         conversion.splits.insert(sp.to_string(), outcome);
     }
     let mut s = stats.into_json();
+    s.insert(
+        "rules".into(),
+        json!([
+            "one call per system-turn service_call, in dialogue order, with its canonical method and parameter values; a call identical to the previous one is collapsed",
+            "tools: one per schema (service, intent), named <Service>_<Intent>; slots are string parameters, enum only for categorical slots, required from required_slots",
+            "instance tools: every intent of the dialogue's services",
+            "request: deterministic template over the calls (every value grounded); meta.surface_forms keeps what the user said",
+        ]),
+    );
     s.insert("request_text".into(), json!("template: templates/seq-sgd-request.j2 (deterministic, no LLM paraphrase yet)"));
     s.insert("duplicate_calls_collapsed".into(), json!(collapsed_total));
     s.insert("schema_services".into(), json!(schema.services.len()));
