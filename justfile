@@ -1,21 +1,31 @@
 # toolforge tasks. `just --list` shows them.
 
+# Every recipe `just test` builds.
+recipes := "slot-spider slot-bird sel-spider sel-bird rest-spider rest-bird seq-sgd seq-multiwoz"
+# The datasets whose rows `toolforge verify` re-executes (REST through the live server).
+executable := "slot-spider slot-bird sel-spider sel-bird rest-spider rest-bird"
+
 # Build a dataset from recipes/RECIPE.toml into out/RECIPE/ (release mode).
 build-dataset RECIPE:
     cargo run --release --quiet -- build {{RECIPE}}
 
-# Run the whole test suite: Rust unit + integration tests, then the pyarrow/sqlite3 consumer test.
+# Serve a built dataset's tools on 127.0.0.1:8000 (REST endpoints or SLOT/SEL sessions).
+serve RECIPE:
+    cargo run --release --quiet -- serve {{RECIPE}}
+
+# Run the whole test suite: Rust unit + integration tests, every recipe built and verified, then
+# the pyarrow/sqlite3 consumer, live-server and FastAPI conformance tests.
 test:
     cargo test --release
-    cargo run --release --quiet -- build slot-spider --quiet
-    cargo run --release --quiet -- build slot-bird --quiet
-    cargo run --release --quiet -- verify out/slot-spider
-    cargo run --release --quiet -- verify out/slot-bird
-    python3 -m pytest tests/consumer -q
+    cargo build --release --quiet
+    for r in {{recipes}}; do target/release/toolforge build $r --quiet > /dev/null; done
+    for r in {{executable}}; do target/release/toolforge verify out/$r; done
+    python3 -m pytest tests/consumer tests/conformance -q
 
-# Time cold builds, no-op rebuilds and peak RSS on the shared corpora.
+# Time cold builds, no-op rebuilds, peak RSS, and the live server under load (wrk).
 bench:
     bash benches/bench.sh
+    bash benches/serve.sh
 
 # What CI runs.
 ci:

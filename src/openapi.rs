@@ -9,7 +9,8 @@ use serde_json::{Map, Value as Json, json};
 
 use crate::tools::rest::{Endpoint, title};
 
-/// The validation-error component schemas, as FastAPI (0.115+, pydantic 2) declares them.
+/// The validation-error component schemas, as FastAPI (0.165, pydantic 2) declares them; our
+/// 422 bodies carry `type`, `loc`, `msg` and `input` (no `ctx`: no rule of ours has context).
 pub fn validation_components() -> Json {
     json!({
         "HTTPValidationError": {
@@ -23,7 +24,9 @@ pub fn validation_components() -> Json {
             "properties": {
                 "loc": {"items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "type": "array", "title": "Location"},
                 "msg": {"type": "string", "title": "Message"},
-                "type": {"type": "string", "title": "Error Type"}
+                "type": {"type": "string", "title": "Error Type"},
+                "input": {"title": "Input"},
+                "ctx": {"type": "object", "title": "Context"}
             },
             "type": "object",
             "required": ["loc", "msg", "type"],
