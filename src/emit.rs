@@ -218,9 +218,30 @@ fn family_paragraph(format: &str) -> &'static str {
     }
 }
 
+/// The Hugging Face `license:` identifier of a manifest's license text: the SPDX-style id when
+/// the text names a known license (`CC BY-SA 4.0` → `cc-by-sa-4.0`), else `other`.
+fn hf_license(text: &str) -> String {
+    let id: String = text
+        .split([';', '(', ','])
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_lowercase()
+        .replace(' ', "-");
+    let known = [
+        "mit", "apache-2.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0", "cc0-1.0", "bsd-3-clause",
+        "gpl-3.0", "odc-by",
+    ];
+    match id.as_str() {
+        "cc0" => "cc0-1.0".into(),
+        _ if known.contains(&id.as_str()) => id,
+        _ => "other".into(),
+    }
+}
+
 fn card(build: &Build, c: &Counts) -> String {
     let m = &build.source.manifest;
-    let license = m.license.to_lowercase().replace(' ', "-");
+    let license = hf_license(&m.license);
     let mut s = String::new();
     let tag = if build.recipe.format == "seq" { "api-sequences" } else { "text-to-sql" };
     let _ = writeln!(
