@@ -79,6 +79,32 @@ pub struct Recipe {
     /// Store directory (default `out/.store`), relative to the project root.
     #[serde(default)]
     pub store: Option<PathBuf>,
+    /// Trajectory corpus settings (executable families); defaults when absent.
+    #[serde(default)]
+    pub trajectories: TrajectoryConfig,
+}
+
+/// `[trajectories]` of a recipe: how `out/<name>/trajectories/` is written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrajectoryConfig {
+    /// Share of examples (0–1) that also get a faulted trajectory in `<split>.faults.jsonl`.
+    pub fault_rate: f64,
+    /// Seed of the fault choice (which examples, which fault, at which call).
+    pub seed: u64,
+    /// Rows of a table (values of a list) shown in a tool message; the rest is cut and the total
+    /// stated.
+    pub max_rows: usize,
+}
+
+impl Default for TrajectoryConfig {
+    fn default() -> Self {
+        TrajectoryConfig {
+            fault_rate: 0.25,
+            seed: 0,
+            max_rows: 20,
+        }
+    }
 }
 
 fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, RecipeError> {

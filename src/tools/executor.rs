@@ -97,14 +97,24 @@ impl Session {
     }
 }
 
-/// A tool output as JSON for a client: a table as `{"columns": [...], "rows": [[...]]}` (at most
-/// `max_rows` rows, with `"truncated": true` when cut), a list as an array, a value as itself, a
-/// grouped table as `{"grouped_by": key, "groups": n}`.
+/// A tool output as JSON for a client (the live server and trajectories):
+/// - a table: `{"columns": [...], "rows": [[...]], "total_rows": n, "truncated": bool}` with at
+///   most `max_rows` rows;
+/// - a list: an array when it has at most `max_rows` values, else
+///   `{"values": [first max_rows], "total": n, "truncated": true}`;
+/// - a value: itself; a grouped table: `{"grouped_by": key, "groups": n}`.
 pub fn value_json(v: &Value, max_rows: usize) -> Json {
     let cell = |d: Datum| serde_json::to_value(d).unwrap_or(Json::Null);
     match v {
         Value::Scalar(d) => cell(d.clone()),
-        Value::Column(a) => Json::Array(datums(a.as_ref()).into_iter().take(max_rows).map(cell).collect()),
+        Value::Column(a) => {
+            let values: Vec<Json> = datums(a.as_ref()).into_iter().take(max_rows).map(cell).collect();
+            if a.len() <= max_rows {
+                Json::Array(values)
+            } else {
+                serde_json::json!({"values": values, "total": a.len(), "truncated": true})
+            }
+        }
         Value::Table(t) => {
             let cols: Vec<Vec<Datum>> = t.columns().iter().map(|a| datums(a.as_ref())).collect();
             let rows: Vec<Json> = (0..t.num_rows().min(max_rows))
@@ -113,6 +123,7 @@ pub fn value_json(v: &Value, max_rows: usize) -> Json {
             serde_json::json!({
                 "columns": t.schema().fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>(),
                 "rows": rows,
+                "total_rows": t.num_rows(),
                 "truncated": t.num_rows() > max_rows,
             })
         }
