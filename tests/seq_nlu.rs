@@ -83,6 +83,16 @@ fn mixatis_slots_on_both_sides_of_the_conjunction() {
 }
 
 #[test]
+fn mixatis_clause_may_start_with_also() {
+    // mixatis_clean/train line 4132: ATIS has "also give me a list of flights between oakland
+    // and boston" (atis_flight), so the connector is "and", not "and also".
+    let e = example(atis(), "train/4131");
+    assert_eq!(e.meta.as_ref().unwrap()["connectors"], json!(["and"]));
+    assert_eq!(e.output[0].arguments["restriction_code"], "ap80");
+    assert_eq!(e.output[1].arguments["fromloc_city_name"], "oakland");
+}
+
+#[test]
 fn mixatis_three_intents_from_train_without_reference_ambiguity() {
     // mixatis_clean/train line 1: "define airline ua , names of airports and also show me …"
     let e = example(atis(), "train/0");
@@ -204,22 +214,26 @@ fn fixtures_drop_what_cannot_be_reconciled() {
         tagged("show flights to boston", "atis_flight#atis_airfare"), // no connector
         tagged("show flights and fares and meals", "atis_flight#atis_airfare"), // two splits, no reference
         "what O\nis O\n\n".to_string(),                                 // no intent line
-        tagged("show flights and also fares", "atis_flight#atis_airfare"),
+        tagged("show flights , fares", "atis_flight#atis_airfare"),
+        tagged("show flights and also fares", "atis_flight#atis_airfare"), // "and also" or "and" + "also fares"
     ]
     .concat();
     let (_tmp, s) = fixture(&text);
     let c = nlu::convert(&s, Some("dev")).unwrap();
     let dev = &c.splits["dev"];
     let reasons: Vec<(&str, &str)> = dev.drops.iter().map(|d| (d.id.as_str(), d.reason.as_str())).collect();
-    assert_eq!(reasons, vec![("dev/0", "clause_intent_mismatch"), ("dev/1", "ambiguous_split")]);
+    assert_eq!(
+        reasons,
+        vec![("dev/0", "clause_intent_mismatch"), ("dev/1", "ambiguous_split"), ("dev/4", "ambiguous_split")]
+    );
     assert_eq!(c.bad_records.len(), 1);
     assert_eq!(c.bad_records[0].record, 2);
     assert!(c.bad_records[0].message.contains("no intent line"), "{:?}", c.bad_records);
     assert!(c.bad_records[0].file.ends_with("dev.txt"));
     let kept = &dev.examples[0];
     assert_eq!(kept.id, "dev/3");
-    // "and also" is one connector (longest match), so the split is unique without reference.
     assert_eq!(kept.output[1].name, "atis_airfare");
+    assert_eq!(kept.output[1].label, "atis_airfare_1");
     assert_eq!(kept.meta.as_ref().unwrap()["split_method"], "conjunction");
 }
 

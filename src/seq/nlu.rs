@@ -17,7 +17,7 @@
 //! # Clause splitting
 //!
 //! The Mix corpora join single-intent sentences with the connectors `and`, `and also`,
-//! `and then` and `,` (whole tokens, longest match: `and also` is one connector). For an example with `k` intents, a *split* is `k - 1`
+//! `and then` and `,` (whole tokens; `and also` also counts as `and`, see [`connectors`]). For an example with `k` intents, a *split* is `k - 1`
 //! ordered, non-overlapping connector occurrences leaving `k` non-empty clauses; clause `i`
 //! belongs to intent `i`. When tags are known, a connector must be tagged `O` (a connector
 //! inside a slot value, e.g. "between 10 am and 2 pm" is tagged `O` too, so this alone does not
@@ -309,17 +309,18 @@ impl Reference {
 /// A clause split: the `[start, end)` token ranges of the connectors.
 type Split = Vec<(usize, usize)>;
 
-/// Connector occurrences of `tokens`, longest match at each position (`and also` is one
-/// connector, never `and` + a clause starting with `also`), tagged `O` when `tags` are given.
+/// Connector occurrences of `tokens` (tagged `O` when `tags` are given). `and also` yields both
+/// `and also` and `and`: a clause may itself start with `also` (MixATIS train line 4132, "… ap80
+/// and also give me …" is confirmed by ATIS only as "ap80" | "and" | "also give me …").
 fn connectors(tokens: &[String], tags: Option<&[String]>) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for i in 0..tokens.len() {
-        let found = CONNECTORS.iter().find(|c| {
-            i + c.len() <= tokens.len() && tokens[i..i + c.len()].iter().zip(c.iter()).all(|(t, w)| t == w)
-        });
-        if let Some(c) = found {
+        for c in CONNECTORS {
             let end = i + c.len();
-            if tags.is_none_or(|t| t[i..end].iter().all(|x| x == "O")) {
+            if end <= tokens.len()
+                && tokens[i..end].iter().zip(c.iter()).all(|(t, w)| t == w)
+                && tags.is_none_or(|t| t[i..end].iter().all(|x| x == "O"))
+            {
                 out.push((i, end));
             }
         }
@@ -757,9 +758,9 @@ mod tests {
     fn splits_enumerate_non_empty_clauses() {
         let t = toks("a and b , c and also d");
         let c = connectors(&t, None);
-        assert_eq!(c, vec![(1, 2), (3, 4), (5, 7)]);
-        assert_eq!(splits(t.len(), 2, &c).len(), 3);
-        assert_eq!(splits(t.len(), 3, &c).len(), 3);
+        assert_eq!(c, vec![(1, 2), (3, 4), (5, 7), (5, 6)]);
+        assert_eq!(splits(t.len(), 2, &c).len(), 4);
+        assert_eq!(splits(t.len(), 3, &c).len(), 5);
         assert_eq!(splits(t.len(), 1, &c), vec![Vec::<(usize, usize)>::new()]);
         // a connector at either end leaves an empty clause
         let t = toks("and b");
