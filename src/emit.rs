@@ -30,6 +30,7 @@ use anyhow::{Context, Result};
 use arrow_array::{ArrayRef, BooleanArray, ListArray, RecordBatch, StringArray, StructArray};
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Fields, Schema};
+use rayon::prelude::*;
 use serde_json::json;
 
 use crate::pipeline::{Build, Example, compile, load_recipe, project_root};
@@ -73,27 +74,81 @@ fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("serialisable")
 }
 
+/// A row with its JSON-text fields serialised once (for both Parquet and JSONL).
+pub struct EncodedRow<'a> {
+    example: &'a Example,
+    arguments: Vec<String>,
+    gold_answer: Option<String>,
+    tools: Arc<str>,
+    keys: String,
+    meta: Option<String>,
+}
+
+/// Serialises the JSON-text fields of `examples`; [`ToolSpec::reference`]s are written as the
+/// `catalog` spec of their name. Identical toolkits (common in seq datasets, where rows share the
+/// catalog's specs) are serialised once.
+///
+/// [`ToolSpec::reference`]: crate::tools::ToolSpec::reference
+pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSpec]) -> Vec<EncodedRow<'a>> {
+    let by_name: std::collections::HashMap<&str, &crate::tools::ToolSpec> =
+        catalog.iter().map(|t| (t.name.as_str(), t)).collect();
+    let mut memo: std::collections::HashMap<Vec<&str>, Vec<(&[crate::tools::ToolSpec], Arc<str>)>> =
+        std::collections::HashMap::new();
+    examples
+        .iter()
+        .map(|e| {
+            let names: Vec<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
+            let seen = memo.entry(names).or_default();
+            let tools = match seen.iter().find(|(t, _)| *t == e.tools.as_slice()) {
+                Some((_, s)) => s.clone(),
+                None => {
+                    let resolved: Vec<&crate::tools::ToolSpec> = e
+                        .tools
+                        .iter()
+                        .map(|t| match by_name.get(t.name.as_str()) {
+                            Some(spec) if t.is_reference() => *spec,
+                            _ => t,
+                        })
+                        .collect();
+                    let s: Arc<str> = to_json(&resolved).into();
+                    if seen.len() == 8 {
+                        seen.remove(0);
+                    }
+                    seen.push((&e.tools, s.clone()));
+                    s
+                }
+            };
+            EncodedRow {
+                example: e,
+                arguments: e.output.iter().map(|c| to_json(&c.arguments)).collect(),
+                gold_answer: e.gold_answer.as_ref().map(to_json),
+                tools,
+                keys: to_json(&e.key_values_and_descriptions),
+                meta: e.meta.as_ref().map(to_json),
+            }
+        })
+        .collect()
+}
+
 /// The rows as an Arrow record batch (schema in the module docs).
-pub fn record_batch(examples: &[&Example]) -> RecordBatch {
-    let strs = |f: &dyn Fn(&Example) -> String| -> ArrayRef {
-        Arc::new(examples.iter().map(|e| Some(f(e))).collect::<StringArray>())
-    };
-    let opt = |f: &dyn Fn(&Example) -> Option<String>| -> ArrayRef {
-        Arc::new(examples.iter().map(|e| f(e)).collect::<StringArray>())
-    };
-    let calls: Vec<&Call> = examples.iter().flat_map(|e| &e.output).collect();
+pub fn record_batch(rows: &[EncodedRow]) -> RecordBatch {
+    fn strs<'r>(rows: &'r [EncodedRow], f: &dyn for<'x> Fn(&'x EncodedRow<'r>) -> &'x str) -> ArrayRef {
+        Arc::new(rows.iter().map(|r| Some(f(r))).collect::<StringArray>())
+    }
+    fn opt<'r>(rows: &'r [EncodedRow], f: &dyn for<'x> Fn(&'x EncodedRow<'r>) -> Option<&'x str>) -> ArrayRef {
+        Arc::new(rows.iter().map(|r| f(r)).collect::<StringArray>())
+    }
+    let calls: Vec<(&Call, &str)> = rows
+        .iter()
+        .flat_map(|r| r.example.output.iter().zip(r.arguments.iter().map(String::as_str)))
+        .collect();
     let call_arrays: Vec<ArrayRef> = vec![
-        Arc::new(calls.iter().map(|c| Some(c.name.clone())).collect::<StringArray>()),
-        Arc::new(
-            calls
-                .iter()
-                .map(|c| Some(to_json(&c.arguments)))
-                .collect::<StringArray>(),
-        ),
-        Arc::new(calls.iter().map(|c| Some(c.label.clone())).collect::<StringArray>()),
+        Arc::new(calls.iter().map(|(c, _)| Some(c.name.as_str())).collect::<StringArray>()),
+        Arc::new(calls.iter().map(|(_, a)| Some(*a)).collect::<StringArray>()),
+        Arc::new(calls.iter().map(|(c, _)| Some(c.label.as_str())).collect::<StringArray>()),
     ];
     let structs = StructArray::new(call_fields(), call_arrays, None);
-    let offsets = OffsetBuffer::from_lengths(examples.iter().map(|e| e.output.len()));
+    let offsets = OffsetBuffer::from_lengths(rows.iter().map(|r| r.example.output.len()));
     let output = ListArray::new(
         Arc::new(Field::new("item", DataType::Struct(call_fields()), false)),
         offsets,
@@ -101,20 +156,20 @@ pub fn record_batch(examples: &[&Example]) -> RecordBatch {
         None,
     );
     let columns: Vec<ArrayRef> = vec![
-        strs(&|e| e.id.clone()),
-        strs(&|e| e.dataset.clone()),
-        strs(&|e| e.split.clone()),
-        opt(&|e| e.db_id.clone()),
-        strs(&|e| e.input.clone()),
-        opt(&|e| e.evidence.clone()),
-        opt(&|e| e.sql.clone()),
+        strs(rows, &|r| &r.example.id),
+        strs(rows, &|r| &r.example.dataset),
+        strs(rows, &|r| &r.example.split),
+        opt(rows, &|r| r.example.db_id.as_deref()),
+        strs(rows, &|r| &r.example.input),
+        opt(rows, &|r| r.example.evidence.as_deref()),
+        opt(rows, &|r| r.example.sql.as_deref()),
         Arc::new(output),
-        opt(&|e| e.gold_answer.as_ref().map(to_json)),
-        Arc::new(examples.iter().map(|e| Some(e.ordered)).collect::<BooleanArray>()),
-        strs(&|e| to_json(&e.tools)),
-        strs(&|e| to_json(&e.key_values_and_descriptions)),
-        opt(&|e| e.difficulty.clone()),
-        opt(&|e| e.meta.as_ref().map(to_json)),
+        opt(rows, &|r| r.gold_answer.as_deref()),
+        Arc::new(rows.iter().map(|r| Some(r.example.ordered)).collect::<BooleanArray>()),
+        strs(rows, &|r| &r.tools),
+        strs(rows, &|r| &r.keys),
+        opt(rows, &|r| r.example.difficulty.as_deref()),
+        opt(rows, &|r| r.meta.as_deref()),
     ];
     RecordBatch::try_new(Arc::new(row_schema()), columns).expect("schema matches columns")
 }
@@ -130,21 +185,65 @@ fn parquet_bytes(batch: &RecordBatch) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-fn jsonl_bytes(examples: &[&Example]) -> Vec<u8> {
-    let mut out = String::new();
-    for e in examples {
-        let row = json!({
-            "id": e.id, "dataset": e.dataset, "split": e.split, "db_id": e.db_id, "input": e.input,
-            "evidence": e.evidence, "sql": e.sql,
-            "output": e.output.iter().map(|c| json!({"name": c.name, "arguments": to_json(&c.arguments), "label": c.label})).collect::<Vec<_>>(),
-            "gold_answer": e.gold_answer.as_ref().map(to_json), "ordered": e.ordered, "tools": to_json(&e.tools),
-            "key_values_and_descriptions": to_json(&e.key_values_and_descriptions), "difficulty": e.difficulty,
-            "meta": e.meta.as_ref().map(to_json),
-        });
-        out.push_str(&row.to_string());
-        out.push('\n');
+#[derive(serde::Serialize)]
+struct JsonCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+    label: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct JsonRow<'a> {
+    id: &'a str,
+    dataset: &'a str,
+    split: &'a str,
+    db_id: Option<&'a str>,
+    input: &'a str,
+    evidence: Option<&'a str>,
+    sql: Option<&'a str>,
+    output: Vec<JsonCall<'a>>,
+    gold_answer: Option<&'a str>,
+    ordered: bool,
+    tools: &'a str,
+    key_values_and_descriptions: &'a str,
+    difficulty: Option<&'a str>,
+    meta: Option<&'a str>,
+}
+
+/// The rows as JSON lines, the same fields and JSON-text encodings as the Parquet columns.
+fn jsonl_bytes(rows: &[EncodedRow]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in rows {
+        let e = r.example;
+        let row = JsonRow {
+            id: &e.id,
+            dataset: &e.dataset,
+            split: &e.split,
+            db_id: e.db_id.as_deref(),
+            input: &e.input,
+            evidence: e.evidence.as_deref(),
+            sql: e.sql.as_deref(),
+            output: e
+                .output
+                .iter()
+                .zip(&r.arguments)
+                .map(|(c, a)| JsonCall {
+                    name: &c.name,
+                    arguments: a,
+                    label: &c.label,
+                })
+                .collect(),
+            gold_answer: r.gold_answer.as_deref(),
+            ordered: e.ordered,
+            tools: &r.tools,
+            key_values_and_descriptions: &r.keys,
+            difficulty: e.difficulty.as_deref(),
+            meta: r.meta.as_deref(),
+        };
+        serde_json::to_writer(&mut out, &row).expect("serialisable");
+        out.push(b'\n');
     }
-    out.into_bytes()
+    out
 }
 
 /// Counts for the report and summary.
@@ -369,9 +468,15 @@ pub fn build_and_emit(
     progress: bool,
 ) -> Result<String> {
     let start = Instant::now();
-    let build = compile(recipe_path, store, progress)?;
     let root = project_root(recipe_path);
     let out_root = out_root.map(Path::to_path_buf).unwrap_or_else(|| root.join("out"));
+    if let Some((recipe, key)) = crate::pipeline::quick_build_key(recipe_path)? {
+        let out_dir = out_root.join(&recipe.name);
+        if up_to_date(&out_dir, &key) {
+            return up_to_date_summary(&out_dir, &recipe.name, start.elapsed().as_secs_f64());
+        }
+    }
+    let build = compile(recipe_path, store, progress)?;
     let out_dir = out_root.join(&build.recipe.name);
     let c = counts(&build);
     if up_to_date(&out_dir, &build.build_key) {
@@ -381,16 +486,31 @@ pub fn build_and_emit(
     for e in build.groups.values().flat_map(|o| &o.examples) {
         by_split.entry(e.split.as_str()).or_default().push(e);
     }
-    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for (split, examples) in &by_split {
-        files.insert(format!("data/{split}.parquet"), parquet_bytes(&record_batch(examples))?);
-        files.insert(format!("data/{split}.jsonl"), jsonl_bytes(examples));
-    }
-    files.insert("tools/functions.json".into(), pretty(&functions_json(&build.catalog)));
-    files.insert("report/verification.json".into(), pretty(&report(&build, &c)));
-    files.insert("README.md".into(), card(&build, &c).into_bytes());
+    let staging = Staging::new(&out_dir)?;
+    // Splits in parallel; each file is written as soon as it exists, so at most a split's
+    // files are in memory at once.
+    let split_files: Vec<Vec<(String, String)>> = by_split
+        .par_iter()
+        .map(|(split, examples)| -> Result<Vec<(String, String)>> {
+            let rows = encode_rows(examples, &build.catalog);
+            let (parquet, jsonl) = rayon::join(|| parquet_bytes(&record_batch(&rows)), || jsonl_bytes(&rows));
+            Ok(vec![
+                staging.put(&format!("data/{split}.parquet"), &parquet?)?,
+                staging.put(&format!("data/{split}.jsonl"), &jsonl)?,
+            ])
+        })
+        .collect::<Result<_>>()?;
+    let mut hashes: BTreeMap<String, String> = split_files.into_iter().flatten().collect();
+    let mut put = |rel: &str, bytes: &[u8]| -> Result<()> {
+        let (k, v) = staging.put(rel, bytes)?;
+        hashes.insert(k, v);
+        Ok(())
+    };
+    put("tools/functions.json", &pretty(&functions_json(&build.catalog)))?;
+    put("report/verification.json", &pretty(&report(&build, &c)))?;
+    put("README.md", card(&build, &c).as_bytes())?;
     for (k, v) in &build.extra_files {
-        files.insert(k.clone(), v.clone());
+        put(k, v)?;
     }
     let manifest = json!({
         "dataset": build.recipe.name,
@@ -401,11 +521,25 @@ pub fn build_and_emit(
         "recipe_hash": blake3::hash(&std::fs::read(recipe_path)?).to_hex().to_string(),
         "source": build.source.manifest.name,
         "source_hashes": build.source_hashes,
-        "files": files.iter().map(|(k, v)| (k.clone(), json!(blake3::hash(v).to_hex().to_string()))).collect::<serde_json::Map<_, _>>(),
+        "files": hashes,
     });
-    files.insert("MANIFEST.json".into(), pretty(&manifest));
-    write_dir(&out_dir, &files)?;
-    Ok(summary(&build, &c, &out_dir, true, start.elapsed().as_secs_f64()))
+    staging.put("MANIFEST.json", &pretty(&manifest))?;
+    staging.finish()?;
+    let text = summary(&build, &c, &out_dir, true, start.elapsed().as_secs_f64());
+    // Freeing a large build's many small allocations takes seconds; do it off the caller's path.
+    std::thread::spawn(move || drop(build));
+    Ok(text)
+}
+
+/// The summary of an output found up to date without loading its stages (from its report).
+fn up_to_date_summary(out_dir: &Path, name: &str, secs: f64) -> Result<String> {
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out_dir.join("report/verification.json"))?)?;
+    Ok(format!(
+        "{name}: {}/{} items kept, checked in {secs:.2} s [no stage work]\n  up to date: {}",
+        report["kept"],
+        report["attempted"],
+        out_dir.display()
+    ))
 }
 
 fn pretty(v: &serde_json::Value) -> Vec<u8> {
@@ -433,29 +567,62 @@ fn up_to_date(dir: &Path, build_key: &str) -> bool {
     })
 }
 
-/// Writes all files into a sibling temp directory, then swaps it into place.
-fn write_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<()> {
-    let parent = dir.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-    let old = parent.join(format!(".{name}.old-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    for (rel, bytes) in files {
-        let path = tmp.join(rel);
-        std::fs::create_dir_all(path.parent().expect("has parent"))
-            .with_context(|| format!("creating {}", path.display()))?;
+/// A dataset directory under construction: files go into a sibling temp directory, which
+/// [`Staging::finish`] swaps into place; dropped unfinished, it is removed.
+struct Staging {
+    dir: PathBuf,
+    tmp: PathBuf,
+    done: bool,
+}
+
+impl Staging {
+    fn new(dir: &Path) -> Result<Staging> {
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        Ok(Staging {
+            dir: dir.to_path_buf(),
+            tmp,
+            done: false,
+        })
+    }
+
+    /// Writes one file; returns (relative path, blake3 hex).
+    fn put(&self, rel: &str, bytes: &[u8]) -> Result<(String, String)> {
+        let path = self.tmp.join(rel);
+        std::fs::create_dir_all(path.parent().expect("has parent")).with_context(|| format!("creating {}", path.display()))?;
         std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        let mut h = blake3::Hasher::new();
+        if bytes.len() > 1 << 20 {
+            h.update_rayon(bytes);
+        } else {
+            h.update(bytes);
+        }
+        Ok((rel.to_string(), h.finalize().to_hex().to_string()))
     }
-    if dir.exists() {
-        std::fs::rename(dir, &old).with_context(|| format!("moving {} aside", dir.display()))?;
+
+    /// Replaces the dataset directory by the staged one.
+    fn finish(mut self) -> Result<()> {
+        let old = self.tmp.with_extension("old");
+        if self.dir.exists() {
+            std::fs::rename(&self.dir, &old).with_context(|| format!("moving {} aside", self.dir.display()))?;
+        }
+        std::fs::rename(&self.tmp, &self.dir)
+            .with_context(|| format!("renaming {} to {}", self.tmp.display(), self.dir.display()))?;
+        let _ = std::fs::remove_dir_all(&old);
+        self.done = true;
+        Ok(())
     }
-    std::fs::rename(&tmp, dir).with_context(|| format!("renaming {} to {}", tmp.display(), dir.display()))?;
-    let _ = std::fs::remove_dir_all(&old);
-    Ok(())
+}
+
+impl std::ops::Drop for Staging {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
 }
 
 /// One row of a built dataset, as read back from its Parquet files.

@@ -191,6 +191,18 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
     }
 }
 
+/// The build key when it can be known without running the stages (seq recipes: from the input
+/// hashes), so an up-to-date output is recognised cheaply; `None` for families whose stages are
+/// cheap to load (text-to-SQL).
+pub fn quick_build_key(recipe_path: &Path) -> Result<Option<(Recipe, String)>, BuildError> {
+    let (recipe, source) = load_recipe(recipe_path)?;
+    if recipe.format != "seq" || crate::recipe::is_sql_source(&source.manifest.format) {
+        return Ok(None);
+    }
+    let key = crate::seq::quick_build_key(&recipe, &source)?;
+    Ok(Some((recipe, key)))
+}
+
 /// Digest over the recipe, the bad records and the stage digests: the build key.
 pub fn build_key(recipe: &Recipe, bad_records: &[BadRecord], digests: &[String]) -> String {
     let mut h = blake3::Hasher::new();

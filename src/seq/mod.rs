@@ -62,13 +62,12 @@ fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversion, C
     }
 }
 
-/// Runs (or loads from the store) the conversion of a seq recipe.
-pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<Build, BuildError> {
-    let files = inputs(&source);
+/// The stage key of a seq recipe and the hash of each input file (relative path → blake3).
+fn stage_key(recipe: &Recipe, source: &ResolvedSource) -> Result<(StageKey, BTreeMap<String, String>), BuildError> {
     let mut source_hashes = BTreeMap::new();
-    for f in &files {
-        let rel = f.strip_prefix(&source.root).unwrap_or(f).display().to_string();
-        source_hashes.insert(rel, hash_file(f)?);
+    for f in inputs(source) {
+        let rel = f.strip_prefix(&source.root).unwrap_or(&f).display().to_string();
+        source_hashes.insert(rel, hash_file(&f)?);
     }
     let key = StageKey {
         stage: format!("seq-{}", source.manifest.format),
@@ -76,17 +75,34 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
         config: serde_json::json!({"dataset": recipe.name, "split": recipe.split, "code": code_fingerprint()}),
         inputs: source_hashes.values().cloned().collect(),
     };
+    Ok((key, source_hashes))
+}
+
+/// The build key of a seq recipe, computed from the input hashes alone (no conversion), so an
+/// up-to-date output is recognised without loading the stage. Bad records are a function of the
+/// inputs, so the stage digest covers them.
+pub fn quick_build_key(recipe: &Recipe, source: &ResolvedSource) -> Result<String, BuildError> {
+    let (key, _) = stage_key(recipe, source)?;
+    Ok(build_key(recipe, &[], &[key.digest()]))
+}
+
+/// Runs (or loads from the store) the conversion of a seq recipe.
+pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<Build, BuildError> {
+    let (key, source_hashes) = stage_key(&recipe, &source)?;
     let digest = key.digest();
-    let (conversion, hit) = match store.get(&key) {
-        Lookup::Hit(bytes) => match serde_json::from_slice::<Conversion>(&bytes) {
-            Ok(c) => (c, true),
-            Err(_) => (convert(&source, recipe.split.as_deref())?, false),
-        },
-        _ => (convert(&source, recipe.split.as_deref())?, false),
-    };
-    if !hit {
-        store.put(&key, &serde_json::to_vec(&conversion).expect("serialise"))?;
+    let mut stored = None;
+    if let Lookup::Hit(bytes) = store.get(&key) {
+        stored = serde_json::from_slice::<Conversion>(&bytes).ok();
     }
+    let hit = stored.is_some();
+    let conversion = match stored {
+        Some(c) => c,
+        None => {
+            let c = convert(&source, recipe.split.as_deref())?;
+            store.put(&key, &serde_json::to_vec(&c).expect("serialise"))?;
+            c
+        }
+    };
     let mut groups = conversion.splits;
     for (split, outcome) in groups.iter_mut() {
         for e in &mut outcome.examples {
@@ -102,7 +118,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
             }
         }
     }
-    let build_key = build_key(&recipe, &conversion.bad_records, &[digest]);
+    let build_key = build_key(&recipe, &[], &[digest]);
     Ok(Build {
         recipe,
         source,

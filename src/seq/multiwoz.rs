@@ -762,7 +762,7 @@ fn convert_dialogue(
         .services
         .iter()
         .filter(|(s, _)| touched.contains(s.as_str()))
-        .flat_map(|(_, intents)| intents.iter().map(|i| schema.intents[i].spec.clone()))
+        .flat_map(|(_, intents)| intents.iter().map(|i| ToolSpec::reference(&schema.intents[i].spec.name)))
         .collect();
     counters.finds += verification.len();
     counters.books += bookings.len();
@@ -798,7 +798,7 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
     let catalog: Vec<ToolSpec> = schema
         .services
         .iter()
-        .flat_map(|(_, intents)| intents.iter().map(|i| schema.intents[i].spec.clone()))
+        .flat_map(|(_, intents)| intents.iter().map(|i| ToolSpec::reference(&schema.intents[i].spec.name)))
         .collect();
     let checker = Checker::new(&catalog).map_err(|message| CorpusError::Malformed {
         path: schema_path(root),

@@ -704,14 +704,14 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
     })
 }
 
-/// The specs of the tools `calls` use, in first-use order.
+/// References to the catalog tools `calls` use, in first-use order.
 pub(super) fn instance_tools(catalog: &[crate::tools::ToolSpec], calls: &[crate::tools::Call]) -> Vec<crate::tools::ToolSpec> {
     let mut out: Vec<crate::tools::ToolSpec> = Vec::new();
     for c in calls {
         if !out.iter().any(|t| t.name == c.name)
             && let Some(t) = catalog.iter().find(|t| t.name == c.name)
         {
-            out.push(t.clone());
+            out.push(crate::tools::ToolSpec::reference(&t.name));
         }
     }
     out

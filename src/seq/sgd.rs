@@ -390,7 +390,7 @@ fn convert_dialogue(
     let tools: Vec<ToolSpec> = d
         .services
         .iter()
-        .flat_map(|s| schema.services.get(s).into_iter().flatten().cloned())
+        .flat_map(|s| schema.services.get(s).into_iter().flatten().map(|t| ToolSpec::reference(&t.name)))
         .collect();
     let used: BTreeSet<(&str, &str)> = calls
         .iter()

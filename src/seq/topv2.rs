@@ -458,7 +458,7 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
             let mut tools = Vec::new();
             for c in &output {
                 if !tools.iter().any(|t: &crate::tools::ToolSpec| t.name == c.name) {
-                    tools.push((*by_name[c.name.as_str()]).clone());
+                    tools.push(crate::tools::ToolSpec::reference(&by_name[c.name.as_str()].name));
                 }
             }
             *by_domain.entry(r.split.clone()).or_default().entry(domain.clone()).or_insert(0) += 1;

@@ -40,6 +40,25 @@ pub struct ToolSpec {
     pub output_parameters: serde_json::Value,
 }
 
+impl ToolSpec {
+    /// A reference to the dataset catalog's tool of this name: `description` empty and
+    /// `parameters` null. Seq datasets keep instance toolkits as references (one catalog, 100k+
+    /// rows); the emitters write the catalog's spec in its place.
+    pub fn reference(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            parameters: serde_json::Value::Null,
+            output_parameters: serde_json::Value::Null,
+        }
+    }
+
+    /// Whether this is a [`ToolSpec::reference`].
+    pub fn is_reference(&self) -> bool {
+        self.parameters.is_null() && self.description.is_empty()
+    }
+}
+
 /// The `$LABEL$` reference a call argument uses for the output labelled `label`.
 pub fn label_ref(label: &str) -> String {
     format!("${label}$")
