@@ -20,7 +20,7 @@
 //! a failed build never leaves a half-written dataset. A rebuild whose build key and files match
 //! the existing `MANIFEST.json` writes nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -487,6 +487,7 @@ pub fn build_and_emit(
         by_split.entry(e.split.as_str()).or_default().push(e);
     }
     let staging = Staging::new(&out_dir)?;
+    let trajectories = Trajectories::new(&build)?;
     // Splits in parallel; each file is written as soon as it exists, so at most a split's
     // files are in memory at once.
     let split_files: Vec<Vec<(String, String)>> = by_split
@@ -494,10 +495,16 @@ pub fn build_and_emit(
         .map(|(split, examples)| -> Result<Vec<(String, String)>> {
             let rows = encode_rows(examples, &build.catalog);
             let (parquet, jsonl) = rayon::join(|| parquet_bytes(&record_batch(&rows)), || jsonl_bytes(&rows));
-            Ok(vec![
+            let mut written = vec![
                 staging.put(&format!("data/{split}.parquet"), &parquet?)?,
                 staging.put(&format!("data/{split}.jsonl"), &jsonl)?,
-            ])
+            ];
+            if let Some(t) = &trajectories {
+                let (clean, faulted) = t.write(examples)?;
+                written.push(staging.put(&format!("trajectories/{split}.jsonl"), &clean)?);
+                written.push(staging.put(&format!("trajectories/{split}.faults.jsonl"), &faulted)?);
+            }
+            Ok(written)
         })
         .collect::<Result<_>>()?;
     let mut hashes: BTreeMap<String, String> = split_files.into_iter().flatten().collect();
@@ -565,6 +572,66 @@ fn up_to_date(dir: &Path, build_key: &str) -> bool {
     files.iter().all(|(name, hash)| {
         std::fs::read(dir.join(name)).is_ok_and(|b| hash.as_str() == Some(blake3::hash(&b).to_hex().as_str()))
     })
+}
+
+/// The trajectory writer of an executable build (SLOT, SEL, REST); `None` for other families.
+struct Trajectories<'b> {
+    build: &'b Build,
+    executor: Executor,
+    endpoints: HashMap<(String, String), crate::tools::rest::Endpoint>,
+}
+
+impl<'b> Trajectories<'b> {
+    fn new(build: &'b Build) -> Result<Option<Trajectories<'b>>> {
+        if !["slot", "sel", "rest"].contains(&build.recipe.format.as_str()) {
+            return Ok(None);
+        }
+        let endpoints = match build.extra_files.get("tools/endpoints.json") {
+            Some(bytes) => serde_json::from_slice::<Vec<crate::tools::rest::Endpoint>>(bytes)?
+                .into_iter()
+                .map(|e| ((e.db_id.clone(), e.name.clone()), e))
+                .collect(),
+            None => HashMap::new(),
+        };
+        Ok(Some(Trajectories {
+            build,
+            executor: Executor::new(&build.source.databases),
+            endpoints,
+        }))
+    }
+
+    /// The clean and faulted JSON lines of one split's examples (in example order).
+    fn write(&self, examples: &[&Example]) -> Result<(Vec<u8>, Vec<u8>)> {
+        let catalog: HashMap<&str, &crate::tools::ToolSpec> =
+            self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
+        let runner = if self.build.recipe.format == "rest" {
+            crate::trajectory::Runner::Rest(&self.endpoints, &self.build.source.databases)
+        } else {
+            crate::trajectory::Runner::Tools(&self.executor)
+        };
+        let cfg = &self.build.recipe.trajectories;
+        let lines: Vec<(String, Option<String>)> = examples
+            .par_iter()
+            .map_init(
+                || None,
+                |conn, e| {
+                    let (clean, faulted) = crate::trajectory::trajectories(e, &catalog, &runner, cfg, conn)
+                        .map_err(|m| anyhow::anyhow!("{}: trajectory: {m}", e.id))?;
+                    Ok((clean.to_string(), faulted.map(|f| f.to_string())))
+                },
+            )
+            .collect::<Result<_>>()?;
+        let (mut clean, mut faulted) = (Vec::new(), Vec::new());
+        for (c, f) in lines {
+            clean.extend_from_slice(c.as_bytes());
+            clean.push(b'\n');
+            if let Some(f) = f {
+                faulted.extend_from_slice(f.as_bytes());
+                faulted.push(b'\n');
+            }
+        }
+        Ok((clean, faulted))
+    }
 }
 
 /// A dataset directory under construction: files go into a sibling temp directory, which

@@ -798,7 +798,7 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
     let catalog: Vec<ToolSpec> = schema
         .services
         .iter()
-        .flat_map(|(_, intents)| intents.iter().map(|i| ToolSpec::reference(&schema.intents[i].spec.name)))
+        .flat_map(|(_, intents)| intents.iter().map(|i| schema.intents[i].spec.clone()))
         .collect();
     let checker = Checker::new(&catalog).map_err(|message| CorpusError::Malformed {
         path: schema_path(root),
