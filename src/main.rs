@@ -56,6 +56,25 @@ enum Command {
         /// Most live SLOT/SEL sessions (least recently used ends first).
         #[arg(long, default_value_t = 1000)]
         max_sessions: usize,
+        /// Share of tool/endpoint requests (0–1) answered with a random injected fault
+        /// (a request can also ask for one with header `X-Toolforge-Fault: <kind>`).
+        #[arg(long, default_value_t = 0.0)]
+        fault_rate: f64,
+        /// Seed of the random fault choice.
+        #[arg(long, default_value_t = 0)]
+        fault_seed: u64,
+    },
+    /// Write a built dataset's trajectories (`<dir>/trajectories/*.jsonl`, OpenAI chat format) in
+    /// another format: `sharegpt` (ShareGPT / Hermes function-calling style) or `openai`.
+    Trajectories {
+        /// A built dataset directory, e.g. `out/slot-spider`.
+        dir: PathBuf,
+        /// Output format.
+        #[arg(long, value_parser = ["openai", "sharegpt"], default_value = "sharegpt")]
+        format: String,
+        /// Output file (default: standard output).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
     },
     /// Check a built dataset: SLOT/SEL rows are re-executed through the executor, REST rows are
     /// sent as HTTP requests to a live server on 127.0.0.1; each result is compared with the
@@ -90,6 +109,41 @@ fn dataset_dir(r: &str, out: Option<&std::path::Path>) -> PathBuf {
     out.map(PathBuf::from).unwrap_or_else(|| root.join("out")).join(name)
 }
 
+/// Converts every trajectory file of `dir` (clean and faulted, in name order) to `format`.
+fn write_trajectories(dir: &std::path::Path, format: &str, output: Option<&std::path::Path>) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use std::io::Write as _;
+    let tdir = dir.join("trajectories");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&tdir)
+        .with_context(|| format!("{}: no trajectories (build an executable dataset first)", tdir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    let mut out: Vec<u8> = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        for (i, line) in text.lines().enumerate() {
+            let t: serde_json::Value =
+                serde_json::from_str(line).with_context(|| format!("{} line {}: not JSON", f.display(), i + 1))?;
+            let row = if format == "sharegpt" { toolforge::trajectory::to_sharegpt(&t) } else { t };
+            serde_json::to_writer(&mut out, &row)?;
+            out.push(b'\n');
+        }
+    }
+    match output {
+        Some(p) => {
+            let tmp = p.with_extension("tmp");
+            std::fs::write(&tmp, &out).with_context(|| format!("writing {}", tmp.display()))?;
+            std::fs::rename(&tmp, p).with_context(|| format!("renaming to {}", p.display()))?;
+        }
+        None => {
+            let _ = std::io::stdout().write_all(&out);
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -113,6 +167,8 @@ fn main() -> ExitCode {
             timeout_ms,
             max_rows,
             max_sessions,
+            fault_rate,
+            fault_seed,
         } => {
             let dir = dataset_dir(&recipe, out.as_deref());
             toolforge::serve::Toolkit::load(&dir, databases.as_deref()).and_then(|toolkit| {
@@ -123,10 +179,13 @@ fn main() -> ExitCode {
                         timeout: std::time::Duration::from_millis(timeout_ms),
                         max_rows,
                         max_sessions,
+                        fault_rate,
+                        fault_seed,
                     },
                 )
             })
         }
+        Command::Trajectories { dir, format, output } => write_trajectories(&dir, &format, output.as_deref()),
         Command::Verify { dir, databases } => {
             let rest = toolforge::emit::read_manifest(&dir).is_ok_and(|m| m["format"] == "rest");
             let result = if rest {

@@ -9,7 +9,14 @@
 //! | `GET /openapi.json`        | the dataset's OpenAPI document                                       |
 //! | `GET /healthz`             | `{"status": "ok", ...}`                                              |
 //!
-//! Anything else is 404 `{"detail": "Not Found"}` (FastAPI's body). Databases are opened
+//! Anything else is 404 `{"detail": "Not Found"}` (FastAPI's body).
+//!
+//! **Fault injection** (ToolGym's state controller, the same kinds as the trajectory corpora):
+//! a request to a tool or endpoint with header `X-Toolforge-Fault: <kind>`, or a random share
+//! `--fault-rate` of them, gets the fault instead of (or on top of) its answer: `timeout` (504),
+//! `rate_limit` (429 with `Retry-After: 1`), `unavailable` (503), `truncated_result` /
+//! `corrupted_result` (200 with the body cut in half / garbled), `session_expired` (the session is
+//! ended, 404). The response carries `X-Toolforge-Fault-Injected: <kind>`. Databases are opened
 //! read-only; every query runs under a time limit (504 past it) and a row cap (413 past it);
 //! request bodies over 64 KiB get 413 and URIs over 8 KiB get 414. SIGINT/SIGTERM stop
 //! accepting connections and let running requests finish.
@@ -45,6 +52,10 @@ pub struct ServeConfig {
     pub max_rows: usize,
     /// Most live sessions; the least recently used is ended past it.
     pub max_sessions: usize,
+    /// Share of tool/endpoint requests (0–1) that get a random injected fault.
+    pub fault_rate: f64,
+    /// Seed of the random fault choice.
+    pub fault_seed: u64,
 }
 
 impl Default for ServeConfig {
@@ -54,6 +65,8 @@ impl Default for ServeConfig {
             timeout: Limits::default().timeout,
             max_rows: Limits::default().max_rows,
             max_sessions: 1_000,
+            fault_rate: 0.0,
+            fault_seed: 0,
         }
     }
 }
@@ -320,6 +333,78 @@ async fn call_tool(
     result.unwrap_or_else(|e| detail(StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}")))
 }
 
+/// Injects the fault a request asks for (header) or draws (`fault_rate`); see the module doc.
+async fn inject_fault(State(state): State<Shared>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    let is_tool = path.starts_with("/tools/") || state.toolkit.endpoints.iter().any(|e| e.path == path);
+    if !is_tool {
+        return next.run(req).await;
+    }
+    let asked = req
+        .headers()
+        .get("x-toolforge-fault")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let kind = match asked {
+        Some(k) if crate::trajectory::FAULT_KINDS.contains(&k.as_str()) => Some(k),
+        Some(k) => return detail(StatusCode::BAD_REQUEST, format!("unknown fault {k:?}; one of {:?}", crate::trajectory::FAULT_KINDS)),
+        None if state.config.fault_rate > 0.0 => {
+            let n = state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let h = blake3::hash(format!("{}:{n}", state.config.fault_seed).as_bytes());
+            let x = u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"));
+            ((x % 1_000_000) as f64 / 1_000_000.0 < state.config.fault_rate).then(|| {
+                let kinds = &crate::trajectory::FAULT_KINDS;
+                kinds[((x >> 32) % kinds.len() as u64) as usize].to_string()
+            })
+        }
+        None => None,
+    };
+    let Some(kind) = kind else {
+        return next.run(req).await;
+    };
+    let mut resp = match kind.as_str() {
+        "timeout" => detail(StatusCode::GATEWAY_TIMEOUT, "the tool did not answer in time (injected fault)"),
+        "rate_limit" => {
+            let mut r = detail(StatusCode::TOO_MANY_REQUESTS, "too many requests; retry after 1 s (injected fault)");
+            r.headers_mut().insert("retry-after", axum::http::HeaderValue::from_static("1"));
+            r
+        }
+        "unavailable" => detail(StatusCode::SERVICE_UNAVAILABLE, "the service is temporarily unavailable (injected fault)"),
+        "session_expired" => {
+            let (parts, body) = req.into_parts();
+            let bytes = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+            let sid = serde_json::from_slice::<Json>(&bytes).ok().and_then(|b| b["session_id"].as_str().map(String::from));
+            match sid {
+                Some(sid) => {
+                    state.sessions.lock().expect("sessions").remove(&sid);
+                    detail(StatusCode::NOT_FOUND, format!("session {sid:?} expired (injected fault); create a new one with POST /sessions"))
+                }
+                None => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
+            }
+        }
+        _ => {
+            let resp = next.run(req).await;
+            let (mut parts, body) = resp.into_parts();
+            let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let out = if kind == "truncated_result" {
+                let cut = text.char_indices().nth(text.chars().count() / 2).map_or(0, |(i, _)| i);
+                text[..cut].to_string()
+            } else {
+                let garbled: String = text.chars().map(|c| if c.is_ascii_digit() || c == '"' { '\u{fffd}' } else { c }).collect();
+                format!("\u{fffd}{garbled}")
+            };
+            parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+            Response::from_parts(parts, axum::body::Body::from(out))
+        }
+    };
+    resp.headers_mut().insert(
+        "x-toolforge-fault-injected",
+        axum::http::HeaderValue::from_str(&kind).expect("ascii kind"),
+    );
+    resp
+}
+
 async fn limit_uri(req: Request, next: Next) -> Response {
     if req.uri().to_string().len() > 8192 {
         return detail(StatusCode::URI_TOO_LONG, "request URI longer than 8192 bytes");
@@ -361,6 +446,7 @@ pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
         .route("/sessions/{id}", axum::routing::delete(delete_session))
         .route("/tools/{name}", post(call_tool))
         .fallback(|| async { detail(StatusCode::NOT_FOUND, "Not Found") })
+        .layer(middleware::from_fn_with_state(state.clone(), inject_fault))
         .layer(DefaultBodyLimit::max(64 * 1024))
         .layer(middleware::from_fn(limit_uri))
         .with_state(state)

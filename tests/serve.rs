@@ -230,3 +230,42 @@ fn slot_and_sel_sessions_reproduce_gold_over_http() {
     }
     assert_eq!(db_hashes(), before, "a database file changed");
 }
+
+#[test]
+fn injected_faults_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build("slot-spider", tmp.path());
+    let addr = spawn(Toolkit::load(&dir, Some(&spider_dbs())).unwrap(), ServeConfig::default()).unwrap();
+    let base = format!("http://{addr}");
+    let a = agent();
+    let (_, session) = post(&a, &format!("{base}/sessions"), &json!({"id": "slot-spider/3"}));
+    let sid = session["session_id"].as_str().unwrap().to_string();
+    let body = json!({"session_id": sid, "arguments": {"data_source": "$starting_table_var$", "aggregation_type": "count"}, "label": "C"});
+    let call = |fault: Option<&str>| {
+        let mut req = a.post(format!("{base}/tools/aggregate_data"));
+        if let Some(f) = fault {
+            req = req.header("x-toolforge-fault", f);
+        }
+        let mut resp = req.send_json(&body).unwrap();
+        let injected = resp.headers().get("x-toolforge-fault-injected").map(|v| v.to_str().unwrap().to_string());
+        let retry = resp.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+        (resp.status().as_u16(), injected, retry, resp.body_mut().read_to_string().unwrap())
+    };
+    let (s, inj, _, text) = call(None);
+    assert_eq!((s, inj, text.as_str()), (200, None, r#"{"label":"C","output":6}"#));
+    assert_eq!(call(Some("rate_limit")).0, 429);
+    assert_eq!(call(Some("rate_limit")).2.as_deref(), Some("1"));
+    assert_eq!(call(Some("unavailable")).0, 503);
+    assert_eq!(call(Some("timeout")).0, 504);
+    let (s, inj, _, text) = call(Some("truncated_result"));
+    assert_eq!((s, inj.as_deref()), (200, Some("truncated_result")));
+    assert!(serde_json::from_str::<Value>(&text).is_err(), "{text}");
+    let (s, _, _, text) = call(Some("corrupted_result"));
+    assert_eq!(s, 200);
+    assert!(serde_json::from_str::<Value>(&text).is_err(), "{text}");
+    assert_eq!(call(Some("nonsense")).0, 400);
+    // The session survives tool-level faults, and ends with session_expired.
+    assert_eq!(call(None).0, 200);
+    assert_eq!(call(Some("session_expired")).0, 404);
+    assert_eq!(call(None).0, 404);
+}
