@@ -70,16 +70,18 @@ pub fn inputs(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Reads JSON Lines: each line's value or a message for a bad line.
-fn read_jsonl(path: &Path) -> Result<Vec<Result<Value, String>>, CorpusError> {
+/// Reads JSON Lines: (0-based line number, the line's value or a message for a bad line); blank
+/// lines are skipped.
+fn read_jsonl(path: &Path) -> Result<Vec<(usize, Result<Value, String>)>, CorpusError> {
     let text = std::fs::read_to_string(path).map_err(|source| CorpusError::Io {
         path: path.into(),
         source,
     })?;
     Ok(text
         .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).map_err(|e| format!("not valid JSON: {e}")))
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| (i, serde_json::from_str(l).map_err(|e| format!("not valid JSON: {e}"))))
         .collect())
 }
 
@@ -298,7 +300,7 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
         let apath = root.join("possible_answer").join(file);
         let mut gold: BTreeMap<String, Value> = BTreeMap::new();
         if apath.is_file() {
-            for (i, r) in read_jsonl(&apath)?.into_iter().enumerate() {
+            for (i, r) in read_jsonl(&apath)? {
                 match r.and_then(|v| {
                     let id = v
                         .get("id")
@@ -324,7 +326,7 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
             }
         }
         let outcome = out.splits.entry(split.to_string()).or_default();
-        for (i, r) in read_jsonl(&qpath)?.into_iter().enumerate() {
+        for (i, r) in read_jsonl(&qpath)? {
             let rec = r.and_then(|v| {
                 let id = v
                     .get("id")

@@ -215,8 +215,9 @@ pub fn parse_record(rec: &Value, file_stem: &str, origin: &str, several: bool) -
     Ok((server, tools))
 }
 
-/// Reads the records of one file (array, `{servers: [...]}`, single object or JSON Lines).
-fn file_records(path: &Path) -> Result<Vec<Result<Value, String>>, CorpusError> {
+/// Reads the records of one file (array, `{servers: [...]}`, single object or JSON Lines), each
+/// with its index (JSON Lines: the 0-based line number; blank lines are skipped).
+fn file_records(path: &Path) -> Result<Vec<(usize, Result<Value, String>)>, CorpusError> {
     let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
         path: path.into(),
         source,
@@ -224,8 +225,9 @@ fn file_records(path: &Path) -> Result<Vec<Result<Value, String>>, CorpusError> 
     if path.extension().is_some_and(|e| e == "jsonl") {
         return Ok(String::from_utf8_lossy(&bytes)
             .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).map_err(|e| format!("not valid JSON: {e}")))
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| (i, serde_json::from_str(l).map_err(|e| format!("not valid JSON: {e}"))))
             .collect());
     }
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
@@ -233,14 +235,14 @@ fn file_records(path: &Path) -> Result<Vec<Result<Value, String>>, CorpusError> 
         message: format!("not valid JSON: {e}"),
     })?;
     Ok(match v {
-        Value::Array(a) => a.into_iter().map(Ok).collect(),
+        Value::Array(a) => a.into_iter().map(Ok).enumerate().collect(),
         Value::Object(mut o) if o.len() == 1 && o.get("servers").is_some_and(Value::is_array) => {
             let Some(Value::Array(a)) = o.remove("servers") else {
                 unreachable!()
             };
-            a.into_iter().map(Ok).collect()
+            a.into_iter().map(Ok).enumerate().collect()
         }
-        other => vec![Ok(other)],
+        other => vec![(0, Ok(other))],
     })
 }
 
@@ -257,7 +259,7 @@ pub fn ingest(files: &[PathBuf], root: &Path) -> Result<Ingested, CorpusError> {
             .unwrap_or_default();
         let records = file_records(path)?;
         let several = records.len() > 1;
-        for (i, rec) in records.into_iter().enumerate() {
+        for (i, rec) in records {
             let parsed = rec.and_then(|r| parse_record(&r, &stem, &format!("{rel}#{i}"), several));
             match parsed {
                 Ok((server, tools)) => {
@@ -468,6 +470,23 @@ mod tests {
         assert_eq!(ing.tools[1].fixes[0].kind, "top_type_object_added");
         let mcp = mcp_json(&ing);
         assert_eq!(mcp["servers"][1]["tools"][0]["_meta"]["toolforge/function"], "echo");
+    }
+
+    #[test]
+    fn jsonl_and_servers_wrapper_files() {
+        let tool = r#"{"name": "t", "inputSchema": {"type": "object", "properties": {}}}"#;
+        let lines = format!("{{\"qualifiedName\": \"a/b\", \"tools\": [{tool}]}}\n\nnot json\n");
+        let wrapper = format!("{{\"servers\": [{{\"name\": \"w\", \"tools\": [{tool}]}}]}}");
+        let ing = ingest_json(&[("s.jsonl", &lines), ("w.json", &wrapper)]);
+        assert_eq!(
+            ing.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["a/b", "w"]
+        );
+        assert_eq!(
+            (ing.bad_records[0].file.as_str(), ing.bad_records[0].record),
+            ("s.jsonl", 2)
+        );
+        assert!(ing.bad_records[0].message.contains("not valid JSON"));
     }
 
     #[test]
