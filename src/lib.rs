@@ -5,6 +5,7 @@
 //! `emit` (Parquet, JSONL, catalog, report, card, manifest), with every stage result cached in
 //! the content-addressed `store`. `pipeline` wires the stages.
 
+pub mod catalog;
 pub mod corpus;
 pub mod emit;
 pub mod openapi;

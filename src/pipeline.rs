@@ -182,6 +182,7 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
     match (recipe.format.as_str(), sql_source) {
         ("slot" | "sel" | "rest", true) => crate::text2sql::compile(recipe, source, &store, progress),
         ("seq", false) => crate::seq::compile(recipe, source, &store),
+        ("catalog" | "bfcl", false) => crate::catalog::compile(recipe, source, &store),
         _ => Err(BuildError::Mismatch {
             recipe: recipe.name.clone(),
             format: recipe.format.clone(),

@@ -44,12 +44,13 @@ pub enum RecipeError {
 }
 
 /// The dataset formats a recipe can build: `slot`, `sel` and `rest` from text-to-SQL sources;
-/// `seq` (API-BLEND sequences) from NLU and dialogue sources.
-pub const FORMATS: [&str; 4] = ["slot", "sel", "rest", "seq"];
+/// `seq` (API-BLEND sequences) from NLU and dialogue sources; `catalog` (MCP tool catalog and
+/// bundles) from `mcp` sources; `bfcl` from BFCL.
+pub const FORMATS: [&str; 6] = ["slot", "sel", "rest", "seq", "catalog", "bfcl"];
 
 /// Source record formats: text-to-SQL (`bird`, `spider`) and API-BLEND sources (`mixatis`,
-/// `mixsnips`, `topv2`, `sgd`, `multiwoz`).
-pub const SOURCE_FORMATS: [&str; 7] = ["bird", "spider", "mixatis", "mixsnips", "topv2", "sgd", "multiwoz"];
+/// `mixsnips`, `topv2`, `sgd`, `multiwoz`), MCP tool definitions (`mcp`) and BFCL (`bfcl`).
+pub const SOURCE_FORMATS: [&str; 9] = ["bird", "spider", "mixatis", "mixsnips", "topv2", "sgd", "multiwoz", "mcp", "bfcl"];
 
 /// Whether a source format holds text-to-SQL questions over SQLite databases.
 pub fn is_sql_source(format: &str) -> bool {
@@ -79,6 +80,9 @@ pub struct Recipe {
     /// Store directory (default `out/.store`), relative to the project root.
     #[serde(default)]
     pub store: Option<PathBuf>,
+    /// `catalog` recipes: bundle sampling knobs (`[catalog]` table, see `catalog::CatalogKnobs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<crate::catalog::CatalogKnobs>,
     /// Trajectory corpus settings (executable families); defaults when absent.
     #[serde(default)]
     pub trajectories: TrajectoryConfig,

@@ -1,0 +1,547 @@
+//! MCP tool definitions: ingest, normalise, deduplicate.
+//!
+//! Every `*.json` / `*.jsonl` file under the source root is read (sorted by path). A file holds
+//! one record (an object), an array of records, `{"servers": [records]}`, or one record per line
+//! (`.jsonl`). The shape is detected per record:
+//!
+//! - **LiveMCPBench** (`icip-cas/LiveMCPBench` `tools.json`): `{name, description, web, config,
+//!   category, tools: {<server key>: {server_name, version, tools: [tool]}}}` (`tools` may also be
+//!   a plain array);
+//! - **Smithery** server metadata: `{qualifiedName, displayName, description, homepage?, tools: [tool]}`;
+//! - **MCP `tools/list` result** (JSON-RPC): `{"jsonrpc": "2.0", "id": .., "result": {"tools": [tool]}}`;
+//!   the server is named after the file stem (plus `#<id>` when a file holds several).
+//!
+//! A tool is `{name, description?, inputSchema, annotations?}` (MCP spec). A record of no known
+//! shape is a [`BadRecord`] (file, 0-based record index or line, what was expected) and skipped.
+//! A tool that cannot be used is *rejected* with a reason code: `missing_name`,
+//! `missing_input_schema`, `schema_not_object` (inputSchema is not a JSON object),
+//! `top_level_not_object` (`type` other than `object`), `invalid_schema` (meta-schema or compile
+//! failure after normalisation, see [`super::schema`]).
+//!
+//! Kept tools are deduplicated by (lower-cased sanitised name, canonical schema hash): the first
+//! occurrence (file order) is kept and the other servers are listed in [`McpTool::also_on`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::schema::{self, Fix};
+use crate::corpus::{BadRecord, CorpusError};
+
+/// An MCP server as described by its record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Server {
+    /// Server name (LiveMCPBench `name`, Smithery `qualifiedName`, tools/list: file stem).
+    pub name: String,
+    /// Display name when it differs (Smithery `displayName`).
+    pub display_name: Option<String>,
+    /// Description.
+    pub description: String,
+    /// Home page (LiveMCPBench `web`, Smithery `homepage`).
+    pub homepage: Option<String>,
+    /// Category (LiveMCPBench).
+    pub category: Option<String>,
+    /// Input shape: `livemcpbench`, `smithery` or `tools_list`.
+    pub shape: String,
+    /// `<file>#<record>` the server came from.
+    pub origin: String,
+}
+
+/// A tool as read, before normalisation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawTool {
+    /// Server name.
+    pub server: String,
+    /// The tool object as found.
+    pub value: Value,
+}
+
+/// A tool of the emitted catalog.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpTool {
+    /// OpenAI function name (`^[a-zA-Z0-9_-]{1,64}$`, unique in the catalog).
+    pub function: String,
+    /// The tool's name as the server declares it.
+    pub name: String,
+    /// The server it was first seen on.
+    pub server: String,
+    /// Other servers offering the identical tool (same name and schema).
+    pub also_on: Vec<String>,
+    /// Description (may be empty; some are Chinese in LiveMCPBench).
+    pub description: String,
+    /// The normalised input schema.
+    pub input_schema: Value,
+    /// MCP tool annotations, as found (`null` when absent).
+    pub annotations: Value,
+    /// Normalisation fixes applied (including `name_sanitised`).
+    pub fixes: Vec<Fix>,
+}
+
+/// A tool that was not kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rejected {
+    /// Server name.
+    pub server: String,
+    /// Tool name (`""` when missing).
+    pub tool: String,
+    /// Reason code (see the module doc).
+    pub reason: String,
+    /// Detail (the validator's message).
+    pub detail: String,
+}
+
+/// What ingesting a source directory produced.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ingested {
+    /// Servers in file order.
+    pub servers: Vec<Server>,
+    /// Kept, deduplicated tools in file order.
+    pub tools: Vec<McpTool>,
+    /// Tools read (before rejection and deduplication).
+    pub tools_in: usize,
+    /// Rejected tools.
+    pub rejected: Vec<Rejected>,
+    /// Duplicates removed: (`<server>/<tool>` kept, server of the duplicate).
+    pub duplicates: Vec<(String, String)>,
+    /// Skipped records.
+    pub bad_records: Vec<BadRecord>,
+}
+
+/// The input files of an MCP source: every `*.json` / `*.jsonl` directly under the root, sorted.
+pub fn inputs(root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.is_file() && p.extension().is_some_and(|e| e == "json" || e == "jsonl"));
+    files.sort();
+    files
+}
+
+/// Sanitises a tool name to `^[a-zA-Z0-9_-]{1,64}$`: other characters become `_`; names longer
+/// than 64 keep 55 characters plus `_` and 8 hex digits of their blake3 hash (so distinct long
+/// names stay distinct). An empty name stays empty (the caller rejects it).
+pub fn sanitise_name(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.len() <= 64 {
+        return s;
+    }
+    let h = blake3::hash(name.as_bytes()).to_hex();
+    format!("{}_{}", &s[..55], &h[..8])
+}
+
+fn str_field(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+/// Splits one record into its server and tools; `Err` says what shape was expected.
+pub fn parse_record(rec: &Value, file_stem: &str, origin: &str, several: bool) -> Result<(Server, Vec<Value>), String> {
+    let Value::Object(o) = rec else {
+        return Err("expected an object (LiveMCPBench server, Smithery server or tools/list result)".into());
+    };
+    let tool_array = |v: &Value, what: &str| -> Result<Vec<Value>, String> {
+        v.as_array().cloned().ok_or_else(|| format!("{what} is not an array"))
+    };
+    if o.contains_key("jsonrpc") || o.contains_key("result") {
+        let tools = o
+            .get("result")
+            .and_then(|r| r.get("tools"))
+            .ok_or("tools/list response without result.tools")?;
+        let name = match (several, o.get("id")) {
+            (true, Some(id)) => format!(
+                "{file_stem}#{}",
+                id.as_str().map(str::to_string).unwrap_or_else(|| id.to_string())
+            ),
+            _ => file_stem.to_string(),
+        };
+        let server = Server {
+            name,
+            display_name: None,
+            description: String::new(),
+            homepage: None,
+            category: None,
+            shape: "tools_list".into(),
+            origin: origin.into(),
+        };
+        return Ok((server, tool_array(tools, "result.tools")?));
+    }
+    if let Some(q) = str_field(rec, "qualifiedName") {
+        let server = Server {
+            display_name: str_field(rec, "displayName").filter(|d| *d != q),
+            name: q,
+            description: str_field(rec, "description").unwrap_or_default(),
+            homepage: str_field(rec, "homepage"),
+            category: None,
+            shape: "smithery".into(),
+            origin: origin.into(),
+        };
+        let tools = o.get("tools").ok_or("Smithery server without tools")?;
+        return Ok((server, tool_array(tools, "tools")?));
+    }
+    let name = str_field(rec, "name").ok_or("server record without a string name (and not Smithery or tools/list)")?;
+    let server = Server {
+        name,
+        display_name: None,
+        description: str_field(rec, "description").unwrap_or_default(),
+        homepage: str_field(rec, "web"),
+        category: str_field(rec, "category"),
+        shape: "livemcpbench".into(),
+        origin: origin.into(),
+    };
+    let tools = match o.get("tools") {
+        Some(Value::Array(a)) => a.clone(),
+        Some(Value::Object(groups)) => {
+            let mut all = Vec::new();
+            for (key, g) in groups {
+                all.extend(tool_array(
+                    g.get("tools").unwrap_or(&Value::Null),
+                    &format!("tools.{key}.tools"),
+                )?);
+            }
+            all
+        }
+        _ => return Err("server record without tools (array or {key: {tools: [...]}})".into()),
+    };
+    Ok((server, tools))
+}
+
+/// Reads the records of one file (array, `{servers: [...]}`, single object or JSON Lines), each
+/// with its index (JSON Lines: the 0-based line number; blank lines are skipped).
+fn file_records(path: &Path) -> Result<Vec<(usize, Result<Value, String>)>, CorpusError> {
+    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
+        path: path.into(),
+        source,
+    })?;
+    if path.extension().is_some_and(|e| e == "jsonl") {
+        return Ok(String::from_utf8_lossy(&bytes)
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| (i, serde_json::from_str(l).map_err(|e| format!("not valid JSON: {e}"))))
+            .collect());
+    }
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
+        path: path.into(),
+        message: format!("not valid JSON: {e}"),
+    })?;
+    Ok(match v {
+        Value::Array(a) => a.into_iter().map(Ok).enumerate().collect(),
+        Value::Object(mut o) if o.len() == 1 && o.get("servers").is_some_and(Value::is_array) => {
+            let Some(Value::Array(a)) = o.remove("servers") else {
+                unreachable!()
+            };
+            a.into_iter().map(Ok).enumerate().collect()
+        }
+        other => vec![(0, Ok(other))],
+    })
+}
+
+/// Reads every file, normalises and validates each tool, deduplicates. `root` is used to name
+/// files relative to the source root in bad records and origins.
+pub fn ingest(files: &[PathBuf], root: &Path) -> Result<Ingested, CorpusError> {
+    let mut out = Ingested::default();
+    let mut raw: Vec<RawTool> = Vec::new();
+    for path in files {
+        let rel = path.strip_prefix(root).unwrap_or(path).display().to_string();
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let records = file_records(path)?;
+        let several = records.len() > 1;
+        for (i, rec) in records {
+            let parsed = rec.and_then(|r| parse_record(&r, &stem, &format!("{rel}#{i}"), several));
+            match parsed {
+                Ok((server, tools)) => {
+                    raw.extend(tools.into_iter().map(|value| RawTool {
+                        server: server.name.clone(),
+                        value,
+                    }));
+                    out.servers.push(server);
+                }
+                Err(message) => out.bad_records.push(BadRecord {
+                    file: rel.clone(),
+                    record: i,
+                    message,
+                }),
+            }
+        }
+    }
+    out.tools_in = raw.len();
+    // normalise + validate
+    let mut kept: Vec<McpTool> = Vec::new();
+    let mut seen: HashMap<(String, String), usize> = HashMap::new();
+    for t in raw {
+        match normalise_tool(&t) {
+            Err(r) => out.rejected.push(r),
+            Ok(tool) => {
+                let key = (tool.function.to_lowercase(), schema::canonical(&tool.input_schema));
+                match seen.get(&key) {
+                    Some(&i) => {
+                        if !kept[i].also_on.contains(&tool.server) && kept[i].server != tool.server {
+                            kept[i].also_on.push(tool.server.clone());
+                        }
+                        out.duplicates
+                            .push((format!("{}/{}", kept[i].server, kept[i].name), tool.server));
+                    }
+                    None => {
+                        seen.insert(key, kept.len());
+                        kept.push(tool);
+                    }
+                }
+            }
+        }
+    }
+    qualify_colliding_names(&mut kept);
+    out.tools = kept;
+    Ok(out)
+}
+
+/// Normalises one tool; `Err` is the rejection.
+pub fn normalise_tool(t: &RawTool) -> Result<McpTool, Rejected> {
+    let name = t.value.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+    let reject = |reason: &str, detail: String| Rejected {
+        server: t.server.clone(),
+        tool: name.clone(),
+        reason: reason.into(),
+        detail,
+    };
+    if !t.value.is_object() {
+        return Err(reject("missing_name", format!("tool is not an object: {}", t.value)));
+    }
+    if name.trim().is_empty() {
+        return Err(reject("missing_name", "tool without a name".into()));
+    }
+    let Some(mut input_schema) = t.value.get("inputSchema").cloned() else {
+        return Err(reject("missing_input_schema", "tool without inputSchema".into()));
+    };
+    if !input_schema.is_object() {
+        return Err(reject("schema_not_object", format!("inputSchema is {input_schema}")));
+    }
+    if let Some(ty) = input_schema.get("type")
+        && ty != "object"
+    {
+        return Err(reject(
+            "top_level_not_object",
+            format!("top-level type {ty}, function calling needs object"),
+        ));
+    }
+    let mut fixes = schema::normalise(&mut input_schema);
+    if let Err(e) = schema::check(&input_schema) {
+        return Err(reject("invalid_schema", e));
+    }
+    let function = sanitise_name(&name);
+    if function != name {
+        fixes.insert(
+            0,
+            Fix {
+                kind: "name_sanitised".into(),
+                pointer: "name".into(),
+                detail: format!("{name:?} → {function:?}"),
+            },
+        );
+    }
+    Ok(McpTool {
+        function,
+        name,
+        server: t.server.clone(),
+        also_on: Vec::new(),
+        description: t
+            .value
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        input_schema,
+        annotations: t.value.get("annotations").cloned().unwrap_or(Value::Null),
+        fixes,
+    })
+}
+
+/// Gives every tool whose sanitised name is shared with a different tool the name
+/// `<server>__<name>` (sanitised; `_2`, `_3`, … if that still collides), recording a
+/// `name_qualified` fix. Unique names are kept as they are.
+fn qualify_colliding_names(tools: &mut [McpTool]) {
+    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+    for t in tools.iter() {
+        *by_name.entry(t.function.to_lowercase()).or_insert(0) += 1;
+    }
+    let mut used: std::collections::HashSet<String> = tools
+        .iter()
+        .filter(|t| by_name[&t.function.to_lowercase()] == 1)
+        .map(|t| t.function.to_lowercase())
+        .collect();
+    for t in tools.iter_mut() {
+        if by_name[&t.function.to_lowercase()] == 1 {
+            continue;
+        }
+        let base = sanitise_name(&format!("{}__{}", t.server, t.function));
+        let mut name = base.clone();
+        let mut n = 2;
+        while !used.insert(name.to_lowercase()) {
+            name = sanitise_name(&format!("{base}_{n}"));
+            n += 1;
+        }
+        t.fixes.push(Fix {
+            kind: "name_qualified".into(),
+            pointer: "name".into(),
+            detail: format!("{:?} is shared by different tools → {name:?}", t.function),
+        });
+        t.function = name;
+    }
+}
+
+/// `tools/mcp.json`: the catalog in MCP format, per server: `{"servers": [{name, description,
+/// homepage?, category?, tools: [{name, description, inputSchema, annotations?, _meta:
+/// {"toolforge/function": <OpenAI name>}}]}]}`. A deduplicated tool is listed under every server
+/// offering it (same normalised schema).
+pub fn mcp_json(ing: &Ingested) -> Value {
+    let mut per_server: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for t in &ing.tools {
+        let mut v = json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
+        if !t.annotations.is_null() {
+            v["annotations"] = t.annotations.clone();
+        }
+        v["_meta"] = json!({"toolforge/function": t.function});
+        for s in std::iter::once(&t.server).chain(&t.also_on) {
+            per_server.entry(s.as_str()).or_default().push(v.clone());
+        }
+    }
+    let servers: Vec<Value> = ing
+        .servers
+        .iter()
+        .map(|s| {
+            let mut v = json!({"name": s.name, "description": s.description});
+            if let Some(h) = &s.homepage {
+                v["homepage"] = json!(h);
+            }
+            if let Some(c) = &s.category {
+                v["category"] = json!(c);
+            }
+            v["tools"] = json!(per_server.get(s.name.as_str()).cloned().unwrap_or_default());
+            v
+        })
+        .collect();
+    json!({ "servers": servers })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ingest_json(files: &[(&str, &str)]) -> Ingested {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        ingest(&inputs(dir.path()), dir.path()).unwrap()
+    }
+
+    #[test]
+    fn smithery_and_tools_list_shapes() {
+        let smithery = r#"{"qualifiedName": "@acme/weather", "displayName": "Weather", "description": "d",
+            "tools": [{"name": "get.forecast", "description": "f", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city", "city"]}}]}"#;
+        let list = r#"{"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "echo", "inputSchema": {"properties": {"text": {"type": "string"}}}}]}}"#;
+        let ing = ingest_json(&[("a.json", smithery), ("echo-server.json", list)]);
+        assert_eq!(
+            ing.servers
+                .iter()
+                .map(|s| (s.name.as_str(), s.shape.as_str()))
+                .collect::<Vec<_>>(),
+            [("@acme/weather", "smithery"), ("echo-server", "tools_list")]
+        );
+        assert_eq!(ing.tools.len(), 2);
+        let w = &ing.tools[0];
+        assert_eq!((w.function.as_str(), w.name.as_str()), ("get_forecast", "get.forecast"));
+        assert_eq!(
+            w.fixes.iter().map(|f| f.kind.as_str()).collect::<Vec<_>>(),
+            ["name_sanitised", "duplicate_required"]
+        );
+        assert_eq!(ing.tools[1].fixes[0].kind, "top_type_object_added");
+        let mcp = mcp_json(&ing);
+        assert_eq!(mcp["servers"][1]["tools"][0]["_meta"]["toolforge/function"], "echo");
+    }
+
+    #[test]
+    fn jsonl_and_servers_wrapper_files() {
+        let tool = r#"{"name": "t", "inputSchema": {"type": "object", "properties": {}}}"#;
+        let lines = format!("{{\"qualifiedName\": \"a/b\", \"tools\": [{tool}]}}\n\nnot json\n");
+        let wrapper = format!("{{\"servers\": [{{\"name\": \"w\", \"tools\": [{tool}]}}]}}");
+        let ing = ingest_json(&[("s.jsonl", &lines), ("w.json", &wrapper)]);
+        assert_eq!(
+            ing.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["a/b", "w"]
+        );
+        assert_eq!(
+            (ing.bad_records[0].file.as_str(), ing.bad_records[0].record),
+            ("s.jsonl", 2)
+        );
+        assert!(ing.bad_records[0].message.contains("not valid JSON"));
+    }
+
+    #[test]
+    fn malformed_record_is_reported_and_skipped() {
+        let text = r#"[{"name": "ok", "tools": [{"name": "t", "inputSchema": {"type": "object", "properties": {}}}]}, 42, {"name": "bad", "tools": 7}]"#;
+        let ing = ingest_json(&[("servers.json", text)]);
+        assert_eq!(ing.tools.len(), 1);
+        let b: Vec<_> = ing.bad_records.iter().map(|b| (b.file.as_str(), b.record)).collect();
+        assert_eq!(b, [("servers.json", 1), ("servers.json", 2)]);
+    }
+
+    #[test]
+    fn rejections_dedup_and_collisions() {
+        let s = |name: &str, tools: &str| format!(r#"{{"name": "{name}", "tools": {tools}}}"#);
+        let same = r#"{"name": "read", "inputSchema": {"type": "object", "properties": {"p": {"type": "string"}}}}"#;
+        let other = r#"{"name": "read", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}"#;
+        let text = format!(
+            "[{}, {}, {}]",
+            s(
+                "A",
+                &format!(
+                    "[{same}, {{\"inputSchema\": {{}}}}, {{\"name\": \"s\", \"inputSchema\": {{\"type\": \"string\"}}}}]"
+                )
+            ),
+            s(
+                "B",
+                &format!(
+                    "[{same}, {{\"name\": \"bad\", \"inputSchema\": {{\"type\": \"object\", \"properties\": {{\"x\": {{\"type\": \"strng\"}}}}}}}}]"
+                )
+            ),
+            s("C", &format!("[{other}, {{\"name\": \"n\"}}]"))
+        );
+        let ing = ingest_json(&[("x.json", &text)]);
+        assert_eq!(ing.tools_in, 7);
+        let reasons: Vec<_> = ing.rejected.iter().map(|r| r.reason.as_str()).collect();
+        assert_eq!(
+            reasons,
+            [
+                "missing_name",
+                "top_level_not_object",
+                "invalid_schema",
+                "missing_input_schema"
+            ]
+        );
+        assert_eq!(ing.duplicates, [("A/read".to_string(), "B".to_string())]);
+        let names: Vec<_> = ing.tools.iter().map(|t| t.function.as_str()).collect();
+        assert_eq!(names, ["A__read", "C__read"]);
+        assert_eq!(ing.tools[0].also_on, ["B"]);
+    }
+
+    #[test]
+    fn long_names_are_cut_with_a_hash() {
+        let long = "x".repeat(80);
+        let s = sanitise_name(&long);
+        assert_eq!(s.len(), 64);
+        assert_ne!(s, sanitise_name(&"x".repeat(81)));
+    }
+}

@@ -1,0 +1,379 @@
+//! Tool-catalog datasets: the MCP registry (`catalog` recipes over `mcp` sources) with ToolGym
+//! task skeletons, and BFCL questions with linted gold (`bfcl` recipes over `bfcl` sources).
+//!
+//! - [`schema`]: normalising parameter schemas to what function-calling APIs accept, validation;
+//! - [`mcp`]: LiveMCPBench / Smithery / `tools/list` ingest, rejection reasons, deduplication,
+//!   `tools/mcp.json`;
+//! - [`bundles`]: seeded, similarity-based tool bundles round-robin across servers;
+//! - [`bfcl`]: BFCL `simple`/`multiple` questions, type mapping, gold choice and lint.
+//!
+//! Like [`crate::seq`], the whole conversion is one store stage keyed by the recipe (with its
+//! `[catalog]` knobs), the input hashes and the code fingerprint.
+//!
+//! Rows of an MCP build are task skeletons, one per bundle: `tools` = the bundle (ToolSpecs in
+//! OpenAI form), `meta.reference_tools` = `[{server, tool, function, role, score}]`, `output` =
+//! `[]` (no calls yet) and `input` = a deterministic template sentence: synthesising the request
+//! needs an LLM endpoint, which the project does not have yet (stated in `stats`). Bundles are
+//! the unit a ToolGym task is written over, which is why they, not single tools, are the rows;
+//! the tool catalog itself is `tools/functions.json` + `tools/mcp.json`.
+
+pub mod bfcl;
+pub mod bundles;
+pub mod mcp;
+pub mod schema;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::corpus::{BadRecord, CorpusError};
+use crate::pipeline::{Build, BuildError, Example, Outcome, build_key, code_fingerprint};
+use crate::recipe::{Recipe, ResolvedSource};
+use crate::store::{Lookup, StageKey, Store, hash_file};
+use crate::tools::ToolSpec;
+
+/// Version of the catalog conversion stage; bump when its output for the same inputs changes.
+pub const CATALOG_VERSION: u32 = 1;
+
+/// The recipe's `[catalog]` table (all optional; MCP bundle sampling).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CatalogKnobs {
+    /// RNG seed of the bundle sampler (default 0).
+    pub seed: u64,
+    /// Number of bundles to draw (default 200).
+    pub bundles: usize,
+    /// Tools per bundle (default 5).
+    pub bundle_size: usize,
+    /// Minimum distinct servers per bundle (default 2).
+    pub min_servers: usize,
+    /// Maximum seed tools per bundle, 1–3 (default 3).
+    pub max_seeds: usize,
+    /// Split name of the bundle rows (default `train`).
+    pub split: String,
+}
+
+impl Default for CatalogKnobs {
+    fn default() -> Self {
+        CatalogKnobs {
+            seed: 0,
+            bundles: 200,
+            bundle_size: 5,
+            min_servers: 2,
+            max_seeds: 3,
+            split: "train".into(),
+        }
+    }
+}
+
+/// What a catalog conversion produces (stored as one stage result).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conversion {
+    /// Outcomes per split.
+    pub splits: BTreeMap<String, Outcome>,
+    /// Skipped malformed input records.
+    pub bad_records: Vec<BadRecord>,
+    /// The dataset-level catalog (`tools/functions.json`).
+    pub catalog: Vec<ToolSpec>,
+    /// Extra files (path under `out/<name>/` → UTF-8 text).
+    pub extra_files: BTreeMap<String, String>,
+    /// Report numbers.
+    pub stats: serde_json::Map<String, Value>,
+}
+
+fn inputs(source: &ResolvedSource) -> Vec<std::path::PathBuf> {
+    match source.manifest.format.as_str() {
+        "bfcl" => bfcl::inputs(&source.root),
+        _ => mcp::inputs(&source.root),
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).expect("serialise");
+    s.push('\n');
+    s
+}
+
+fn count<'a>(it: impl IntoIterator<Item = &'a str>) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for k in it {
+        *m.entry(k.to_string()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// The MCP conversion: ingest, normalise, deduplicate, sample bundles.
+pub fn convert_mcp(source: &ResolvedSource, knobs: &CatalogKnobs) -> Result<Conversion, CorpusError> {
+    let ing = mcp::ingest(&mcp::inputs(&source.root), &source.root)?;
+    let catalog: Vec<ToolSpec> = ing
+        .tools
+        .iter()
+        .map(|t| ToolSpec {
+            name: t.function.clone(),
+            description: t.description.clone(),
+            parameters: t.input_schema.clone(),
+            output_parameters: json!({}),
+        })
+        .collect();
+    let sampling = bundles::Sampling {
+        seed: knobs.seed,
+        bundles: knobs.bundles,
+        size: knobs.bundle_size,
+        min_servers: knobs.min_servers,
+        max_seeds: knobs.max_seeds,
+    };
+    let (drawn, dropped) = bundles::sample(&ing.tools, &sampling);
+    let mut outcome = Outcome {
+        attempted: knobs.bundles,
+        ..Default::default()
+    };
+    for b in &drawn {
+        let refs: Vec<Value> = b
+            .members
+            .iter()
+            .map(|m| {
+                let t = &ing.tools[m.tool];
+                json!({"server": t.server, "tool": t.name, "function": t.function, "role": m.role, "score": (m.score * 1e6).round() / 1e6})
+            })
+            .collect();
+        let seeds: Vec<String> = b
+            .members
+            .iter()
+            .filter(|m| m.role == "seed")
+            .map(|m| format!("{} ({})", ing.tools[m.tool].function, ing.tools[m.tool].server))
+            .collect();
+        let servers: std::collections::BTreeSet<&str> =
+            b.members.iter().map(|m| ing.tools[m.tool].server.as_str()).collect();
+        outcome.examples.push(Example {
+            id: format!("bundle-{:05}", b.index),
+            input: format!(
+                "[task skeleton, request not synthesised] Complete a task that uses {} with the tools offered.",
+                seeds.join(" and ")
+            ),
+            tools: b.members.iter().map(|m| catalog[m.tool].clone()).collect(),
+            meta: Some(json!({
+                "bundle": b.index,
+                "seed": knobs.seed,
+                "servers": servers,
+                "reference_tools": refs,
+                "synthesis": "pending: the request text needs an LLM endpoint",
+            })),
+            ..Default::default()
+        });
+    }
+    for (b, reason, detail) in &dropped {
+        outcome.drops.push(crate::pipeline::Drop {
+            id: format!("bundle-{b:05}"),
+            group: knobs.split.clone(),
+            reason: reason.clone(),
+            detail: detail.clone(),
+        });
+    }
+    let fixes_by_kind = count(ing.tools.iter().flat_map(|t| t.fixes.iter().map(|f| f.kind.as_str())));
+    let tools_fixed = ing
+        .tools
+        .iter()
+        .filter(|t| t.fixes.iter().any(|f| !f.kind.starts_with("name_")))
+        .count();
+    let covered: std::collections::BTreeSet<usize> =
+        drawn.iter().flat_map(|b| b.members.iter().map(|m| m.tool)).collect();
+    let mut stats = serde_json::Map::new();
+    let mut put = |k: &str, v: Value| {
+        stats.insert(k.into(), v);
+    };
+    put("servers", json!(ing.servers.len()));
+    put(
+        "servers_by_shape",
+        json!(count(ing.servers.iter().map(|s| s.shape.as_str()))),
+    );
+    put("tools_in", json!(ing.tools_in));
+    put("tools_rejected", json!(ing.rejected.len()));
+    put(
+        "rejected_by_reason",
+        json!(count(ing.rejected.iter().map(|r| r.reason.as_str()))),
+    );
+    put("rejected_list", json!(ing.rejected));
+    put("tools_deduplicated", json!(ing.duplicates.len()));
+    put(
+        "deduplicated_list",
+        json!(
+            ing.duplicates
+                .iter()
+                .map(|(k, s)| json!({"kept": k, "duplicate_on": s}))
+                .collect::<Vec<_>>()
+        ),
+    );
+    put("tools_emitted", json!(ing.tools.len()));
+    put("tools_with_schema_fixes", json!(tools_fixed));
+    put("fixes_by_kind", json!(fixes_by_kind));
+    put(
+        "fix_list",
+        json!("report/catalog_fixes.json (per tool: server, tool, function, fixes)"),
+    );
+    put("bundles_requested", json!(knobs.bundles));
+    put("bundles_emitted", json!(drawn.len()));
+    put("bundle_knobs", json!(knobs));
+    put("bundle_tools_covered", json!(covered.len()));
+    put(
+        "bundle_mean_servers",
+        json!(if drawn.is_empty() {
+            0.0
+        } else {
+            let s: usize = drawn
+                .iter()
+                .map(|b| {
+                    b.members
+                        .iter()
+                        .map(|m| &ing.tools[m.tool].server)
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .len()
+                })
+                .sum();
+            (s as f64 / drawn.len() as f64 * 1000.0).round() / 1000.0
+        }),
+    );
+    put(
+        "synthesis",
+        json!(
+            "not done: task request text needs an LLM endpoint (none configured); rows carry a template input and the reference tools"
+        ),
+    );
+    let fix_list: Vec<Value> = ing
+        .tools
+        .iter()
+        .filter(|t| !t.fixes.is_empty())
+        .map(|t| json!({"server": t.server, "tool": t.name, "function": t.function, "fixes": t.fixes}))
+        .collect();
+    let mut extra_files = BTreeMap::new();
+    extra_files.insert("tools/mcp.json".to_string(), pretty(&mcp::mcp_json(&ing)));
+    extra_files.insert(
+        "report/catalog_fixes.json".to_string(),
+        pretty(&json!({"fixed": fix_list, "rejected": ing.rejected, "deduplicated": stats["deduplicated_list"]})),
+    );
+    Ok(Conversion {
+        splits: BTreeMap::from([(knobs.split.clone(), outcome)]),
+        bad_records: ing.bad_records,
+        catalog,
+        extra_files,
+        stats,
+    })
+}
+
+/// The BFCL conversion: rows, catalog (distinct functions; a name offered with different schemas
+/// gets `__2`, `__3`, … in the catalog only) and lint stats.
+pub fn convert_bfcl(source: &ResolvedSource) -> Result<Conversion, CorpusError> {
+    let out = bfcl::convert(&source.root)?;
+    let mut used: BTreeMap<String, usize> = BTreeMap::new();
+    let mut variants = 0;
+    let catalog: Vec<ToolSpec> = out
+        .functions
+        .iter()
+        .map(|(spec, _)| {
+            let n = used.entry(spec.name.clone()).or_insert(0);
+            *n += 1;
+            let mut s = spec.clone();
+            if *n > 1 {
+                variants += 1;
+                s.name = mcp::sanitise_name(&format!("{}__{}", spec.name, n));
+            }
+            s
+        })
+        .collect();
+    let by_kind = count(out.findings.iter().map(|f| f.kind.as_str()));
+    let questions_with_findings: std::collections::BTreeSet<&str> =
+        out.findings.iter().map(|f| f.id.as_str()).collect();
+    let mut stats = serde_json::Map::new();
+    stats.insert("questions".into(), json!(out.questions));
+    stats.insert("functions_distinct".into(), json!(out.functions.len()));
+    stats.insert("catalog_name_variants".into(), json!(variants));
+    stats.insert("schema_fixes_by_kind".into(), json!(out.fixes_by_kind));
+    stats.insert("lint_findings".into(), json!(out.findings.len()));
+    stats.insert("lint_questions_affected".into(), json!(questions_with_findings.len()));
+    stats.insert("lint_by_kind".into(), json!(by_kind));
+    stats.insert("lint_list".into(), json!(out.findings));
+    Ok(Conversion {
+        splits: out.splits,
+        bad_records: out.bad_records,
+        catalog,
+        extra_files: BTreeMap::new(),
+        stats,
+    })
+}
+
+/// Runs (or loads from the store) the conversion of a `catalog` or `bfcl` recipe.
+///
+/// Errors: [`BuildError::Mismatch`] when the recipe format does not fit the source format
+/// (`catalog` needs `mcp`, `bfcl` needs `bfcl`); corpus and store errors.
+pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<Build, BuildError> {
+    let fits = matches!(
+        (recipe.format.as_str(), source.manifest.format.as_str()),
+        ("catalog", "mcp") | ("bfcl", "bfcl")
+    );
+    if !fits {
+        return Err(BuildError::Mismatch {
+            recipe: recipe.name.clone(),
+            format: recipe.format.clone(),
+            source_name: source.manifest.name.clone(),
+            source_format: source.manifest.format.clone(),
+        });
+    }
+    let knobs = recipe.catalog.clone().unwrap_or_default();
+    let files = inputs(&source);
+    let mut source_hashes = BTreeMap::new();
+    for f in &files {
+        let rel = f.strip_prefix(&source.root).unwrap_or(f).display().to_string();
+        source_hashes.insert(rel, hash_file(f)?);
+    }
+    let key = StageKey {
+        stage: format!("catalog-{}", source.manifest.format),
+        version: CATALOG_VERSION,
+        config: json!({"dataset": recipe.name, "knobs": knobs, "files": source_hashes.keys().collect::<Vec<_>>(), "code": code_fingerprint()}),
+        inputs: source_hashes.values().cloned().collect(),
+    };
+    let digest = key.digest();
+    let run = || match source.manifest.format.as_str() {
+        "bfcl" => convert_bfcl(&source),
+        _ => convert_mcp(&source, &knobs),
+    };
+    let (conversion, hit) = match store.get(&key) {
+        Lookup::Hit(bytes) => match serde_json::from_slice::<Conversion>(&bytes) {
+            Ok(c) => (c, true),
+            Err(_) => (run()?, false),
+        },
+        _ => (run()?, false),
+    };
+    if !hit {
+        store.put(&key, &serde_json::to_vec(&conversion).expect("serialise"))?;
+    }
+    let mut groups = conversion.splits;
+    for (split, outcome) in groups.iter_mut() {
+        for e in &mut outcome.examples {
+            e.dataset = recipe.name.clone();
+            e.split = split.clone();
+            e.id = format!("{}/{}", recipe.name, e.id);
+        }
+        for d in &mut outcome.drops {
+            d.id = format!("{}/{}", recipe.name, d.id);
+        }
+    }
+    let build_key = build_key(&recipe, &conversion.bad_records, &[digest]);
+    Ok(Build {
+        recipe,
+        source,
+        group_kind: "split",
+        groups,
+        bad_records: conversion.bad_records,
+        source_hashes,
+        build_key,
+        cache_hits: hit as usize,
+        cache_misses: (!hit) as usize,
+        catalog: conversion.catalog,
+        extra_files: conversion
+            .extra_files
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()))
+            .collect(),
+        stats: conversion.stats,
+    })
+}
