@@ -1,7 +1,7 @@
 # toolforge tasks. `just --list` shows them.
 
 # Every recipe `just test` builds.
-recipes := "slot-spider slot-bird sel-spider sel-bird rest-spider rest-bird seq-sgd seq-multiwoz mcp-tools bfcl"
+recipes := "slot-spider slot-bird sel-spider sel-bird rest-spider rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl"
 # The datasets whose rows `toolforge verify` re-executes (REST through the live server).
 executable := "slot-spider slot-bird sel-spider sel-bird rest-spider rest-bird"
 

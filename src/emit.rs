@@ -311,6 +311,12 @@ fn family_paragraph(format: &str) -> &'static str {
         "rest" => {
             "Each example's `output` is one call of a GET endpoint synthesised from the gold SQL: its literals became typed query parameters, and questions that differ only in literal values share an endpoint. `tools` holds the endpoints of the example's database; `tools/openapi.json` is the FastAPI-equivalent OpenAPI 3.1 document and `tools/endpoints.json` the parameterised SQL behind each endpoint (what `toolforge serve` runs with bound parameters). Kept only when the call reproduces the gold SQL result; `gold_answer` is that result."
         }
+        "catalog" => {
+            "Each row is a ToolGym task skeleton over one seeded tool bundle: `tools` is the bundle (OpenAI function format), `meta.reference_tools` names each tool's server and role, `output` is empty and `input` a template sentence until an LLM endpoint writes the task. The normalised catalog is in `tools/functions.json` and `tools/mcp.json`; every schema fix and rejected tool is in `report/`."
+        }
+        "bfcl" => {
+            "Each row is a BFCL question with its functions in `tools` (BFCL types mapped to JSON Schema) and one gold call in `output` chosen from the acceptable values; `meta` keeps every acceptable value and the row's gold-lint findings (unknown parameters, enum violations, type mismatches)."
+        }
         _ => {
             "Each example's `output` is the sequence of API calls annotated in the source, converted by the rules in `report/verification.json` (`stats`); every call validates against its tool's JSON Schema in `tools`. Calls refer to earlier outputs as `$LABEL$`."
         }
@@ -342,7 +348,12 @@ fn card(build: &Build, c: &Counts) -> String {
     let m = &build.source.manifest;
     let license = hf_license(&m.license);
     let mut s = String::new();
-    let tag = if build.recipe.format == "seq" { "api-sequences" } else { "text-to-sql" };
+    let tag = match build.recipe.format.as_str() {
+        "seq" => "api-sequences",
+        "catalog" => "mcp",
+        "bfcl" => "function-calling-evaluation",
+        _ => "text-to-sql",
+    };
     let _ = writeln!(
         s,
         "---\nlicense: {license}\npretty_name: {}\ntask_categories:\n- text-generation\ntags:\n- tool-calling\n- function-calling\n- {tag}\nconfigs:\n- config_name: default\n  data_files:",
@@ -406,10 +417,11 @@ fn pct(a: usize, b: usize) -> f64 {
 
 fn summary(build: &Build, c: &Counts, out_dir: &Path, wrote: bool, secs: f64) -> String {
     let mut s = String::new();
-    let (items, verb) = if build.recipe.format == "seq" {
-        ("items", "converted")
-    } else {
-        ("questions", "verified")
+    let (items, verb) = match build.recipe.format.as_str() {
+        "seq" => ("items", "converted"),
+        "catalog" => ("bundles", "sampled"),
+        "bfcl" => ("questions", "converted"),
+        _ => ("questions", "verified"),
     };
     let _ = writeln!(
         s,

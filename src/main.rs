@@ -63,6 +63,10 @@ enum Command {
         /// Seed of the random fault choice.
         #[arg(long, default_value_t = 0)]
         fault_seed: u64,
+        /// Serve the tools over MCP on stdin/stdout instead of HTTP (the HTTP server always has
+        /// MCP streamable HTTP at `/mcp`).
+        #[arg(long)]
+        mcp: bool,
     },
     /// Write a built dataset's trajectories (`<dir>/trajectories/*.jsonl`, OpenAI chat format) in
     /// another format: `sharegpt` (ShareGPT / Hermes function-calling style) or `openai`.
@@ -155,7 +159,10 @@ fn main() -> ExitCode {
         } => {
             let path = recipe_path(&recipe);
             toolforge::emit::build_and_emit(&path, out.as_deref(), store.as_deref(), !quiet)
-                .map(|summary| println!("{summary}"))
+                .map(|summary| {
+                    use std::io::Write as _;
+                    let _ = writeln!(std::io::stdout(), "{summary}");
+                })
                 .map_err(anyhow::Error::from)
         }
         Command::Serve {
@@ -169,10 +176,12 @@ fn main() -> ExitCode {
             max_sessions,
             fault_rate,
             fault_seed,
+            mcp,
         } => {
             let dir = dataset_dir(&recipe, out.as_deref());
             toolforge::serve::Toolkit::load(&dir, databases.as_deref()).and_then(|toolkit| {
-                toolforge::serve::run(
+                let run = if mcp { toolforge::mcp::run_stdio } else { toolforge::serve::run };
+                run(
                     toolkit,
                     toolforge::serve::ServeConfig {
                         addr: (host, port).into(),

@@ -8,6 +8,7 @@
 //! | `DELETE /sessions/{id}`    | end a session                                                        |
 //! | `GET /openapi.json`        | the dataset's OpenAPI document                                       |
 //! | `GET /healthz`             | `{"status": "ok", ...}`                                              |
+//! | `/mcp`                     | the same tools over MCP, streamable HTTP ([`crate::mcp`]); `--mcp` serves MCP on stdio instead |
 //!
 //! Anything else is 404 `{"detail": "Not Found"}` (FastAPI's body).
 //!
@@ -142,8 +143,9 @@ impl Toolkit {
     }
 }
 
-struct AppState {
-    toolkit: Toolkit,
+/// The server's shared state (HTTP handlers and the MCP server).
+pub(crate) struct AppState {
+    pub(crate) toolkit: Toolkit,
     config: ServeConfig,
     executor: Executor,
     pool: Mutex<HashMap<String, Vec<rusqlite::Connection>>>,
@@ -151,20 +153,20 @@ struct AppState {
     counter: std::sync::atomic::AtomicU64,
 }
 
-type Shared = Arc<AppState>;
+pub(crate) type Shared = Arc<AppState>;
 
 fn detail(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({"detail": message.into()}))).into_response()
 }
 
 impl AppState {
-    fn connection(&self, db: &str) -> Result<rusqlite::Connection, Response> {
+    fn connection(&self, db: &str) -> Result<rusqlite::Connection, CallError> {
         if let Some(c) = self.pool.lock().expect("pool").get_mut(db).and_then(Vec::pop) {
             return Ok(c);
         }
         let path = self.toolkit.database_root.join(db).join(format!("{db}.sqlite"));
         crate::tools::table::open_read_only(&path)
-            .map_err(|e| detail(StatusCode::SERVICE_UNAVAILABLE, format!("database {db} unavailable: {e}")))
+            .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, format!("database {db} unavailable: {e}")))
     }
 
     fn give_back(&self, db: &str, conn: rusqlite::Connection) {
@@ -176,37 +178,119 @@ impl AppState {
     }
 }
 
+/// A failed tool or endpoint call: HTTP status and message (the MCP server reports the message
+/// as a tool error).
+pub(crate) type CallError = (StatusCode, String);
+
+/// Runs REST endpoint `index` with validated `values` (blocking: SQLite).
+pub(crate) fn run_endpoint(state: &AppState, index: usize, values: &[Json]) -> Result<crate::verify::Answer, CallError> {
+    let ep = &state.toolkit.endpoints[index];
+    let mut conn = state.connection(&ep.db_id)?;
+    let limits = Limits {
+        timeout: state.config.timeout,
+        max_rows: state.config.max_rows,
+    };
+    let r = ep.execute(&mut conn, values, limits);
+    state.give_back(&ep.db_id, conn);
+    r.map_err(|e| match e {
+        RunError::Timeout(ms) => (StatusCode::GATEWAY_TIMEOUT, format!("the query ran longer than the {ms} ms limit")),
+        RunError::TooLarge(n) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the result has more than {n} rows (response-size cap); narrow the parameters"),
+        ),
+        RunError::Database(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("query failed: {e}")),
+    })
+}
+
+/// Opens a SLOT/SEL session from `{"id"}` or `{"arguments"}` (blocking: runs the join step).
+pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallError> {
+    let setup = if let Some(id) = body.get("id").and_then(Json::as_str) {
+        match state.toolkit.setups.get(id) {
+            Some(c) => c.clone(),
+            None => return Err((StatusCode::NOT_FOUND, format!("no example with id {id:?} in {}", state.toolkit.name))),
+        }
+    } else if let Some(args) = body.get("arguments").and_then(Json::as_object) {
+        Call {
+            name: "initialize_active_data".into(),
+            arguments: args.clone(),
+            label: "starting_table_var".into(),
+        }
+    } else {
+        return Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "body must be {\"id\": <example id>} or {\"arguments\": {<initialize_active_data arguments>}}".into(),
+        ));
+    };
+    let db_path = setup.arguments.get("database_path").and_then(Json::as_str).unwrap_or_default();
+    if !safe_database_path(db_path) {
+        return Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("database_path {db_path:?} must be a relative path to a .sqlite file inside the database root"),
+        ));
+    }
+    let mut session = Session::default();
+    let out = state
+        .executor
+        .step(&mut session, &setup)
+        .map(|v| value_json(v, 5))
+        .map_err(|e| (StatusCode::UNPROCESSABLE_ENTITY, e))?;
+    let id = session_id(state);
+    let mut sessions = state.sessions.lock().expect("sessions");
+    if sessions.len() >= state.config.max_sessions {
+        if let Some(oldest) = sessions.iter().min_by_key(|(_, (t, _))| *t).map(|(k, _)| k.clone()) {
+            sessions.remove(&oldest);
+        }
+    }
+    sessions.insert(id.clone(), (Instant::now(), Arc::new(Mutex::new(session))));
+    Ok(json!({"session_id": id, "label": setup.label, "output": out}))
+}
+
+/// Runs one SLOT/SEL tool in a session (blocking); `label` defaults to `<name>_<n>`.
+pub(crate) fn run_tool(state: &AppState, name: &str, session_id: &str, arguments: serde_json::Map<String, Json>, label: Option<String>) -> Result<Json, CallError> {
+    if !known_tool(&state.toolkit, name) {
+        return Err((StatusCode::NOT_FOUND, format!("no tool named {name:?} in {}", state.toolkit.name)));
+    }
+    let session = {
+        let mut sessions = state.sessions.lock().expect("sessions");
+        match sessions.get_mut(session_id) {
+            Some((t, s)) => {
+                *t = Instant::now();
+                s.clone()
+            }
+            None => return Err((StatusCode::NOT_FOUND, format!("unknown or expired session {session_id:?}"))),
+        }
+    };
+    let label = label.unwrap_or_else(|| format!("{name}_{}", state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let call = Call {
+        name: name.to_string(),
+        arguments,
+        label,
+    };
+    let mut session = session.lock().expect("session");
+    match state.executor.step(&mut session, &call) {
+        Ok(v) => Ok(json!({"label": call.label, "output": value_json(v, state.config.max_rows)})),
+        Err(e) => Err((StatusCode::UNPROCESSABLE_ENTITY, e)),
+    }
+}
+
+fn respond(result: Result<Result<Response, CallError>, tokio::task::JoinError>) -> Response {
+    match result {
+        Ok(Ok(r)) => r,
+        Ok(Err((status, message))) => detail(status, message),
+        Err(e) => detail(StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}")),
+    }
+}
+
 async fn rest_endpoint(state: Shared, index: usize, query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>) -> Response {
     let Ok(Query(pairs)) = query else {
         return detail(StatusCode::BAD_REQUEST, "malformed query string");
     };
-    let ep = &state.toolkit.endpoints[index];
-    let values = match ep.arguments_from_query(&pairs) {
+    let values = match state.toolkit.endpoints[index].arguments_from_query(&pairs) {
         Ok(v) => v,
         Err(errors) => return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response(),
     };
     let st = state.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        let ep = &st.toolkit.endpoints[index];
-        let mut conn = st.connection(&ep.db_id)?;
-        let limits = Limits {
-            timeout: st.config.timeout,
-            max_rows: st.config.max_rows,
-        };
-        let r = ep.execute(&mut conn, &values, limits);
-        st.give_back(&ep.db_id, conn);
-        match r {
-            Ok(rows) => Ok(axum::Json(rows).into_response()),
-            Err(RunError::Timeout(ms)) => Err(detail(StatusCode::GATEWAY_TIMEOUT, format!("the query ran longer than the {ms} ms limit"))),
-            Err(RunError::TooLarge(n)) => Err(detail(StatusCode::PAYLOAD_TOO_LARGE, format!("the result has more than {n} rows (response-size cap); narrow the parameters"))),
-            Err(RunError::Database(e)) => Err(detail(StatusCode::INTERNAL_SERVER_ERROR, format!("query failed: {e}"))),
-        }
-    })
-    .await;
-    match result {
-        Ok(Ok(r)) | Ok(Err(r)) => r,
-        Err(e) => detail(StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}")),
-    }
+    respond(tokio::task::spawn_blocking(move || run_endpoint(&st, index, &values).map(|rows| axum::Json(rows).into_response())).await)
 }
 
 fn session_id(state: &AppState) -> String {
@@ -232,47 +316,8 @@ async fn create_session(State(state): State<Shared>, body: Result<axum::Json<Jso
         Ok(axum::Json(b)) => b,
         Err(e) => return detail(e.status(), e.body_text()),
     };
-    let setup = if let Some(id) = body.get("id").and_then(Json::as_str) {
-        match state.toolkit.setups.get(id) {
-            Some(c) => c.clone(),
-            None => return detail(StatusCode::NOT_FOUND, format!("no example with id {id:?} in {}", state.toolkit.name)),
-        }
-    } else if let Some(args) = body.get("arguments").and_then(Json::as_object) {
-        Call {
-            name: "initialize_active_data".into(),
-            arguments: args.clone(),
-            label: "starting_table_var".into(),
-        }
-    } else {
-        return detail(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"id\": <example id>} or {\"arguments\": {<initialize_active_data arguments>}}");
-    };
-    let db_path = setup.arguments.get("database_path").and_then(Json::as_str).unwrap_or_default();
-    if !safe_database_path(db_path) {
-        return detail(StatusCode::UNPROCESSABLE_ENTITY, format!("database_path {db_path:?} must be a relative path to a .sqlite file inside the database root"));
-    }
     let st = state.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        let mut session = Session::default();
-        let out = st
-            .executor
-            .step(&mut session, &setup)
-            .map(|v| value_json(v, 5))
-            .map_err(|e| detail(StatusCode::UNPROCESSABLE_ENTITY, e))?;
-        let id = session_id(&st);
-        let mut sessions = st.sessions.lock().expect("sessions");
-        if sessions.len() >= st.config.max_sessions {
-            if let Some(oldest) = sessions.iter().min_by_key(|(_, (t, _))| *t).map(|(k, _)| k.clone()) {
-                sessions.remove(&oldest);
-            }
-        }
-        sessions.insert(id.clone(), (Instant::now(), Arc::new(Mutex::new(session))));
-        Ok(axum::Json(json!({"session_id": id, "label": setup.label, "output": out})).into_response())
-    })
-    .await;
-    match result {
-        Ok(Ok(r)) | Ok(Err(r)) => r,
-        Err(e) => detail(StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}")),
-    }
+    respond(tokio::task::spawn_blocking(move || open_session(&st, &body).map(|v| axum::Json(v).into_response())).await)
 }
 
 async fn delete_session(State(state): State<Shared>, UrlPath(id): UrlPath<String>) -> Response {
@@ -299,38 +344,15 @@ async fn call_tool(
     if !known_tool(&state.toolkit, &name) {
         return detail(StatusCode::NOT_FOUND, format!("no tool named {name:?} in {}", state.toolkit.name));
     }
-    let Some(sid) = body.get("session_id").and_then(Json::as_str) else {
+    let Some(sid) = body.get("session_id").and_then(Json::as_str).map(String::from) else {
         return detail(StatusCode::UNPROCESSABLE_ENTITY, "missing session_id (create one with POST /sessions)");
     };
     let Some(arguments) = body.get("arguments").and_then(Json::as_object).cloned() else {
         return detail(StatusCode::UNPROCESSABLE_ENTITY, "missing arguments object");
     };
-    let session = {
-        let mut sessions = state.sessions.lock().expect("sessions");
-        match sessions.get_mut(sid) {
-            Some((t, s)) => {
-                *t = Instant::now();
-                s.clone()
-            }
-            None => return detail(StatusCode::NOT_FOUND, format!("unknown or expired session {sid:?}")),
-        }
-    };
-    let label = body
-        .get("label")
-        .and_then(Json::as_str)
-        .map(String::from)
-        .unwrap_or_else(|| format!("{name}_{}", state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
-    let call = Call { name, arguments, label };
+    let label = body.get("label").and_then(Json::as_str).map(String::from);
     let st = state.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        let mut session = session.lock().expect("session");
-        match st.executor.step(&mut session, &call) {
-            Ok(v) => axum::Json(json!({"label": call.label, "output": value_json(v, st.config.max_rows)})).into_response(),
-            Err(e) => detail(StatusCode::UNPROCESSABLE_ENTITY, e),
-        }
-    })
-    .await;
-    result.unwrap_or_else(|e| detail(StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}")))
+    respond(tokio::task::spawn_blocking(move || run_tool(&st, &name, &sid, arguments, label).map(|v| axum::Json(v).into_response())).await)
 }
 
 /// Injects the fault a request asks for (header) or draws (`fault_rate`); see the module doc.
@@ -412,17 +434,22 @@ async fn limit_uri(req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-/// The server's routes over a loaded toolkit.
-pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
+/// The shared state over a loaded toolkit.
+pub(crate) fn state(toolkit: Toolkit, config: ServeConfig) -> Shared {
     let executor = Executor::new(&toolkit.database_root);
-    let state = Arc::new(AppState {
+    Arc::new(AppState {
         toolkit,
         config,
         executor,
         pool: Mutex::new(HashMap::new()),
         sessions: Mutex::new(HashMap::new()),
         counter: std::sync::atomic::AtomicU64::new(0),
-    });
+    })
+}
+
+/// The server's routes over a loaded toolkit (the MCP streamable-HTTP endpoint at `/mcp`).
+pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
+    let state = state(toolkit, config);
     let mut app: Router<Shared> = Router::new();
     for (i, ep) in state.toolkit.endpoints.iter().enumerate() {
         app = app.route(
@@ -445,6 +472,7 @@ pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
         .route("/sessions", post(create_session))
         .route("/sessions/{id}", axum::routing::delete(delete_session))
         .route("/tools/{name}", post(call_tool))
+        .nest_service("/mcp", crate::mcp::streamable_http(state.clone()))
         .fallback(|| async { detail(StatusCode::NOT_FOUND, "Not Found") })
         .layer(middleware::from_fn_with_state(state.clone(), inject_fault))
         .layer(DefaultBodyLimit::max(64 * 1024))

@@ -1,0 +1,185 @@
+//! The recipe's tools over the Model Context Protocol (rmcp): `toolforge serve RECIPE --mcp`
+//! (stdio) and `/mcp` on the HTTP server (streamable HTTP), backed by the same handlers as the
+//! HTTP routes ([`crate::serve`]).
+//!
+//! Tools: REST datasets list every endpoint (input schema = its query parameters; a name shared
+//! by several databases is qualified `<db_id>__<name>`). SLOT/SEL datasets list
+//! `create_session` (`{"id"}` of an example, or `{"arguments"}` of a join step) and every tool of
+//! the catalog with two extra arguments, `session_id` (required) and `label` (optional). A call's
+//! result is one text block with the JSON the HTTP route returns (also as structured content);
+//! a failed call is a tool error (`isError: true`) whose text says why.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::ErrorData;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Map, Value as Json, json};
+
+use crate::serve::{AppState, Shared, open_session, run_endpoint, run_tool};
+
+/// What an MCP tool name runs.
+#[derive(Clone)]
+enum Target {
+    Endpoint(usize),
+    Session,
+    Tool(String),
+}
+
+/// The MCP server over a loaded toolkit.
+#[derive(Clone)]
+pub struct McpServer {
+    state: Shared,
+    tools: Arc<Vec<Tool>>,
+    targets: Arc<HashMap<String, Target>>,
+}
+
+fn object(v: Json) -> Arc<Map<String, Json>> {
+    Arc::new(v.as_object().cloned().unwrap_or_default())
+}
+
+impl McpServer {
+    /// Lists the toolkit's tools (see the module doc).
+    pub(crate) fn new(state: Shared) -> McpServer {
+        let mut tools = Vec::new();
+        let mut targets = HashMap::new();
+        let tk = &state.toolkit;
+        if tk.format == "rest" {
+            let mut count: HashMap<&str, usize> = HashMap::new();
+            for e in &tk.endpoints {
+                *count.entry(e.name.as_str()).or_default() += 1;
+            }
+            for (i, e) in tk.endpoints.iter().enumerate() {
+                let name = if count[e.name.as_str()] > 1 { format!("{}__{}", e.db_id, e.name) } else { e.name.clone() };
+                let spec = e.tool_spec();
+                tools.push(Tool::new(name.clone(), spec.description, object(spec.parameters)));
+                targets.insert(name, Target::Endpoint(i));
+            }
+        } else {
+            tools.push(Tool::new(
+                "create_session",
+                "Run an example's join step and open a session; returns session_id and the first rows of the joined table (label starting_table_var).",
+                object(json!({"type": "object", "properties": {
+                    "id": {"type": "string", "description": "Example id whose join step to run."},
+                    "arguments": {"type": "object", "description": "initialize_active_data arguments (instead of id)."}
+                }})),
+            ));
+            targets.insert("create_session".to_string(), Target::Session);
+            for t in &tk.catalog {
+                let mut params = t.parameters.clone();
+                if let Some(props) = params["properties"].as_object_mut() {
+                    props.insert("session_id".into(), json!({"type": "string", "description": "The session from create_session."}));
+                    props.insert("label".into(), json!({"type": "string", "description": "Label for the output; later calls refer to it as $label$."}));
+                }
+                if let Some(req) = params["required"].as_array_mut() {
+                    req.push(json!("session_id"));
+                }
+                tools.push(Tool::new(t.name.clone(), t.description.clone(), object(params)));
+                targets.insert(t.name.clone(), Target::Tool(t.name.clone()));
+            }
+        }
+        McpServer {
+            state,
+            tools: Arc::new(tools),
+            targets: Arc::new(targets),
+        }
+    }
+
+    fn call(state: &AppState, target: &Target, mut args: Map<String, Json>) -> Result<Json, String> {
+        match target {
+            Target::Endpoint(i) => {
+                let values = state.toolkit.endpoints[*i]
+                    .arguments_from_json(&args)
+                    .map_err(|errors| json!({"detail": errors}).to_string())?;
+                run_endpoint(state, *i, &values).map(|rows| json!(rows)).map_err(|(_, m)| m)
+            }
+            Target::Session => open_session(state, &Json::Object(args)).map_err(|(_, m)| m),
+            Target::Tool(name) => {
+                let sid = args
+                    .remove("session_id")
+                    .and_then(|v| v.as_str().map(String::from))
+                    .ok_or("missing session_id (call create_session first)")?;
+                let label = args.remove("label").and_then(|v| v.as_str().map(String::from));
+                run_tool(state, name, &sid, args, label).map_err(|(_, m)| m)
+            }
+        }
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut implementation = Implementation::default();
+        implementation.name = "toolforge".into();
+        implementation.version = env!("CARGO_PKG_VERSION").into();
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(implementation)
+            .with_instructions(format!(
+                "Tools of the toolforge dataset {} ({}).",
+                self.state.toolkit.name, self.state.toolkit.format
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(target) = self.targets.get(request.name.as_ref()).cloned() else {
+            return Err(ErrorData::invalid_params(format!("no tool named {:?}", request.name), None));
+        };
+        let args = request.arguments.unwrap_or_default();
+        let state = self.state.clone();
+        let result = tokio::task::spawn_blocking(move || McpServer::call(&state, &target, args))
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(match result {
+            Ok(v) => {
+                let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
+                r.structured_content = Some(v);
+                r
+            }
+            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+        }
+        .into())
+    }
+}
+
+/// The streamable-HTTP MCP service mounted at `/mcp` of the HTTP server.
+pub(crate) fn streamable_http(
+    state: Shared,
+) -> rmcp::transport::streamable_http_server::tower::StreamableHttpService<
+    McpServer,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    let server = McpServer::new(state);
+    rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Default::default(),
+        Default::default(),
+    )
+}
+
+/// Serves the toolkit over MCP on stdin/stdout until the client closes the stream.
+pub fn run_stdio(toolkit: crate::serve::Toolkit, config: crate::serve::ServeConfig) -> anyhow::Result<()> {
+    use rmcp::ServiceExt as _;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let server = McpServer::new(crate::serve::state(toolkit, config));
+        let running = server.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        Ok(())
+    })
+}
