@@ -16,4 +16,5 @@ pub mod sql;
 pub mod store;
 pub mod text2sql;
 pub mod tools;
+pub mod variants;
 pub mod verify;

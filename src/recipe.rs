@@ -79,6 +79,9 @@ pub struct Recipe {
     /// Store directory (default `out/.store`), relative to the project root.
     #[serde(default)]
     pub store: Option<PathBuf>,
+    /// `[variants]`: extra rows derived after the compile stage (see [`crate::variants`]).
+    #[serde(default)]
+    pub variants: Option<crate::variants::VariantsConfig>,
 }
 
 fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, RecipeError> {
@@ -111,6 +114,9 @@ impl Recipe {
                 path: path.into(),
                 message: format!("key `split`: required for format {:?} (the question file's split, e.g. \"dev\")", recipe.format),
             });
+        }
+        if let Some(message) = recipe.variants.as_ref().and_then(|v| v.validate().err()) {
+            return Err(RecipeError::Invalid { path: path.into(), message });
         }
         let stem = path
             .file_stem()
