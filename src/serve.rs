@@ -9,6 +9,9 @@
 //! | `GET /openapi.json`        | the dataset's OpenAPI document                                       |
 //! | `GET /healthz`             | `{"status": "ok", ...}`                                              |
 //!
+//! When the dataset has schema drift (`tools/drift.json`), A_new is enforced: see
+//! [`Toolkit::drift`].
+//!
 //! Anything else is 404 `{"detail": "Not Found"}` (FastAPI's body). Databases are opened
 //! read-only; every query runs under a time limit (504 past it) and a row cap (413 past it);
 //! request bodies over 64 KiB get 413 and URIs over 8 KiB get 414. SIGINT/SIGTERM stop
@@ -74,6 +77,12 @@ pub struct Toolkit {
     pub database_root: PathBuf,
     /// Each example's join step, by example id (SLOT/SEL sessions).
     pub setups: HashMap<String, Call>,
+    /// Schema drift (`tools/drift.json`), when the dataset has it: the server then enforces
+    /// A_new — drifted REST endpoints answer at their A_new path with A_new query parameters,
+    /// drifted tools under their A_new name with A_new arguments (JSON Schema validation, 422
+    /// in FastAPI's shape naming the field), and calls are un-migrated before they run
+    /// ([`crate::variants::drift`]).
+    pub drift: Option<crate::variants::drift::Drift>,
 }
 
 impl Toolkit {
@@ -117,6 +126,11 @@ impl Toolkit {
                 .collect();
             (vec![], crate::openapi::tools_document(&name, env!("CARGO_PKG_VERSION"), &catalog), setups)
         };
+        let drift = if dir.join("tools/drift.json").is_file() {
+            Some(serde_json::from_value(read("tools/drift.json")?).context("parsing tools/drift.json")?)
+        } else {
+            None
+        };
         Ok(Toolkit {
             name,
             format,
@@ -125,6 +139,7 @@ impl Toolkit {
             openapi,
             database_root: database_root(dir, databases)?,
             setups,
+            drift,
         })
     }
 }
@@ -163,12 +178,23 @@ impl AppState {
     }
 }
 
-async fn rest_endpoint(state: Shared, index: usize, query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>) -> Response {
+async fn rest_endpoint(
+    state: Shared,
+    index: usize,
+    drift: Option<Arc<crate::variants::drift::ToolDrift>>,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Response {
     let Ok(Query(pairs)) = query else {
         return detail(StatusCode::BAD_REQUEST, "malformed query string");
     };
     let ep = &state.toolkit.endpoints[index];
-    let values = match ep.arguments_from_query(&pairs) {
+    let checked = match &drift {
+        // A_new: typed and validated against the drifted schema, then un-migrated.
+        Some(d) => crate::variants::drift::Drift::check_query(d, &pairs)
+            .and_then(|args| ep.arguments_from_json(&args)),
+        None => ep.arguments_from_query(&pairs),
+    };
+    let values = match checked {
         Ok(v) => v,
         Err(errors) => return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response(),
     };
@@ -283,15 +309,29 @@ async fn call_tool(
         Ok(axum::Json(b)) => b,
         Err(e) => return detail(e.status(), e.body_text()),
     };
-    if !known_tool(&state.toolkit, &name) {
+    let drifted = state.toolkit.drift.as_ref().is_some_and(|d| d.by_new_name(None, &name).is_some());
+    if !drifted && !known_tool(&state.toolkit, &name) {
         return detail(StatusCode::NOT_FOUND, format!("no tool named {name:?} in {}", state.toolkit.name));
     }
     let Some(sid) = body.get("session_id").and_then(Json::as_str) else {
         return detail(StatusCode::UNPROCESSABLE_ENTITY, "missing session_id (create one with POST /sessions)");
     };
-    let Some(arguments) = body.get("arguments").and_then(Json::as_object).cloned() else {
+    let Some(mut arguments) = body.get("arguments").and_then(Json::as_object).cloned() else {
         return detail(StatusCode::UNPROCESSABLE_ENTITY, "missing arguments object");
     };
+    // Under drift: A_new arguments validated, then the A_old call runs.
+    let mut name = name;
+    if let Some(d) = &state.toolkit.drift {
+        match d.check_body(&name, &arguments, "") {
+            Ok(Some(old)) => {
+                name = old.name;
+                arguments = old.arguments;
+            }
+            Ok(None) => {}
+            Err(None) => return detail(StatusCode::NOT_FOUND, format!("no tool named {name:?} in {}", state.toolkit.name)),
+            Err(Some(errors)) => return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response(),
+        }
+    }
     let session = {
         let mut sessions = state.sessions.lock().expect("sessions");
         match sessions.get_mut(sid) {
@@ -340,9 +380,16 @@ pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
     });
     let mut app: Router<Shared> = Router::new();
     for (i, ep) in state.toolkit.endpoints.iter().enumerate() {
+        let drift = state
+            .toolkit
+            .drift
+            .as_ref()
+            .and_then(|d| d.by_old_name(Some(&ep.db_id), &ep.name))
+            .map(|d| Arc::new(d.clone()));
+        let path = drift.as_ref().and_then(|d| d.path_new.clone()).unwrap_or_else(|| ep.path.clone());
         app = app.route(
-            &ep.path,
-            get(move |State(st): State<Shared>, q| rest_endpoint(st, i, q)),
+            &path,
+            get(move |State(st): State<Shared>, q| rest_endpoint(st, i, drift.clone(), q)),
         );
     }
     let health = {
