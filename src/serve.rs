@@ -191,7 +191,7 @@ async fn rest_endpoint(
     let checked = match &drift {
         // A_new: typed and validated against the drifted schema, then un-migrated.
         Some(d) => crate::variants::drift::Drift::check_query(d, &pairs)
-            .and_then(|args| ep.arguments_from_json(&args)),
+            .and_then(|args| ep.arguments_from_json(&args).map_err(|errors| d.errors_in_new_names(errors))),
         None => ep.arguments_from_query(&pairs),
     };
     let values = match checked {

@@ -194,6 +194,33 @@ pub struct ToolDrift {
     pub changes: Vec<Change>,
 }
 
+impl ToolDrift {
+    /// The A_new name of the A_old parameter `old` (renamed through the change log).
+    pub fn new_parameter_name(&self, old: &str) -> String {
+        self.changes
+            .iter()
+            .find_map(|c| match c {
+                Change::ParameterRename { from, to } if from == old => Some(to.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| old.to_string())
+    }
+
+    /// Errors the A_old endpoint reported on an un-migrated call (`loc` `[where, old name]`),
+    /// renamed to the A_new parameter names the caller used.
+    pub fn errors_in_new_names(&self, errors: Vec<Value>) -> Vec<Value> {
+        errors
+            .into_iter()
+            .map(|mut e| {
+                if let Some(name) = e["loc"][1].as_str().map(|n| self.new_parameter_name(n)) {
+                    e["loc"][1] = json!(name);
+                }
+                e
+            })
+            .collect()
+    }
+}
+
 fn props(schema: &Value) -> Vec<(String, Value)> {
     schema["properties"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default()
 }
