@@ -56,10 +56,17 @@ fn build(recipe: &str, tmp: &Path) -> (Build, PathBuf) {
     }
     assert!(files.iter().any(|f| f.ends_with("tools/drift.json")));
     for f in &files {
-        assert!(std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(), "{} differs between builds", f.display());
+        assert!(
+            std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(),
+            "{} differs between builds",
+            f.display()
+        );
     }
     let build = compile(&path, Some(&store), false).unwrap();
-    eprintln!("{recipe}: {}", serde_json::to_string_pretty(&build.stats["variants"]).unwrap());
+    eprintln!(
+        "{recipe}: {}",
+        serde_json::to_string_pretty(&build.stats["variants"]).unwrap()
+    );
     (build, a)
 }
 
@@ -90,13 +97,21 @@ impl Runner {
             .into_iter()
             .map(|e| ((e.db_id.clone(), e.name.clone()), e))
             .collect();
-        Runner { format: build.recipe.format.clone(), executor: Executor::new(spider_dbs()), endpoints, conns: HashMap::new() }
+        Runner {
+            format: build.recipe.format.clone(),
+            executor: Executor::new(spider_dbs()),
+            endpoints,
+            conns: HashMap::new(),
+        }
     }
 
     fn reproduces(&mut self, e: &Example, calls: &[Call]) -> bool {
         let gold = e.gold_answer.as_ref().unwrap();
         if self.format != "rest" {
-            return self.executor.run(calls).is_ok_and(|got| answers_match(gold, &got, e.ordered));
+            return self
+                .executor
+                .run(calls)
+                .is_ok_and(|got| answers_match(gold, &got, e.ordered));
         }
         let db = e.db_id.clone().unwrap();
         let ep = &self.endpoints[&(db.clone(), calls[0].name.clone())];
@@ -114,12 +129,23 @@ fn check_variants(build: &Build) -> BTreeMap<String, usize> {
     let drift = drift_of(build);
     let rest = build.recipe.format == "rest";
     let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
-    let parents: HashMap<&str, &Example> = examples.iter().filter(|e| !is_variant(e)).map(|e| (e.id.as_str(), *e)).collect();
+    let parents: HashMap<&str, &Example> = examples
+        .iter()
+        .filter(|e| !is_variant(e))
+        .map(|e| (e.id.as_str(), *e))
+        .collect();
     let mut runner = Runner::new(build);
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     let (mut loud_checked, mut changes_seen) = (0, BTreeMap::<&str, usize>::new());
     let mut invalid_in_a_old = 0;
-    let threshold = build.recipe.variants.as_ref().unwrap().distractors.as_ref().map(|d| d.max_signature_similarity);
+    let threshold = build
+        .recipe
+        .variants
+        .as_ref()
+        .unwrap()
+        .distractors
+        .as_ref()
+        .map(|d| d.max_signature_similarity);
     for v in examples.iter().filter(|e| is_variant(e)) {
         let parent = parents[meta(v, "variant_of").as_str().unwrap()];
         let kind = meta(v, "variant_kind").as_str().unwrap();
@@ -142,7 +168,12 @@ fn check_variants(build: &Build) -> BTreeMap<String, usize> {
                             // must validate under A_new.
                             let a_old = parent.tools.iter().find(|t| t.name == old.name).unwrap();
                             if fastapi_errors(&a_old.parameters, &old.arguments, "body").is_empty() {
-                                assert!(errors.is_empty(), "{}: migrated {} invalid under A_new: {errors:?}", v.id, c.name);
+                                assert!(
+                                    errors.is_empty(),
+                                    "{}: migrated {} invalid under A_new: {errors:?}",
+                                    v.id,
+                                    c.name
+                                );
                             } else {
                                 invalid_in_a_old += 1;
                             }
@@ -159,7 +190,11 @@ fn check_variants(build: &Build) -> BTreeMap<String, usize> {
                         None => back.push(c.clone()),
                     }
                 }
-                assert!(runner.reproduces(v, &back), "{}: un-migrated calls do not reproduce gold", v.id);
+                assert!(
+                    runner.reproduces(v, &back),
+                    "{}: un-migrated calls do not reproduce gold",
+                    v.id
+                );
                 for i in detail["loud_calls"].as_array().unwrap() {
                     let old = &parent.output[i.as_u64().unwrap() as usize];
                     if let Some(spec) = new.iter().find(|t| t.name == old.name) {
@@ -187,9 +222,19 @@ fn check_variants(build: &Build) -> BTreeMap<String, usize> {
                 let added: Vec<&ToolSpec> = v.tools.iter().filter(|t| !parent.tools.contains(t)).collect();
                 assert!(!added.is_empty() && added.len() <= 5);
                 assert_eq!(v.tools.len(), parent.tools.len() + added.len());
-                let gold: Vec<Features> = parent.tools.iter().filter(|t| gold_tool_names(parent).contains(&t.name)).map(Features::of).collect();
+                let gold: Vec<Features> = parent
+                    .tools
+                    .iter()
+                    .filter(|t| gold_tool_names(parent).contains(&t.name))
+                    .map(Features::of)
+                    .collect();
                 for a in &added {
-                    assert!(!parent.tools.iter().any(|t| t.name == a.name), "{}: name clash {}", v.id, a.name);
+                    assert!(
+                        !parent.tools.iter().any(|t| t.name == a.name),
+                        "{}: name clash {}",
+                        v.id,
+                        a.name
+                    );
                     for g in &gold {
                         assert!(signature_similarity(&Features::of(a), g) < threshold.unwrap());
                     }
@@ -201,7 +246,11 @@ fn check_variants(build: &Build) -> BTreeMap<String, usize> {
                 assert_eq!(detail["original_input"], json!(parent.input));
                 let case = detail["perturbation"] == "case";
                 let values = gold_value_texts(&v.output);
-                assert!(preserves_values(&parent.input, &v.input, &values, case).is_ok(), "{}", v.id);
+                assert!(
+                    preserves_values(&parent.input, &v.input, &values, case).is_ok(),
+                    "{}",
+                    v.id
+                );
                 assert_eq!(v.output, parent.output);
             }
             other => panic!("unknown kind {other}"),
@@ -251,18 +300,35 @@ fn check_live_tools(build: &Build, dir: &Path, max_rows: usize) {
     let base = format!("http://{addr}");
     let agent = agent();
     let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
-    let parents: HashMap<&str, &Example> = examples.iter().filter(|e| !is_variant(e)).map(|e| (e.id.as_str(), *e)).collect();
+    let parents: HashMap<&str, &Example> = examples
+        .iter()
+        .filter(|e| !is_variant(e))
+        .map(|e| (e.id.as_str(), *e))
+        .collect();
     let (mut rejected, mut not_found, mut rows) = (0, 0, 0);
-    for v in examples.iter().filter(|e| is_variant(e) && meta(e, "variant_kind") == "drift").take(max_rows) {
+    for v in examples
+        .iter()
+        .filter(|e| is_variant(e) && meta(e, "variant_kind") == "drift")
+        .take(max_rows)
+    {
         let parent = parents[meta(v, "variant_of").as_str().unwrap()];
         let (s, body) = post(&agent, &format!("{base}/sessions"), &json!({"id": parent.id}));
         assert_eq!(s, 200, "{body}");
         let sid = body["session_id"].as_str().unwrap().to_string();
-        let loud: Vec<u64> = meta(v, "variant")["loud_calls"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        let loud: Vec<u64> = meta(v, "variant")["loud_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
         for (i, c) in v.output.iter().enumerate().skip(1) {
             let old = &parent.output[i];
             if loud.contains(&(i as u64)) {
-                let (s, body) = post(&agent, &format!("{base}/tools/{}", old.name), &json!({"session_id": sid, "arguments": old.arguments, "label": old.label}));
+                let (s, body) = post(
+                    &agent,
+                    &format!("{base}/tools/{}", old.name),
+                    &json!({"session_id": sid, "arguments": old.arguments, "label": old.label}),
+                );
                 if old.name == c.name {
                     assert_eq!(s, 422, "{}: old call {} accepted: {body}", v.id, old.name);
                     let d = &body["detail"][0];
@@ -275,12 +341,19 @@ fn check_live_tools(build: &Build, dir: &Path, max_rows: usize) {
                     not_found += 1;
                 }
             }
-            let (s, body) = post(&agent, &format!("{base}/tools/{}", c.name), &json!({"session_id": sid, "arguments": c.arguments, "label": c.label}));
+            let (s, body) = post(
+                &agent,
+                &format!("{base}/tools/{}", c.name),
+                &json!({"session_id": sid, "arguments": c.arguments, "label": c.label}),
+            );
             assert_eq!(s, 200, "{}: migrated {} rejected: {body}", v.id, c.name);
         }
         rows += 1;
     }
-    eprintln!("{}: live drift rows {rows}; old calls 422 {rejected}, 404 {not_found}", build.recipe.name);
+    eprintln!(
+        "{}: live drift rows {rows}; old calls 422 {rejected}, 404 {not_found}",
+        build.recipe.name
+    );
     assert!(rejected > 0 && rows > 0);
 }
 
@@ -294,7 +367,10 @@ fn slot_spider_variants() {
     check_live_tools(&build, &dir, usize::MAX);
     // The report still counts compiled examples only.
     let report: Value = serde_json::from_slice(&std::fs::read(dir.join("report/verification.json")).unwrap()).unwrap();
-    assert_eq!(report["attempted"].as_u64().unwrap(), report["kept"].as_u64().unwrap() + report["dropped"].as_u64().unwrap());
+    assert_eq!(
+        report["attempted"].as_u64().unwrap(),
+        report["kept"].as_u64().unwrap() + report["dropped"].as_u64().unwrap()
+    );
 }
 
 #[test]
@@ -313,20 +389,34 @@ fn rest_spider_variants() {
     let kinds = check_variants(&build);
     assert!(kinds["distractors"] > 0 && kinds["drift"] > 0);
     let drift = drift_of(&build);
-    assert!(drift.tools.iter().all(|t| !t.changes.iter().any(|c| matches!(c, Change::NestedObject { .. }))));
+    assert!(
+        drift
+            .tools
+            .iter()
+            .all(|t| !t.changes.iter().any(|c| matches!(c, Change::NestedObject { .. })))
+    );
     // Live: every drift row at its A_new path; old parameter names → 422 naming the field.
     let toolkit = Toolkit::load(&dir, Some(&spider_dbs())).unwrap();
     let addr = spawn(toolkit, ServeConfig::default()).unwrap();
     let agent = agent();
     let (mut ok, mut rejected) = (0, 0);
-    for v in build.groups.values().flat_map(|o| &o.examples).filter(|e| is_variant(e) && meta(e, "variant_kind") == "drift") {
+    for v in build
+        .groups
+        .values()
+        .flat_map(|o| &o.examples)
+        .filter(|e| is_variant(e) && meta(e, "variant_kind") == "drift")
+    {
         let c = &v.output[0];
         let d = drift.by_new_name(v.db_id.as_deref(), &c.name).unwrap();
         let path = d.path_new.as_ref().unwrap();
         let (s, body) = get(&agent, &format!("http://{addr}{path}"), &c.arguments);
         assert_eq!(s, 200, "{}: {body}", v.id);
         let got: toolforge::verify::Answer = serde_json::from_value(body).unwrap();
-        assert!(answers_match(v.gold_answer.as_ref().unwrap(), &got, v.ordered), "{}", v.id);
+        assert!(
+            answers_match(v.gold_answer.as_ref().unwrap(), &got, v.ordered),
+            "{}",
+            v.id
+        );
         ok += 1;
         let renames: Vec<(&String, &String)> = d
             .changes
@@ -344,11 +434,20 @@ fn rest_spider_variants() {
             old.insert(from.to_string(), val);
             let (s, body) = get(&agent, &format!("http://{addr}{path}"), &old);
             assert_eq!(s, 422, "{}: {body}", v.id);
-            assert!(body["detail"].as_array().unwrap().contains(&json!({"type": "missing", "loc": ["query", to], "msg": "Field required", "input": null})), "{body}");
+            assert!(
+                body["detail"].as_array().unwrap().contains(
+                    &json!({"type": "missing", "loc": ["query", to], "msg": "Field required", "input": null})
+                ),
+                "{body}"
+            );
             rejected += 1;
         }
         if d.path_new != d.path_old {
-            let (s, _) = get(&agent, &format!("http://{addr}{}", d.path_old.as_ref().unwrap()), &c.arguments);
+            let (s, _) = get(
+                &agent,
+                &format!("http://{addr}{}", d.path_old.as_ref().unwrap()),
+                &c.arguments,
+            );
             assert_eq!(s, 404);
         }
     }

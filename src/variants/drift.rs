@@ -38,8 +38,14 @@ use crate::tools::rest::Endpoint;
 use crate::tools::{Call, ToolSpec};
 
 /// The six DynamicToolBench drift operators.
-pub const OPERATORS: [&str; 6] =
-    ["endpoint_evolution", "parameter_rename", "type_drift", "required_swap", "default_flip", "nested_object"];
+pub const OPERATORS: [&str; 6] = [
+    "endpoint_evolution",
+    "parameter_rename",
+    "type_drift",
+    "required_swap",
+    "default_flip",
+    "nested_object",
+];
 
 /// The curated synonym table of `parameter_rename` (whole names first, then per `_` token).
 pub const SYNONYMS: &[(&str, &str)] = &[
@@ -222,15 +228,23 @@ impl ToolDrift {
 }
 
 fn props(schema: &Value) -> Vec<(String, Value)> {
-    schema["properties"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default()
+    schema["properties"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
 }
 
 fn required(schema: &Value) -> Vec<String> {
-    schema["required"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+    schema["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .unwrap_or_default()
 }
 
 fn single_type(p: &Value) -> Option<&str> {
-    p["type"].as_str().filter(|t| matches!(*t, "integer" | "number" | "boolean"))
+    p["type"]
+        .as_str()
+        .filter(|t| matches!(*t, "integer" | "number" | "boolean"))
 }
 
 fn camel(name: &str) -> String {
@@ -256,7 +270,10 @@ pub fn renamed(name: &str) -> Option<String> {
     if let Some(n) = lookup(name) {
         return Some(n);
     }
-    let toks: Vec<String> = name.split('_').map(|t| lookup(t).unwrap_or_else(|| t.to_string())).collect();
+    let toks: Vec<String> = name
+        .split('_')
+        .map(|t| lookup(t).unwrap_or_else(|| t.to_string()))
+        .collect();
     let joined = toks.join("_");
     if joined != name {
         return Some(joined);
@@ -294,7 +311,10 @@ pub fn plan_tool(spec: &ToolSpec, path: Option<&str>, cfg: &DriftConfig, rng: &m
                     .filter(|(n, _)| !taken.contains(n))
                     .filter_map(|(n, p)| single_type(p).map(|t| (n.clone(), t.to_string())))
                     .collect();
-                pick_some(&el, rng).into_iter().map(|(parameter, from)| Change::TypeDrift { parameter, from }).collect()
+                pick_some(&el, rng)
+                    .into_iter()
+                    .map(|(parameter, from)| Change::TypeDrift { parameter, from })
+                    .collect()
             }
             "default_flip" => {
                 let el: Vec<(String, bool)> = ps
@@ -306,7 +326,11 @@ pub fn plan_tool(spec: &ToolSpec, path: Option<&str>, cfg: &DriftConfig, rng: &m
                     vec![]
                 } else {
                     let (n, d) = el[rng.below(el.len())].clone();
-                    vec![Change::DefaultFlip { parameter: n, old: json!(d), new: json!(!d) }]
+                    vec![Change::DefaultFlip {
+                        parameter: n,
+                        old: json!(d),
+                        new: json!(!d),
+                    }]
                 }
             }
             "required_swap" => {
@@ -325,7 +349,11 @@ pub fn plan_tool(spec: &ToolSpec, path: Option<&str>, cfg: &DriftConfig, rng: &m
                     vec![]
                 } else {
                     let (parameter, now_required, default) = el[rng.below(el.len())].clone();
-                    vec![Change::RequiredSwap { parameter, now_required, default }]
+                    vec![Change::RequiredSwap {
+                        parameter,
+                        now_required,
+                        default,
+                    }]
                 }
             }
             "parameter_rename" => {
@@ -335,7 +363,10 @@ pub fn plan_tool(spec: &ToolSpec, path: Option<&str>, cfg: &DriftConfig, rng: &m
                     .filter_map(|n| renamed(n).map(|r| (n.clone(), r)))
                     .filter(|(_, r)| !names.contains(r))
                     .collect();
-                pick_some(&el, rng).into_iter().map(|(from, to)| Change::ParameterRename { from, to }).collect()
+                pick_some(&el, rng)
+                    .into_iter()
+                    .map(|(from, to)| Change::ParameterRename { from, to })
+                    .collect()
             }
             _ => {
                 // nested_object; members named after renaming, applied later
@@ -348,7 +379,11 @@ pub fn plan_tool(spec: &ToolSpec, path: Option<&str>, cfg: &DriftConfig, rng: &m
                         if members.iter().filter(|m| has(m)).count() >= 2 && !has(group) {
                             out.push(Change::NestedObject {
                                 group: group.to_string(),
-                                members: ps.iter().filter(|(n, _)| members.contains(&n.as_str())).map(|(n, _)| n.clone()).collect(),
+                                members: ps
+                                    .iter()
+                                    .filter(|(n, _)| members.contains(&n.as_str()))
+                                    .map(|(n, _)| n.clone())
+                                    .collect(),
                             });
                             break;
                         }
@@ -362,7 +397,10 @@ pub fn plan_tool(spec: &ToolSpec, path: Option<&str>, cfg: &DriftConfig, rng: &m
         }
         if rng.chance(cfg.rate) {
             for c in &changes {
-                if let Change::TypeDrift { parameter, .. } | Change::DefaultFlip { parameter, .. } | Change::RequiredSwap { parameter, .. } = c {
+                if let Change::TypeDrift { parameter, .. }
+                | Change::DefaultFlip { parameter, .. }
+                | Change::RequiredSwap { parameter, .. } = c
+                {
                     taken.push(parameter.clone());
                 }
             }
@@ -392,7 +430,13 @@ pub fn plan_tool(spec: &ToolSpec, path: Option<&str>, cfg: &DriftConfig, rng: &m
         }
     }
     // Canonical order: the order migration applies them.
-    chosen.sort_by_key(|c| OPERATORS.iter().position(|o| *o == c.operator()).map(|i| [2, 1, 0, 0, 0, 3][i]).unwrap_or(9));
+    chosen.sort_by_key(|c| {
+        OPERATORS
+            .iter()
+            .position(|o| *o == c.operator())
+            .map(|i| [2, 1, 0, 0, 0, 3][i])
+            .unwrap_or(9)
+    });
     chosen
 }
 
@@ -426,13 +470,19 @@ fn parse_back(v: &Value, from: &str) -> Result<Value, String> {
             _ => None,
         },
         "integer" => t.parse::<i64>().ok().map(Value::from),
-        _ => t.parse::<i64>().ok().map(Value::from).or_else(|| t.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from)),
+        _ => t
+            .parse::<i64>()
+            .ok()
+            .map(Value::from)
+            .or_else(|| t.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from)),
     };
     parsed.ok_or_else(|| format!("{s:?} is not a valid {from}"))
 }
 
 fn rename_key(map: &Map<String, Value>, from: &str, to: &str) -> Map<String, Value> {
-    map.iter().map(|(k, v)| (if k == from { to.to_string() } else { k.clone() }, v.clone())).collect()
+    map.iter()
+        .map(|(k, v)| (if k == from { to.to_string() } else { k.clone() }, v.clone()))
+        .collect()
 }
 
 /// A_new of a tool: `changes` applied to A_old (a per-instance spec keeps its enums).
@@ -442,7 +492,12 @@ pub fn apply_schema(spec: &ToolSpec, changes: &[Change]) -> ToolSpec {
     let mut req = required(&new.parameters);
     for c in changes {
         match c {
-            Change::EndpointEvolution { name_new, path_old, path_new, .. } => {
+            Change::EndpointEvolution {
+                name_new,
+                path_old,
+                path_new,
+                ..
+            } => {
                 new.name = name_new.clone();
                 if let (Some(a), Some(b)) = (path_old, path_new) {
                     new.description = new.description.replace(a.as_str(), b);
@@ -463,7 +518,11 @@ pub fn apply_schema(spec: &ToolSpec, changes: &[Change]) -> ToolSpec {
                     p["default"] = d.clone();
                 }
             }
-            Change::RequiredSwap { parameter, now_required, .. } => {
+            Change::RequiredSwap {
+                parameter,
+                now_required,
+                ..
+            } => {
                 if *now_required {
                     if !req.contains(parameter) {
                         req.push(parameter.clone());
@@ -507,7 +566,8 @@ pub fn apply_schema(spec: &ToolSpec, changes: &[Change]) -> ToolSpec {
             }
         }
     }
-    new.parameters = json!({"type": "object", "properties": properties, "required": req, "additionalProperties": false});
+    new.parameters =
+        json!({"type": "object", "properties": properties, "required": req, "additionalProperties": false});
     new
 }
 
@@ -538,7 +598,11 @@ pub fn migrate(call: &Call, changes: &[Change]) -> Migrated {
                     args.insert(parameter.clone(), old.clone());
                 }
             }
-            Change::RequiredSwap { parameter, now_required: true, default: Some(d) } => {
+            Change::RequiredSwap {
+                parameter,
+                now_required: true,
+                default: Some(d),
+            } => {
                 if !args.contains_key(parameter) {
                     args.insert(parameter.clone(), d.clone());
                     loud = true;
@@ -576,7 +640,14 @@ pub fn migrate(call: &Call, changes: &[Change]) -> Migrated {
             }
         }
     }
-    Migrated { call: Call { name, arguments: args, label: call.label.clone() }, loud }
+    Migrated {
+        call: Call {
+            name,
+            arguments: args,
+            label: call.label.clone(),
+        },
+        loud,
+    }
 }
 
 /// Rewrites an A_new call back into the A_old call the executor runs (the inverse of
@@ -625,7 +696,11 @@ pub fn unmigrate(call: &Call, changes: &[Change]) -> Result<Call, String> {
             }
         }
     }
-    Ok(Call { name, arguments: args, label: call.label.clone() })
+    Ok(Call {
+        name,
+        arguments: args,
+        label: call.label.clone(),
+    })
 }
 
 fn schema_at<'s>(schema: &'s Value, path: &[String]) -> &'s Value {
@@ -655,7 +730,11 @@ fn type_message(t: &str) -> (&'static str, &'static str) {
 pub fn fastapi_errors(schema: &Value, args: &Map<String, Value>, loc0: &str) -> Vec<Value> {
     let validator = match jsonschema::validator_for(schema) {
         Ok(v) => v,
-        Err(e) => return vec![json!({"type": "value_error", "loc": [loc0], "msg": format!("invalid schema: {e}"), "input": null})],
+        Err(e) => {
+            return vec![
+                json!({"type": "value_error", "loc": [loc0], "msg": format!("invalid schema: {e}"), "input": null}),
+            ];
+        }
     };
     let instance = Value::Object(args.clone());
     let mut out = Vec::new();
@@ -683,12 +762,22 @@ pub fn fastapi_errors(schema: &Value, args: &Map<String, Value>, loc0: &str) -> 
                 }
             }
             jsonschema::error::ValidationErrorKind::Type { .. } => {
-                let t = schema_at(schema, &path)["type"].as_str().unwrap_or_default().to_string();
+                let t = schema_at(schema, &path)["type"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 let (ty, msg) = type_message(&t);
                 out.push(json!({"type": ty, "loc": loc, "msg": msg, "input": inst}));
             }
             jsonschema::error::ValidationErrorKind::Enum { options } => {
-                let opts: Vec<String> = options.as_array().map(|a| a.iter().map(|o| format!("'{}'", o.as_str().unwrap_or_default())).collect()).unwrap_or_default();
+                let opts: Vec<String> = options
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|o| format!("'{}'", o.as_str().unwrap_or_default()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 let msg = match opts.split_last() {
                     Some((last, rest)) if !rest.is_empty() => format!("Input should be {} or {last}", rest.join(", ")),
                     _ => format!("Input should be {}", opts.join("")),
@@ -784,12 +873,16 @@ impl Drift {
 
     /// The drift of the A_old tool `name` (REST: of database `db`).
     pub fn by_old_name(&self, db: Option<&str>, name: &str) -> Option<&ToolDrift> {
-        self.tools.iter().find(|t| t.old.name == name && (self.format != "rest" || t.db_id.as_deref() == db))
+        self.tools
+            .iter()
+            .find(|t| t.old.name == name && (self.format != "rest" || t.db_id.as_deref() == db))
     }
 
     /// The drift of the A_new tool `name` (REST: of database `db`).
     pub fn by_new_name(&self, db: Option<&str>, name: &str) -> Option<&ToolDrift> {
-        self.tools.iter().find(|t| t.new.name == name && (self.format != "rest" || t.db_id.as_deref() == db))
+        self.tools
+            .iter()
+            .find(|t| t.new.name == name && (self.format != "rest" || t.db_id.as_deref() == db))
     }
 
     /// The drift variant of `e`: `tools` = A_old (the parent's), `output` = every call migrated,
@@ -843,18 +936,33 @@ impl Drift {
     /// against A_new; the A_old call to execute. `Ok(None)`: the tool is not drifted (run as is).
     /// `Err(None)`: `name` is an A_old name that no longer exists (404). `Err(Some(detail))`:
     /// FastAPI's 422 `detail` list, `loc` `["body", field…]`.
-    pub fn check_body(&self, name: &str, args: &Map<String, Value>, label: &str) -> Result<Option<Call>, Option<Vec<Value>>> {
+    pub fn check_body(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        label: &str,
+    ) -> Result<Option<Call>, Option<Vec<Value>>> {
         let Some(d) = self.by_new_name(None, name) else {
-            return if self.tools.iter().any(|t| t.old.name == name && t.new.name != name) { Err(None) } else { Ok(None) };
+            return if self.tools.iter().any(|t| t.old.name == name && t.new.name != name) {
+                Err(None)
+            } else {
+                Ok(None)
+            };
         };
         let errors = fastapi_errors(&d.new.parameters, args, "body");
         if !errors.is_empty() {
             return Err(Some(errors));
         }
-        let call = Call { name: name.into(), arguments: args.clone(), label: label.into() };
-        unmigrate(&call, &d.changes)
-            .map(Some)
-            .map_err(|m| Some(vec![json!({"type": "value_error", "loc": ["body"], "msg": m, "input": Value::Object(args.clone())})]))
+        let call = Call {
+            name: name.into(),
+            arguments: args.clone(),
+            label: label.into(),
+        };
+        unmigrate(&call, &d.changes).map(Some).map_err(|m| {
+            Some(vec![
+                json!({"type": "value_error", "loc": ["body"], "msg": m, "input": Value::Object(args.clone())}),
+            ])
+        })
     }
 
     /// A REST GET under A_new: the query pairs of the drifted endpoint `d` typed by A_new
@@ -865,11 +973,18 @@ impl Drift {
         let mut args = Map::new();
         let mut errors = Vec::new();
         for (name, p) in props(&d.new.parameters) {
-            let Some(raw) = pairs.iter().rev().find(|(k, _)| *k == name).map(|(_, v)| v) else { continue };
+            let Some(raw) = pairs.iter().rev().find(|(k, _)| *k == name).map(|(_, v)| v) else {
+                continue;
+            };
             let t = p["type"].as_str().unwrap_or("string");
             let v = match t {
                 "integer" => raw.trim().parse::<i64>().ok().map(Value::from),
-                "number" => raw.trim().parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from),
+                "number" => raw
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite())
+                    .map(Value::from),
                 _ => Some(json!(raw)),
             };
             match v {
@@ -878,19 +993,33 @@ impl Drift {
                 }
                 None => {
                     let (ty, msg) = if t == "integer" {
-                        ("int_parsing", "Input should be a valid integer, unable to parse string as an integer")
+                        (
+                            "int_parsing",
+                            "Input should be a valid integer, unable to parse string as an integer",
+                        )
                     } else {
-                        ("float_parsing", "Input should be a valid number, unable to parse string as a number")
+                        (
+                            "float_parsing",
+                            "Input should be a valid number, unable to parse string as a number",
+                        )
                     };
                     errors.push(json!({"type": ty, "loc": ["query", name], "msg": msg, "input": raw}));
                 }
             }
         }
-        errors.extend(fastapi_errors(&d.new.parameters, &args, "query").into_iter().filter(|e| e["type"] != "int_type" && e["type"] != "float_type"));
+        errors.extend(
+            fastapi_errors(&d.new.parameters, &args, "query")
+                .into_iter()
+                .filter(|e| e["type"] != "int_type" && e["type"] != "float_type"),
+        );
         if !errors.is_empty() {
             return Err(errors);
         }
-        let call = Call { name: d.new.name.clone(), arguments: args.clone(), label: String::new() };
+        let call = Call {
+            name: d.new.name.clone(),
+            arguments: args.clone(),
+            label: String::new(),
+        };
         unmigrate(&call, &d.changes)
             .map(|c| c.arguments)
             .map_err(|m| vec![json!({"type": "value_error", "loc": ["query"], "msg": m, "input": Value::Object(args)})])
@@ -916,7 +1045,11 @@ mod tests {
     }
 
     fn call(args: Value) -> Call {
-        Call { name: "retrieve_data".into(), arguments: args.as_object().unwrap().clone(), label: "L".into() }
+        Call {
+            name: "retrieve_data".into(),
+            arguments: args.as_object().unwrap().clone(),
+            label: "L".into(),
+        }
     }
 
     fn roundtrip(changes: &[Change], args: Value) -> (Migrated, Vec<Value>, Vec<Value>) {
@@ -936,24 +1069,45 @@ mod tests {
 
     #[test]
     fn endpoint_evolution_renames_the_function_and_path() {
-        let c = Change::EndpointEvolution { name_old: "retrieve_data".into(), name_new: "retrieve_data_v2".into(), path_old: None, path_new: None };
+        let c = Change::EndpointEvolution {
+            name_old: "retrieve_data".into(),
+            name_new: "retrieve_data_v2".into(),
+            path_old: None,
+            path_new: None,
+        };
         let (m, ok, _) = roundtrip(&[c], json!({"data_source": "$t$", "key_name": "a"}));
         assert_eq!(m.call.name, "retrieve_data_v2");
         assert!(ok.is_empty() && m.loud);
         let mut rest = spec();
         rest.description = "x (GET /v1/s/db/t/r)".into();
-        let c = Change::EndpointEvolution { name_old: "f".into(), name_new: "f_v2".into(), path_old: Some("/v1/s/db/t/r".into()), path_new: Some("/v2/s/db/t/r".into()) };
+        let c = Change::EndpointEvolution {
+            name_old: "f".into(),
+            name_new: "f_v2".into(),
+            path_old: Some("/v1/s/db/t/r".into()),
+            path_new: Some("/v2/s/db/t/r".into()),
+        };
         assert_eq!(apply_schema(&rest, &[c]).description, "x (GET /v2/s/db/t/r)");
     }
 
     #[test]
     fn rename_moves_the_key_and_old_name_is_extra_forbidden() {
-        let c = Change::ParameterRename { from: "key_name".into(), to: "column".into() };
+        let c = Change::ParameterRename {
+            from: "key_name".into(),
+            to: "column".into(),
+        };
         let (m, ok, bad) = roundtrip(&[c], json!({"data_source": "$t$", "key_name": "a"}));
         assert_eq!(m.call.arguments["column"], "a");
         assert!(ok.is_empty());
-        assert!(bad.contains(&json!({"type": "missing", "loc": ["body", "column"], "msg": "Field required", "input": null})), "{bad:?}");
-        assert!(bad.iter().any(|e| e["type"] == "extra_forbidden" && e["loc"] == json!(["body", "key_name"])));
+        assert!(
+            bad.contains(
+                &json!({"type": "missing", "loc": ["body", "column"], "msg": "Field required", "input": null})
+            ),
+            "{bad:?}"
+        );
+        assert!(
+            bad.iter()
+                .any(|e| e["type"] == "extra_forbidden" && e["loc"] == json!(["body", "key_name"]))
+        );
         assert_eq!(renamed("country_name"), Some("nation_title".into()));
         assert_eq!(renamed("zz_top"), Some("zzTop".into()));
         assert_eq!(renamed("zz"), None);
@@ -961,25 +1115,39 @@ mod tests {
 
     #[test]
     fn type_drift_writes_values_as_text() {
-        let c = Change::TypeDrift { parameter: "limit".into(), from: "integer".into() };
+        let c = Change::TypeDrift {
+            parameter: "limit".into(),
+            from: "integer".into(),
+        };
         let (m, ok, bad) = roundtrip(&[c.clone()], json!({"data_source": "$t$", "key_name": "a", "limit": 3}));
         assert_eq!(m.call.arguments["limit"], "3");
         assert!(ok.is_empty());
         assert_eq!(bad[0]["type"], "string_type");
         assert_eq!(bad[0]["loc"], json!(["body", "limit"]));
-        assert_eq!(apply_schema(&spec(), &[c.clone()]).parameters["properties"]["limit"]["default"], "-1");
+        assert_eq!(
+            apply_schema(&spec(), &[c.clone()]).parameters["properties"]["limit"]["default"],
+            "-1"
+        );
         let bad_text = call(json!({"data_source": "$t$", "key_name": "a", "limit": "x"}));
         assert!(unmigrate(&bad_text, &[c]).is_err());
     }
 
     #[test]
     fn required_swaps_both_ways() {
-        let c = Change::RequiredSwap { parameter: "limit".into(), now_required: true, default: Some(json!(-1)) };
+        let c = Change::RequiredSwap {
+            parameter: "limit".into(),
+            now_required: true,
+            default: Some(json!(-1)),
+        };
         let (m, ok, bad) = roundtrip(&[c], json!({"data_source": "$t$", "key_name": "a"}));
         assert_eq!(m.call.arguments["limit"], -1);
         assert!(ok.is_empty() && m.loud);
         assert_eq!(bad[0]["loc"], json!(["body", "limit"]));
-        let c = Change::RequiredSwap { parameter: "key_name".into(), now_required: false, default: None };
+        let c = Change::RequiredSwap {
+            parameter: "key_name".into(),
+            now_required: false,
+            default: None,
+        };
         let new = apply_schema(&spec(), &[c.clone()]);
         assert_eq!(new.parameters["required"], json!(["data_source"]));
         let (m, _, bad) = roundtrip(&[c], json!({"data_source": "$t$", "key_name": "a"}));
@@ -988,7 +1156,11 @@ mod tests {
 
     #[test]
     fn default_flip_makes_the_old_default_explicit() {
-        let c = Change::DefaultFlip { parameter: "distinct".into(), old: json!(false), new: json!(true) };
+        let c = Change::DefaultFlip {
+            parameter: "distinct".into(),
+            old: json!(false),
+            new: json!(true),
+        };
         let (m, ok, bad) = roundtrip(&[c.clone()], json!({"data_source": "$t$", "key_name": "a"}));
         assert_eq!(m.call.arguments["distinct"], false);
         assert!(ok.is_empty() && bad.is_empty() && !m.loud);
@@ -1000,28 +1172,152 @@ mod tests {
     #[test]
     fn nesting_groups_members_after_renaming() {
         let changes = vec![
-            Change::ParameterRename { from: "limit".into(), to: "max_results".into() },
-            Change::NestedObject { group: "options".into(), members: vec!["distinct".into(), "max_results".into()] },
+            Change::ParameterRename {
+                from: "limit".into(),
+                to: "max_results".into(),
+            },
+            Change::NestedObject {
+                group: "options".into(),
+                members: vec!["distinct".into(), "max_results".into()],
+            },
         ];
-        let (m, ok, bad) = roundtrip(&changes, json!({"data_source": "$t$", "key_name": "a", "distinct": true, "limit": 2}));
+        let (m, ok, bad) = roundtrip(
+            &changes,
+            json!({"data_source": "$t$", "key_name": "a", "distinct": true, "limit": 2}),
+        );
         assert_eq!(m.call.arguments["options"], json!({"distinct": true, "max_results": 2}));
         assert!(ok.is_empty(), "{ok:?}");
         assert!(bad.iter().any(|e| e["loc"] == json!(["body", "distinct"])));
-        let wrong = fastapi_errors(&apply_schema(&spec(), &changes).parameters, &json!({"data_source": "$t$", "key_name": "c", "options": {"distinct": 1}}).as_object().unwrap().clone(), "body");
-        assert!(wrong.iter().any(|e| e["type"] == "enum" && e["loc"] == json!(["body", "key_name"])), "{wrong:?}");
-        assert!(wrong.iter().any(|e| e["type"] == "bool_type" && e["loc"] == json!(["body", "options", "distinct"])), "{wrong:?}");
+        let wrong = fastapi_errors(
+            &apply_schema(&spec(), &changes).parameters,
+            &json!({"data_source": "$t$", "key_name": "c", "options": {"distinct": 1}})
+                .as_object()
+                .unwrap()
+                .clone(),
+            "body",
+        );
+        assert!(
+            wrong
+                .iter()
+                .any(|e| e["type"] == "enum" && e["loc"] == json!(["body", "key_name"])),
+            "{wrong:?}"
+        );
+        assert!(
+            wrong
+                .iter()
+                .any(|e| e["type"] == "bool_type" && e["loc"] == json!(["body", "options", "distinct"])),
+            "{wrong:?}"
+        );
+    }
+
+    #[test]
+    fn served_drift_enforces_a_new() {
+        let changes = vec![
+            Change::TypeDrift {
+                parameter: "limit".into(),
+                from: "integer".into(),
+            },
+            Change::ParameterRename {
+                from: "key_name".into(),
+                to: "column".into(),
+            },
+        ];
+        let mut renamed_away = spec();
+        renamed_away.name = "sort_data".into();
+        let gone = vec![Change::EndpointEvolution {
+            name_old: "sort_data".into(),
+            name_new: "sort_data_v2".into(),
+            path_old: None,
+            path_new: None,
+        }];
+        let drift = Drift {
+            format: "slot".into(),
+            seed: 0,
+            tools: vec![
+                ToolDrift {
+                    db_id: None,
+                    path_old: None,
+                    path_new: None,
+                    new: apply_schema(&spec(), &changes),
+                    old: spec(),
+                    changes,
+                },
+                ToolDrift {
+                    db_id: None,
+                    path_old: None,
+                    path_new: None,
+                    new: apply_schema(&renamed_away, &gone),
+                    old: renamed_away,
+                    changes: gone,
+                },
+            ],
+        };
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let err = drift
+            .check_body(
+                "retrieve_data",
+                &args(json!({"data_source": "$t$", "key_name": "a", "limit": 2})),
+                "L",
+            )
+            .unwrap_err()
+            .unwrap();
+        assert!(
+            err.contains(
+                &json!({"type": "missing", "loc": ["body", "column"], "msg": "Field required", "input": null})
+            ),
+            "{err:?}"
+        );
+        assert!(err.contains(&json!({"type": "string_type", "loc": ["body", "limit"], "msg": "Input should be a valid string", "input": 2})), "{err:?}");
+        let ok = drift
+            .check_body(
+                "retrieve_data",
+                &args(json!({"data_source": "$t$", "column": "a", "limit": "2"})),
+                "L",
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            ok.arguments,
+            args(json!({"data_source": "$t$", "key_name": "a", "limit": 2}))
+        );
+        assert_eq!(drift.check_body("sort_data", &args(json!({})), "L"), Err(None));
+        assert_eq!(drift.check_body("group_data_by", &args(json!({})), "L"), Ok(None));
+        let q = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let d = &drift.tools[0];
+        let err = Drift::check_query(d, &q(&[("data_source", "$t$"), ("key_name", "a")])).unwrap_err();
+        assert_eq!(
+            err,
+            vec![json!({"type": "missing", "loc": ["query", "column"], "msg": "Field required", "input": null})]
+        );
+        let ok = Drift::check_query(d, &q(&[("data_source", "$t$"), ("column", "a"), ("limit", "5")])).unwrap();
+        assert_eq!(ok["limit"], 5);
+        assert_eq!(
+            d.errors_in_new_names(vec![json!({"loc": ["query", "key_name"]})]),
+            vec![json!({"loc": ["query", "column"]})]
+        );
     }
 
     #[test]
     fn plans_are_seeded_and_canonically_ordered() {
-        let cfg = DriftConfig { operators: OPERATORS.iter().map(|s| s.to_string()).collect(), rate: 0.5 };
+        let cfg = DriftConfig {
+            operators: OPERATORS.iter().map(|s| s.to_string()).collect(),
+            rate: 0.5,
+        };
         let a = plan_tool(&spec(), None, &cfg, &mut Rng::new(1, &["x"]));
         let b = plan_tool(&spec(), None, &cfg, &mut Rng::new(1, &["x"]));
         assert_eq!(a, b);
         assert!(!a.is_empty());
         let new = apply_schema(&spec(), &a);
         assert!(jsonschema::validator_for(&new.parameters).is_ok());
-        let one = DriftConfig { operators: vec!["nested_object".into()], rate: 0.0 };
+        let one = DriftConfig {
+            operators: vec!["nested_object".into()],
+            rate: 0.0,
+        };
         assert!(plan_tool(&spec(), Some("/v1/x"), &one, &mut Rng::new(1, &["x"])).is_empty());
     }
 }

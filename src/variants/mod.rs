@@ -133,14 +133,19 @@ impl VariantsConfig {
         if let Some(p) = &self.perturb {
             for k in &p.kinds {
                 if !PERTURBATIONS.contains(&k.as_str()) {
-                    return Err(format!("key `variants.perturb.kinds`: unknown value {k:?}, expected one of {PERTURBATIONS:?}"));
+                    return Err(format!(
+                        "key `variants.perturb.kinds`: unknown value {k:?}, expected one of {PERTURBATIONS:?}"
+                    ));
                 }
             }
         }
         if let Some(d) = &self.drift {
             for o in &d.operators {
                 if !drift::OPERATORS.contains(&o.as_str()) {
-                    return Err(format!("key `variants.drift.operators`: unknown value {o:?}, expected one of {:?}", drift::OPERATORS));
+                    return Err(format!(
+                        "key `variants.drift.operators`: unknown value {o:?}, expected one of {:?}",
+                        drift::OPERATORS
+                    ));
                 }
             }
             if !(0.0..=1.0).contains(&d.rate) {
@@ -154,7 +159,10 @@ impl VariantsConfig {
         }
         if let Some(d) = &self.distractors {
             if !(0.0..=1.0).contains(&d.max_signature_similarity) {
-                return Err(format!("key `variants.distractors.max_signature_similarity`: {} is not in [0, 1]", d.max_signature_similarity));
+                return Err(format!(
+                    "key `variants.distractors.max_signature_similarity`: {} is not in [0, 1]",
+                    d.max_signature_similarity
+                ));
             }
         }
         Ok(())
@@ -252,7 +260,12 @@ pub fn gold_tool_names(e: &Example) -> Vec<String> {
 /// A variant row of `parent`: id `<parent>/<suffix>`, `meta` = parent meta + `variant_of`,
 /// `variant_kind`, `variant` (detail).
 pub fn variant_row(parent: &Example, suffix: &str, kind: &str, detail: Value) -> Example {
-    let mut meta: Map<String, Value> = parent.meta.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
+    let mut meta: Map<String, Value> = parent
+        .meta
+        .as_ref()
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     meta.insert("variant_of".into(), json!(parent.id));
     meta.insert("variant_kind".into(), json!(kind));
     meta.insert("variant".into(), detail);
@@ -340,7 +353,10 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
                             bump(&mut counts, "shortlist");
                             rows.push(v)
                         }
-                        None => bump(&mut rejected, format!("shortlist_{}:not_smaller_than_toolkit", (f * 100.0).round())),
+                        None => bump(
+                            &mut rejected,
+                            format!("shortlist_{}:not_smaller_than_toolkit", (f * 100.0).round()),
+                        ),
                     }
                 }
             }
@@ -352,8 +368,61 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
     v.insert("rows".into(), json!(counts));
     v.insert("not_generated".into(), json!(rejected));
     if cfg.distractors.is_some() {
-        v.insert("distractor_candidates_dropped_near_identical".into(), json!(distractor_drops));
+        v.insert(
+            "distractor_candidates_dropped_near_identical".into(),
+            json!(distractor_drops),
+        );
     }
     v.extend(extra);
     build.stats.insert("variants".into(), Value::Object(v));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<crate::recipe::Recipe, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.toml");
+        std::fs::write(
+            &path,
+            format!("name = \"r\"\ndescription = \"d\"\nformat = \"slot\"\nsource = \"s\"\nsplit = \"dev\"\n{text}"),
+        )
+        .unwrap();
+        crate::recipe::Recipe::load(&path).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn recipe_section_defaults_and_errors() {
+        let r = load("[variants]\nseed = 3\n[variants.drift]\n[variants.perturb]\n").unwrap();
+        let v = r.variants.unwrap();
+        assert_eq!(v.seed, 3);
+        assert_eq!(v.drift.unwrap().operators.len(), 6);
+        assert_eq!(v.perturb.unwrap().kinds, default_perturbations());
+        assert!(v.shortlist.is_none() && !v.obfuscate);
+        let err = load("[variants.drift]\noperators = [\"rename\"]\n").unwrap_err();
+        assert!(
+            err.contains("variants.drift.operators") && err.contains("parameter_rename"),
+            "{err}"
+        );
+        let err = load("[variants]\nsede = 1\n").unwrap_err();
+        assert!(err.contains("sede"), "{err}");
+        assert!(
+            load("[variants.shortlist]\nfractions = [1.5]\n")
+                .unwrap_err()
+                .contains("fractions")
+        );
+        assert!(load("").unwrap().variants.is_none());
+    }
+
+    #[test]
+    fn rng_is_seeded_by_parts() {
+        let mut a = Rng::new(1, &["x", "y"]);
+        let mut b = Rng::new(1, &["x", "y"]);
+        let mut c = Rng::new(1, &["xy"]);
+        let (x, y, z) = (a.next_u64(), b.next_u64(), c.next_u64());
+        assert_eq!(x, y);
+        assert_ne!(x, z);
+        assert!((0..100).all(|_| a.below(7) < 7));
+    }
 }

@@ -55,7 +55,11 @@ pub fn mix_case(text: &str, mode: CaseMode, rng: &mut Rng) -> String {
             .chars()
             .map(|c| {
                 if c.is_alphabetic() && rng.chance(0.5) {
-                    if c.is_uppercase() { c.to_lowercase().collect::<String>() } else { c.to_uppercase().collect() }
+                    if c.is_uppercase() {
+                        c.to_lowercase().collect::<String>()
+                    } else {
+                        c.to_uppercase().collect()
+                    }
                 } else {
                     c.to_string()
                 }
@@ -96,8 +100,16 @@ pub fn punctuation_noise(text: &str, rng: &mut Rng) -> (String, Vec<String>) {
                 edits.push("line break".into());
             }
             _ => {
-                let end = chars.iter().rposition(|c| !c.is_whitespace()).map(|i| i + 1).unwrap_or(0);
-                let p = if end > 0 && PUNCT.contains(&chars[end - 1]) { chars[end - 1] } else { ['?', '!', '.'][rng.below(3)] };
+                let end = chars
+                    .iter()
+                    .rposition(|c| !c.is_whitespace())
+                    .map(|i| i + 1)
+                    .unwrap_or(0);
+                let p = if end > 0 && PUNCT.contains(&chars[end - 1]) {
+                    chars[end - 1]
+                } else {
+                    ['?', '!', '.'][rng.below(3)]
+                };
                 chars.insert(end, p);
                 chars.insert(end, p);
                 edits.push(format!("repeat {:?}", p.to_string()));
@@ -121,7 +133,11 @@ pub fn preserves_values(original: &str, perturbed: &str, values: &[String], case
             continue;
         }
         let verbatim = original.contains(v.as_str());
-        let kept = if case_mixed || !verbatim { pl.contains(&vl) } else { perturbed.contains(v.as_str()) };
+        let kept = if case_mixed || !verbatim {
+            pl.contains(&vl)
+        } else {
+            perturbed.contains(v.as_str())
+        };
         if !kept {
             return Err(v.clone());
         }
@@ -136,7 +152,10 @@ pub fn variant(e: &Example, kind: &str, seed: u64) -> Result<Example, String> {
     let (text, detail) = match kind {
         "case" => {
             let mode = [CaseMode::Upper, CaseMode::Lower, CaseMode::Random][rng.below(3)];
-            (mix_case(&e.input, mode, &mut rng), json!({"perturbation": "case", "mode": format!("{mode:?}").to_lowercase()}))
+            (
+                mix_case(&e.input, mode, &mut rng),
+                json!({"perturbation": "case", "mode": format!("{mode:?}").to_lowercase()}),
+            )
         }
         "punctuation" => {
             let (t, edits) = punctuation_noise(&e.input, &mut rng);

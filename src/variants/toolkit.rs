@@ -40,7 +40,13 @@ impl Features {
     /// Name tokens (split on `_`), description words (lower case, 3+ letters), and the
     /// signature `parameter:type` set.
     pub fn of(t: &ToolSpec) -> Features {
-        let name = t.name.to_lowercase().split('_').filter(|s| !s.is_empty()).map(String::from).collect();
+        let name = t
+            .name
+            .to_lowercase()
+            .split('_')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
         let description = t
             .description
             .to_lowercase()
@@ -52,7 +58,11 @@ impl Features {
             .as_object()
             .map(|m| m.iter().map(|(k, v)| format!("{k}:{}", v["type"])).collect())
             .unwrap_or_default();
-        Features { name, description, signature }
+        Features {
+            name,
+            description,
+            signature,
+        }
     }
 }
 
@@ -67,14 +77,26 @@ fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
 /// How related a candidate is to a gold tool: 0.5 · J(name tokens) + 0.3 · J(description words)
 /// + 0.2 · J(signature), J = Jaccard.
 pub fn relatedness(a: &Features, b: &Features) -> f64 {
-    0.5 * jaccard(&a.name, &b.name) + 0.3 * jaccard(&a.description, &b.description) + 0.2 * jaccard(&a.signature, &b.signature)
+    0.5 * jaccard(&a.name, &b.name)
+        + 0.3 * jaccard(&a.description, &b.description)
+        + 0.2 * jaccard(&a.signature, &b.signature)
 }
 
 /// Signature similarity: Jaccard of (name tokens ∪ `parameter:type` set). 1.0 means the same
 /// name and parameters, i.e. a functionally equivalent tool for a model.
 pub fn signature_similarity(a: &Features, b: &Features) -> f64 {
-    let x: BTreeSet<String> = a.name.iter().map(|n| format!("n:{n}")).chain(a.signature.iter().cloned()).collect();
-    let y: BTreeSet<String> = b.name.iter().map(|n| format!("n:{n}")).chain(b.signature.iter().cloned()).collect();
+    let x: BTreeSet<String> = a
+        .name
+        .iter()
+        .map(|n| format!("n:{n}"))
+        .chain(a.signature.iter().cloned())
+        .collect();
+    let y: BTreeSet<String> = b
+        .name
+        .iter()
+        .map(|n| format!("n:{n}"))
+        .chain(b.signature.iter().cloned())
+        .collect();
     jaccard(&x, &y)
 }
 
@@ -124,7 +146,12 @@ impl DistractorPool {
     /// many candidates were dropped as near-identical to a gold tool.
     pub fn variant(&self, e: &Example, cfg: &DistractorsConfig, seed: u64, _format: &str) -> (Option<Example>, usize) {
         let in_toolkit: BTreeSet<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
-        let gold: Vec<Features> = e.tools.iter().filter(|t| e.output.iter().any(|c| c.name == t.name)).map(Features::of).collect();
+        let gold: Vec<Features> = e
+            .tools
+            .iter()
+            .filter(|t| e.output.iter().any(|c| c.name == t.name))
+            .map(Features::of)
+            .collect();
         if gold.is_empty() || cfg.k == 0 {
             return (None, 0);
         }
@@ -135,7 +162,10 @@ impl DistractorPool {
             if in_toolkit.contains(t.name.as_str()) || (self.format == "rest" && db == &e.db_id) {
                 continue;
             }
-            if gold.iter().any(|g| signature_similarity(f, g) >= cfg.max_signature_similarity) {
+            if gold
+                .iter()
+                .any(|g| signature_similarity(f, g) >= cfg.max_signature_similarity)
+            {
                 dropped += 1;
                 continue;
             }
@@ -181,7 +211,12 @@ pub fn obfuscation_mapping(tools: &[ToolSpec]) -> Value {
         functions.insert(f.clone(), json!(t.name));
         let args: Map<String, Value> = t.parameters["properties"]
             .as_object()
-            .map(|m| m.keys().enumerate().map(|(j, k)| (format!("ARG_{j}"), json!(k))).collect())
+            .map(|m| {
+                m.keys()
+                    .enumerate()
+                    .map(|(j, k)| (format!("ARG_{j}"), json!(k)))
+                    .collect()
+            })
             .unwrap_or_default();
         arguments.insert(f, Value::Object(args));
     }
@@ -189,7 +224,9 @@ pub fn obfuscation_mapping(tools: &[ToolSpec]) -> Value {
 }
 
 fn invert(m: &Map<String, Value>) -> BTreeMap<String, String> {
-    m.iter().map(|(k, v)| (v.as_str().unwrap_or_default().to_string(), k.clone())).collect()
+    m.iter()
+        .map(|(k, v)| (v.as_str().unwrap_or_default().to_string(), k.clone()))
+        .collect()
 }
 
 /// The obfuscate variant of `e` (module docs).
@@ -207,9 +244,17 @@ pub fn obfuscate(e: &Example) -> Example {
                 p["properties"] = Value::Object(props.iter().map(|(k, v)| (arg_of[k].clone(), v.clone())).collect());
             }
             if let Some(req) = t.parameters["required"].as_array() {
-                p["required"] = json!(req.iter().map(|r| arg_of.get(r.as_str().unwrap_or_default()).cloned().unwrap_or_default()).collect::<Vec<_>>());
+                p["required"] = json!(
+                    req.iter()
+                        .map(|r| arg_of.get(r.as_str().unwrap_or_default()).cloned().unwrap_or_default())
+                        .collect::<Vec<_>>()
+                );
             }
-            ToolSpec { name: f.clone(), parameters: p, ..t.clone() }
+            ToolSpec {
+                name: f.clone(),
+                parameters: p,
+                ..t.clone()
+            }
         })
         .collect();
     let output: Vec<Call> = e
@@ -220,7 +265,11 @@ pub fn obfuscate(e: &Example) -> Example {
                 let arg_of = invert(mapping["arguments"][f].as_object().expect("object"));
                 Call {
                     name: f.clone(),
-                    arguments: c.arguments.iter().map(|(k, v)| (arg_of.get(k).cloned().unwrap_or_else(|| k.clone()), v.clone())).collect(),
+                    arguments: c
+                        .arguments
+                        .iter()
+                        .map(|(k, v)| (arg_of.get(k).cloned().unwrap_or_else(|| k.clone()), v.clone()))
+                        .collect(),
                     label: c.label.clone(),
                 }
             }
@@ -244,7 +293,12 @@ pub fn deobfuscate(calls: &[Call], mapping: &Value) -> Vec<Call> {
                 arguments: c
                     .arguments
                     .iter()
-                    .map(|(k, v)| (mapping["arguments"][&c.name][k].as_str().unwrap_or(k).to_string(), v.clone()))
+                    .map(|(k, v)| {
+                        (
+                            mapping["arguments"][&c.name][k].as_str().unwrap_or(k).to_string(),
+                            v.clone(),
+                        )
+                    })
                     .collect(),
                 label: c.label.clone(),
             },
@@ -263,11 +317,30 @@ pub fn shortlist(e: &Example, f: f64, seed: u64) -> Option<Example> {
     }
     let pct = (f * 100.0).round() as u32;
     let mut rng = Rng::new(seed, &["shortlist", &pct.to_string(), &e.id]);
-    let mut others: Vec<&str> = e.tools.iter().map(|t| t.name.as_str()).filter(|n| !gold.iter().any(|g| g.as_str() == *n)).collect();
+    let mut others: Vec<&str> = e
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| !gold.iter().any(|g| g.as_str() == *n))
+        .collect();
     rng.shuffle(&mut others);
-    let keep: BTreeSet<&str> = gold.iter().map(String::as_str).chain(others.into_iter().take(size - gold.len())).collect();
-    let tools: Vec<ToolSpec> = e.tools.iter().filter(|t| keep.contains(t.name.as_str())).cloned().collect();
-    let mut row = variant_row(e, &format!("shortlist-{pct}"), "shortlist", json!({"fraction": f, "universe": n, "size": tools.len()}));
+    let keep: BTreeSet<&str> = gold
+        .iter()
+        .map(String::as_str)
+        .chain(others.into_iter().take(size - gold.len()))
+        .collect();
+    let tools: Vec<ToolSpec> = e
+        .tools
+        .iter()
+        .filter(|t| keep.contains(t.name.as_str()))
+        .cloned()
+        .collect();
+    let mut row = variant_row(
+        e,
+        &format!("shortlist-{pct}"),
+        "shortlist",
+        json!({"fraction": f, "universe": n, "size": tools.len()}),
+    );
     row.tools = tools;
     Some(row)
 }
@@ -277,15 +350,32 @@ mod tests {
     use super::*;
 
     fn tool(name: &str, params: &[(&str, &str)]) -> ToolSpec {
-        let props: Map<String, Value> = params.iter().map(|(n, t)| (n.to_string(), json!({"type": t}))).collect();
-        ToolSpec { name: name.into(), description: format!("Get the {name}"), parameters: json!({"type": "object", "properties": props, "required": params.iter().map(|p| p.0).collect::<Vec<_>>()}), output_parameters: json!({}) }
+        let props: Map<String, Value> = params
+            .iter()
+            .map(|(n, t)| (n.to_string(), json!({"type": t})))
+            .collect();
+        ToolSpec {
+            name: name.into(),
+            description: format!("Get the {name}"),
+            parameters: json!({"type": "object", "properties": props, "required": params.iter().map(|p| p.0).collect::<Vec<_>>()}),
+            output_parameters: json!({}),
+        }
     }
 
     fn example() -> Example {
         Example {
             id: "d/1".into(),
-            tools: vec![tool("get_a", &[("x", "string")]), tool("get_b", &[("y", "integer"), ("z", "string")]), tool("get_c", &[]), tool("get_d", &[])],
-            output: vec![Call { name: "get_b".into(), arguments: json!({"y": 1, "z": "q"}).as_object().unwrap().clone(), label: "L".into() }],
+            tools: vec![
+                tool("get_a", &[("x", "string")]),
+                tool("get_b", &[("y", "integer"), ("z", "string")]),
+                tool("get_c", &[]),
+                tool("get_d", &[]),
+            ],
+            output: vec![Call {
+                name: "get_b".into(),
+                arguments: json!({"y": 1, "z": "q"}).as_object().unwrap().clone(),
+                label: "L".into(),
+            }],
             ..Example::default()
         }
     }
@@ -308,7 +398,10 @@ mod tests {
         let o = obfuscate(&e);
         assert_eq!(o.tools[1].name, "FUNC_1");
         assert_eq!(o.output[0].name, "FUNC_1");
-        assert_eq!(o.output[0].arguments, json!({"ARG_0": 1, "ARG_1": "q"}).as_object().unwrap().clone());
+        assert_eq!(
+            o.output[0].arguments,
+            json!({"ARG_0": 1, "ARG_1": "q"}).as_object().unwrap().clone()
+        );
         assert_eq!(o.tools[1].parameters["required"], json!(["ARG_0", "ARG_1"]));
         let m = &o.meta.as_ref().unwrap()["variant"]["mapping"];
         assert_eq!(deobfuscate(&o.output, m), e.output);
