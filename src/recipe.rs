@@ -80,7 +80,8 @@ pub struct Recipe {
     #[serde(default)]
     pub store: Option<PathBuf>,
     /// `[variants]`: extra rows derived after the compile stage (see [`crate::variants`]).
-    #[serde(default)]
+    /// Not serialised when absent, so recipes without it keep their build keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variants: Option<crate::variants::VariantsConfig>,
 }
 
