@@ -13,7 +13,8 @@
 //! `id, dataset, split, db_id?, input, evidence?, sql?` (strings),
 //! `output: list<struct<name, arguments (JSON text), label>>`, `gold_answer?` (JSON text: list of
 //! rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
-//! `key_values_and_descriptions` (JSON text), `difficulty?`, `meta?` (JSON text).
+//! `key_values_and_descriptions` (JSON text), `difficulty?`, `meta?` (JSON text; variant rows
+//! hold `variant_of`, `variant_kind` and `variant` there, see [`crate::variants`]).
 //! Family-specific files (e.g. `tools/openapi.json`) come from [`Build::extra_files`].
 //!
 //! The directory is written as a whole into a sibling temp directory and renamed into place, so
@@ -273,9 +274,12 @@ fn counts(build: &Build) -> Counts {
             *reasons.entry(d.reason.clone()).or_insert(0) += 1;
             *c.reasons.entry(d.reason.clone()).or_insert(0) += 1;
         }
+        // Variant rows are extra rows, not verified inputs: `attempted = kept + dropped` counts
+        // the compiled examples only.
+        let kept = o.examples.iter().filter(|e| !crate::variants::is_variant(e)).count();
         c.attempted += attempted;
-        c.verified += o.examples.len();
-        c.per_group.insert(group.clone(), (attempted, o.examples.len(), reasons));
+        c.verified += kept;
+        c.per_group.insert(group.clone(), (attempted, kept, reasons));
     }
     c
 }
@@ -407,6 +411,13 @@ fn card(build: &Build, c: &Counts) -> String {
         "{} Drops and their reasons are in `report/verification.json`.\n",
         family_paragraph(&build.recipe.format)
     );
+    if let Some(v) = build.stats.get("variants") {
+        let _ = writeln!(
+            s,
+            "Variant rows (`meta.variant_of` = parent id, `meta.variant_kind`, details in `meta.variant`): {}. Their `tools` are the specs each was generated against; for `drift`, `output` is the gold migrated to A_new and `tools/drift.json` holds A_old, A_new and the change log per tool (`toolforge serve` enforces A_new).\n",
+            v["rows"]
+        );
+    }
     let _ = writeln!(s, "## Source citation\n\n```bibtex\n{}\n```", m.citation.trim());
     s
 }

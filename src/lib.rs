@@ -19,4 +19,5 @@ pub mod store;
 pub mod text2sql;
 pub mod tools;
 pub mod trajectory;
+pub mod variants;
 pub mod verify;

@@ -170,7 +170,8 @@ pub fn load_recipe(recipe_path: &Path) -> Result<(Recipe, ResolvedSource), Build
     Ok((recipe, source))
 }
 
-/// Runs the compile stages of a recipe (from the store where possible).
+/// Runs the compile stages of a recipe (from the store where possible), then the variants stage
+/// when the recipe has a `[variants]` section.
 pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool) -> Result<Build, BuildError> {
     let (recipe, source) = load_recipe(recipe_path)?;
     let root = project_root(recipe_path);
@@ -179,17 +180,24 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
         .unwrap_or_else(|| root.join(recipe.store.clone().unwrap_or("out/.store".into())));
     let store = crate::store::Store::open(store_dir)?;
     let sql_source = crate::recipe::is_sql_source(&source.manifest.format);
-    match (recipe.format.as_str(), sql_source) {
-        ("slot" | "sel" | "rest", true) => crate::text2sql::compile(recipe, source, &store, progress),
-        ("seq", false) => crate::seq::compile(recipe, source, &store),
-        ("catalog" | "bfcl", false) => crate::catalog::compile(recipe, source, &store),
-        _ => Err(BuildError::Mismatch {
-            recipe: recipe.name.clone(),
-            format: recipe.format.clone(),
-            source_name: source.manifest.name.clone(),
-            source_format: source.manifest.format.clone(),
-        }),
+    let mut build = match (recipe.format.as_str(), sql_source) {
+        ("slot" | "sel" | "rest", true) => crate::text2sql::compile(recipe, source, &store, progress)?,
+        ("seq", false) => crate::seq::compile(recipe, source, &store)?,
+        ("catalog" | "bfcl", false) => crate::catalog::compile(recipe, source, &store)?,
+        _ => {
+            return Err(BuildError::Mismatch {
+                recipe: recipe.name.clone(),
+                format: recipe.format.clone(),
+                source_name: source.manifest.name.clone(),
+                source_format: source.manifest.format.clone(),
+            });
+        }
+    };
+    // The variants stage: after compile, on the verified examples.
+    if let Some(cfg) = build.recipe.variants.clone() {
+        crate::variants::apply(&mut build, &cfg);
     }
+    Ok(build)
 }
 
 /// The build key when it can be known without running the stages (seq recipes: from the input

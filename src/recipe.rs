@@ -80,6 +80,10 @@ pub struct Recipe {
     /// Store directory (default `out/.store`), relative to the project root.
     #[serde(default)]
     pub store: Option<PathBuf>,
+    /// `[variants]`: extra rows derived after the compile stage (see [`crate::variants`]).
+    /// Not serialised when absent, so recipes without it keep their build keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variants: Option<crate::variants::VariantsConfig>,
     /// `catalog` recipes: bundle sampling knobs (`[catalog]` table, see `catalog::CatalogKnobs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog: Option<crate::catalog::CatalogKnobs>,
@@ -141,6 +145,9 @@ impl Recipe {
                 path: path.into(),
                 message: format!("key `split`: required for format {:?} (the question file's split, e.g. \"dev\")", recipe.format),
             });
+        }
+        if let Some(message) = recipe.variants.as_ref().and_then(|v| v.validate().err()) {
+            return Err(RecipeError::Invalid { path: path.into(), message });
         }
         let stem = path
             .file_stem()

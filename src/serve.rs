@@ -10,6 +10,9 @@
 //! | `GET /healthz`             | `{"status": "ok", ...}`                                              |
 //! | `/mcp`                     | the same tools over MCP, streamable HTTP ([`crate::mcp`]); `--mcp` serves MCP on stdio instead |
 //!
+//! When the dataset has schema drift (`tools/drift.json`), A_new is enforced on the HTTP routes:
+//! see [`Toolkit::drift`].
+//!
 //! Anything else is 404 `{"detail": "Not Found"}` (FastAPI's body).
 //!
 //! **Fault injection** (ToolGym's state controller, the same kinds as the trajectory corpora):
@@ -88,6 +91,12 @@ pub struct Toolkit {
     pub database_root: PathBuf,
     /// Each example's join step, by example id (SLOT/SEL sessions).
     pub setups: HashMap<String, Call>,
+    /// Schema drift (`tools/drift.json`), when the dataset has it: the server then enforces
+    /// A_new — drifted REST endpoints answer at their A_new path with A_new query parameters,
+    /// drifted tools under their A_new name with A_new arguments (JSON Schema validation, 422
+    /// in FastAPI's shape naming the field), and calls are un-migrated before they run
+    /// ([`crate::variants::drift`]).
+    pub drift: Option<crate::variants::drift::Drift>,
 }
 
 impl Toolkit {
@@ -131,7 +140,13 @@ impl Toolkit {
                 .collect();
             (vec![], crate::openapi::tools_document(&name, env!("CARGO_PKG_VERSION"), &catalog), setups)
         };
+        let drift = if dir.join("tools/drift.json").is_file() {
+            Some(serde_json::from_value(read("tools/drift.json")?).context("parsing tools/drift.json")?)
+        } else {
+            None
+        };
         Ok(Toolkit {
+            drift,
             name,
             format,
             endpoints,
@@ -281,11 +296,23 @@ fn respond(result: Result<Result<Response, CallError>, tokio::task::JoinError>) 
     }
 }
 
-async fn rest_endpoint(state: Shared, index: usize, query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>) -> Response {
+async fn rest_endpoint(
+    state: Shared,
+    index: usize,
+    drift: Option<Arc<crate::variants::drift::ToolDrift>>,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Response {
     let Ok(Query(pairs)) = query else {
         return detail(StatusCode::BAD_REQUEST, "malformed query string");
     };
-    let values = match state.toolkit.endpoints[index].arguments_from_query(&pairs) {
+    let ep = &state.toolkit.endpoints[index];
+    let checked = match &drift {
+        // A_new: typed and validated against the drifted schema, then un-migrated.
+        Some(d) => crate::variants::drift::Drift::check_query(d, &pairs)
+            .and_then(|args| ep.arguments_from_json(&args).map_err(|errors| d.errors_in_new_names(errors))),
+        None => ep.arguments_from_query(&pairs),
+    };
+    let values = match checked {
         Ok(v) => v,
         Err(errors) => return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response(),
     };
@@ -341,15 +368,29 @@ async fn call_tool(
         Ok(axum::Json(b)) => b,
         Err(e) => return detail(e.status(), e.body_text()),
     };
-    if !known_tool(&state.toolkit, &name) {
+    let drifted = state.toolkit.drift.as_ref().is_some_and(|d| d.by_new_name(None, &name).is_some());
+    if !drifted && !known_tool(&state.toolkit, &name) {
         return detail(StatusCode::NOT_FOUND, format!("no tool named {name:?} in {}", state.toolkit.name));
     }
     let Some(sid) = body.get("session_id").and_then(Json::as_str).map(String::from) else {
         return detail(StatusCode::UNPROCESSABLE_ENTITY, "missing session_id (create one with POST /sessions)");
     };
-    let Some(arguments) = body.get("arguments").and_then(Json::as_object).cloned() else {
+    let Some(mut arguments) = body.get("arguments").and_then(Json::as_object).cloned() else {
         return detail(StatusCode::UNPROCESSABLE_ENTITY, "missing arguments object");
     };
+    // Under drift: A_new arguments validated, then the A_old call runs.
+    let mut name = name;
+    if let Some(d) = &state.toolkit.drift {
+        match d.check_body(&name, &arguments, "") {
+            Ok(Some(old)) => {
+                name = old.name;
+                arguments = old.arguments;
+            }
+            Ok(None) => {}
+            Err(None) => return detail(StatusCode::NOT_FOUND, format!("no tool named {name:?} in {}", state.toolkit.name)),
+            Err(Some(errors)) => return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response(),
+        }
+    }
     let label = body.get("label").and_then(Json::as_str).map(String::from);
     let st = state.clone();
     respond(tokio::task::spawn_blocking(move || run_tool(&st, &name, &sid, arguments, label).map(|v| axum::Json(v).into_response())).await)
@@ -452,9 +493,16 @@ pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
     let state = state(toolkit, config);
     let mut app: Router<Shared> = Router::new();
     for (i, ep) in state.toolkit.endpoints.iter().enumerate() {
+        let drift = state
+            .toolkit
+            .drift
+            .as_ref()
+            .and_then(|d| d.by_old_name(Some(&ep.db_id), &ep.name))
+            .map(|d| Arc::new(d.clone()));
+        let path = drift.as_ref().and_then(|d| d.path_new.clone()).unwrap_or_else(|| ep.path.clone());
         app = app.route(
-            &ep.path,
-            get(move |State(st): State<Shared>, q| rest_endpoint(st, i, q)),
+            &path,
+            get(move |State(st): State<Shared>, q| rest_endpoint(st, i, drift.clone(), q)),
         );
     }
     let health = {

@@ -1,0 +1,428 @@
+//! The `variants` stage: extra rows derived from the verified examples of any dataset, after the
+//! compile stage (DESIGN.md "Variants"; DynamicToolBench; Robustness of Agentic Function Calling).
+//!
+//! A recipe opts in with a `[variants]` section ([`VariantsConfig`]); each sub-table enables one
+//! operator. Every variant row is an [`Example`] in its parent's split and group, with id
+//! `<parent id>/<kind>[-<sub>]` and `meta` holding (besides the parent's meta):
+//!
+//! | key            | value                                                                  |
+//! |----------------|------------------------------------------------------------------------|
+//! | `variant_of`   | the parent example id                                                  |
+//! | `variant_kind` | `perturb`, `drift`, `distractors`, `obfuscate`, `shortlist`            |
+//! | `variant`      | kind-specific detail: the perturbation, the drift change log and A_new tool specs, the distractors added, the obfuscation mapping, the shortlist fraction |
+//!
+//! The row's `tools` are the specs the variant was generated against (what a model is shown:
+//! A_old for drift, the expanded / obfuscated / shortlisted toolkit otherwise); `output` is the
+//! gold for that row (migrated to A_new for drift, renamed for obfuscation) and `gold_answer` is
+//! the parent's. Operators ([`perturb`], [`drift`], [`toolkit`]) are pure and seeded: the random
+//! stream of an operator on an example is a function of the recipe seed, the operator and the
+//! example id only ([`Rng::new`]), so builds are byte-identical and adding rows elsewhere never
+//! changes a variant. The stage is cheap (no execution) and recomputed on every build rather than
+//! stored; counts go to `Build::stats["variants"]`.
+
+pub mod drift;
+pub mod perturb;
+pub mod toolkit;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::pipeline::{Build, Example};
+use crate::tools::{Call, as_label_ref};
+
+/// The `[variants]` section of a recipe. Each present sub-table enables one operator.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantsConfig {
+    /// Seed of every operator's random stream (default 0).
+    #[serde(default)]
+    pub seed: u64,
+    /// `[variants.perturb]`: deterministic request perturbations.
+    #[serde(default)]
+    pub perturb: Option<PerturbConfig>,
+    /// `[variants.drift]`: schema drift with migrated gold.
+    #[serde(default)]
+    pub drift: Option<DriftConfig>,
+    /// `[variants.distractors]`: toolkit expansion with related tools.
+    #[serde(default)]
+    pub distractors: Option<DistractorsConfig>,
+    /// `obfuscate = true`: `FUNC_i` / `ARG_i` names.
+    #[serde(default)]
+    pub obfuscate: bool,
+    /// `[variants.shortlist]`: toolkits of a fraction of the domain universe.
+    #[serde(default)]
+    pub shortlist: Option<ShortlistConfig>,
+}
+
+/// Perturbation kinds: `case`, `punctuation`, `narrative`.
+pub const PERTURBATIONS: [&str; 3] = ["case", "punctuation", "narrative"];
+
+/// `[variants.perturb]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerturbConfig {
+    /// Which perturbations to make, one row each (default all of [`PERTURBATIONS`]).
+    #[serde(default = "default_perturbations")]
+    pub kinds: Vec<String>,
+}
+
+fn default_perturbations() -> Vec<String> {
+    PERTURBATIONS.iter().map(|s| s.to_string()).collect()
+}
+
+/// `[variants.drift]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriftConfig {
+    /// Operators to draw from (default all of [`drift::OPERATORS`]).
+    #[serde(default = "default_operators")]
+    pub operators: Vec<String>,
+    /// Probability that an applicable operator is applied to a tool (default 0.5); a tool with
+    /// any applicable operator always gets at least one.
+    #[serde(default = "default_rate")]
+    pub rate: f64,
+}
+
+fn default_operators() -> Vec<String> {
+    drift::OPERATORS.iter().map(|s| s.to_string()).collect()
+}
+
+fn default_rate() -> f64 {
+    0.5
+}
+
+/// `[variants.distractors]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistractorsConfig {
+    /// Tools added per instance (default 5).
+    #[serde(default = "default_k")]
+    pub k: usize,
+    /// Candidates whose signature similarity to a gold tool is at least this are dropped
+    /// (default 0.8; [`toolkit::signature_similarity`]).
+    #[serde(default = "default_max_sim")]
+    pub max_signature_similarity: f64,
+}
+
+fn default_k() -> usize {
+    5
+}
+
+fn default_max_sim() -> f64 {
+    0.8
+}
+
+/// `[variants.shortlist]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShortlistConfig {
+    /// Fractions of the domain universe (default 0.10, 0.25, 0.50, 0.75).
+    #[serde(default = "default_fractions")]
+    pub fractions: Vec<f64>,
+}
+
+fn default_fractions() -> Vec<f64> {
+    vec![0.10, 0.25, 0.50, 0.75]
+}
+
+impl VariantsConfig {
+    /// Checks the values with a fixed set; the error names the key and the allowed values.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(p) = &self.perturb {
+            for k in &p.kinds {
+                if !PERTURBATIONS.contains(&k.as_str()) {
+                    return Err(format!(
+                        "key `variants.perturb.kinds`: unknown value {k:?}, expected one of {PERTURBATIONS:?}"
+                    ));
+                }
+            }
+        }
+        if let Some(d) = &self.drift {
+            for o in &d.operators {
+                if !drift::OPERATORS.contains(&o.as_str()) {
+                    return Err(format!(
+                        "key `variants.drift.operators`: unknown value {o:?}, expected one of {:?}",
+                        drift::OPERATORS
+                    ));
+                }
+            }
+            if !(0.0..=1.0).contains(&d.rate) {
+                return Err(format!("key `variants.drift.rate`: {} is not in [0, 1]", d.rate));
+            }
+        }
+        if let Some(s) = &self.shortlist {
+            if let Some(f) = s.fractions.iter().find(|f| !(**f > 0.0 && **f < 1.0)) {
+                return Err(format!("key `variants.shortlist.fractions`: {f} is not in (0, 1)"));
+            }
+        }
+        if let Some(d) = &self.distractors {
+            if !(0.0..=1.0).contains(&d.max_signature_similarity) {
+                return Err(format!(
+                    "key `variants.distractors.max_signature_similarity`: {} is not in [0, 1]",
+                    d.max_signature_similarity
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A small deterministic random stream (SplitMix64) seeded from blake3 of the recipe seed and
+/// a list of parts (operator, example id, …).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// The stream for `seed` and `parts`.
+    pub fn new(seed: u64, parts: &[&str]) -> Rng {
+        let mut h = blake3::Hasher::new();
+        h.update(&seed.to_le_bytes());
+        for p in parts {
+            h.update(p.as_bytes());
+            h.update(&[0]);
+        }
+        let b = h.finalize();
+        Rng(u64::from_le_bytes(b.as_bytes()[..8].try_into().expect("8 bytes")))
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p && p > 0.0
+    }
+
+    /// A seeded Fisher–Yates shuffle.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
+}
+
+/// The texts of every gold argument value of `calls` (strings that are not `$LABEL$`
+/// references, numbers in their shortest text forms: `500` for 500.0), recursively through
+/// arrays and objects; `initialize_active_data` (the setup step) is skipped.
+pub fn gold_value_texts(calls: &[Call]) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(_) if as_label_ref(v).is_some() => {}
+            Value::String(s) if !s.trim().is_empty() => out.push(s.clone()),
+            Value::Number(n) => {
+                if let Some(f) = n.as_f64() {
+                    if f.fract() == 0.0 && f.abs() < 1e15 {
+                        out.push(format!("{}", f as i64));
+                    } else {
+                        out.push(n.to_string());
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for c in calls.iter().filter(|c| c.name != "initialize_active_data") {
+        for v in c.arguments.values() {
+            walk(v, &mut out);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The names of the tools of `e.tools` its gold calls use, in toolkit order.
+pub fn gold_tool_names(e: &Example) -> Vec<String> {
+    e.tools
+        .iter()
+        .filter(|t| e.output.iter().any(|c| c.name == t.name))
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+/// A variant row of `parent`: id `<parent>/<suffix>`, `meta` = parent meta + `variant_of`,
+/// `variant_kind`, `variant` (detail).
+pub fn variant_row(parent: &Example, suffix: &str, kind: &str, detail: Value) -> Example {
+    let mut meta: Map<String, Value> = parent
+        .meta
+        .as_ref()
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    meta.insert("variant_of".into(), json!(parent.id));
+    meta.insert("variant_kind".into(), json!(kind));
+    meta.insert("variant".into(), detail);
+    Example {
+        id: format!("{}/{suffix}", parent.id),
+        meta: Some(Value::Object(meta)),
+        ..parent.clone()
+    }
+}
+
+/// Whether a row is a variant (its `meta` has `variant_of`).
+pub fn is_variant(e: &Example) -> bool {
+    e.meta.as_ref().is_some_and(|m| m.get("variant_of").is_some())
+}
+
+fn bump(stats: &mut BTreeMap<String, usize>, key: impl Into<String>) {
+    *stats.entry(key.into()).or_insert(0) += 1;
+}
+
+/// Runs every enabled operator over the build's examples, appends the variant rows to their
+/// parent's group (after the group's examples, in parent order), adds `tools/drift.json` when
+/// drift is enabled, and records counts in `build.stats["variants"]`.
+pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
+    let seed = cfg.seed;
+    let format = build.recipe.format.clone();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut rejected: BTreeMap<String, usize> = BTreeMap::new();
+    let mut extra = serde_json::Map::new();
+
+    let drift_plan = cfg.drift.as_ref().map(|d| drift::Drift::plan(build, d, seed));
+    if let Some(plan) = &drift_plan {
+        build.extra_files.insert("tools/drift.json".into(), {
+            let mut b = serde_json::to_vec_pretty(&plan.document()).expect("serialisable");
+            b.push(b'\n');
+            b
+        });
+        extra.insert("drift_operators".into(), json!(plan.operator_counts()));
+        extra.insert("drifted_tools".into(), json!(plan.tools.len()));
+    }
+    let pool = cfg.distractors.as_ref().map(|_| toolkit::DistractorPool::new(build));
+    let mut distractor_drops = 0usize;
+
+    for outcome in build.groups.values_mut() {
+        let mut rows: Vec<Example> = Vec::new();
+        for e in outcome.examples.iter().filter(|e| !is_variant(e)) {
+            if let Some(p) = &cfg.perturb {
+                for kind in &p.kinds {
+                    match perturb::variant(e, kind, seed) {
+                        Ok(v) => {
+                            bump(&mut counts, "perturb");
+                            rows.push(v);
+                        }
+                        Err(reason) => bump(&mut rejected, format!("{kind}:{reason}")),
+                    }
+                }
+            }
+            if let Some(plan) = &drift_plan {
+                match plan.variant(e) {
+                    Some(v) => {
+                        bump(&mut counts, "drift");
+                        rows.push(v)
+                    }
+                    None => bump(&mut rejected, "drift:no_drifted_call"),
+                }
+            }
+            if let (Some(d), Some(pool)) = (&cfg.distractors, &pool) {
+                let (v, dropped) = pool.variant(e, d, seed, &format);
+                distractor_drops += dropped;
+                match v {
+                    Some(v) => {
+                        bump(&mut counts, "distractors");
+                        rows.push(v)
+                    }
+                    None => bump(&mut rejected, "distractors:no_candidate"),
+                }
+            }
+            if cfg.obfuscate {
+                bump(&mut counts, "obfuscate");
+                rows.push(toolkit::obfuscate(e));
+            }
+            if let Some(s) = &cfg.shortlist {
+                for f in &s.fractions {
+                    match toolkit::shortlist(e, *f, seed) {
+                        Some(v) => {
+                            bump(&mut counts, "shortlist");
+                            rows.push(v)
+                        }
+                        None => bump(
+                            &mut rejected,
+                            format!("shortlist_{}:not_smaller_than_toolkit", (f * 100.0).round()),
+                        ),
+                    }
+                }
+            }
+        }
+        outcome.examples.extend(rows);
+    }
+    let mut v = serde_json::Map::new();
+    v.insert("seed".into(), json!(seed));
+    v.insert("rows".into(), json!(counts));
+    v.insert("not_generated".into(), json!(rejected));
+    if cfg.distractors.is_some() {
+        v.insert(
+            "distractor_candidates_dropped_near_identical".into(),
+            json!(distractor_drops),
+        );
+    }
+    v.extend(extra);
+    build.stats.insert("variants".into(), Value::Object(v));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<crate::recipe::Recipe, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.toml");
+        std::fs::write(
+            &path,
+            format!("name = \"r\"\ndescription = \"d\"\nformat = \"slot\"\nsource = \"s\"\nsplit = \"dev\"\n{text}"),
+        )
+        .unwrap();
+        crate::recipe::Recipe::load(&path).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn recipe_section_defaults_and_errors() {
+        let r = load("[variants]\nseed = 3\n[variants.drift]\n[variants.perturb]\n").unwrap();
+        let v = r.variants.unwrap();
+        assert_eq!(v.seed, 3);
+        assert_eq!(v.drift.unwrap().operators.len(), 6);
+        assert_eq!(v.perturb.unwrap().kinds, default_perturbations());
+        assert!(v.shortlist.is_none() && !v.obfuscate);
+        let err = load("[variants.drift]\noperators = [\"rename\"]\n").unwrap_err();
+        assert!(
+            err.contains("variants.drift.operators") && err.contains("parameter_rename"),
+            "{err}"
+        );
+        let err = load("[variants]\nsede = 1\n").unwrap_err();
+        assert!(err.contains("sede"), "{err}");
+        assert!(
+            load("[variants.shortlist]\nfractions = [1.5]\n")
+                .unwrap_err()
+                .contains("fractions")
+        );
+        assert!(load("").unwrap().variants.is_none());
+    }
+
+    #[test]
+    fn rng_is_seeded_by_parts() {
+        let mut a = Rng::new(1, &["x", "y"]);
+        let mut b = Rng::new(1, &["x", "y"]);
+        let mut c = Rng::new(1, &["xy"]);
+        let (x, y, z) = (a.next_u64(), b.next_u64(), c.next_u64());
+        assert_eq!(x, y);
+        assert_ne!(x, z);
+        assert!((0..100).all(|_| a.below(7) < 7));
+    }
+}
