@@ -633,7 +633,13 @@ impl<'b> Trajectories<'b> {
             crate::trajectory::Runner::Tools(&self.executor)
         };
         let cfg = &self.build.recipe.trajectories;
-        let lines: Vec<(String, Option<String>)> = examples
+        // Variant rows (drifted, obfuscated, … calls) are not directly executable; trajectories
+        // cover the verified examples themselves.
+        let originals: Vec<&&Example> = examples
+            .iter()
+            .filter(|e| e.meta.as_ref().is_none_or(|m| m.get("variant_of").is_none()))
+            .collect();
+        let lines: Vec<(String, Option<String>)> = originals
             .par_iter()
             .map_init(
                 || None,
