@@ -68,6 +68,16 @@ impl Emitter {
     }
 }
 
+/// `aggregate_data` arguments; `key_name` is left out for a row count (`COUNT(*)`), so the call
+/// validates against the instance's `key_name` enum.
+fn aggregate_args(source: &str, agg: &str, key: Option<&str>, distinct: bool) -> Json {
+    let mut args = json!({"data_source": label_ref(source), "aggregation_type": agg, "distinct": distinct, "limit": -1});
+    if let Some(k) = key {
+        args["key_name"] = json!(k);
+    }
+    args
+}
+
 /// Lowers a plan to SLOT calls; `database_path` is the join step's (relative) database path.
 pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerError> {
     let mut em = Emitter {
@@ -195,7 +205,7 @@ fn scalar(em: &mut Emitter, source: &str, m: &Measure, top: bool) -> Result<Json
             let label = em.label(&agg.name().to_uppercase());
             em.call(
                 "aggregate_data",
-                json!({"data_source": label_ref(&src), "aggregation_type": agg.name(), "key_name": key.clone().unwrap_or_default(), "distinct": distinct, "limit": -1}),
+                aggregate_args(&src, agg.name(), key.as_deref(), *distinct),
                 label.clone(),
             );
             Ok(json!(label_ref(&label)))
@@ -283,7 +293,7 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
         let label = em.label(&agg.name().to_uppercase());
         em.call(
             "aggregate_data",
-            json!({"data_source": label_ref(&grouped), "aggregation_type": agg.name(), "key_name": key.clone().unwrap_or_default(), "distinct": distinct, "limit": -1}),
+            aggregate_args(&grouped, agg.name(), key.as_deref(), *distinct),
             label,
         )
     };
