@@ -62,7 +62,7 @@ pub enum CorpusError {
 }
 
 /// Reads a whole JSON file; errors name the file (and line/column for malformed JSON).
-fn read_json(path: &Path) -> Result<Json, CorpusError> {
+pub fn read_json(path: &Path) -> Result<Json, CorpusError> {
     let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
         path: path.into(),
         source,

@@ -61,7 +61,7 @@ use serde_json::{Map, Value, json};
 
 use super::Conversion;
 use super::check::{Checker, SeqStats};
-use crate::corpus::{BadRecord, CorpusError};
+use crate::corpus::{read_json, BadRecord, CorpusError};
 use crate::pipeline::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
 use crate::tools::{Call, ToolSpec};
@@ -156,16 +156,6 @@ pub fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
     out
 }
 
-fn read_json(path: &Path) -> Result<Value, CorpusError> {
-    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
-        path: path.into(),
-        source,
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
-        path: path.into(),
-        message: format!("not valid JSON: {e}"),
-    })
-}
 
 /// One 2.2 intent as a tool, with what the conversion needs of its slots.
 struct Intent {

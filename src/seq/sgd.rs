@@ -37,7 +37,7 @@ use serde_json::{Map, Value, json};
 
 use super::Conversion;
 use super::check::{Checker, SeqStats};
-use crate::corpus::{BadRecord, CorpusError};
+use crate::corpus::{read_json, BadRecord, CorpusError};
 use crate::pipeline::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
 use crate::tools::{Call, ToolSpec};
@@ -82,16 +82,6 @@ pub fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
     out
 }
 
-fn read_json(path: &Path) -> Result<Value, CorpusError> {
-    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
-        path: path.into(),
-        source,
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
-        path: path.into(),
-        message: format!("not valid JSON: {e}"),
-    })
-}
 
 fn rel(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).display().to_string()
