@@ -17,7 +17,8 @@ serve RECIPE:
 # the pyarrow/sqlite3 consumer, live-server and FastAPI conformance tests.
 test:
     cargo test --release
-    cargo build --release --quiet
+    # `cargo test` built target/release/toolforge (the integration tests run it); a separate
+    # `cargo build` would rebuild half the dependency tree for the dev-dependency feature set.
     for r in {{recipes}}; do target/release/toolforge build $r --quiet > /dev/null; done
     for r in {{executable}}; do target/release/toolforge verify out/$r; done
     python3 -m pytest tests/consumer tests/conformance -q
