@@ -30,7 +30,8 @@ enum Command {
         quiet: bool,
     },
     /// Serve a built dataset's tools over HTTP: REST endpoints (`GET <path>`), SLOT/SEL tools
-    /// (`POST /sessions`, `POST /tools/{name}`), `GET /openapi.json`, `GET /healthz`.
+    /// (`POST /sessions`, `POST /tools/{name}`), MCP at `/mcp` (or stdio with `--mcp`),
+    /// `GET /openapi.json`, `GET /healthz`.
     /// Build the dataset first (`toolforge build RECIPE`). Stops on SIGINT/SIGTERM.
     Serve {
         /// Recipe name or file (serves `<out>/<name>/`), or a built dataset directory.
