@@ -311,7 +311,9 @@ impl Llm {
             .with_api_base(resolved.base_url.clone())
             .with_api_key(resolved.api_key.clone());
         Llm {
-            client: Client::with_config(config),
+            // The plain reqwest transport, without async-openai's built-in retry layer: retries
+            // are ours (bounded, counted, backoff from the recipe).
+            client: Client::with_config(config).with_http_service(async_openai::middleware::ReqwestService::default()),
             permits: tokio::sync::Semaphore::new(resolved.cfg.max_concurrency),
             next_start: tokio::sync::Mutex::new(Instant::now()),
             unreachable: AtomicBool::new(false),
