@@ -245,6 +245,7 @@ fn paraphrase_against_a_real_server() {
             n.stats["llm"],
             "skipped: no endpoint configured (set OPENAI_BASE_URL or [variants.llm] base_url)"
         );
+        assert!(n.stats.get("paraphrase").is_none() && n.stats.get("llm_run").is_none());
     }
     drop(server);
 }
