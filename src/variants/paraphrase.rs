@@ -14,7 +14,7 @@
 //! | `unchanged`     | equals the original up to case, spacing and final punctuation          |
 //! | `value_lost`    | lacks a gold argument value that occurs in the original ([`super::perturb::preserves_values`], verbatim if it was verbatim) |
 //! | `added_number`  | has a digit sequence that the original does not have                   |
-//! | `answer`        | answers instead of asking (`the answer is`, starts with yes/no/sure/here) |
+//! | `answer`        | answers instead of asking (`the answer is`, `answer:`, starts with yes/no/sure/here or a number) |
 //! | `not_a_request` | neither ends with `?` nor starts with a question word or an imperative |
 //! | `duplicate`     | repeats an accepted candidate of the same example                      |
 //! | `llm_error:<code>` | was never received: the request failed after retries            |
@@ -143,8 +143,8 @@ pub fn is_request(text: &str) -> bool {
     REQUEST_STARTS.contains(&first.as_str())
 }
 
-/// Whether `text` is an answer rather than a request (`the answer is`, or it starts with yes,
-/// no, sure, here, or a number).
+/// Whether `text` is an answer rather than a request (`the answer is`, `answer:`, or it starts
+/// with yes, no, sure, here, or a number).
 pub fn is_answer(text: &str) -> bool {
     let l = text.trim().to_lowercase();
     let first = l
@@ -154,6 +154,7 @@ pub fn is_answer(text: &str) -> bool {
         .trim_matches(|c: char| !c.is_alphanumeric())
         .to_string();
     l.contains("the answer is")
+        || l.contains("answer:")
         || l.starts_with("answer")
         || ["yes", "no", "sure", "here", "certainly", "okay", "ok"].contains(&first.as_str())
         || first.chars().next().is_some_and(|c| c.is_ascii_digit())
@@ -405,6 +406,7 @@ mod tests {
         assert_eq!(check(o, "The answer is heads older than 56.", &v), Err("answer"));
         assert_eq!(check(o, "The heads older than 56 are many.", &v), Err("not_a_request"));
         assert_eq!(check(o, "", &v), Err("empty"));
+        assert_eq!(check(o, "Correct answer: how many heads are older than 56?", &v), Err("answer"));
         assert_eq!(check(o, "List every head older than 56.", &v), Ok(()));
     }
 }
