@@ -127,7 +127,10 @@ impl LlmConfig {
     /// Checks value ranges; the error names the key.
     pub fn validate(&self) -> Result<(), String> {
         if !(0.0..=2.0).contains(&self.temperature) {
-            return Err(format!("key `variants.llm.temperature`: {} is not in [0, 2]", self.temperature));
+            return Err(format!(
+                "key `variants.llm.temperature`: {} is not in [0, 2]",
+                self.temperature
+            ));
         }
         if self.max_concurrency == 0 {
             return Err("key `variants.llm.max_concurrency`: must be at least 1".into());
@@ -141,7 +144,10 @@ impl LlmConfig {
             }
         }
         if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
-            return Err(format!("key `variants.llm.timeout_secs`: {} is not positive", self.timeout_secs));
+            return Err(format!(
+                "key `variants.llm.timeout_secs`: {} is not positive",
+                self.timeout_secs
+            ));
         }
         Ok(())
     }
@@ -197,11 +203,15 @@ pub fn resolve(cfg: &LlmConfig) -> Result<Resolved, Unavailable> {
             "base URL {base_url:?} is not an http:// or https:// URL"
         )));
     }
-    let model = cfg.model.clone().or_else(|| env("TOOLFORGE_LLM_MODEL")).ok_or_else(|| {
-        Unavailable::Misconfigured(format!(
-            "endpoint {base_url} has no model (set TOOLFORGE_LLM_MODEL or [variants.llm] model)"
-        ))
-    })?;
+    let model = cfg
+        .model
+        .clone()
+        .or_else(|| env("TOOLFORGE_LLM_MODEL"))
+        .ok_or_else(|| {
+            Unavailable::Misconfigured(format!(
+                "endpoint {base_url} has no model (set TOOLFORGE_LLM_MODEL or [variants.llm] model)"
+            ))
+        })?;
     let key_var = cfg.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into());
     let api_key = std::env::var(&key_var).unwrap_or_default();
     Ok(Resolved {
@@ -326,10 +336,13 @@ impl Llm {
     /// The cached answer for a request, if any (no network).
     pub fn cached(&self, messages: &[Message], seed: u64) -> Option<String> {
         let c = &self.resolved.cfg;
-        match self
-            .store
-            .get(&cache_key(&self.resolved.model, messages, c.temperature, seed, c.max_tokens))
-        {
+        match self.store.get(&cache_key(
+            &self.resolved.model,
+            messages,
+            c.temperature,
+            seed,
+            c.max_tokens,
+        )) {
             Lookup::Hit(bytes) => {
                 let v: Value = serde_json::from_slice(&bytes).ok()?;
                 response_text(&v["response"]).ok()
@@ -419,7 +432,10 @@ impl Llm {
                         });
                     }
                     self.counters.retries.fetch_add(1, Ordering::Relaxed);
-                    let backoff = c.initial_backoff_ms.saturating_mul(1 << (attempt - 1).min(16)).min(30_000);
+                    let backoff = c
+                        .initial_backoff_ms
+                        .saturating_mul(1 << (attempt - 1).min(16))
+                        .min(30_000);
                     tokio::time::sleep(Duration::from_millis(backoff)).await;
                 }
             }
@@ -528,7 +544,11 @@ mod tests {
         };
         if std::env::var("OPENAI_BASE_URL").is_err() {
             assert_eq!(resolve(&cfg), Err(Unavailable::NoEndpoint));
-            assert!(Unavailable::NoEndpoint.to_string().starts_with("skipped: no endpoint configured"));
+            assert!(
+                Unavailable::NoEndpoint
+                    .to_string()
+                    .starts_with("skipped: no endpoint configured")
+            );
         }
         let cfg = LlmConfig {
             base_url: Some("http://127.0.0.1:9/v1/".into()),

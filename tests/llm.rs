@@ -157,10 +157,17 @@ fn paraphrase_against_a_real_server() {
     // First build: every answer from the server, each after one injected 429.
     let t = Instant::now();
     let b = compile(&recipe, Some(&store), false).unwrap();
-    eprintln!("first build (compile + {} LLM requests) in {:.1} s", EXAMPLES * N, t.elapsed().as_secs_f64());
+    eprintln!(
+        "first build (compile + {} LLM requests) in {:.1} s",
+        EXAMPLES * N,
+        t.elapsed().as_secs_f64()
+    );
     let run = &b.stats["llm_run"];
     let s1 = server_stats(port);
-    eprintln!("llm: {}\nllm_run: {run}\nserver: {s1}\nparaphrase: {:#}", b.stats["llm"], b.stats["paraphrase"]);
+    eprintln!(
+        "llm: {}\nllm_run: {run}\nserver: {s1}\nparaphrase: {:#}",
+        b.stats["llm"], b.stats["paraphrase"]
+    );
     let attempted = EXAMPLES * N;
     assert_eq!(run["from_store"], 0);
     assert_eq!(run["failed"], 0, "{}", b.stats["llm"]);
@@ -169,14 +176,27 @@ fn paraphrase_against_a_real_server() {
     assert_eq!(s1["requests"], 2 * attempted);
     assert_eq!(s1["injected"], attempted);
     assert_eq!(s1["completions"], attempted);
-    assert!(b.stats["llm"].as_str().unwrap().starts_with("model smollm2-135m-instruct at http://127.0.0.1:"));
+    assert!(
+        b.stats["llm"]
+            .as_str()
+            .unwrap()
+            .starts_with("model smollm2-135m-instruct at http://127.0.0.1:")
+    );
 
     // Accounting and checks.
     let p = &b.stats["paraphrase"];
-    let (acc, rej) = (p["accepted"].as_u64().unwrap() as usize, p["rejected"].as_u64().unwrap() as usize);
+    let (acc, rej) = (
+        p["accepted"].as_u64().unwrap() as usize,
+        p["rejected"].as_u64().unwrap() as usize,
+    );
     assert_eq!(p["attempted"], attempted);
     assert_eq!(acc + rej, attempted);
-    let by_reason: u64 = p["rejected_by_reason"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    let by_reason: u64 = p["rejected_by_reason"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
     assert_eq!(by_reason as usize, rej);
     let rows: Vec<_> = b
         .groups
@@ -196,7 +216,12 @@ fn paraphrase_against_a_real_server() {
             .unwrap();
         assert_eq!(parent.input, original);
         assert_eq!(r.output, parent.output);
-        assert_eq!(check(original, &r.input, &gold_value_texts(&r.output)), Ok(()), "{}", r.id);
+        assert_eq!(
+            check(original, &r.input, &gold_value_texts(&r.output)),
+            Ok(()),
+            "{}",
+            r.id
+        );
     }
     assert_eq!(b.stats["variants"]["rows"]["paraphrase"], acc);
 
@@ -215,7 +240,11 @@ fn paraphrase_against_a_real_server() {
     assert!(fs.iter().any(|f| f.ends_with("report/paraphrase.json")));
     assert_eq!(fs, files(&o2));
     for f in &fs {
-        assert!(std::fs::read(o1.join(f)).unwrap() == std::fs::read(o2.join(f)).unwrap(), "{} differs", f.display());
+        assert!(
+            std::fs::read(o1.join(f)).unwrap() == std::fs::read(o2.join(f)).unwrap(),
+            "{} differs",
+            f.display()
+        );
     }
     let report: Value = serde_json::from_slice(&std::fs::read(o1.join("report/verification.json")).unwrap()).unwrap();
     assert!(report["stats"].get("llm_run").is_none());
@@ -231,11 +260,17 @@ fn paraphrase_against_a_real_server() {
     );
     let d = compile(&dead, Some(&store), false).unwrap();
     let line = d.stats["llm"].as_str().unwrap();
-    assert!(line.starts_with("error: every request to http://127.0.0.1:1/v1 failed"), "{line}");
+    assert!(
+        line.starts_with("error: every request to http://127.0.0.1:1/v1 failed"),
+        "{line}"
+    );
     assert_eq!(d.stats["paraphrase"]["accepted"], 0);
     assert_eq!(d.stats["paraphrase"]["rejected"], 3);
     assert!(d.stats["variants"]["rows"]["perturb"].as_u64().unwrap() > 0);
-    assert_eq!(d.stats["llm_run"]["http_requests"], 2, "unreachable: later requests fail fast");
+    assert_eq!(
+        d.stats["llm_run"]["http_requests"], 2,
+        "unreachable: later requests fail fast"
+    );
 
     // No endpoint: one skip line, never an error.
     if std::env::var("OPENAI_BASE_URL").is_err() {

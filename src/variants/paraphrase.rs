@@ -81,7 +81,12 @@ const LABELS: [&str; 9] = [
 /// The candidate request in a raw answer: first non-empty line, without a leading label such as
 /// `Rewrite:` and without wrapping quotes.
 pub fn clean(raw: &str) -> String {
-    let mut t = raw.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string();
+    let mut t = raw
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string();
     if let Some((head, rest)) = t.split_once(':') {
         if LABELS.contains(&head.trim().to_lowercase().as_str()) {
             t = rest.trim().to_string();
@@ -121,11 +126,64 @@ fn digit_runs(s: &str) -> Vec<String> {
 }
 
 const REQUEST_STARTS: [&str; 58] = [
-    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "list", "show", "give", "find",
-    "tell", "return", "get", "count", "name", "display", "provide", "retrieve", "compute", "calculate",
-    "determine", "identify", "select", "please", "can", "could", "would", "will", "is", "are", "was",
-    "were", "do", "does", "did", "i", "i'd", "i'm", "we", "let", "let's", "fetch", "report", "sort", "order",
-    "enumerate", "describe", "locate", "output", "print", "look", "search", "check", "in", "for",
+    "what",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "when",
+    "where",
+    "why",
+    "how",
+    "list",
+    "show",
+    "give",
+    "find",
+    "tell",
+    "return",
+    "get",
+    "count",
+    "name",
+    "display",
+    "provide",
+    "retrieve",
+    "compute",
+    "calculate",
+    "determine",
+    "identify",
+    "select",
+    "please",
+    "can",
+    "could",
+    "would",
+    "will",
+    "is",
+    "are",
+    "was",
+    "were",
+    "do",
+    "does",
+    "did",
+    "i",
+    "i'd",
+    "i'm",
+    "we",
+    "let",
+    "let's",
+    "fetch",
+    "report",
+    "sort",
+    "order",
+    "enumerate",
+    "describe",
+    "locate",
+    "output",
+    "print",
+    "look",
+    "search",
+    "check",
+    "in",
+    "for",
 ];
 
 /// Whether `text` reads as a request: ends with `?` or starts with a question word or an
@@ -313,15 +371,25 @@ pub fn apply(build: &mut Build, cfg: &ParaphraseConfig, llm_cfg: Option<&LlmConf
             "error: every request to {} failed ({err}); no paraphrases",
             resolved.base_url
         ),
-        Some(err) => format!("model {} at {}: {failures} of {attempted} requests failed, first: {err}", resolved.model, resolved.base_url),
-        None => format!("model {} at {}: {attempted} requests", resolved.model, resolved.base_url),
+        Some(err) => format!(
+            "model {} at {}: {failures} of {attempted} requests failed, first: {err}",
+            resolved.model, resolved.base_url
+        ),
+        None => format!(
+            "model {} at {}: {attempted} requests",
+            resolved.model, resolved.base_url
+        ),
     };
     build.stats.insert("llm".into(), json!(llm_line));
     build.stats.insert(
         "llm_run".into(),
         json!({"http_requests": requests, "retries": retries, "failed": failures, "from_store": hits}),
     );
-    let rate = if attempted == 0 { 0.0 } else { (1000.0 * accepted as f64 / attempted as f64).round() / 10.0 };
+    let rate = if attempted == 0 {
+        0.0
+    } else {
+        (1000.0 * accepted as f64 / attempted as f64).round() / 10.0
+    };
     build.stats.insert(
         "paraphrase".into(),
         json!({
@@ -399,14 +467,26 @@ mod tests {
     fn checks_and_reasons() {
         let o = "How many heads of the departments are older than 56?";
         let v = vec!["56".to_string(), "head".to_string()];
-        assert_eq!(check(o, "What is the number of department heads older than 56?", &v), Ok(()));
-        assert_eq!(check(o, "how many heads of the departments are older than 56", &v), Err("unchanged"));
+        assert_eq!(
+            check(o, "What is the number of department heads older than 56?", &v),
+            Ok(())
+        );
+        assert_eq!(
+            check(o, "how many heads of the departments are older than 56", &v),
+            Err("unchanged")
+        );
         assert_eq!(check(o, "Count the heads aged over fifty-six.", &v), Err("value_lost"));
-        assert_eq!(check(o, "How many heads older than 56 are in the 10 departments?", &v), Err("added_number"));
+        assert_eq!(
+            check(o, "How many heads older than 56 are in the 10 departments?", &v),
+            Err("added_number")
+        );
         assert_eq!(check(o, "The answer is heads older than 56.", &v), Err("answer"));
         assert_eq!(check(o, "The heads older than 56 are many.", &v), Err("not_a_request"));
         assert_eq!(check(o, "", &v), Err("empty"));
-        assert_eq!(check(o, "Correct answer: how many heads are older than 56?", &v), Err("answer"));
+        assert_eq!(
+            check(o, "Correct answer: how many heads are older than 56?", &v),
+            Err("answer")
+        );
         assert_eq!(check(o, "List every head older than 56.", &v), Ok(()));
     }
 }
