@@ -23,6 +23,11 @@ test:
     for r in {{executable}}; do target/release/toolforge verify out/$r; done
     python3 -m pytest tests/consumer tests/conformance -q
 
+# The LLM integration test alone (tests/llm-server: node-llama-cpp + SmolLM2 on 127.0.0.1).
+test-llm:
+    bash tests/llm-server/setup.sh
+    cargo test --release --test llm -- --nocapture
+
 # Time cold builds, no-op rebuilds, peak RSS, and the live server under load (wrk).
 bench:
     bash benches/bench.sh

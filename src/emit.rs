@@ -297,7 +297,9 @@ fn report(build: &Build, c: &Counts) -> serde_json::Value {
         "dropped_by_reason": c.reasons,
         "group_kind": build.group_kind,
         "per_group": c.per_group.iter().map(|(g, (a, v, r))| (g.clone(), json!({"attempted": a, "kept": v, "dropped_by_reason": r}))).collect::<serde_json::Map<_, _>>(),
-        "stats": build.stats,
+        // `llm_run` (requests made vs answers from the store) differs between a build and its
+        // rebuild: printed in the summary, kept out of the files.
+        "stats": build.stats.iter().filter(|(k, _)| k.as_str() != "llm_run").map(|(k, v)| (k.clone(), v.clone())).collect::<serde_json::Map<_, _>>(),
         "bad_record_list": build.bad_records,
         "dropped_list": drops,
     })

@@ -8,6 +8,7 @@
 pub mod catalog;
 pub mod corpus;
 pub mod emit;
+pub mod llm;
 pub mod mcp;
 pub mod openapi;
 pub mod pipeline;

