@@ -144,9 +144,19 @@ pub fn record_batch(rows: &[EncodedRow]) -> RecordBatch {
         .flat_map(|r| r.example.output.iter().zip(r.arguments.iter().map(String::as_str)))
         .collect();
     let call_arrays: Vec<ArrayRef> = vec![
-        Arc::new(calls.iter().map(|(c, _)| Some(c.name.as_str())).collect::<StringArray>()),
+        Arc::new(
+            calls
+                .iter()
+                .map(|(c, _)| Some(c.name.as_str()))
+                .collect::<StringArray>(),
+        ),
         Arc::new(calls.iter().map(|(_, a)| Some(*a)).collect::<StringArray>()),
-        Arc::new(calls.iter().map(|(c, _)| Some(c.label.as_str())).collect::<StringArray>()),
+        Arc::new(
+            calls
+                .iter()
+                .map(|(c, _)| Some(c.label.as_str()))
+                .collect::<StringArray>(),
+        ),
     ];
     let structs = StructArray::new(call_fields(), call_arrays, None);
     let offsets = OffsetBuffer::from_lengths(rows.iter().map(|r| r.example.output.len()));
@@ -340,8 +350,16 @@ fn hf_license(text: &str) -> String {
         .to_lowercase()
         .replace(' ', "-");
     let known = [
-        "mit", "apache-2.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0", "cc0-1.0", "bsd-3-clause",
-        "gpl-3.0", "odc-by",
+        "mit",
+        "apache-2.0",
+        "cc-by-4.0",
+        "cc-by-sa-4.0",
+        "cc-by-nc-4.0",
+        "cc-by-nc-sa-4.0",
+        "cc0-1.0",
+        "bsd-3-clause",
+        "gpl-3.0",
+        "odc-by",
     ];
     match id.as_str() {
         "cc0" => "cc0-1.0".into(),
@@ -677,7 +695,10 @@ impl Staging {
     fn new(dir: &Path) -> Result<Staging> {
         let parent = dir.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         Ok(Staging {
@@ -690,7 +711,8 @@ impl Staging {
     /// Writes one file; returns (relative path, blake3 hex).
     fn put(&self, rel: &str, bytes: &[u8]) -> Result<(String, String)> {
         let path = self.tmp.join(rel);
-        std::fs::create_dir_all(path.parent().expect("has parent")).with_context(|| format!("creating {}", path.display()))?;
+        std::fs::create_dir_all(path.parent().expect("has parent"))
+            .with_context(|| format!("creating {}", path.display()))?;
         std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
         let mut h = blake3::Hasher::new();
         if bytes.len() > 1 << 20 {
@@ -780,7 +802,13 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
             for r in 0..batch.num_rows() {
                 let calls = output.value(r);
                 let calls = calls.as_any().downcast_ref::<StructArray>().context("output items")?;
-                let get = |i: usize| calls.column(i).as_any().downcast_ref::<StringArray>().context("output field");
+                let get = |i: usize| {
+                    calls
+                        .column(i)
+                        .as_any()
+                        .downcast_ref::<StringArray>()
+                        .context("output field")
+                };
                 let (names, args, labels) = (get(0)?, get(1)?, get(2)?);
                 let seq: Vec<Call> = (0..arrow_array::Array::len(calls))
                     .map(|i| {
@@ -796,12 +824,18 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
                     id: ids.value(r).into(),
                     db_id: (!null(dbs)).then(|| dbs.value(r).to_string()),
                     output: seq,
-                    gold_answer: if null(gold) { None } else { Some(serde_json::from_str(gold.value(r))?) },
+                    gold_answer: if null(gold) {
+                        None
+                    } else {
+                        Some(serde_json::from_str(gold.value(r))?)
+                    },
                     ordered: ordered.value(r),
                     variant_of: if null(meta) {
                         None
                     } else {
-                        serde_json::from_str::<serde_json::Value>(meta.value(r))?["variant_of"].as_str().map(String::from)
+                        serde_json::from_str::<serde_json::Value>(meta.value(r))?["variant_of"]
+                            .as_str()
+                            .map(String::from)
                     },
                 });
             }
@@ -812,7 +846,8 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
 
 /// The built dataset's `MANIFEST.json`.
 pub fn read_manifest(dir: &Path) -> Result<serde_json::Value> {
-    let bytes = std::fs::read(dir.join("MANIFEST.json")).with_context(|| format!("{}: not a built dataset", dir.display()))?;
+    let bytes =
+        std::fs::read(dir.join("MANIFEST.json")).with_context(|| format!("{}: not a built dataset", dir.display()))?;
     Ok(serde_json::from_slice(&bytes)?)
 }
 

@@ -109,7 +109,10 @@ fn dataset_dir(r: &str, out: Option<&std::path::Path>) -> PathBuf {
         return p;
     }
     let path = recipe_path(r);
-    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let root = toolforge::pipeline::project_root(&path);
     out.map(PathBuf::from).unwrap_or_else(|| root.join("out")).join(name)
 }
@@ -120,7 +123,12 @@ fn write_trajectories(dir: &std::path::Path, format: &str, output: Option<&std::
     use std::io::Write as _;
     let tdir = dir.join("trajectories");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&tdir)
-        .with_context(|| format!("{}: no trajectories (build an executable dataset first)", tdir.display()))?
+        .with_context(|| {
+            format!(
+                "{}: no trajectories (build an executable dataset first)",
+                tdir.display()
+            )
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect();
@@ -131,7 +139,11 @@ fn write_trajectories(dir: &std::path::Path, format: &str, output: Option<&std::
         for (i, line) in text.lines().enumerate() {
             let t: serde_json::Value =
                 serde_json::from_str(line).with_context(|| format!("{} line {}: not JSON", f.display(), i + 1))?;
-            let row = if format == "sharegpt" { toolforge::trajectory::to_sharegpt(&t) } else { t };
+            let row = if format == "sharegpt" {
+                toolforge::trajectory::to_sharegpt(&t)
+            } else {
+                t
+            };
             serde_json::to_writer(&mut out, &row)?;
             out.push(b'\n');
         }
@@ -181,7 +193,11 @@ fn main() -> ExitCode {
         } => {
             let dir = dataset_dir(&recipe, out.as_deref());
             toolforge::serve::Toolkit::load(&dir, databases.as_deref()).and_then(|toolkit| {
-                let run = if mcp { toolforge::mcp::run_stdio } else { toolforge::serve::run };
+                let run = if mcp {
+                    toolforge::mcp::run_stdio
+                } else {
+                    toolforge::serve::run
+                };
                 run(
                     toolkit,
                     toolforge::serve::ServeConfig {

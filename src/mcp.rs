@@ -55,7 +55,11 @@ impl McpServer {
                 *count.entry(e.name.as_str()).or_default() += 1;
             }
             for (i, e) in tk.endpoints.iter().enumerate() {
-                let name = if count[e.name.as_str()] > 1 { format!("{}__{}", e.db_id, e.name) } else { e.name.clone() };
+                let name = if count[e.name.as_str()] > 1 {
+                    format!("{}__{}", e.db_id, e.name)
+                } else {
+                    e.name.clone()
+                };
                 let spec = e.tool_spec();
                 tools.push(Tool::new(name.clone(), spec.description, object(spec.parameters)));
                 targets.insert(name, Target::Endpoint(i));
@@ -73,7 +77,10 @@ impl McpServer {
             for t in &tk.catalog {
                 let mut params = t.parameters.clone();
                 if let Some(props) = params["properties"].as_object_mut() {
-                    props.insert("session_id".into(), json!({"type": "string", "description": "The session from create_session."}));
+                    props.insert(
+                        "session_id".into(),
+                        json!({"type": "string", "description": "The session from create_session."}),
+                    );
                     props.insert("label".into(), json!({"type": "string", "description": "Label for the output; later calls refer to it as $label$."}));
                 }
                 if let Some(req) = params["required"].as_array_mut() {
@@ -96,7 +103,9 @@ impl McpServer {
                 let values = state.toolkit.endpoints[*i]
                     .arguments_from_json(&args)
                     .map_err(|errors| json!({"detail": errors}).to_string())?;
-                run_endpoint(state, *i, &values).map(|rows| json!(rows)).map_err(|(_, m)| m)
+                run_endpoint(state, *i, &values)
+                    .map(|rows| json!(rows))
+                    .map_err(|(_, m)| m)
             }
             Target::Session => open_session(state, &Json::Object(args)).map_err(|(_, m)| m),
             Target::Tool(name) => {
@@ -138,7 +147,10 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(target) = self.targets.get(request.name.as_ref()).cloned() else {
-            return Err(ErrorData::invalid_params(format!("no tool named {:?}", request.name), None));
+            return Err(ErrorData::invalid_params(
+                format!("no tool named {:?}", request.name),
+                None,
+            ));
         };
         let args = request.arguments.unwrap_or_default();
         let state = self.state.clone();

@@ -43,13 +43,18 @@ pub fn operation(ep: &Endpoint) -> Json {
     if !ep.parameters.is_empty() {
         op.insert(
             "parameters".into(),
-            json!(ep.parameters.iter().map(|p| json!({
-                "name": p.name,
-                "in": "query",
-                "required": true,
-                "schema": {"type": p.kind, "description": p.description, "title": title(&p.name)},
-                "description": p.description,
-            })).collect::<Vec<_>>()),
+            json!(
+                ep.parameters
+                    .iter()
+                    .map(|p| json!({
+                        "name": p.name,
+                        "in": "query",
+                        "required": true,
+                        "schema": {"type": p.kind, "description": p.description, "title": title(&p.name)},
+                        "description": p.description,
+                    }))
+                    .collect::<Vec<_>>()
+            ),
         );
     }
     let mut responses = Map::new();

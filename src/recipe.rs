@@ -50,7 +50,9 @@ pub const FORMATS: [&str; 6] = ["slot", "sel", "rest", "seq", "catalog", "bfcl"]
 
 /// Source record formats: text-to-SQL (`bird`, `spider`) and API-BLEND sources (`mixatis`,
 /// `mixsnips`, `topv2`, `sgd`, `multiwoz`), MCP tool definitions (`mcp`) and BFCL (`bfcl`).
-pub const SOURCE_FORMATS: [&str; 9] = ["bird", "spider", "mixatis", "mixsnips", "topv2", "sgd", "multiwoz", "mcp", "bfcl"];
+pub const SOURCE_FORMATS: [&str; 9] = [
+    "bird", "spider", "mixatis", "mixsnips", "topv2", "sgd", "multiwoz", "mcp", "bfcl",
+];
 
 /// Whether a source format holds text-to-SQL questions over SQLite databases.
 pub fn is_sql_source(format: &str) -> bool {
@@ -143,11 +145,17 @@ impl Recipe {
         if sql_format && recipe.split.is_none() {
             return Err(RecipeError::Invalid {
                 path: path.into(),
-                message: format!("key `split`: required for format {:?} (the question file's split, e.g. \"dev\")", recipe.format),
+                message: format!(
+                    "key `split`: required for format {:?} (the question file's split, e.g. \"dev\")",
+                    recipe.format
+                ),
             });
         }
         if let Some(message) = recipe.variants.as_ref().and_then(|v| v.validate().err()) {
-            return Err(RecipeError::Invalid { path: path.into(), message });
+            return Err(RecipeError::Invalid {
+                path: path.into(),
+                message,
+            });
         }
         let stem = path
             .file_stem()
@@ -220,7 +228,10 @@ impl SourceManifest {
         if !SOURCE_FORMATS.contains(&m.format.as_str()) {
             return Err(RecipeError::Invalid {
                 path: path.into(),
-                message: format!("key `format`: unknown value {:?}, expected one of {SOURCE_FORMATS:?}", m.format),
+                message: format!(
+                    "key `format`: unknown value {:?}, expected one of {SOURCE_FORMATS:?}",
+                    m.format
+                ),
             });
         }
         Ok(m)

@@ -138,7 +138,11 @@ impl Toolkit {
                     (first.name == "initialize_active_data").then_some((r.id, first))
                 })
                 .collect();
-            (vec![], crate::openapi::tools_document(&name, env!("CARGO_PKG_VERSION"), &catalog), setups)
+            (
+                vec![],
+                crate::openapi::tools_document(&name, env!("CARGO_PKG_VERSION"), &catalog),
+                setups,
+            )
         };
         let drift = if dir.join("tools/drift.json").is_file() {
             Some(serde_json::from_value(read("tools/drift.json")?).context("parsing tools/drift.json")?)
@@ -180,8 +184,12 @@ impl AppState {
             return Ok(c);
         }
         let path = self.toolkit.database_root.join(db).join(format!("{db}.sqlite"));
-        crate::tools::table::open_read_only(&path)
-            .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, format!("database {db} unavailable: {e}")))
+        crate::tools::table::open_read_only(&path).map_err(|e| {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("database {db} unavailable: {e}"),
+            )
+        })
     }
 
     fn give_back(&self, db: &str, conn: rusqlite::Connection) {
@@ -198,7 +206,11 @@ impl AppState {
 pub(crate) type CallError = (StatusCode, String);
 
 /// Runs REST endpoint `index` with validated `values` (blocking: SQLite).
-pub(crate) fn run_endpoint(state: &AppState, index: usize, values: &[Json]) -> Result<crate::verify::Answer, CallError> {
+pub(crate) fn run_endpoint(
+    state: &AppState,
+    index: usize,
+    values: &[Json],
+) -> Result<crate::verify::Answer, CallError> {
     let ep = &state.toolkit.endpoints[index];
     let mut conn = state.connection(&ep.db_id)?;
     let limits = Limits {
@@ -208,7 +220,10 @@ pub(crate) fn run_endpoint(state: &AppState, index: usize, values: &[Json]) -> R
     let r = ep.execute(&mut conn, values, limits);
     state.give_back(&ep.db_id, conn);
     r.map_err(|e| match e {
-        RunError::Timeout(ms) => (StatusCode::GATEWAY_TIMEOUT, format!("the query ran longer than the {ms} ms limit")),
+        RunError::Timeout(ms) => (
+            StatusCode::GATEWAY_TIMEOUT,
+            format!("the query ran longer than the {ms} ms limit"),
+        ),
         RunError::TooLarge(n) => (
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("the result has more than {n} rows (response-size cap); narrow the parameters"),
@@ -222,7 +237,12 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
     let setup = if let Some(id) = body.get("id").and_then(Json::as_str) {
         match state.toolkit.setups.get(id) {
             Some(c) => c.clone(),
-            None => return Err((StatusCode::NOT_FOUND, format!("no example with id {id:?} in {}", state.toolkit.name))),
+            None => {
+                return Err((
+                    StatusCode::NOT_FOUND,
+                    format!("no example with id {id:?} in {}", state.toolkit.name),
+                ));
+            }
         }
     } else if let Some(args) = body.get("arguments").and_then(Json::as_object) {
         Call {
@@ -236,7 +256,11 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
             "body must be {\"id\": <example id>} or {\"arguments\": {<initialize_active_data arguments>}}".into(),
         ));
     };
-    let db_path = setup.arguments.get("database_path").and_then(Json::as_str).unwrap_or_default();
+    let db_path = setup
+        .arguments
+        .get("database_path")
+        .and_then(Json::as_str)
+        .unwrap_or_default();
     if !safe_database_path(db_path) {
         return Err((
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -261,9 +285,18 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
 }
 
 /// Runs one SLOT/SEL tool in a session (blocking); `label` defaults to `<name>_<n>`.
-pub(crate) fn run_tool(state: &AppState, name: &str, session_id: &str, arguments: serde_json::Map<String, Json>, label: Option<String>) -> Result<Json, CallError> {
+pub(crate) fn run_tool(
+    state: &AppState,
+    name: &str,
+    session_id: &str,
+    arguments: serde_json::Map<String, Json>,
+    label: Option<String>,
+) -> Result<Json, CallError> {
     if !known_tool(&state.toolkit, name) {
-        return Err((StatusCode::NOT_FOUND, format!("no tool named {name:?} in {}", state.toolkit.name)));
+        return Err((
+            StatusCode::NOT_FOUND,
+            format!("no tool named {name:?} in {}", state.toolkit.name),
+        ));
     }
     let session = {
         let mut sessions = state.sessions.lock().expect("sessions");
@@ -272,10 +305,20 @@ pub(crate) fn run_tool(state: &AppState, name: &str, session_id: &str, arguments
                 *t = Instant::now();
                 s.clone()
             }
-            None => return Err((StatusCode::NOT_FOUND, format!("unknown or expired session {session_id:?}"))),
+            None => {
+                return Err((
+                    StatusCode::NOT_FOUND,
+                    format!("unknown or expired session {session_id:?}"),
+                ));
+            }
         }
     };
-    let label = label.unwrap_or_else(|| format!("{name}_{}", state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let label = label.unwrap_or_else(|| {
+        format!(
+            "{name}_{}",
+            state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        )
+    });
     let call = Call {
         name: name.to_string(),
         arguments,
@@ -308,16 +351,25 @@ async fn rest_endpoint(
     let ep = &state.toolkit.endpoints[index];
     let checked = match &drift {
         // A_new: typed and validated against the drifted schema, then un-migrated.
-        Some(d) => crate::variants::drift::Drift::check_query(d, &pairs)
-            .and_then(|args| ep.arguments_from_json(&args).map_err(|errors| d.errors_in_new_names(errors))),
+        Some(d) => crate::variants::drift::Drift::check_query(d, &pairs).and_then(|args| {
+            ep.arguments_from_json(&args)
+                .map_err(|errors| d.errors_in_new_names(errors))
+        }),
         None => ep.arguments_from_query(&pairs),
     };
     let values = match checked {
         Ok(v) => v,
-        Err(errors) => return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response(),
+        Err(errors) => {
+            return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response();
+        }
     };
     let st = state.clone();
-    respond(tokio::task::spawn_blocking(move || run_endpoint(&st, index, &values).map(|rows| axum::Json(rows).into_response())).await)
+    respond(
+        tokio::task::spawn_blocking(move || {
+            run_endpoint(&st, index, &values).map(|rows| axum::Json(rows).into_response())
+        })
+        .await,
+    )
 }
 
 fn session_id(state: &AppState) -> String {
@@ -338,7 +390,10 @@ fn safe_database_path(p: &str) -> bool {
         && p.ends_with(".sqlite")
 }
 
-async fn create_session(State(state): State<Shared>, body: Result<axum::Json<Json>, axum::extract::rejection::JsonRejection>) -> Response {
+async fn create_session(
+    State(state): State<Shared>,
+    body: Result<axum::Json<Json>, axum::extract::rejection::JsonRejection>,
+) -> Response {
     let body = match body {
         Ok(axum::Json(b)) => b,
         Err(e) => return detail(e.status(), e.body_text()),
@@ -368,12 +423,22 @@ async fn call_tool(
         Ok(axum::Json(b)) => b,
         Err(e) => return detail(e.status(), e.body_text()),
     };
-    let drifted = state.toolkit.drift.as_ref().is_some_and(|d| d.by_new_name(None, &name).is_some());
+    let drifted = state
+        .toolkit
+        .drift
+        .as_ref()
+        .is_some_and(|d| d.by_new_name(None, &name).is_some());
     if !drifted && !known_tool(&state.toolkit, &name) {
-        return detail(StatusCode::NOT_FOUND, format!("no tool named {name:?} in {}", state.toolkit.name));
+        return detail(
+            StatusCode::NOT_FOUND,
+            format!("no tool named {name:?} in {}", state.toolkit.name),
+        );
     }
     let Some(sid) = body.get("session_id").and_then(Json::as_str).map(String::from) else {
-        return detail(StatusCode::UNPROCESSABLE_ENTITY, "missing session_id (create one with POST /sessions)");
+        return detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "missing session_id (create one with POST /sessions)",
+        );
     };
     let Some(mut arguments) = body.get("arguments").and_then(Json::as_object).cloned() else {
         return detail(StatusCode::UNPROCESSABLE_ENTITY, "missing arguments object");
@@ -387,13 +452,25 @@ async fn call_tool(
                 arguments = old.arguments;
             }
             Ok(None) => {}
-            Err(None) => return detail(StatusCode::NOT_FOUND, format!("no tool named {name:?} in {}", state.toolkit.name)),
-            Err(Some(errors)) => return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response(),
+            Err(None) => {
+                return detail(
+                    StatusCode::NOT_FOUND,
+                    format!("no tool named {name:?} in {}", state.toolkit.name),
+                );
+            }
+            Err(Some(errors)) => {
+                return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response();
+            }
         }
     }
     let label = body.get("label").and_then(Json::as_str).map(String::from);
     let st = state.clone();
-    respond(tokio::task::spawn_blocking(move || run_tool(&st, &name, &sid, arguments, label).map(|v| axum::Json(v).into_response())).await)
+    respond(
+        tokio::task::spawn_blocking(move || {
+            run_tool(&st, &name, &sid, arguments, label).map(|v| axum::Json(v).into_response())
+        })
+        .await,
+    )
 }
 
 /// Injects the fault a request asks for (header) or draws (`fault_rate`); see the module doc.
@@ -410,7 +487,12 @@ async fn inject_fault(State(state): State<Shared>, req: Request, next: Next) -> 
         .map(str::to_string);
     let kind = match asked {
         Some(k) if crate::trajectory::FAULT_KINDS.contains(&k.as_str()) => Some(k),
-        Some(k) => return detail(StatusCode::BAD_REQUEST, format!("unknown fault {k:?}; one of {:?}", crate::trajectory::FAULT_KINDS)),
+        Some(k) => {
+            return detail(
+                StatusCode::BAD_REQUEST,
+                format!("unknown fault {k:?}; one of {:?}", crate::trajectory::FAULT_KINDS),
+            );
+        }
         None if state.config.fault_rate > 0.0 => {
             let n = state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let h = blake3::hash(format!("{}:{n}", state.config.fault_seed).as_bytes());
@@ -426,23 +508,41 @@ async fn inject_fault(State(state): State<Shared>, req: Request, next: Next) -> 
         return next.run(req).await;
     };
     let mut resp = match kind.as_str() {
-        "timeout" => detail(StatusCode::GATEWAY_TIMEOUT, "the tool did not answer in time (injected fault)"),
+        "timeout" => detail(
+            StatusCode::GATEWAY_TIMEOUT,
+            "the tool did not answer in time (injected fault)",
+        ),
         "rate_limit" => {
-            let mut r = detail(StatusCode::TOO_MANY_REQUESTS, "too many requests; retry after 1 s (injected fault)");
-            r.headers_mut().insert("retry-after", axum::http::HeaderValue::from_static("1"));
+            let mut r = detail(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many requests; retry after 1 s (injected fault)",
+            );
+            r.headers_mut()
+                .insert("retry-after", axum::http::HeaderValue::from_static("1"));
             r
         }
-        "unavailable" => detail(StatusCode::SERVICE_UNAVAILABLE, "the service is temporarily unavailable (injected fault)"),
+        "unavailable" => detail(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the service is temporarily unavailable (injected fault)",
+        ),
         "session_expired" => {
             let (parts, body) = req.into_parts();
             let bytes = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
-            let sid = serde_json::from_slice::<Json>(&bytes).ok().and_then(|b| b["session_id"].as_str().map(String::from));
+            let sid = serde_json::from_slice::<Json>(&bytes)
+                .ok()
+                .and_then(|b| b["session_id"].as_str().map(String::from));
             match sid {
                 Some(sid) => {
                     state.sessions.lock().expect("sessions").remove(&sid);
-                    detail(StatusCode::NOT_FOUND, format!("session {sid:?} expired (injected fault); create a new one with POST /sessions"))
+                    detail(
+                        StatusCode::NOT_FOUND,
+                        format!("session {sid:?} expired (injected fault); create a new one with POST /sessions"),
+                    )
                 }
-                None => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
+                None => {
+                    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                        .await
+                }
             }
         }
         _ => {
@@ -454,7 +554,10 @@ async fn inject_fault(State(state): State<Shared>, req: Request, next: Next) -> 
                 let cut = text.char_indices().nth(text.chars().count() / 2).map_or(0, |(i, _)| i);
                 text[..cut].to_string()
             } else {
-                let garbled: String = text.chars().map(|c| if c.is_ascii_digit() || c == '"' { '\u{fffd}' } else { c }).collect();
+                let garbled: String = text
+                    .chars()
+                    .map(|c| if c.is_ascii_digit() || c == '"' { '\u{fffd}' } else { c })
+                    .collect();
                 format!("\u{fffd}{garbled}")
             };
             parts.headers.remove(axum::http::header::CONTENT_LENGTH);
@@ -499,7 +602,10 @@ pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
             .as_ref()
             .and_then(|d| d.by_old_name(Some(&ep.db_id), &ep.name))
             .map(|d| Arc::new(d.clone()));
-        let path = drift.as_ref().and_then(|d| d.path_new.clone()).unwrap_or_else(|| ep.path.clone());
+        let path = drift
+            .as_ref()
+            .and_then(|d| d.path_new.clone())
+            .unwrap_or_else(|| ep.path.clone());
         app = app.route(
             &path,
             get(move |State(st): State<Shared>, q| rest_endpoint(st, i, drift.clone(), q)),
@@ -508,7 +614,9 @@ pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
     let health = {
         let st = state.clone();
         move || async move {
-            axum::Json(json!({"status": "ok", "dataset": st.toolkit.name, "format": st.toolkit.format, "endpoints": st.toolkit.endpoints.len(), "tools": st.toolkit.catalog.len()}))
+            axum::Json(
+                json!({"status": "ok", "dataset": st.toolkit.name, "format": st.toolkit.format, "endpoints": st.toolkit.endpoints.len(), "tools": st.toolkit.catalog.len()}),
+            )
         }
     };
     let openapi = {
@@ -606,13 +714,12 @@ pub fn verify_live(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize
         .collect();
     let rows = read_rows(dir)?;
     let addr = spawn(toolkit, ServeConfig::default())?;
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let (mut ok, mut bad) = (0, 0);
     for row in rows {
-        let (Some(call), Some(gold)) = (row.output.first(), &row.gold_answer) else { continue };
+        let (Some(call), Some(gold)) = (row.output.first(), &row.gold_answer) else {
+            continue;
+        };
         if row.variant_of.is_some() {
             continue;
         }

@@ -145,7 +145,11 @@ fn sel_summary(build: &mut Build) {
     build.stats.insert("distinct_tools".into(), json!(names.len()));
     build.stats.insert(
         "tools_per_query".into(),
-        json!(if examples.is_empty() { 0.0 } else { (total as f64 / examples.len() as f64 * 10.0).round() / 10.0 }),
+        json!(if examples.is_empty() {
+            0.0
+        } else {
+            (total as f64 / examples.len() as f64 * 10.0).round() / 10.0
+        }),
     );
 }
 
@@ -162,28 +166,51 @@ fn rest_summary(build: &mut Build, endpoints: &[Endpoint]) {
     let version = env!("CARGO_PKG_VERSION");
     let all: Vec<&Endpoint> = endpoints.iter().collect();
     let title = format!("{} tools", build.recipe.name);
-    build.extra_files.insert("tools/endpoints.json".into(), pretty(&json!(endpoints)));
-    build.extra_files.insert("tools/openapi.json".into(), pretty(&crate::openapi::document(&title, version, &all)));
+    build
+        .extra_files
+        .insert("tools/endpoints.json".into(), pretty(&json!(endpoints)));
+    build.extra_files.insert(
+        "tools/openapi.json".into(),
+        pretty(&crate::openapi::document(&title, version, &all)),
+    );
     let mut per_db: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
     for e in endpoints {
         per_db.entry(e.db_id.as_str()).or_default().push(e);
     }
     for (db, eps) in &per_db {
         let doc = crate::openapi::document(&format!("{} {db} tools", build.recipe.name), version, eps);
-        build.extra_files.insert(format!("tools/openapi/{db}.json"), pretty(&doc));
+        build
+            .extra_files
+            .insert(format!("tools/openapi/{db}.json"), pretty(&doc));
         let tools: Vec<ToolSpec> = eps.iter().map(|e| e.tool_spec()).collect();
-        build.extra_files.insert(format!("tools/functions/{db}.json"), pretty(&crate::emit::functions_json(&tools)));
+        build.extra_files.insert(
+            format!("tools/functions/{db}.json"),
+            pretty(&crate::emit::functions_json(&tools)),
+        );
     }
     let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
-    let empty = examples.iter().filter(|e| e.gold_answer.as_ref().is_some_and(Vec::is_empty)).count();
+    let empty = examples
+        .iter()
+        .filter(|e| e.gold_answer.as_ref().is_some_and(Vec::is_empty))
+        .count();
     build.stats.insert("endpoints".into(), json!(endpoints.len()));
     build.stats.insert(
         "questions_per_endpoint".into(),
-        json!(if endpoints.is_empty() { 0.0 } else { (examples.len() as f64 / endpoints.len() as f64 * 100.0).round() / 100.0 }),
+        json!(if endpoints.is_empty() {
+            0.0
+        } else {
+            (examples.len() as f64 / endpoints.len() as f64 * 100.0).round() / 100.0
+        }),
     );
     build.stats.insert(
         "parameters_per_endpoint".into(),
-        json!(if endpoints.is_empty() { 0.0 } else { (endpoints.iter().map(|e| e.parameters.len()).sum::<usize>() as f64 / endpoints.len() as f64 * 100.0).round() / 100.0 }),
+        json!(if endpoints.is_empty() {
+            0.0
+        } else {
+            (endpoints.iter().map(|e| e.parameters.len()).sum::<usize>() as f64 / endpoints.len() as f64 * 100.0)
+                .round()
+                / 100.0
+        }),
     );
     build.stats.insert("examples_with_empty_answer".into(), json!(empty));
 }
@@ -283,20 +310,32 @@ fn compile_db(
                         parameters: template.parameters.clone(),
                         ordered: template.ordered,
                     };
-                    let got = ep
-                        .execute(conn, &template.values, Limits::default())
-                        .map_err(|e| drop("execution_error".into(), format!("{e}; parameterised SQL: {}", template.sql)))?;
+                    let got = ep.execute(conn, &template.values, Limits::default()).map_err(|e| {
+                        drop(
+                            "execution_error".into(),
+                            format!("{e}; parameterised SQL: {}", template.sql),
+                        )
+                    })?;
                     if !answers_match(&gold, &got, template.ordered) {
                         return Err(drop(
                             "mismatch".into(),
-                            format!("gold {} rows, endpoint {} rows; parameterised SQL: {}", gold.len(), got.len(), template.sql),
+                            format!(
+                                "gold {} rows, endpoint {} rows; parameterised SQL: {}",
+                                gold.len(),
+                                got.len(),
+                                template.sql
+                            ),
                         ));
                     }
                     return Ok(Compiled::Rest { template, gold });
                 }
                 let plan = sql::plan::build(&stmt, &schema).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
-                let calls = if format == "sel" { bind(&lowered.calls) } else { lowered.calls };
+                let calls = if format == "sel" {
+                    bind(&lowered.calls)
+                } else {
+                    lowered.calls
+                };
                 let candidate = executor
                     .run(&calls)
                     .map_err(|e| drop("execution_error".into(), e.to_string()))?;
@@ -308,7 +347,11 @@ fn compile_db(
                     ));
                 }
                 let keys = key_descriptions(&plan, &schema, descriptions);
-                let tools = if format == "sel" { sel_tools(Some(&keys)) } else { slot_tools(Some(&keys)) };
+                let tools = if format == "sel" {
+                    sel_tools(Some(&keys))
+                } else {
+                    slot_tools(Some(&keys))
+                };
                 Ok(Compiled::Calls {
                     calls,
                     tools,
@@ -390,7 +433,10 @@ fn compile_db(
             }
         }
     }
-    DbStage { outcome: out, endpoints }
+    DbStage {
+        outcome: out,
+        endpoints,
+    }
 }
 
 /// The joined table's columns, in join order, with descriptions and types.

@@ -82,14 +82,24 @@ pub fn answer_text(answer: &Answer) -> String {
 fn system_prompt(e: &Example, rest: bool) -> String {
     let db = e.db_id.as_deref().unwrap_or("the");
     if rest {
-        format!("You answer questions about the `{db}` database by calling its REST API functions. Call the function that answers the question with the values the question gives, then reply with the answer only.")
+        format!(
+            "You answer questions about the `{db}` database by calling its REST API functions. Call the function that answers the question with the values the question gives, then reply with the answer only."
+        )
     } else {
-        format!("You answer questions about the `{db}` database by calling tools. Start with initialize_active_data to load the data. Each tool result is stored under the label shown in the result; refer to an earlier result in a later call as \"$LABEL$\". When the last result answers the question, reply with the answer only.")
+        format!(
+            "You answer questions about the `{db}` database by calling tools. Start with initialize_active_data to load the data. Each tool result is stored under the label shown in the result; refer to an earlier result in a later call as \"$LABEL$\". When the last result answers the question, reply with the answer only."
+        )
     }
 }
 
 /// Executes `calls` in order, returning each tool message's content (JSON text).
-fn execute(runner: &Runner, e: &Example, calls: &[Call], max_rows: usize, conn: &mut Option<(String, rusqlite::Connection)>) -> Result<Vec<String>, String> {
+fn execute(
+    runner: &Runner,
+    e: &Example,
+    calls: &[Call],
+    max_rows: usize,
+    conn: &mut Option<(String, rusqlite::Connection)>,
+) -> Result<Vec<String>, String> {
     match runner {
         Runner::Tools(executor) => {
             let mut session = Session::default();
@@ -109,10 +119,15 @@ fn execute(runner: &Runner, e: &Example, calls: &[Call], max_rows: usize, conn: 
                     let ep = endpoints
                         .get(&(db.clone(), c.name.clone()))
                         .ok_or_else(|| format!("no endpoint {} in {db}", c.name))?;
-                    let values = ep.arguments_from_json(&c.arguments).map_err(|errs| Json::Array(errs).to_string())?;
+                    let values = ep
+                        .arguments_from_json(&c.arguments)
+                        .map_err(|errs| Json::Array(errs).to_string())?;
                     if conn.as_ref().is_none_or(|(d, _)| *d != db) {
                         let path = root.join(&db).join(format!("{db}.sqlite"));
-                        *conn = Some((db.clone(), crate::tools::table::open_read_only(&path).map_err(|e| e.to_string())?));
+                        *conn = Some((
+                            db.clone(),
+                            crate::tools::table::open_read_only(&path).map_err(|e| e.to_string())?,
+                        ));
                     }
                     let rows = ep
                         .execute(&mut conn.as_mut().expect("opened").1, &values, Limits::default())
@@ -234,14 +249,21 @@ pub fn trajectories(
         let fid = id();
         m.push(assistant_call(&fid, &e.output[at]));
         m.push(tool_message(&fid, &fault_content(kind, &results[at])));
-        let recovery = if kind == "session_expired" { "rerun_setup" } else { "retry" };
+        let recovery = if kind == "session_expired" {
+            "rerun_setup"
+        } else {
+            "retry"
+        };
         let from = if kind == "session_expired" { 0 } else { at };
         for (c, r) in e.output.iter().zip(&results).skip(from) {
             let i = id();
             m.push(assistant_call(&i, c));
             m.push(tool_message(&i, r));
         }
-        finish(m, json!([{"kind": kind, "call_index": at, "tool_call_id": fid, "recovery": recovery}]))
+        finish(
+            m,
+            json!([{"kind": kind, "call_index": at, "tool_call_id": fid, "recovery": recovery}]),
+        )
     });
     Ok((finish(clean, json!([])), faulted))
 }
@@ -251,7 +273,13 @@ pub fn trajectories(
 /// "value"}]}`, tools in `<tools>` in the system turn, calls as `<tool_call>{"name",
 /// "arguments"}</tool_call>`, results as `<tool_response>…</tool_response>`.
 pub fn to_sharegpt(t: &Json) -> Json {
-    let tools: Vec<Json> = t["tools"].as_array().cloned().unwrap_or_default().into_iter().map(|f| f["function"].clone()).collect();
+    let tools: Vec<Json> = t["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| f["function"].clone())
+        .collect();
     let mut conv = Vec::new();
     for m in t["messages"].as_array().into_iter().flatten() {
         match m["role"].as_str() {

@@ -98,10 +98,7 @@ fn corrupt_store_entries_are_rebuilt() {
     }
     std::fs::remove_dir_all(&out).unwrap();
     let summary = build_and_emit(&recipe, Some(&out), Some(&store), false).unwrap();
-    assert!(
-        summary.contains("0 stages from the store, 11 computed"),
-        "{summary}"
-    );
+    assert!(summary.contains("0 stages from the store, 11 computed"), "{summary}");
     assert_eq!(std::fs::read(out.join("slot-bird/data/dev.parquet")).unwrap(), good);
 }
 

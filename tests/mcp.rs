@@ -20,7 +20,13 @@ fn dbs() -> PathBuf {
 
 fn build(recipe: &str, tmp: &Path) -> PathBuf {
     let out = tmp.join("out");
-    build_and_emit(&root().join(format!("recipes/{recipe}.toml")), Some(&out), Some(&tmp.join("store")), false).unwrap();
+    build_and_emit(
+        &root().join(format!("recipes/{recipe}.toml")),
+        Some(&out),
+        Some(&tmp.join("store")),
+        false,
+    )
+    .unwrap();
     out.join(recipe)
 }
 
@@ -32,14 +38,22 @@ fn args(v: Value) -> serde_json::Map<String, Value> {
 async fn stdio_mcp_client_lists_and_calls_slot_tools() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = build("slot-spider", tmp.path());
-    let transport = TokioChildProcess::new(tokio::process::Command::new(env!("CARGO_BIN_EXE_toolforge")).configure(|cmd| {
-        cmd.arg("serve").arg(&dir).arg("--mcp").arg("--databases").arg(dbs());
-    }))
+    let transport = TokioChildProcess::new(tokio::process::Command::new(env!("CARGO_BIN_EXE_toolforge")).configure(
+        |cmd| {
+            cmd.arg("serve").arg(&dir).arg("--mcp").arg("--databases").arg(dbs());
+        },
+    ))
     .unwrap();
     let client = ().serve(transport).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    for n in ["create_session", "filter_data", "retrieve_data", "aggregate_data", "sort_data"] {
+    for n in [
+        "create_session",
+        "filter_data",
+        "retrieve_data",
+        "aggregate_data",
+        "sort_data",
+    ] {
         assert!(names.contains(&n), "{names:?}");
     }
     // "How many singers are there?" style: count the rows of concert_singer's singer table.
@@ -96,7 +110,10 @@ fn rpc(agent: &ureq::Agent, url: &str, session: Option<&str>, body: Value) -> (O
     }
     let mut resp = req.send(body.to_string()).unwrap();
     assert!(resp.status().is_success(), "{}", resp.status());
-    let sid = resp.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+    let sid = resp
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string());
     let text = resp.body_mut().read_to_string().unwrap();
     let payload = text
         .lines()
@@ -116,20 +133,45 @@ fn streamable_http_mcp_calls_a_rest_endpoint() {
     let addr = toolforge::serve::spawn(toolkit, toolforge::serve::ServeConfig::default()).unwrap();
     let url = format!("http://{addr}/mcp");
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-    let (sid, init) = rpc(&agent, &url, None, json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+    let (sid, init) = rpc(
+        &agent,
+        &url,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+    );
     assert_eq!(init.unwrap()["result"]["serverInfo"]["name"], "toolforge");
     let sid = sid.expect("mcp-session-id");
-    rpc(&agent, &url, Some(&sid), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let (_, list) = rpc(&agent, &url, Some(&sid), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    rpc(
+        &agent,
+        &url,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    let (_, list) = rpc(
+        &agent,
+        &url,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
     let tools = list.unwrap()["result"]["tools"].as_array().unwrap().clone();
     assert!(tools.len() >= 500, "{}", tools.len());
-    let (_, call) = rpc(&agent, &url, Some(&sid), json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-        "name": "get_ship_count_by_disposition_of_ship", "arguments": {"disposition_of_ship": "Captured"}}}));
+    let (_, call) = rpc(
+        &agent,
+        &url,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "get_ship_count_by_disposition_of_ship", "arguments": {"disposition_of_ship": "Captured"}}}),
+    );
     let result = &call.unwrap()["result"];
     assert_eq!(result["structuredContent"], json!([[4]]), "{result}");
-    let (_, bad) = rpc(&agent, &url, Some(&sid), json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
-        "name": "get_ship_count_by_disposition_of_ship", "arguments": {}}}));
+    let (_, bad) = rpc(
+        &agent,
+        &url,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+        "name": "get_ship_count_by_disposition_of_ship", "arguments": {}}}),
+    );
     let bad = &bad.unwrap()["result"];
     assert_eq!(bad["isError"], true);
     assert!(bad["content"][0]["text"].as_str().unwrap().contains("missing"), "{bad}");

@@ -31,7 +31,13 @@ fn field(v: &Value) -> Value {
 }
 
 fn build(name: &str, out: &Path, store: &Path) -> Value {
-    build_and_emit(&root().join(format!("recipes/{name}.toml")), Some(out), Some(store), false).unwrap();
+    build_and_emit(
+        &root().join(format!("recipes/{name}.toml")),
+        Some(out),
+        Some(store),
+        false,
+    )
+    .unwrap();
     json_file(&out.join(name).join("report/verification.json"))
 }
 
@@ -50,7 +56,10 @@ fn seq_sgd_counts_validity_and_canonical_values() {
     assert_eq!(s["ungrounded_values"], 0, "{}", s["ungrounded_samples"]);
     assert_eq!(s["schema_conflicts"], 0);
     let functions = json_file(&out.join("seq-sgd/tools/functions.json"));
-    assert_eq!(functions.as_array().unwrap().len(), s["tools"].as_u64().unwrap() as usize);
+    assert_eq!(
+        functions.as_array().unwrap().len(),
+        s["tools"].as_u64().unwrap() as usize
+    );
 
     let dev = rows(&out, "seq-sgd", "dev");
     let first = dev.iter().find(|r| r["id"] == "seq-sgd/dev/1_00000").unwrap();
@@ -58,10 +67,18 @@ fn seq_sgd_counts_validity_and_canonical_values() {
     let call = &output[0];
     assert_eq!(call["name"], "Restaurants_2_ReserveRestaurant");
     let args = field(&call["arguments"]);
-    assert_eq!(args["time"], "11:30", "canonical value, not 'half past 11 in the morning'");
+    assert_eq!(
+        args["time"], "11:30",
+        "canonical value, not 'half past 11 in the morning'"
+    );
     // Instance tools are the dialogue's services' intents, each call's tool among them.
     for r in &dev {
-        let tools: Vec<String> = field(&r["tools"]).as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+        let tools: Vec<String> = field(&r["tools"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
         for c in field(&r["output"]).as_array().unwrap() {
             assert!(tools.contains(&c["name"].as_str().unwrap().to_string()), "{}", r["id"]);
         }
@@ -83,7 +100,10 @@ fn seq_multiwoz_counts_verification_and_flags() {
     assert!(share >= 0.8, "verified share of find calls {share}");
     // Only the documented drop reasons occur.
     for reason in r["dropped_by_reason"].as_object().unwrap().keys() {
-        assert!(["value_outside_schema", "no_service_call"].contains(&reason.as_str()), "{reason}");
+        assert!(
+            ["value_outside_schema", "no_service_call"].contains(&reason.as_str()),
+            "{reason}"
+        );
     }
 
     let mut finds = 0;
@@ -104,7 +124,10 @@ fn seq_multiwoz_counts_verification_and_flags() {
             let checked: Vec<&str> = verification.iter().map(|v| v["call"].as_str().unwrap()).collect();
             assert_eq!(find_labels, checked, "{}", row["id"]);
             finds += find_labels.len();
-            flags += verification.iter().filter(|v| !v["status"].as_str().unwrap().starts_with("verified")).count();
+            flags += verification
+                .iter()
+                .filter(|v| !v["status"].as_str().unwrap().starts_with("verified"))
+                .count();
         }
     }
     assert_eq!(finds as u64, s["find_calls"].as_u64().unwrap());
@@ -125,7 +148,12 @@ fn seq_dialogue_rebuilds_are_byte_identical() {
         let b = tmp.path().join(format!("{name}-b"));
         build(name, &a, &tmp.path().join(format!("{name}-store-a")));
         build(name, &b, &tmp.path().join(format!("{name}-store-b")));
-        for file in ["data/dev.parquet", "data/test.jsonl", "tools/functions.json", "MANIFEST.json"] {
+        for file in [
+            "data/dev.parquet",
+            "data/test.jsonl",
+            "tools/functions.json",
+            "MANIFEST.json",
+        ] {
             assert!(
                 std::fs::read(a.join(name).join(file)).unwrap() == std::fs::read(b.join(name).join(file)).unwrap(),
                 "{name}/{file} differs between two cold builds"

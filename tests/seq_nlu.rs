@@ -43,7 +43,11 @@ fn top() -> &'static Conversion {
 
 fn example<'a>(c: &'a Conversion, id: &str) -> &'a Example {
     let split = id.split('/').next().unwrap();
-    c.splits[split].examples.iter().find(|e| e.id == id).unwrap_or_else(|| panic!("no example {id}"))
+    c.splits[split]
+        .examples
+        .iter()
+        .find(|e| e.id == id)
+        .unwrap_or_else(|| panic!("no example {id}"))
 }
 
 /// `(tool, label, arguments)` of each call.
@@ -63,7 +67,10 @@ fn mixatis_slots_on_both_sides_of_the_conjunction() {
     // mixatis_clean/dev.txt record 0: the clause boundary is "and also", not the "and" inside
     // "between 10 am and 2 pm" (three connector candidates; ATIS dev confirms one split).
     let e = example(atis(), "dev/0");
-    assert_eq!(e.input, "how many passengers can a boeing 737 hold and also flights from pittsburgh to baltimore between 10 am and 2 pm");
+    assert_eq!(
+        e.input,
+        "how many passengers can a boeing 737 hold and also flights from pittsburgh to baltimore between 10 am and 2 pm"
+    );
     assert_eq!(
         calls(e),
         vec![
@@ -79,7 +86,10 @@ fn mixatis_slots_on_both_sides_of_the_conjunction() {
     let meta = e.meta.as_ref().unwrap();
     assert_eq!(meta["connectors"], json!(["and also"]));
     assert_eq!(meta["split_method"], "reference_match");
-    assert_eq!(e.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), vec!["atis_capacity", "atis_flight"]);
+    assert_eq!(
+        e.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        vec!["atis_capacity", "atis_flight"]
+    );
 }
 
 #[test]
@@ -96,11 +106,17 @@ fn mixatis_clause_may_start_with_also() {
 fn mixatis_three_intents_from_train_without_reference_ambiguity() {
     // mixatis_clean/train line 1: "define airline ua , names of airports and also show me …"
     let e = example(atis(), "train/0");
-    assert_eq!(e.output.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), vec!["atis_abbreviation", "atis_airport", "atis_city"]);
+    assert_eq!(
+        e.output.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        vec!["atis_abbreviation", "atis_airport", "atis_city"]
+    );
     assert_eq!(e.output[0].arguments["airline_code"], "ua");
     assert!(e.output[1].arguments.is_empty());
     // "both by nationair and canadian airlines international": a repeated slot is an array.
-    assert_eq!(e.output[2].arguments["airline_name"], json!(["nationair", "canadian airlines international"]));
+    assert_eq!(
+        e.output[2].arguments["airline_name"],
+        json!(["nationair", "canadian airlines international"])
+    );
 }
 
 #[test]
@@ -112,10 +128,17 @@ fn snips_train_tags_are_rebuilt_from_snips_train() {
         calls(e),
         vec![
             call("play_music", "play_music_1", json!({"artist": "isham jones"})),
-            call("rate_book", "rate_book_1", json!({"object_name": "swine not", "rating_value": "four", "rating_unit": "points"})),
+            call(
+                "rate_book",
+                "rate_book_1",
+                json!({"object_name": "swine not", "rating_value": "four", "rating_unit": "points"})
+            ),
         ]
     );
-    assert_eq!(e.meta.as_ref().unwrap()["tags_source"], "reconstructed from snips train");
+    assert_eq!(
+        e.meta.as_ref().unwrap()["tags_source"],
+        "reconstructed from snips train"
+    );
     // The method, run on dev/test while ignoring their tags, reproduces the gold tags.
     let rec = &snips().stats["tag_reconstruction"];
     for split in ["dev", "test"] {
@@ -124,7 +147,12 @@ fn snips_train_tags_are_rebuilt_from_snips_train() {
     }
     let train = &snips().splits["train"];
     assert!(train.examples.len() as f64 >= 0.99 * train.attempted as f64);
-    assert!(train.drops.iter().all(|d| d.reason == "ambiguous_tags" || d.reason == "no_tags"));
+    assert!(
+        train
+            .drops
+            .iter()
+            .all(|d| d.reason == "ambiguous_tags" || d.reason == "no_tags")
+    );
 }
 
 #[test]
@@ -147,7 +175,10 @@ fn topv2_nested_intent_is_an_earlier_call() {
     // line 85: GET_LOCATION and GET_LOCATION_HOME in one parse stay two different tools.
     let e = example(top(), "eval/navigation/83");
     let names: Vec<&str> = e.output.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, vec!["get_location", "get_location_home", "get_estimated_duration"]);
+    assert_eq!(
+        names,
+        vec!["get_location", "get_location_home", "get_estimated_duration"]
+    );
     assert_eq!(e.output[0].arguments["category_location"], "the ball park");
     assert_eq!(e.output[1].arguments["contact"], "I");
     assert_eq!(e.tools.len(), 3);
@@ -156,9 +187,18 @@ fn topv2_nested_intent_is_an_earlier_call() {
 #[test]
 fn topv2_unsupported_rows_are_dropped() {
     // navigation_train.tsv line 3: IN:UNSUPPORTED_NAVIGATION.
-    let d = top().splits["train"].drops.iter().find(|d| d.id == "train/navigation/1").unwrap();
+    let d = top().splits["train"]
+        .drops
+        .iter()
+        .find(|d| d.id == "train/navigation/1")
+        .unwrap();
     assert_eq!(d.reason, "unsupported_intent");
-    let unsupported = top().splits.values().flat_map(|o| &o.drops).filter(|d| d.reason == "unsupported_intent").count();
+    let unsupported = top()
+        .splits
+        .values()
+        .flat_map(|o| &o.drops)
+        .filter(|d| d.reason == "unsupported_intent")
+        .count();
     assert_eq!(unsupported, 6538, "the corpus README's count");
     let attempted: usize = top().splits.values().map(|o| o.attempted).sum();
     assert_eq!(attempted, 180_542);
@@ -181,7 +221,8 @@ fn seq_atis_builds_with_a_clean_report() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, store) = (tmp.path().join("out"), tmp.path().join("store"));
     toolforge::emit::build_and_emit(&root().join("recipes/seq-atis.toml"), Some(&out), Some(&store), false).unwrap();
-    let r: Value = serde_json::from_slice(&std::fs::read(out.join("seq-atis/report/verification.json")).unwrap()).unwrap();
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(out.join("seq-atis/report/verification.json")).unwrap()).unwrap();
     assert_eq!(r["stats"]["calls_failing_schema"], 0);
     assert_eq!(r["attempted"], 13162 + 759 + 828);
     for split in ["train", "dev", "test"] {
@@ -213,7 +254,7 @@ fn fixtures_drop_what_cannot_be_reconciled() {
     let text = [
         tagged("show flights to boston", "atis_flight#atis_airfare"), // no connector
         tagged("show flights and fares and meals", "atis_flight#atis_airfare"), // two splits, no reference
-        "what O\nis O\n\n".to_string(),                                 // no intent line
+        "what O\nis O\n\n".to_string(),                               // no intent line
         tagged("show flights , fares", "atis_flight#atis_airfare"),
         tagged("show flights and also fares", "atis_flight#atis_airfare"), // "and also" or "and" + "also fares"
     ]
@@ -224,11 +265,19 @@ fn fixtures_drop_what_cannot_be_reconciled() {
     let reasons: Vec<(&str, &str)> = dev.drops.iter().map(|d| (d.id.as_str(), d.reason.as_str())).collect();
     assert_eq!(
         reasons,
-        vec![("dev/0", "clause_intent_mismatch"), ("dev/1", "ambiguous_split"), ("dev/4", "ambiguous_split")]
+        vec![
+            ("dev/0", "clause_intent_mismatch"),
+            ("dev/1", "ambiguous_split"),
+            ("dev/4", "ambiguous_split")
+        ]
     );
     assert_eq!(c.bad_records.len(), 1);
     assert_eq!(c.bad_records[0].record, 2);
-    assert!(c.bad_records[0].message.contains("no intent line"), "{:?}", c.bad_records);
+    assert!(
+        c.bad_records[0].message.contains("no intent line"),
+        "{:?}",
+        c.bad_records
+    );
     assert!(c.bad_records[0].file.ends_with("dev.txt"));
     let kept = &dev.examples[0];
     assert_eq!(kept.id, "dev/3");

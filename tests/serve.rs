@@ -24,7 +24,10 @@ fn db_hashes() -> BTreeMap<String, String> {
         for f in std::fs::read_dir(&dir).unwrap() {
             let p = f.unwrap().path();
             if p.extension().is_some_and(|x| x == "sqlite") {
-                out.insert(p.display().to_string(), blake3::hash(&std::fs::read(&p).unwrap()).to_hex().to_string());
+                out.insert(
+                    p.display().to_string(),
+                    blake3::hash(&std::fs::read(&p).unwrap()).to_hex().to_string(),
+                );
             }
         }
     }
@@ -76,7 +79,11 @@ fn rest_server_verifies_validates_and_resists_injection() {
 
     let endpoints: Vec<Value> =
         serde_json::from_slice(&std::fs::read(dir.join("tools/endpoints.json")).unwrap()).unwrap();
-    let addr = spawn(Toolkit::load(&dir, Some(&spider_dbs())).unwrap(), ServeConfig::default()).unwrap();
+    let addr = spawn(
+        Toolkit::load(&dir, Some(&spider_dbs())).unwrap(),
+        ServeConfig::default(),
+    )
+    .unwrap();
     let base = format!("http://{addr}");
     let a = agent();
 
@@ -92,7 +99,10 @@ fn rest_server_verifies_validates_and_resists_injection() {
         .find(|e| e["path"] == "/v1/spider/battle_death/ship/count_by_disposition_of_ship")
         .expect("endpoint");
     let url = format!("{base}{}", ep["path"].as_str().unwrap());
-    assert_eq!(get(&a, &url, &[("disposition_of_ship", "Captured")]), (200, json!([[4]])));
+    assert_eq!(
+        get(&a, &url, &[("disposition_of_ship", "Captured")]),
+        (200, json!([[4]]))
+    );
     let (s, body) = get(&a, &url, &[]);
     assert_eq!(s, 422);
     assert_eq!(
@@ -116,23 +126,42 @@ fn rest_server_verifies_validates_and_resists_injection() {
         "😀' --",
     ] {
         let expected: i64 = conn
-            .query_row("SELECT count(*) FROM ship WHERE disposition_of_ship = ?1", [evil], |r| r.get(0))
+            .query_row(
+                "SELECT count(*) FROM ship WHERE disposition_of_ship = ?1",
+                [evil],
+                |r| r.get(0),
+            )
             .unwrap();
-        assert_eq!(get(&a, &url, &[("disposition_of_ship", evil)]), (200, json!([[expected]])), "{evil}");
+        assert_eq!(
+            get(&a, &url, &[("disposition_of_ship", evil)]),
+            (200, json!([[expected]])),
+            "{evil}"
+        );
     }
     // An integer parameter rejects text cleanly.
     let int_ep = endpoints
         .iter()
-        .find(|e| e["parameters"].as_array().is_some_and(|p| p.len() == 1 && p[0]["kind"] == "integer"))
+        .find(|e| {
+            e["parameters"]
+                .as_array()
+                .is_some_and(|p| p.len() == 1 && p[0]["kind"] == "integer")
+        })
         .expect("an endpoint with one integer parameter");
     let name = int_ep["parameters"][0]["name"].as_str().unwrap();
-    let (s, body) = get(&a, &format!("{base}{}", int_ep["path"].as_str().unwrap()), &[(name, "1 OR 1=1")]);
+    let (s, body) = get(
+        &a,
+        &format!("{base}{}", int_ep["path"].as_str().unwrap()),
+        &[(name, "1 OR 1=1")],
+    );
     assert_eq!(s, 422);
     assert_eq!(body["detail"][0]["type"], "int_parsing");
     assert_eq!(body["detail"][0]["loc"], json!(["query", name]));
 
     // Unknown paths, oversized and malformed requests.
-    assert_eq!(get(&a, &format!("{base}/v1/spider/nope"), &[]), (404, json!({"detail": "Not Found"})));
+    assert_eq!(
+        get(&a, &format!("{base}/v1/spider/nope"), &[]),
+        (404, json!({"detail": "Not Found"}))
+    );
     let long = "x".repeat(10_000);
     assert_eq!(get(&a, &url, &[("disposition_of_ship", &long)]).0, 414);
     let big = json!({"id": "y".repeat(100_000)});
@@ -173,7 +202,11 @@ fn slot_and_sel_sessions_reproduce_gold_over_http() {
     for recipe in ["slot-spider", "sel-spider"] {
         let dir = build(recipe, tmp.path());
         let rows = toolforge::emit::read_rows(&dir).unwrap();
-        let addr = spawn(Toolkit::load(&dir, Some(&spider_dbs())).unwrap(), ServeConfig::default()).unwrap();
+        let addr = spawn(
+            Toolkit::load(&dir, Some(&spider_dbs())).unwrap(),
+            ServeConfig::default(),
+        )
+        .unwrap();
         let base = format!("http://{addr}");
         let a = agent();
         // Rows whose answer is one column produced by the last call.
@@ -184,7 +217,9 @@ fn slot_and_sel_sessions_reproduce_gold_over_http() {
                 continue;
             }
             let referenced = row.output.iter().any(|c| {
-                c.arguments.values().any(|v| v.as_str() == Some(&format!("${}$", row.output.last().unwrap().label)))
+                c.arguments
+                    .values()
+                    .any(|v| v.as_str() == Some(&format!("${}$", row.output.last().unwrap().label)))
             });
             if referenced {
                 continue;
@@ -199,7 +234,11 @@ fn slot_and_sel_sessions_reproduce_gold_over_http() {
                 .into_iter()
                 .map(|v| vec![serde_json::from_value(v).unwrap()])
                 .collect();
-            assert!(toolforge::verify::answers_match(&want, &got_rows, row.ordered), "{}", row.id);
+            assert!(
+                toolforge::verify::answers_match(&want, &got_rows, row.ordered),
+                "{}",
+                row.id
+            );
             checked += 1;
             if checked == 40 {
                 break;
@@ -207,13 +246,25 @@ fn slot_and_sel_sessions_reproduce_gold_over_http() {
         }
         assert_eq!(checked, 40, "{recipe}");
         // Errors: unknown session, unknown tool, bad arguments, unsafe database path.
-        let (s, _) = post(&a, &format!("{base}/tools/sort_data"), &json!({"session_id": "nope", "arguments": {}}));
+        let (s, _) = post(
+            &a,
+            &format!("{base}/tools/sort_data"),
+            &json!({"session_id": "nope", "arguments": {}}),
+        );
         assert_eq!(s, 404);
-        let (s, _) = post(&a, &format!("{base}/tools/drop_table"), &json!({"session_id": "nope", "arguments": {}}));
+        let (s, _) = post(
+            &a,
+            &format!("{base}/tools/drop_table"),
+            &json!({"session_id": "nope", "arguments": {}}),
+        );
         assert_eq!(s, 404);
         let (_, session) = post(&a, &format!("{base}/sessions"), &json!({"id": rows[0].id}));
         let sid = session["session_id"].as_str().unwrap();
-        let tool = if recipe == "sel-spider" { "sort_data_ascending" } else { "sort_data" };
+        let tool = if recipe == "sel-spider" {
+            "sort_data_ascending"
+        } else {
+            "sort_data"
+        };
         let (s, body) = post(
             &a,
             &format!("{base}/tools/{tool}"),
@@ -235,7 +286,11 @@ fn slot_and_sel_sessions_reproduce_gold_over_http() {
 fn injected_faults_on_request() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = build("slot-spider", tmp.path());
-    let addr = spawn(Toolkit::load(&dir, Some(&spider_dbs())).unwrap(), ServeConfig::default()).unwrap();
+    let addr = spawn(
+        Toolkit::load(&dir, Some(&spider_dbs())).unwrap(),
+        ServeConfig::default(),
+    )
+    .unwrap();
     let base = format!("http://{addr}");
     let a = agent();
     let (_, session) = post(&a, &format!("{base}/sessions"), &json!({"id": "slot-spider/3"}));
@@ -247,9 +302,20 @@ fn injected_faults_on_request() {
             req = req.header("x-toolforge-fault", f);
         }
         let mut resp = req.send_json(&body).unwrap();
-        let injected = resp.headers().get("x-toolforge-fault-injected").map(|v| v.to_str().unwrap().to_string());
-        let retry = resp.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
-        (resp.status().as_u16(), injected, retry, resp.body_mut().read_to_string().unwrap())
+        let injected = resp
+            .headers()
+            .get("x-toolforge-fault-injected")
+            .map(|v| v.to_str().unwrap().to_string());
+        let retry = resp
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_string());
+        (
+            resp.status().as_u16(),
+            injected,
+            retry,
+            resp.body_mut().read_to_string().unwrap(),
+        )
     };
     let (s, inj, _, text) = call(None);
     assert_eq!((s, inj, text.as_str()), (200, None, r#"{"label":"C","output":6}"#));

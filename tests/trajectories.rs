@@ -23,12 +23,22 @@ fn dbs() -> PathBuf {
 
 fn build(recipe: &str, tmp: &Path) -> PathBuf {
     let out = tmp.join("out");
-    build_and_emit(&root().join(format!("recipes/{recipe}.toml")), Some(&out), Some(&tmp.join("store")), false).unwrap();
+    build_and_emit(
+        &root().join(format!("recipes/{recipe}.toml")),
+        Some(&out),
+        Some(&tmp.join("store")),
+        false,
+    )
+    .unwrap();
     out.join(recipe)
 }
 
 fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// Replays one trajectory; returns the calls after the last setup (the effective sequence).
@@ -90,14 +100,13 @@ fn every_trajectory_replays_to_its_gold_answer() {
             .map(|r| (r.id, (r.gold_answer.unwrap(), r.ordered)))
             .collect();
         let executor = Executor::new(dbs());
-        let endpoints: HashMap<(String, String), Endpoint> =
-            std::fs::read(dir.join("tools/endpoints.json"))
-                .ok()
-                .map(|b| serde_json::from_slice::<Vec<Endpoint>>(&b).unwrap())
-                .unwrap_or_default()
-                .into_iter()
-                .map(|e| ((e.db_id.clone(), e.name.clone()), e))
-                .collect();
+        let endpoints: HashMap<(String, String), Endpoint> = std::fs::read(dir.join("tools/endpoints.json"))
+            .ok()
+            .map(|b| serde_json::from_slice::<Vec<Endpoint>>(&b).unwrap())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| ((e.db_id.clone(), e.name.clone()), e))
+            .collect();
         let clean = lines(&dir.join("trajectories/dev.jsonl"));
         let faulted = lines(&dir.join("trajectories/dev.faults.jsonl"));
         assert_eq!(clean.len(), gold.len(), "{recipe}: one clean trajectory per example");
@@ -111,7 +120,8 @@ fn every_trajectory_replays_to_its_gold_answer() {
                 if recipe == "rest-spider" {
                     let ep = &endpoints[&(db.clone(), c.name.clone())];
                     let values = ep.arguments_from_json(&c.arguments).unwrap();
-                    let mut conn = toolforge::tools::table::open_read_only(&dbs().join(&db).join(format!("{db}.sqlite"))).unwrap();
+                    let mut conn =
+                        toolforge::tools::table::open_read_only(&dbs().join(&db).join(format!("{db}.sqlite"))).unwrap();
                     let rows = ep.execute(&mut conn, &values, Limits::default()).unwrap();
                     if rows.len() > 20 {
                         json!({"rows": rows[..20], "total_rows": rows.len(), "truncated": true}).to_string()
@@ -132,7 +142,11 @@ fn every_trajectory_replays_to_its_gold_answer() {
                 let got = executor.run(&effective).unwrap();
                 assert!(answers_match(want, &got, *ordered), "{id}");
             }
-            assert_eq!(t["messages"].as_array().unwrap().last().unwrap()["content"], answer_text(want), "{id}");
+            assert_eq!(
+                t["messages"].as_array().unwrap().last().unwrap()["content"],
+                answer_text(want),
+                "{id}"
+            );
             let g: Answer = serde_json::from_value(t["gold_answer"].clone()).unwrap();
             assert!(answers_match(want, &g, *ordered));
         }
@@ -140,7 +154,10 @@ fn every_trajectory_replays_to_its_gold_answer() {
         assert_eq!(kinds.len(), expected_kinds, "{recipe}: {kinds:?}");
         // ShareGPT/Hermes rendering keeps every turn.
         let s = to_sharegpt(&faulted[0]);
-        assert_eq!(s["conversations"].as_array().unwrap().len(), faulted[0]["messages"].as_array().unwrap().len());
+        assert_eq!(
+            s["conversations"].as_array().unwrap().len(),
+            faulted[0]["messages"].as_array().unwrap().len()
+        );
         assert!(s["conversations"][0]["value"].as_str().unwrap().contains("<tools>"));
     }
 }

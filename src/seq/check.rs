@@ -115,7 +115,13 @@ impl SeqStats {
 
     /// The numbers as report `stats` entries.
     pub fn into_json(self) -> serde_json::Map<String, Value> {
-        let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { (a as f64 / b as f64 * 100.0).round() / 100.0 };
+        let ratio = |a: usize, b: usize| {
+            if b == 0 {
+                0.0
+            } else {
+                (a as f64 / b as f64 * 100.0).round() / 100.0
+            }
+        };
         let mut m = serde_json::Map::new();
         m.insert("calls_per_example".into(), json!(ratio(self.calls, self.examples)));
         m.insert("arguments_per_call".into(), json!(ratio(self.arguments, self.calls)));
@@ -171,7 +177,10 @@ mod tests {
     fn grounding_accepts_utterance_spans_enums_and_labels() {
         let c = Checker::new(&[tool()]).unwrap();
         let u = "Book something  CHEAP in new   York";
-        assert!(c.ungrounded(&call(json!({"city": "New York", "kind": "cheap"})), u).is_empty());
+        assert!(
+            c.ungrounded(&call(json!({"city": "New York", "kind": "cheap"})), u)
+                .is_empty()
+        );
         assert!(c.ungrounded(&call(json!({"city": "$get_city_1$"})), u).is_empty());
         assert_eq!(
             c.ungrounded(&call(json!({"city": "Boston"})), u),

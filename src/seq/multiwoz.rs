@@ -61,7 +61,7 @@ use serde_json::{Map, Value, json};
 
 use super::Conversion;
 use super::check::{Checker, SeqStats};
-use crate::corpus::{read_json, BadRecord, CorpusError};
+use crate::corpus::{BadRecord, CorpusError, read_json};
 use crate::pipeline::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
 use crate::tools::{Call, ToolSpec};
@@ -70,7 +70,16 @@ use crate::tools::{Call, ToolSpec};
 const SPLIT_FILES: [(&str, &str); 3] = [("train", "train.json"), ("dev", "val.json"), ("test", "test.json")];
 
 /// Belief-state domains, in call order within a turn.
-const DOMAINS: [&str; 8] = ["restaurant", "hotel", "attraction", "train", "taxi", "hospital", "bus", "police"];
+const DOMAINS: [&str; 8] = [
+    "restaurant",
+    "hotel",
+    "attraction",
+    "train",
+    "taxi",
+    "hospital",
+    "bus",
+    "police",
+];
 
 /// Domains with a database (`db/<domain>_db.json`) that `find_<domain>` executes over.
 const DB_DOMAINS: [&str; 5] = ["restaurant", "hotel", "attraction", "train", "hospital"];
@@ -156,7 +165,6 @@ pub fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
     out
 }
 
-
 /// One 2.2 intent as a tool, with what the conversion needs of its slots.
 struct Intent {
     spec: ToolSpec,
@@ -186,7 +194,9 @@ fn load_schema(path: &Path) -> Result<Schema, CorpusError> {
         services: Vec::new(),
     };
     for s in services {
-        let sname = s["service_name"].as_str().ok_or_else(|| malformed("service without service_name".into()))?;
+        let sname = s["service_name"]
+            .as_str()
+            .ok_or_else(|| malformed("service without service_name".into()))?;
         let sdesc = s["description"].as_str().unwrap_or("");
         let slots: Vec<&Value> = s["slots"].as_array().into_iter().flatten().collect();
         let slot = |name: &str| slots.iter().find(|x| x["name"] == name);
@@ -195,15 +205,30 @@ fn load_schema(path: &Path) -> Result<Schema, CorpusError> {
             let iname = intent["name"]
                 .as_str()
                 .ok_or_else(|| malformed(format!("service {sname}: intent without name")))?;
-            let required: Vec<&str> = intent["required_slots"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-            let optional: Vec<&str> = intent["optional_slots"].as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+            let required: Vec<&str> = intent["required_slots"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let optional: Vec<&str> = intent["optional_slots"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k.as_str())
+                .collect();
             let mut props = Map::new();
             let mut enums = BTreeMap::new();
             let mut order = Vec::new();
             for name in required.iter().chain(&optional) {
                 let sl = slot(name).ok_or_else(|| malformed(format!("intent {iname}: unknown slot {name}")))?;
                 let mut p = json!({"type": "string", "description": sl["description"].as_str().unwrap_or(name)});
-                let values: Vec<String> = sl["possible_values"].as_array().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect();
+                let values: Vec<String> = sl["possible_values"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect();
                 if sl["is_categorical"].as_bool() == Some(true) && !values.is_empty() {
                     p["enum"] = json!(values);
                     enums.insert(name.to_string(), values);
@@ -216,7 +241,12 @@ fn load_schema(path: &Path) -> Result<Schema, CorpusError> {
                 .iter()
                 .filter_map(|x| {
                     let n = x["name"].as_str()?;
-                    (!informable.contains(n)).then(|| (n.to_string(), json!({"type": "string", "description": x["description"]})))
+                    (!informable.contains(n)).then(|| {
+                        (
+                            n.to_string(),
+                            json!({"type": "string", "description": x["description"]}),
+                        )
+                    })
                 })
                 .collect();
             let output_parameters = if intent["is_transactional"].as_bool() == Some(true) {
@@ -294,7 +324,9 @@ fn parse_dialogue(rec: &Value) -> Result<Vec<Turn>, String> {
         }
         if let Some(acts) = entry["dialog_act"].as_object() {
             for (act, pairs) in acts {
-                let Some((dom, kind)) = act.split_once('-') else { continue };
+                let Some((dom, kind)) = act.split_once('-') else {
+                    continue;
+                };
                 let dom = dom.to_lowercase();
                 if kind == "NoOffer" {
                     turn.no_offer.push(dom.clone());
@@ -303,7 +335,9 @@ fn parse_dialogue(rec: &Value) -> Result<Vec<Turn>, String> {
                     continue;
                 }
                 for pair in pairs.as_array().into_iter().flatten() {
-                    let (Some(slot), Some(value)) = (pair[0].as_str(), pair[1].as_str()) else { continue };
+                    let (Some(slot), Some(value)) = (pair[0].as_str(), pair[1].as_str()) else {
+                        continue;
+                    };
                     let wanted = if dom == "train" { "Id" } else { "Name" };
                     if slot == wanted && is_set(value) && value != "?" {
                         turn.offers.push((dom.clone(), value.to_string()));
@@ -359,7 +393,11 @@ fn events(turns: &[Turn], schema: &Schema) -> (Vec<Event>, usize) {
                 pos: ep.start,
                 kind: 0,
                 domain: domain.to_string(),
-                values: ep.constraints.into_iter().map(|(k, v)| ("semi".to_string(), k, v)).collect(),
+                values: ep
+                    .constraints
+                    .into_iter()
+                    .map(|(k, v)| ("semi".to_string(), k, v))
+                    .collect(),
                 span: (ep.start, end),
                 booked,
             });
@@ -413,7 +451,13 @@ fn events(turns: &[Turn], schema: &Schema) -> (Vec<Event>, usize) {
                             .flatten()
                             .map(|(s, v)| ("semi".to_string(), s.clone(), v.clone()))
                             .collect();
-                        values.extend(turn.book.get(domain).into_iter().flatten().map(|(s, v)| ("book".to_string(), s.clone(), v.clone())));
+                        values.extend(
+                            turn.book
+                                .get(domain)
+                                .into_iter()
+                                .flatten()
+                                .map(|(s, v)| ("book".to_string(), s.clone(), v.clone())),
+                        );
                         out.push(Event {
                             pos: k,
                             kind: 1,
@@ -486,10 +530,13 @@ impl Databases {
             if !p.is_file() {
                 continue;
             }
-            let rows = read_json(&p)?.as_array().cloned().ok_or_else(|| CorpusError::Malformed {
-                path: p.clone(),
-                message: "expected a JSON array of entities".into(),
-            })?;
+            let rows = read_json(&p)?
+                .as_array()
+                .cloned()
+                .ok_or_else(|| CorpusError::Malformed {
+                    path: p.clone(),
+                    message: "expected a JSON array of entities".into(),
+                })?;
             tables.insert(d.to_string(), rows);
         }
         Ok(Databases { tables })
@@ -532,10 +579,15 @@ impl Databases {
             .iter()
             .filter(|row| {
                 filters.iter().all(|(field, suffix, text, time)| {
-                    let cell = row[*field].as_str().map(str::to_string).unwrap_or_else(|| row[*field].to_string());
+                    let cell = row[*field]
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| row[*field].to_string());
                     match (text, time) {
                         (Some(alternatives), _) => alternatives.contains(&norm(&cell)),
-                        (None, Some(m)) => minutes(&cell).is_some_and(|c| if *suffix == "leaveat" { c >= *m } else { c <= *m }),
+                        (None, Some(m)) => {
+                            minutes(&cell).is_some_and(|c| if *suffix == "leaveat" { c >= *m } else { c <= *m })
+                        }
                         _ => false,
                     }
                 })
@@ -547,9 +599,10 @@ impl Databases {
 
     fn contains(&self, domain: &str, entity: &str) -> bool {
         let key = if domain == "train" { "trainID" } else { "name" };
-        self.tables
-            .get(domain)
-            .is_some_and(|rows| rows.iter().any(|r| r[key].as_str().is_some_and(|n| same_entity(&norm(n), entity))))
+        self.tables.get(domain).is_some_and(|rows| {
+            rows.iter()
+                .any(|r| r[key].as_str().is_some_and(|n| same_entity(&norm(n), entity)))
+        })
     }
 }
 
@@ -559,7 +612,11 @@ impl Databases {
 /// `meze bar`).
 fn same_entity(key: &str, mention: &str) -> bool {
     let m = norm(mention);
-    let (short, long) = if key.len() <= m.len() { (key, m.as_str()) } else { (m.as_str(), key) };
+    let (short, long) = if key.len() <= m.len() {
+        (key, m.as_str())
+    } else {
+        (m.as_str(), key)
+    };
     key == m || (short.len() >= 4 && long.starts_with(short))
 }
 
@@ -581,7 +638,13 @@ fn verify(event: &Event, args: &Map<String, Value>, turns: &[Turn], dbs: &Databa
         .booked
         .as_ref()
         .and_then(|b| booked_entity(domain, b))
-        .or_else(|| span.iter().flat_map(|t| &t.offers).filter(|(d, _)| d == domain).map(|(_, n)| n.clone()).last());
+        .or_else(|| {
+            span.iter()
+                .flat_map(|t| &t.offers)
+                .filter(|(d, _)| d == domain)
+                .map(|(_, n)| n.clone())
+                .last()
+        });
     let named = args
         .iter()
         .find(|(k, _)| k.ends_with("-name"))
@@ -626,7 +689,8 @@ fn render_request(calls: &[Call]) -> Result<String, String> {
         })
         .collect();
     let mut env = minijinja::Environment::new();
-    env.add_template("request", REQUEST_TEMPLATE).map_err(|e| e.to_string())?;
+    env.add_template("request", REQUEST_TEMPLATE)
+        .map_err(|e| e.to_string())?;
     let tmpl = env.get_template("request").map_err(|e| e.to_string())?;
     tmpl.render(minijinja::value::Serde(json!({"steps": steps})))
         .map_err(|e| e.to_string())
@@ -736,13 +800,19 @@ fn convert_dialogue(
         calls.push(call);
     }
     if calls.is_empty() {
-        return drop("no_service_call", format!("dialogue {dial_id}: no search or booking in the belief states"));
+        return drop(
+            "no_service_call",
+            format!("dialogue {dial_id}: no search or booking in the belief states"),
+        );
     }
     let input = match render_request(&calls) {
         Ok(t) => t,
         Err(e) => return drop("template_error", e),
     };
-    let used: BTreeSet<&str> = calls.iter().map(|c| c.name.split_once('_').map(|(_, d)| d).unwrap_or(&c.name)).collect();
+    let used: BTreeSet<&str> = calls
+        .iter()
+        .map(|c| c.name.split_once('_').map(|(_, d)| d).unwrap_or(&c.name))
+        .collect();
     let touched: BTreeSet<&str> = DOMAINS
         .iter()
         .copied()
@@ -752,12 +822,19 @@ fn convert_dialogue(
         .services
         .iter()
         .filter(|(s, _)| touched.contains(s.as_str()))
-        .flat_map(|(_, intents)| intents.iter().map(|i| ToolSpec::reference(&schema.intents[i].spec.name)))
+        .flat_map(|(_, intents)| {
+            intents
+                .iter()
+                .map(|i| ToolSpec::reference(&schema.intents[i].spec.name))
+        })
         .collect();
     counters.finds += verification.len();
     counters.books += bookings.len();
     for v in &verification {
-        *counters.statuses.entry(v["status"].as_str().unwrap_or_default().to_string()).or_insert(0) += 1;
+        *counters
+            .statuses
+            .entry(v["status"].as_str().unwrap_or_default().to_string())
+            .or_insert(0) += 1;
     }
     counters.duplicate_finds += duplicates;
     counters.values_normalised += local.values_normalised;
@@ -827,7 +904,16 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
             };
             outcome.attempted += 1;
             let dial_id = dial_id.trim_end_matches(".json");
-            match convert_dialogue(dial_id, &turns, sp, source_split, &schema, &dbs, &checker, &mut counters) {
+            match convert_dialogue(
+                dial_id,
+                &turns,
+                sp,
+                source_split,
+                &schema,
+                &dbs,
+                &checker,
+                &mut counters,
+            ) {
                 Converted::Example(e) => {
                     stats.add(&e, &checker);
                     outcome.examples.push(*e);
@@ -837,7 +923,13 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
         }
         conversion.splits.insert(sp.to_string(), outcome);
     }
-    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { (a as f64 / b as f64 * 10000.0).round() / 10000.0 };
+    let ratio = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            (a as f64 / b as f64 * 10000.0).round() / 10000.0
+        }
+    };
     let verified: usize = ["verified", "verified_no_offer", "verified_named"]
         .iter()
         .map(|k| counters.statuses.get(*k).copied().unwrap_or(0))
@@ -856,20 +948,34 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
             "request: deterministic template over the calls (every value grounded)",
         ]),
     );
-    s.insert("request_text".into(), json!("template: templates/seq-multiwoz-request.j2 (deterministic, no LLM paraphrase yet)"));
-    s.insert("split_names".into(), json!({"train": "train.json", "dev": "val.json", "test": "test.json"}));
+    s.insert(
+        "request_text".into(),
+        json!("template: templates/seq-multiwoz-request.j2 (deterministic, no LLM paraphrase yet)"),
+    );
+    s.insert(
+        "split_names".into(),
+        json!({"train": "train.json", "dev": "val.json", "test": "test.json"}),
+    );
     s.insert("find_calls".into(), json!(counters.finds));
     s.insert("book_calls".into(), json!(counters.books));
     s.insert("find_verification".into(), json!(counters.statuses));
     s.insert("find_verified_share".into(), json!(ratio(verified, counters.finds)));
-    s.insert("find_verified_share_of_executable".into(), json!(ratio(verified, executable)));
+    s.insert(
+        "find_verified_share_of_executable".into(),
+        json!(ratio(verified, executable)),
+    );
     s.insert("duplicate_finds".into(), json!(counters.duplicate_finds));
     s.insert("values_normalised".into(), json!(counters.values_normalised));
     s.insert("unmapped_slot_values".into(), json!(counters.unmapped_slot_values));
     s.insert("tools".into(), json!(conversion.catalog.len()));
     s.insert(
         "paper_sizes".into(),
-        json!(PAPER_SIZES.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<Map<_, _>>()),
+        json!(
+            PAPER_SIZES
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect::<Map<_, _>>()
+        ),
     );
     conversion.stats = s;
     Ok(conversion)
@@ -916,7 +1022,16 @@ mod tests {
 
     fn example(f: &Fixture, id: &str) -> Example {
         let turns = parse_dialogue(&f.val[id]).unwrap();
-        match convert_dialogue(id, &turns, "dev", "val", &f.schema, &f.dbs, &f.checker, &mut Counters::default()) {
+        match convert_dialogue(
+            id,
+            &turns,
+            "dev",
+            "val",
+            &f.schema,
+            &f.dbs,
+            &f.checker,
+            &mut Counters::default(),
+        ) {
             Converted::Example(e) => *e,
             Converted::Drop(d) => panic!("{d:?}"),
         }
@@ -924,7 +1039,10 @@ mod tests {
 
     #[test]
     fn slot_names_map_to_the_22_schema() {
-        assert_eq!(slot_22("restaurant", "semi", "pricerange").unwrap(), "restaurant-pricerange");
+        assert_eq!(
+            slot_22("restaurant", "semi", "pricerange").unwrap(),
+            "restaurant-pricerange"
+        );
         assert_eq!(slot_22("train", "semi", "leaveAt").unwrap(), "train-leaveat");
         assert_eq!(slot_22("train", "semi", "arriveBy").unwrap(), "train-arriveby");
         assert_eq!(slot_22("hotel", "book", "people").unwrap(), "hotel-bookpeople");
@@ -937,7 +1055,11 @@ mod tests {
         for s in ["pricerange", "area", "name", "type", "parking", "stars", "internet"] {
             assert!(intent.slots.contains(&slot_22("hotel", "semi", s).unwrap()), "{s}");
         }
-        assert!(schema.intents["book_train"].slots.contains(&slot_22("train", "book", "people").unwrap()));
+        assert!(
+            schema.intents["book_train"]
+                .slots
+                .contains(&slot_22("train", "book", "people").unwrap())
+        );
     }
 
     #[test]
@@ -951,20 +1073,40 @@ mod tests {
             .iter()
             .find(|(_, d)| {
                 d["log"].as_array().unwrap().iter().skip(1).step_by(2).any(|t| {
-                    t["metadata"]["restaurant"]["book"]["booked"].as_array().is_some_and(|b| !b.is_empty())
+                    t["metadata"]["restaurant"]["book"]["booked"]
+                        .as_array()
+                        .is_some_and(|b| !b.is_empty())
                 })
             })
             .map(|(k, _)| k.clone())
             .unwrap();
         let e = example(&f, &id);
-        let find = e.output.iter().find(|c| c.name == "find_restaurant").expect("find call");
-        let book = e.output.iter().find(|c| c.name == "book_restaurant").expect("book call");
+        let find = e
+            .output
+            .iter()
+            .find(|c| c.name == "find_restaurant")
+            .expect("find call");
+        let book = e
+            .output
+            .iter()
+            .find(|c| c.name == "book_restaurant")
+            .expect("book call");
         let pos = |c: &Call| e.output.iter().position(|x| x == c).unwrap();
         assert!(pos(find) < pos(book), "search before booking");
         assert!(book.arguments.contains_key("restaurant-bookpeople"), "{book:?}");
-        assert!(e.output.iter().all(|c| f.checker.validate(c).is_ok() && f.checker.ungrounded(c, &e.input).is_empty()));
+        assert!(
+            e.output
+                .iter()
+                .all(|c| f.checker.validate(c).is_ok() && f.checker.ungrounded(c, &e.input).is_empty())
+        );
         let meta = e.meta.unwrap();
-        let v = meta["verification"].as_array().unwrap().iter().find(|v| v["call"] == find.label).unwrap().clone();
+        let v = meta["verification"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["call"] == find.label)
+            .unwrap()
+            .clone();
         assert_eq!(v["status"], "verified", "{id}: {v} {find:?}");
         assert!(meta["bookings"][0]["booked"]["name"].is_string(), "{meta}");
     }
@@ -992,7 +1134,10 @@ mod tests {
     fn db_execution_filters_strings_and_train_times() {
         let dbs = Databases::load(&corpus()).unwrap();
         let args = |v: Value| v.as_object().unwrap().clone();
-        let Execution::Rows(r) = dbs.find("restaurant", &args(json!({"restaurant-area": "centre", "restaurant-food": "italian", "restaurant-pricerange": "cheap"}))) else {
+        let Execution::Rows(r) = dbs.find(
+            "restaurant",
+            &args(json!({"restaurant-area": "centre", "restaurant-food": "italian", "restaurant-pricerange": "cheap"})),
+        ) else {
             panic!()
         };
         assert!(r.contains(&norm("pizza hut city centre")), "{r:?}");
@@ -1003,8 +1148,14 @@ mod tests {
             panic!()
         };
         assert_eq!(r, vec![norm("TR7075")]);
-        assert!(matches!(dbs.find("train", &args(json!({"train-leaveat": "after lunch"}))), Execution::NotExecutable(_)));
-        assert!(matches!(dbs.find("taxi", &args(json!({}))), Execution::NotExecutable(_)));
+        assert!(matches!(
+            dbs.find("train", &args(json!({"train-leaveat": "after lunch"}))),
+            Execution::NotExecutable(_)
+        ));
+        assert!(matches!(
+            dbs.find("taxi", &args(json!({}))),
+            Execution::NotExecutable(_)
+        ));
         assert_eq!(minutes("5:45pm"), Some(17 * 60 + 45));
     }
 
@@ -1029,7 +1180,13 @@ mod tests {
             .iter()
             .map(|e| (e.pos, e.values.iter().map(|(_, _, v)| v.clone()).collect()))
             .collect();
-        assert_eq!(got, vec![(0, vec!["centre".into(), "thai".into()]), (2, vec!["east".into(), "thai".into()])]);
+        assert_eq!(
+            got,
+            vec![
+                (0, vec!["centre".into(), "thai".into()]),
+                (2, vec!["east".into(), "thai".into()])
+            ]
+        );
         assert_eq!(dup, 1);
     }
 
@@ -1051,15 +1208,25 @@ mod tests {
             "BAD2.json": {"goal": {}, "log": [{"text": "hi", "metadata": {}}, {"text": "hello"}]},
             "CHAT1.json": {"goal": {}, "log": [{"text": "hi", "metadata": {}}, empty_state]},
         });
-        std::fs::write(root.join("MultiWOZ_2.1/val.json"), serde_json::to_vec(&records).unwrap()).unwrap();
+        std::fs::write(
+            root.join("MultiWOZ_2.1/val.json"),
+            serde_json::to_vec(&records).unwrap(),
+        )
+        .unwrap();
         let c = convert(&source(root), None).unwrap();
         let bad: Vec<(String, usize)> = c.bad_records.iter().map(|b| (b.file.clone(), b.record)).collect();
-        assert_eq!(bad, vec![("MultiWOZ_2.1/val.json".into(), 1), ("MultiWOZ_2.1/val.json".into(), 2)]);
+        assert_eq!(
+            bad,
+            vec![("MultiWOZ_2.1/val.json".into(), 1), ("MultiWOZ_2.1/val.json".into(), 2)]
+        );
         assert!(c.bad_records[1].message.contains("BAD2.json") && c.bad_records[1].message.contains("log[1]"));
         let dev = &c.splits["dev"];
         assert_eq!((dev.attempted, dev.examples.len()), (2, 1));
         assert_eq!(dev.examples[0].id, "dev/PMUL1635");
-        assert_eq!((dev.drops[0].id.as_str(), dev.drops[0].reason.as_str()), ("dev/CHAT1", "no_service_call"));
+        assert_eq!(
+            (dev.drops[0].id.as_str(), dev.drops[0].reason.as_str()),
+            ("dev/CHAT1", "no_service_call")
+        );
         assert_eq!(c.stats["calls_failing_schema"], 0);
     }
 
@@ -1076,7 +1243,10 @@ mod tests {
             booked: None,
         };
         let mut c = Counters::default();
-        assert_eq!(arguments(&ev("night club"), intent, &mut c).unwrap()["attraction-type"], "nightclub");
+        assert_eq!(
+            arguments(&ev("night club"), intent, &mut c).unwrap()["attraction-type"],
+            "nightclub"
+        );
         assert_eq!(c.values_normalised, 1);
         assert!(arguments(&ev("church"), intent, &mut c).unwrap_err().contains("church"));
     }

@@ -88,7 +88,11 @@ struct Record {
 #[derive(Debug, Clone)]
 enum SplitFiles {
     Agif(PathBuf),
-    GlGin { seq_in: PathBuf, seq_out: Option<PathBuf>, label: PathBuf },
+    GlGin {
+        seq_in: PathBuf,
+        seq_out: Option<PathBuf>,
+        label: PathBuf,
+    },
 }
 
 impl SplitFiles {
@@ -130,11 +134,17 @@ fn reference_root(source: &ResolvedSource) -> Option<PathBuf> {
         Some(p) => vec![PathBuf::from(p)],
         None => vec![source.root.join("..").join(dir)],
     };
-    candidates.into_iter().find(|p| SPLITS.iter().any(|s| p.join(format!("{s}.txt")).is_file()))
+    candidates
+        .into_iter()
+        .find(|p| SPLITS.iter().any(|s| p.join(format!("{s}.txt")).is_file()))
 }
 
 fn corpus_name(source: &ResolvedSource) -> &'static str {
-    if source.manifest.format == "mixatis" { "ATIS" } else { "SNIPS" }
+    if source.manifest.format == "mixatis" {
+        "ATIS"
+    } else {
+        "SNIPS"
+    }
 }
 
 /// Every file the conversion reads.
@@ -145,7 +155,12 @@ pub fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
         .flat_map(|f| f.paths())
         .collect();
     if let Some(r) = reference_root(source) {
-        files.extend(SPLITS.iter().map(|s| r.join(format!("{s}.txt"))).filter(|p| p.is_file()));
+        files.extend(
+            SPLITS
+                .iter()
+                .map(|s| r.join(format!("{s}.txt")))
+                .filter(|p| p.is_file()),
+        );
     }
     files
 }
@@ -183,7 +198,10 @@ fn parse_agif(text: &str, file: &str, bad: &mut Vec<BadRecord>) -> Vec<Record> {
             0 => {
                 if !tokens.is_empty() || error.is_some() {
                     let msg = error.take().unwrap_or_else(|| {
-                        format!("line {}: record starting at line {start_line} has no intent line", n + 1)
+                        format!(
+                            "line {}: record starting at line {start_line} has no intent line",
+                            n + 1
+                        )
                     });
                     flush_bad(&mut index, msg, bad);
                     tokens.clear();
@@ -195,7 +213,11 @@ fn parse_agif(text: &str, file: &str, bad: &mut Vec<BadRecord>) -> Vec<Record> {
                 if let Some(msg) = error.take() {
                     flush_bad(&mut index, msg, bad);
                 } else if tokens.is_empty() {
-                    flush_bad(&mut index, format!("line {}: intent line {:?} without tokens", n + 1, fields[0]), bad);
+                    flush_bad(
+                        &mut index,
+                        format!("line {}: intent line {:?} without tokens", n + 1, fields[0]),
+                        bad,
+                    );
                 } else {
                     out.push(Record {
                         index,
@@ -215,13 +237,18 @@ fn parse_agif(text: &str, file: &str, bad: &mut Vec<BadRecord>) -> Vec<Record> {
             }
             _ => {
                 if error.is_none() {
-                    error = Some(format!("line {}: expected `token TAG`, found {} fields", n + 1, fields.len()));
+                    error = Some(format!(
+                        "line {}: expected `token TAG`, found {} fields",
+                        n + 1,
+                        fields.len()
+                    ));
                 }
             }
         }
     }
     if !tokens.is_empty() || error.is_some() {
-        let msg = error.unwrap_or_else(|| format!("record starting at line {start_line} has no intent line (end of file)"));
+        let msg =
+            error.unwrap_or_else(|| format!("record starting at line {start_line} has no intent line (end of file)"));
         flush_bad(&mut index, msg, bad);
     }
     out
@@ -245,9 +272,16 @@ fn read_glgin(
     let n = ins.len().max(labels.len()).max(outs.as_ref().map_or(0, Vec::len));
     let mut records = Vec::new();
     for i in 0..n {
-        let tokens: Vec<String> = ins.get(i).map(|l| l.split_whitespace().map(str::to_string).collect()).unwrap_or_default();
+        let tokens: Vec<String> = ins
+            .get(i)
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default();
         let intent = labels.get(i).map(|l| l.trim()).unwrap_or("");
-        let tags: Option<Vec<String>> = outs.as_ref().map(|o| o.get(i).map(|l| l.split_whitespace().map(str::to_string).collect()).unwrap_or_default());
+        let tags: Option<Vec<String>> = outs.as_ref().map(|o| {
+            o.get(i)
+                .map(|l| l.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default()
+        });
         if tokens.is_empty() && intent.is_empty() && tags.as_ref().is_none_or(Vec::is_empty) {
             continue;
         }
@@ -386,7 +420,12 @@ enum Splitting {
 }
 
 /// Splits a record into one clause per intent (module docs, "Clause splitting").
-fn split_record(tokens: &[String], tags: Option<&[String]>, intents: &[String], reference: Option<&Reference>) -> Splitting {
+fn split_record(
+    tokens: &[String],
+    tags: Option<&[String]>,
+    intents: &[String],
+    reference: Option<&Reference>,
+) -> Splitting {
     let k = intents.len();
     let conns = connectors(tokens, tags);
     let candidates = splits(tokens.len(), k, &conns);
@@ -427,7 +466,11 @@ fn split_record(tokens: &[String], tags: Option<&[String]>, intents: &[String], 
                     detail: format!(
                         "{n} possible clause splits for {k} intents, {} confirmed by the reference corpus{}",
                         confirmed.len(),
-                        if reference.is_none() { " (reference corpus not available)" } else { "" }
+                        if reference.is_none() {
+                            " (reference corpus not available)"
+                        } else {
+                            ""
+                        }
                     ),
                 }
             }
@@ -446,14 +489,31 @@ fn reconstruct_tags(
     for (i, (&(a, b), intent)) in clauses(tokens.len(), split).iter().zip(intents).enumerate() {
         match reference.tags(&tokens[a..b], intent).map(Vec::as_slice) {
             None | Some([]) => {
-                return Err(("no_tags", format!("clause {} {:?} ({intent}) is not a reference sentence", i + 1, tokens[a..b].join(" "))));
+                return Err((
+                    "no_tags",
+                    format!(
+                        "clause {} {:?} ({intent}) is not a reference sentence",
+                        i + 1,
+                        tokens[a..b].join(" ")
+                    ),
+                ));
             }
             Some([one]) if one.len() == b - a => tags[a..b].clone_from_slice(one),
-            Some([_]) => return Err(("no_tags", format!("clause {} reference tags have the wrong length", i + 1))),
+            Some([_]) => {
+                return Err((
+                    "no_tags",
+                    format!("clause {} reference tags have the wrong length", i + 1),
+                ));
+            }
             Some(many) => {
                 return Err((
                     "ambiguous_tags",
-                    format!("clause {} {:?} has {} different tag sequences in the reference", i + 1, tokens[a..b].join(" "), many.len()),
+                    format!(
+                        "clause {} {:?} has {} different tag sequences in the reference",
+                        i + 1,
+                        tokens[a..b].join(" "),
+                        many.len()
+                    ),
                 ));
             }
         }
@@ -521,7 +581,9 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
     let mut found_any = false;
 
     for s in SPLITS.iter().filter(|s| split.is_none_or(|want| want == **s)) {
-        let Some(files) = split_files(&source.root, s) else { continue };
+        let Some(files) = split_files(&source.root, s) else {
+            continue;
+        };
         found_any = true;
         let records = match &files {
             SplitFiles::Agif(p) => read_agif(p, &mut bad)?,
@@ -559,7 +621,12 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
                     agree.tokens_agreeing += tags.iter().zip(gold).filter(|(a, b)| a == b).count();
                 }
             }
-            let (split_at, method) = match split_record(&record.tokens, record.tags.as_deref(), &record.intents, reference.as_ref()) {
+            let (split_at, method) = match split_record(
+                &record.tokens,
+                record.tags.as_deref(),
+                &record.intents,
+                reference.as_ref(),
+            ) {
                 Splitting::Done { split, method } => (split, method),
                 Splitting::Dropped { reason, detail } => {
                     outcome.drops.push(drop(reason, detail));
@@ -570,7 +637,10 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
                 Some(t) => (t.clone(), "source".to_string()),
                 None => match &reference {
                     None => {
-                        outcome.drops.push(drop("no_tags", format!("split has no tag file and no {corpus} reference corpus was found")));
+                        outcome.drops.push(drop(
+                            "no_tags",
+                            format!("split has no tag file and no {corpus} reference corpus was found"),
+                        ));
                         continue;
                     }
                     Some(r) => match reconstruct_tags(&record.tokens, &record.intents, &split_at, r) {
@@ -587,13 +657,19 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
             for (&(a, b), intent) in clause_ranges.iter().zip(&record.intents) {
                 let tool = identifier(intent);
                 shapes.tool(&tool, || {
-                    format!("{} ({corpus} intent `{intent}`).", capitalise(&words(&tool.replace("atis_", ""))))
+                    format!(
+                        "{} ({corpus} intent `{intent}`).",
+                        capitalise(&words(&tool.replace("atis_", "")))
+                    )
                 });
                 let mut args = Vec::new();
                 for (slot, x, y) in chunks(&tags, a, b) {
                     let param = identifier(&slot);
                     shapes.param(&tool, &param, || {
-                        format!("{} ({corpus} slot `{slot}`): the words of the request naming it.", capitalise(&words(&param)))
+                        format!(
+                            "{} ({corpus} slot `{slot}`): the words of the request naming it.",
+                            capitalise(&words(&param))
+                        )
                     });
                     args.push((param, record.tokens[x..y].join(" ")));
                 }
@@ -672,9 +748,19 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
     stats.insert("calls_by_intent".into(), json!(intent_counts));
     stats.insert(
         "reference_corpus".into(),
-        json!(reference_root.as_ref().map(|_| format!("{} {{train,dev,test}}.txt", corpus.to_lowercase()))),
+        json!(
+            reference_root
+                .as_ref()
+                .map(|_| format!("{} {{train,dev,test}}.txt", corpus.to_lowercase()))
+        ),
     );
-    let rate = |a: usize, b: usize| if b == 0 { Value::Null } else { json!((a as f64 / b as f64 * 10000.0).round() / 10000.0) };
+    let rate = |a: usize, b: usize| {
+        if b == 0 {
+            Value::Null
+        } else {
+            json!((a as f64 / b as f64 * 10000.0).round() / 10000.0)
+        }
+    };
     let recon: serde_json::Map<String, Value> = agreement
         .iter()
         .filter(|(_, a)| a.examples > 0)
@@ -687,7 +773,10 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
         })
         .collect();
     stats.insert("tag_reconstruction".into(), Value::Object(recon));
-    let untagged: Vec<&String> = splits_out.keys().filter(|s| split_files(&source.root, s).is_some_and(|f| matches!(f, SplitFiles::GlGin { seq_out: None, .. }))).collect();
+    let untagged: Vec<&String> = splits_out
+        .keys()
+        .filter(|s| split_files(&source.root, s).is_some_and(|f| matches!(f, SplitFiles::GlGin { seq_out: None, .. })))
+        .collect();
     for s in untagged {
         let o = &splits_out[s];
         let kept = o.examples.len();
@@ -705,7 +794,10 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
 }
 
 /// References to the catalog tools `calls` use, in first-use order.
-pub(super) fn instance_tools(catalog: &[crate::tools::ToolSpec], calls: &[crate::tools::Call]) -> Vec<crate::tools::ToolSpec> {
+pub(super) fn instance_tools(
+    catalog: &[crate::tools::ToolSpec],
+    calls: &[crate::tools::Call],
+) -> Vec<crate::tools::ToolSpec> {
     let mut out: Vec<crate::tools::ToolSpec> = Vec::new();
     for c in calls {
         if !out.iter().any(|t| t.name == c.name)
@@ -749,7 +841,10 @@ mod tests {
         assert_eq!(recs[0].intents, vec!["I1", "I2"]);
         assert_eq!((recs[1].index, recs[1].tokens.clone()), (3, toks("f")));
         assert_eq!(bad.len(), 2, "{bad:?}");
-        assert!(bad[0].message.contains("no intent line") && bad[0].message.contains("line 5"), "{bad:?}");
+        assert!(
+            bad[0].message.contains("no intent line") && bad[0].message.contains("line 5"),
+            "{bad:?}"
+        );
         assert_eq!(bad[1].record, 2);
         assert!(bad[1].message.contains("line 7"), "{bad:?}");
     }
@@ -773,7 +868,12 @@ mod tests {
         let tags = toks("O B-a I-a B-a I-b O I-c");
         assert_eq!(
             chunks(&tags, 0, 7),
-            vec![("a".into(), 1, 3), ("a".into(), 3, 4), ("b".into(), 4, 5), ("c".into(), 6, 7)]
+            vec![
+                ("a".into(), 1, 3),
+                ("a".into(), 3, 4),
+                ("b".into(), 4, 5),
+                ("c".into(), 6, 7)
+            ]
         );
     }
 }

@@ -37,7 +37,7 @@ use serde_json::{Map, Value, json};
 
 use super::Conversion;
 use super::check::{Checker, SeqStats};
-use crate::corpus::{read_json, BadRecord, CorpusError};
+use crate::corpus::{BadRecord, CorpusError, read_json};
 use crate::pipeline::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
 use crate::tools::{Call, ToolSpec};
@@ -82,7 +82,6 @@ pub fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
     out
 }
 
-
 fn rel(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).display().to_string()
 }
@@ -106,7 +105,9 @@ fn service_tools(service: &Value) -> Result<Vec<ToolSpec>, String> {
         .filter_map(|s| Some((s["name"].as_str()?, s)))
         .collect();
     let param = |slot: &str| -> Result<Value, String> {
-        let s = slots.get(slot).ok_or_else(|| format!("service {name}: intent uses unknown slot {slot}"))?;
+        let s = slots
+            .get(slot)
+            .ok_or_else(|| format!("service {name}: intent uses unknown slot {slot}"))?;
         let mut p = Map::new();
         p.insert("type".into(), json!("string"));
         p.insert("description".into(), json!(s["description"].as_str().unwrap_or(slot)));
@@ -117,11 +118,21 @@ fn service_tools(service: &Value) -> Result<Vec<ToolSpec>, String> {
         Ok(Value::Object(p))
     };
     let mut tools = Vec::new();
-    for intent in service["intents"].as_array().ok_or_else(|| format!("service {name}: no intents"))? {
-        let iname = intent["name"].as_str().ok_or_else(|| format!("service {name}: intent without name"))?;
+    for intent in service["intents"]
+        .as_array()
+        .ok_or_else(|| format!("service {name}: no intents"))?
+    {
+        let iname = intent["name"]
+            .as_str()
+            .ok_or_else(|| format!("service {name}: intent without name"))?;
         let mut props = Map::new();
         let mut required = Vec::new();
-        for slot in intent["required_slots"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        for slot in intent["required_slots"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
             props.insert(slot.into(), param(slot)?);
             required.push(json!(slot));
         }
@@ -135,7 +146,12 @@ fn service_tools(service: &Value) -> Result<Vec<ToolSpec>, String> {
             }
         }
         let mut outputs = Map::new();
-        for slot in intent["result_slots"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        for slot in intent["result_slots"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
             let desc = slots.get(slot).and_then(|s| s["description"].as_str()).unwrap_or(slot);
             outputs.insert(slot.into(), json!({"type": "string", "description": desc}));
         }
@@ -263,8 +279,16 @@ fn parse_dialogue(rec: &Value) -> Result<Dialogue, String> {
             if speaker == "USER" {
                 for action in frame["actions"].as_array().into_iter().flatten() {
                     let slot = action["slot"].as_str().unwrap_or_default();
-                    let said = action["values"].as_array().into_iter().flatten().filter_map(Value::as_str);
-                    let canon = action["canonical_values"].as_array().into_iter().flatten().filter_map(Value::as_str);
+                    let said = action["values"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str);
+                    let canon = action["canonical_values"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str);
                     for (s, c) in said.zip(canon) {
                         if s != c && seen.insert((slot.to_string(), c.to_string())) {
                             surface_forms.push((slot.to_string(), c.to_string(), s.to_string()));
@@ -312,7 +336,8 @@ fn render_request(calls: &[Call], phrases: &BTreeMap<String, String>) -> Result<
         })
         .collect();
     let mut env = minijinja::Environment::new();
-    env.add_template("request", REQUEST_TEMPLATE).map_err(|e| e.to_string())?;
+    env.add_template("request", REQUEST_TEMPLATE)
+        .map_err(|e| e.to_string())?;
     let tmpl = env.get_template("request").map_err(|e| e.to_string())?;
     tmpl.render(minijinja::value::Serde(json!({"steps": steps})))
         .map_err(|e| e.to_string())
@@ -324,13 +349,7 @@ enum Converted {
     Drop(Drop),
 }
 
-fn convert_dialogue(
-    d: &Dialogue,
-    split: &str,
-    file: &str,
-    schema: &Schema,
-    checker: &Checker,
-) -> Converted {
+fn convert_dialogue(d: &Dialogue, split: &str, file: &str, schema: &Schema, checker: &Checker) -> Converted {
     let id = format!("{split}/{}", d.id);
     let drop = |reason: &str, detail: String| {
         Converted::Drop(Drop {
@@ -380,7 +399,14 @@ fn convert_dialogue(
     let tools: Vec<ToolSpec> = d
         .services
         .iter()
-        .flat_map(|s| schema.services.get(s).into_iter().flatten().map(|t| ToolSpec::reference(&t.name)))
+        .flat_map(|s| {
+            schema
+                .services
+                .get(s)
+                .into_iter()
+                .flatten()
+                .map(|t| ToolSpec::reference(&t.name))
+        })
         .collect();
     let used: BTreeSet<(&str, &str)> = calls
         .iter()
@@ -480,7 +506,10 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
             "request: deterministic template over the calls (every value grounded); meta.surface_forms keeps what the user said",
         ]),
     );
-    s.insert("request_text".into(), json!("template: templates/seq-sgd-request.j2 (deterministic, no LLM paraphrase yet)"));
+    s.insert(
+        "request_text".into(),
+        json!("template: templates/seq-sgd-request.j2 (deterministic, no LLM paraphrase yet)"),
+    );
     s.insert("duplicate_calls_collapsed".into(), json!(collapsed_total));
     s.insert("schema_services".into(), json!(schema.services.len()));
     s.insert("schema_conflicts".into(), json!(schema.conflicts));
@@ -488,7 +517,12 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
     s.insert("dialogue_files".into(), Value::Object(files_per_split));
     s.insert(
         "paper_sizes".into(),
-        json!(PAPER_SIZES.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<Map<_, _>>()),
+        json!(
+            PAPER_SIZES
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect::<Map<_, _>>()
+        ),
     );
     conversion.stats = s;
     Ok(conversion)
@@ -504,7 +538,8 @@ mod tests {
     }
 
     fn source(root: &Path) -> ResolvedSource {
-        let manifest = SourceManifest::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sources/sgd.toml")).unwrap();
+        let manifest =
+            SourceManifest::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sources/sgd.toml")).unwrap();
         ResolvedSource {
             manifest,
             root: root.to_path_buf(),
@@ -525,16 +560,32 @@ mod tests {
         let Converted::Example(e, _) = convert_dialogue(&d, "dev", "dev/dialogues_001.json", &schema, &checker) else {
             panic!("dropped")
         };
-        let reserve = e.output.iter().find(|c| c.name == "Restaurants_2_ReserveRestaurant").unwrap();
+        let reserve = e
+            .output
+            .iter()
+            .find(|c| c.name == "Restaurants_2_ReserveRestaurant")
+            .unwrap();
         assert_eq!(reserve.arguments["time"], "11:30");
         assert_eq!(reserve.arguments["restaurant_name"], "Sino");
-        assert!(e.input.contains("11:30") && !e.input.contains("half past"), "{}", e.input);
+        assert!(
+            e.input.contains("11:30") && !e.input.contains("half past"),
+            "{}",
+            e.input
+        );
         let meta = e.meta.unwrap();
         assert!(
-            meta["surface_forms"].as_array().unwrap().iter().any(|s| s["canonical"] == "11:30" && s["said"] == "half past 11 in the morning"),
+            meta["surface_forms"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["canonical"] == "11:30" && s["said"] == "half past 11 in the morning"),
             "{meta}"
         );
-        assert!(e.output.iter().all(|c| checker.validate(c).is_ok() && checker.ungrounded(c, &e.input).is_empty()));
+        assert!(
+            e.output
+                .iter()
+                .all(|c| checker.validate(c).is_ok() && checker.ungrounded(c, &e.input).is_empty())
+        );
         assert!(e.tools.iter().any(|t| t.name == "Restaurants_2_FindRestaurants"));
     }
 
@@ -544,7 +595,10 @@ mod tests {
         let tools: Vec<&ToolSpec> = schema.services.values().flatten().collect();
         let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names.len(), tools.len(), "tool names must be unique");
-        let reserve = tools.iter().find(|t| t.name == "Restaurants_2_ReserveRestaurant").unwrap();
+        let reserve = tools
+            .iter()
+            .find(|t| t.name == "Restaurants_2_ReserveRestaurant")
+            .unwrap();
         let p = &reserve.parameters;
         assert!(p["required"].as_array().unwrap().contains(&json!("restaurant_name")));
         // number_of_seats is categorical → enum; restaurant_name is not → no enum.
@@ -571,7 +625,13 @@ mod tests {
         std::fs::write(dev.join("dialogues_001.json"), serde_json::to_vec(&records).unwrap()).unwrap();
         let c = convert(&source(tmp.path()), None).unwrap();
         let bad: Vec<(String, usize)> = c.bad_records.iter().map(|b| (b.file.clone(), b.record)).collect();
-        assert_eq!(bad, vec![("dev/dialogues_001.json".into(), 1), ("dev/dialogues_001.json".into(), 3)]);
+        assert_eq!(
+            bad,
+            vec![
+                ("dev/dialogues_001.json".into(), 1),
+                ("dev/dialogues_001.json".into(), 3)
+            ]
+        );
         let dev = &c.splits["dev"];
         assert_eq!((dev.attempted, dev.examples.len()), (2, 1));
         assert_eq!(dev.drops[0].reason, "no_service_call");
@@ -590,11 +650,21 @@ mod tests {
         let turns = d["turns"].as_array_mut().unwrap();
         let with_call = turns
             .iter()
-            .position(|t| t["frames"].as_array().unwrap().iter().any(|f| f.get("service_call").is_some()))
+            .position(|t| {
+                t["frames"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|f| f.get("service_call").is_some())
+            })
             .unwrap();
         let dup = turns[with_call].clone();
         turns.insert(with_call + 1, dup);
-        std::fs::write(dev.join("dialogues_001.json"), serde_json::to_vec(&json!([real[0], d])).unwrap()).unwrap();
+        std::fs::write(
+            dev.join("dialogues_001.json"),
+            serde_json::to_vec(&json!([real[0], d])).unwrap(),
+        )
+        .unwrap();
         let c = convert(&source(tmp.path()), Some("dev")).unwrap();
         let ex = &c.splits["dev"].examples;
         assert_eq!(ex[0].output, ex[1].output);

@@ -120,7 +120,11 @@ pub(crate) fn parse(text: &str) -> Result<Tree<'_>, String> {
                 name: name.to_string(),
                 children,
             };
-            Ok(if is_intent { Node::Intent(frame) } else { Node::Slot(frame) })
+            Ok(if is_intent {
+                Node::Intent(frame)
+            } else {
+                Node::Slot(frame)
+            })
         }
     }
     let mut p = P {
@@ -130,7 +134,9 @@ pub(crate) fn parse(text: &str) -> Result<Tree<'_>, String> {
     };
     match p.toks.first() {
         None => return Err("empty semantic parse".into()),
-        Some(t) if !t.starts_with("[IN:") => return Err(format!("the parse must start with an intent `[IN:…`, found `{t}`")),
+        Some(t) if !t.starts_with("[IN:") => {
+            return Err(format!("the parse must start with an intent `[IN:…`, found `{t}`"));
+        }
         _ => {}
     }
     let root = match p.frame()? {
@@ -138,7 +144,11 @@ pub(crate) fn parse(text: &str) -> Result<Tree<'_>, String> {
         _ => unreachable!("checked above"),
     };
     if p.pos != p.toks.len() {
-        return Err(format!("token {}: `{}` after the root intent was closed", p.pos + 1, p.toks[p.pos]));
+        return Err(format!(
+            "token {}: `{}` after the root intent was closed",
+            p.pos + 1,
+            p.toks[p.pos]
+        ));
     }
     Ok(Tree { root, words: p.words })
 }
@@ -210,16 +220,37 @@ fn lower_intent(
     for child in &f.children {
         let slot = match child {
             Node::Word(_) => continue,
-            Node::Intent(g) => return Err(("unexpected_nesting", format!("IN:{} directly inside IN:{}", g.name, f.name))),
+            Node::Intent(g) => {
+                return Err((
+                    "unexpected_nesting",
+                    format!("IN:{} directly inside IN:{}", g.name, f.name),
+                ));
+            }
             Node::Slot(s) => s,
         };
-        let word_ix: Vec<usize> = slot.children.iter().filter_map(|c| if let Node::Word(i) = c { Some(*i) } else { None }).collect();
-        let nested: Vec<&Frame> = slot.children.iter().filter_map(|c| if let Node::Intent(g) = c { Some(g) } else { None }).collect();
+        let word_ix: Vec<usize> = slot
+            .children
+            .iter()
+            .filter_map(|c| if let Node::Word(i) = c { Some(*i) } else { None })
+            .collect();
+        let nested: Vec<&Frame> = slot
+            .children
+            .iter()
+            .filter_map(|c| if let Node::Intent(g) = c { Some(g) } else { None })
+            .collect();
         if let Some(Node::Slot(g)) = slot.children.iter().find(|c| matches!(c, Node::Slot(_))) {
-            return Err(("unexpected_nesting", format!("SL:{} directly inside SL:{}", g.name, slot.name)));
+            return Err((
+                "unexpected_nesting",
+                format!("SL:{} directly inside SL:{}", g.name, slot.name),
+            ));
         }
         let value = match (word_ix.as_slice(), nested.as_slice()) {
-            ([], []) => return Err(("empty_slot", format!("SL:{} of IN:{} holds no words", slot.name, f.name))),
+            ([], []) => {
+                return Err((
+                    "empty_slot",
+                    format!("SL:{} of IN:{} holds no words", slot.name, f.name),
+                ));
+            }
             ([], [g]) => label_ref(&lower_intent(g, tree, spans, utterance, out, counts)?),
             (w, []) => {
                 let (first, last) = (w[0], w[w.len() - 1]);
@@ -231,7 +262,13 @@ fn lower_intent(
             _ => {
                 return Err((
                     "mixed_slot",
-                    format!("SL:{} of IN:{} holds {} nested intent(s) and {} word(s)", slot.name, f.name, nested.len(), word_ix.len()),
+                    format!(
+                        "SL:{} of IN:{} holds {} nested intent(s) and {} word(s)",
+                        slot.name,
+                        f.name,
+                        nested.len(),
+                        word_ix.len()
+                    ),
                 ));
             }
         };
@@ -254,11 +291,17 @@ fn lower_intent(
 /// The TSV files of the requested splits, sorted by name.
 fn tsv_files(root: &Path, split: Option<&str>) -> Vec<(PathBuf, String, String)> {
     let mut files = Vec::new();
-    let Ok(entries) = std::fs::read_dir(root) else { return files };
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return files;
+    };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(stem) = name.strip_suffix(".tsv") else { continue };
-        let Some((domain, s)) = stem.rsplit_once('_') else { continue };
+        let Some(stem) = name.strip_suffix(".tsv") else {
+            continue;
+        };
+        let Some((domain, s)) = stem.rsplit_once('_') else {
+            continue;
+        };
         if SPLITS.contains(&s) && split.is_none_or(|w| w == s) {
             files.push((e.path(), domain.to_string(), s.to_string()));
         }
@@ -331,7 +374,10 @@ fn convert_text(text: &str, file: &str, domain: &str, split: &str) -> FileResult
         };
         let fields: Vec<&str> = line.split('\t').collect();
         let [row_domain, utterance, parse_text] = fields.as_slice() else {
-            rows.push(fail(format!("expected 3 tab-separated fields, found {}", fields.len()), &mut bad));
+            rows.push(fail(
+                format!("expected 3 tab-separated fields, found {}", fields.len()),
+                &mut bad,
+            ));
             continue;
         };
         let tree = match parse(parse_text) {
@@ -371,7 +417,10 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
     if files.is_empty() {
         return Err(CorpusError::Malformed {
             path: source.root.clone(),
-            message: format!("no `<domain>_{}.tsv` files under the corpus root", split.unwrap_or("{train,eval,test}")),
+            message: format!(
+                "no `<domain>_{}.tsv` files under the corpus root",
+                split.unwrap_or("{train,eval,test}")
+            ),
         });
     }
     let results: Vec<FileResult> = files
@@ -388,7 +437,9 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
         for row in &r.rows {
             if let Row::Kept { domain, calls, .. } = row {
                 for c in calls {
-                    let e = tool_info.entry(c.call.tool.clone()).or_insert_with(|| (c.intent.clone(), BTreeSet::new()));
+                    let e = tool_info
+                        .entry(c.call.tool.clone())
+                        .or_insert_with(|| (c.intent.clone(), BTreeSet::new()));
                     e.1.insert(domain.clone());
                 }
             }
@@ -398,7 +449,11 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
     for (tool, (intent, domains)) in &tool_info {
         shapes.tool(tool, || {
             let ds: Vec<&str> = domains.iter().map(String::as_str).collect();
-            format!("{} (TOPv2 intent `IN:{intent}`; domains: {}).", capitalise(&words(tool)), ds.join(", "))
+            format!(
+                "{} (TOPv2 intent `IN:{intent}`; domains: {}).",
+                capitalise(&words(tool)),
+                ds.join(", ")
+            )
         });
     }
     for r in &results {
@@ -439,7 +494,14 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
                     outcome.drops.push(d);
                     continue;
                 }
-                Row::Kept { id, utterance, domain, parse, calls, aligned } => (id, utterance, domain, parse, calls, aligned),
+                Row::Kept {
+                    id,
+                    utterance,
+                    domain,
+                    parse,
+                    calls,
+                    aligned,
+                } => (id, utterance, domain, parse, calls, aligned),
             };
             let output: Vec<_> = calls.iter().map(|c| shapes.call(&c.call, c.label.clone())).collect();
             if let Some(err) = output.iter().find_map(|c| checker.validate(c).err()) {
@@ -451,7 +513,11 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
                 });
                 continue;
             }
-            nested_calls += output.iter().flat_map(|c| c.arguments.values()).filter(|v| crate::tools::as_label_ref(v).is_some()).count();
+            nested_calls += output
+                .iter()
+                .flat_map(|c| c.arguments.values())
+                .filter(|v| crate::tools::as_label_ref(v).is_some())
+                .count();
             let distinct: BTreeSet<&str> = output.iter().map(|c| c.name.as_str()).collect();
             repeated_tool_examples += (distinct.len() < output.len()) as usize;
             unaligned += (!aligned) as usize;
@@ -461,7 +527,11 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
                     tools.push(crate::tools::ToolSpec::reference(&by_name[c.name.as_str()].name));
                 }
             }
-            *by_domain.entry(r.split.clone()).or_default().entry(domain.clone()).or_insert(0) += 1;
+            *by_domain
+                .entry(r.split.clone())
+                .or_default()
+                .entry(domain.clone())
+                .or_insert(0) += 1;
             let example = Example {
                 id,
                 split: r.split.clone(),
@@ -547,8 +617,16 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("get_location_home".into(), "get_location_home_1".into(), json!({"contact": "my"})),
-                ("get_location".into(), "get_location_1".into(), json!({"point_on_map": "the mall"})),
+                (
+                    "get_location_home".into(),
+                    "get_location_home_1".into(),
+                    json!({"contact": "my"})
+                ),
+                (
+                    "get_location".into(),
+                    "get_location_1".into(),
+                    json!({"point_on_map": "the mall"})
+                ),
                 (
                     "get_estimated_duration".into(),
                     "get_estimated_duration_1".into(),
@@ -565,16 +643,29 @@ mod tests {
             "my  doctor's appointment today and tomorrow",
         )
         .unwrap();
-        assert_eq!(got[0].2, json!({"todo": "my  doctor's appointment", "date_time": ["today", "tomorrow"]}));
+        assert_eq!(
+            got[0].2,
+            json!({"todo": "my  doctor's appointment", "date_time": ["today", "tomorrow"]})
+        );
         let got = calls("[IN:CREATE_REMINDER [SL:TODO x ] ]", "x").unwrap();
         assert_eq!(got[0].2, json!({"todo": "x"}));
-        let got = calls("[IN:GET_WEATHER [SL:LOCATION [IN:GET_LOCATION [SL:A x ] ] ] [SL:LOCATION [IN:GET_LOCATION [SL:A y ] ] ] ]", "x y").unwrap();
-        assert_eq!(got.iter().map(|c| c.1.as_str()).collect::<Vec<_>>(), vec!["get_location_1", "get_location_2", "get_weather_1"]);
+        let got = calls(
+            "[IN:GET_WEATHER [SL:LOCATION [IN:GET_LOCATION [SL:A x ] ] ] [SL:LOCATION [IN:GET_LOCATION [SL:A y ] ] ] ]",
+            "x y",
+        )
+        .unwrap();
+        assert_eq!(
+            got.iter().map(|c| c.1.as_str()).collect::<Vec<_>>(),
+            vec!["get_location_1", "get_location_2", "get_weather_1"]
+        );
     }
 
     #[test]
     fn refusals() {
-        assert_eq!(calls("[IN:A [SL:B [IN:UNSUPPORTED_WEATHER x ] ] ]", "x").unwrap_err().0, "unsupported_intent");
+        assert_eq!(
+            calls("[IN:A [SL:B [IN:UNSUPPORTED_WEATHER x ] ] ]", "x").unwrap_err().0,
+            "unsupported_intent"
+        );
         assert_eq!(calls("[IN:A [SL:B [IN:C x ] y ] ]", "x y").unwrap_err().0, "mixed_slot");
         assert_eq!(calls("[IN:A [SL:B ] ]", "").unwrap_err().0, "empty_slot");
         assert_eq!(calls("[IN:A [IN:C x ] ]", "x").unwrap_err().0, "unexpected_nesting");
@@ -585,7 +676,11 @@ mod tests {
         let text = "domain\tutterance\tsemantic_parse\nweather\tsun\t[IN:GET_WEATHER sun ]\nweather\tbad\t[IN:GET_WEATHER bad\nweather\ttwo fields\n";
         let r = convert_text(text, "w.tsv", "weather", "test");
         assert_eq!(r.bad.len(), 2);
-        assert!(r.bad[0].message.starts_with("line 3:") && r.bad[0].record == 1, "{:?}", r.bad);
+        assert!(
+            r.bad[0].message.starts_with("line 3:") && r.bad[0].record == 1,
+            "{:?}",
+            r.bad
+        );
         assert!(r.bad[1].message.starts_with("line 4:"), "{:?}", r.bad);
         let c = assemble(vec![r]);
         let o = &c.splits["test"];

@@ -218,7 +218,13 @@ impl Rewriter<'_> {
             }
             Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
                 if let Some(col) = self.column(expr) {
-                    self.bind(pattern, &col, "", "_pattern", "SQL LIKE pattern (% any text, _ one character) for");
+                    self.bind(
+                        pattern,
+                        &col,
+                        "",
+                        "_pattern",
+                        "SQL LIKE pattern (% any text, _ one character) for",
+                    );
                 }
             }
             Expr::Between { expr, low, high, .. } => {
@@ -229,7 +235,11 @@ impl Rewriter<'_> {
             }
             Expr::InList { expr, list, negated } => {
                 if let Some(col) = self.column(expr) {
-                    let role = if *negated { "A value excluded from" } else { "One accepted value of" };
+                    let role = if *negated {
+                        "A value excluded from"
+                    } else {
+                        "One accepted value of"
+                    };
                     for item in list.iter_mut() {
                         self.bind(item, &col, "", "", role);
                     }
@@ -326,7 +336,10 @@ fn expr_slug(e: &Expr) -> String {
 /// not queries.
 pub fn parameterise(stmt: &Statement, schema: &Schema, descriptions: &Descriptions) -> Result<Template, LowerError> {
     let Statement::Query(q) = stmt else {
-        return Err(super::unsupported("not_a_query", "only SELECT statements become endpoints"));
+        return Err(super::unsupported(
+            "not_a_query",
+            "only SELECT statements become endpoints",
+        ));
     };
     let mut q = q.clone();
     let mut rw = Rewriter {
@@ -356,13 +369,20 @@ pub fn parameterise(stmt: &Statement, schema: &Schema, descriptions: &Descriptio
             .iter()
             .map(|o| {
                 let s = expr_slug(&o.expr);
-                if o.options.asc == Some(false) { format!("{s}_desc") } else { s }
+                if o.options.asc == Some(false) {
+                    format!("{s}_desc")
+                } else {
+                    s
+                }
             })
             .collect(),
         _ => vec![],
     };
     let limit = match &q.limit_clause {
-        Some(sqlparser::ast::LimitClause::LimitOffset { limit: Some(Expr::Value(v)), .. }) => Some(v.value.to_string()),
+        Some(sqlparser::ast::LimitClause::LimitOffset {
+            limit: Some(Expr::Value(v)),
+            ..
+        }) => Some(v.value.to_string()),
         _ => None,
     };
     let sql = q.to_string();
@@ -407,9 +427,33 @@ mod tests {
             "SELECT country, count(*) FROM singer WHERE age > 20 AND 40 >= age AND name LIKE '%a%' AND country IN ('France', \"Spain\") GROUP BY country HAVING count(*) > 1",
         );
         let names: Vec<&str> = t.parameters.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["min_age", "max_age", "name_pattern", "country", "country_2", "min_count"]);
-        assert_eq!(t.values, vec![json!(20), json!(40), json!("%a%"), json!("France"), json!("Spain"), json!(1)]);
-        assert!(t.sql.contains("?1") && t.sql.contains("?6") && !t.sql.contains("France"), "{}", t.sql);
+        assert_eq!(
+            names,
+            [
+                "min_age",
+                "max_age",
+                "name_pattern",
+                "country",
+                "country_2",
+                "min_count"
+            ]
+        );
+        assert_eq!(
+            t.values,
+            vec![
+                json!(20),
+                json!(40),
+                json!("%a%"),
+                json!("France"),
+                json!("Spain"),
+                json!(1)
+            ]
+        );
+        assert!(
+            t.sql.contains("?1") && t.sql.contains("?6") && !t.sql.contains("France"),
+            "{}",
+            t.sql
+        );
         assert_eq!(t.returns, ["country", "count"]);
         assert_eq!(t.table, "singer");
     }

@@ -71,7 +71,8 @@ impl Emitter {
 /// `aggregate_data` arguments; `key_name` is left out for a row count (`COUNT(*)`), so the call
 /// validates against the instance's `key_name` enum.
 fn aggregate_args(source: &str, agg: &str, key: Option<&str>, distinct: bool) -> Json {
-    let mut args = json!({"data_source": label_ref(source), "aggregation_type": agg, "distinct": distinct, "limit": -1});
+    let mut args =
+        json!({"data_source": label_ref(source), "aggregation_type": agg, "distinct": distinct, "limit": -1});
     if let Some(k) = key {
         args["key_name"] = json!(k);
     }

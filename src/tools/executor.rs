@@ -709,10 +709,7 @@ fn is_iso_date(s: &str) -> bool {
 
 /// `truncate(truncate_array, n)` (SEL) → the first `n` values of a list.
 fn truncate(args: &Args) -> R<Value> {
-    let n = args
-        .json("n")?
-        .as_u64()
-        .ok_or("`n` must be a non-negative integer")? as usize;
+    let n = args.json("n")?.as_u64().ok_or("`n` must be a non-negative integer")? as usize;
     match args.value("truncate_array")? {
         Value::Column(a) => Ok(Value::Column(a.slice(0, n.min(a.len())))),
         other => Err(format!("`truncate_array` must be a list, got {}", kind(other))),

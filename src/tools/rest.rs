@@ -126,7 +126,8 @@ impl Endpoint {
         for p in &self.parameters {
             // FastAPI reads the last occurrence of a repeated scalar query parameter.
             let Some(raw) = query.iter().rev().find(|(k, _)| k == &p.name).map(|(_, v)| v) else {
-                errors.push(json!({"type": "missing", "loc": ["query", p.name], "msg": "Field required", "input": null}));
+                errors
+                    .push(json!({"type": "missing", "loc": ["query", p.name], "msg": "Field required", "input": null}));
                 continue;
             };
             match parse_typed(&p.kind, raw) {
@@ -148,7 +149,8 @@ impl Endpoint {
         let mut values = Vec::new();
         for p in &self.parameters {
             match args.get(&p.name) {
-                None => errors.push(json!({"type": "missing", "loc": ["query", p.name], "msg": "Field required", "input": null})),
+                None => errors
+                    .push(json!({"type": "missing", "loc": ["query", p.name], "msg": "Field required", "input": null})),
                 Some(v) => {
                     let typed = match (p.kind.as_str(), v) {
                         ("string", Json::String(_)) => Some(v.clone()),
@@ -169,7 +171,12 @@ impl Endpoint {
     }
 
     /// Runs the endpoint's SQL with `values` bound (never spliced into the text) under `limits`.
-    pub fn execute(&self, conn: &mut rusqlite::Connection, values: &[Json], limits: Limits) -> Result<Answer, RunError> {
+    pub fn execute(
+        &self,
+        conn: &mut rusqlite::Connection,
+        values: &[Json],
+        limits: Limits,
+    ) -> Result<Answer, RunError> {
         let deadline = Instant::now() + limits.timeout;
         conn.progress_handler(1000, Some(move || Instant::now() > deadline))
             .map_err(|e| RunError::Database(e.to_string()))?;
@@ -192,7 +199,9 @@ impl Endpoint {
                 let row = match rows.next() {
                     Ok(Some(r)) => r,
                     Ok(None) => break,
-                    Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::OperationInterrupted => {
+                    Err(rusqlite::Error::SqliteFailure(e, _))
+                        if e.code == rusqlite::ErrorCode::OperationInterrupted =>
+                    {
                         return Err(RunError::Timeout(limits.timeout.as_millis()));
                     }
                     Err(e) => return Err(RunError::Database(e.to_string())),
@@ -203,7 +212,11 @@ impl Endpoint {
                 let n = row.as_ref().column_count();
                 out.push(
                     (0..n)
-                        .map(|i| row.get_ref(i).map(super::table::datum_from_sqlite).unwrap_or(Datum::Null))
+                        .map(|i| {
+                            row.get_ref(i)
+                                .map(super::table::datum_from_sqlite)
+                                .unwrap_or(Datum::Null)
+                        })
                         .collect(),
                 );
             }
@@ -216,12 +229,13 @@ impl Endpoint {
 
 fn parse_typed(kind: &str, raw: &str) -> Option<Json> {
     match kind {
-        "integer" => raw
-            .trim()
-            .parse::<i64>()
-            .ok()
-            .map(Json::from)
-            .or_else(|| raw.trim().parse::<f64>().ok().filter(|f| f.fract() == 0.0 && f.is_finite()).map(|f| json!(f as i64))),
+        "integer" => raw.trim().parse::<i64>().ok().map(Json::from).or_else(|| {
+            raw.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.fract() == 0.0 && f.is_finite())
+                .map(|f| json!(f as i64))
+        }),
         "number" => raw.trim().parse::<f64>().ok().filter(|f| f.is_finite()).map(Json::from),
         _ => Some(json!(raw)),
     }
@@ -229,8 +243,14 @@ fn parse_typed(kind: &str, raw: &str) -> Option<Json> {
 
 fn type_error(p: &Parameter, input: Json) -> Json {
     let (ty, msg) = match p.kind.as_str() {
-        "integer" => ("int_parsing", "Input should be a valid integer, unable to parse string as an integer"),
-        "number" => ("float_parsing", "Input should be a valid number, unable to parse string as a number"),
+        "integer" => (
+            "int_parsing",
+            "Input should be a valid integer, unable to parse string as an integer",
+        ),
+        "number" => (
+            "float_parsing",
+            "Input should be a valid number, unable to parse string as a number",
+        ),
         _ => ("string_type", "Input should be a valid string"),
     };
     json!({"type": ty, "loc": ["query", p.name], "msg": msg, "input": input})
@@ -260,7 +280,10 @@ pub fn name_endpoints(source: &str, db_id: &str, templates: &[&Template]) -> Vec
         };
         let mut by: Vec<String> = Vec::new();
         for p in &t.parameters {
-            let base = p.name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '_').to_string();
+            let base = p
+                .name
+                .trim_end_matches(|c: char| c.is_ascii_digit() || c == '_')
+                .to_string();
             if !by.contains(&base) {
                 by.push(base);
             }
@@ -286,13 +309,30 @@ pub fn name_endpoints(source: &str, db_id: &str, templates: &[&Template]) -> Vec
             n += 1;
         }
         used.insert(name.clone());
-        let tail = name.strip_prefix(&format!("get_{}_", t.table)).unwrap_or(&name).to_string();
-        let what = t.returns.iter().take(3).map(|r| r.replace('_', " ")).collect::<Vec<_>>().join(", ");
-        let mut summary = format!("Get the {} of {} records", if what.is_empty() { "rows".into() } else { what }, t.table.replace('_', " "));
+        let tail = name
+            .strip_prefix(&format!("get_{}_", t.table))
+            .unwrap_or(&name)
+            .to_string();
+        let what = t
+            .returns
+            .iter()
+            .take(3)
+            .map(|r| r.replace('_', " "))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut summary = format!(
+            "Get the {} of {} records",
+            if what.is_empty() { "rows".into() } else { what },
+            t.table.replace('_', " ")
+        );
         if !t.parameters.is_empty() {
             summary.push_str(&format!(
                 " filtered by {}",
-                t.parameters.iter().map(|p| p.name.replace('_', " ")).collect::<Vec<_>>().join(", ")
+                t.parameters
+                    .iter()
+                    .map(|p| p.name.replace('_', " "))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         if !t.group_by.is_empty() {
@@ -366,14 +406,25 @@ mod tests {
             parameters: vec![p("age", "integer"), p("name", "string"), p("score", "number")],
             ordered: false,
         };
-        let q = |pairs: &[(&str, &str)]| pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
+        let q = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            ep.arguments_from_query(&q(&[("age", "3"), ("name", "x"), ("score", "1.5")])).unwrap(),
+            ep.arguments_from_query(&q(&[("age", "3"), ("name", "x"), ("score", "1.5")]))
+                .unwrap(),
             vec![json!(3), json!("x"), json!(1.5)]
         );
-        let errs = ep.arguments_from_query(&q(&[("age", "abc"), ("score", "1")])).unwrap_err();
+        let errs = ep
+            .arguments_from_query(&q(&[("age", "abc"), ("score", "1")]))
+            .unwrap_err();
         assert_eq!(errs.len(), 2);
         assert_eq!(errs[0]["type"], "int_parsing");
-        assert_eq!(errs[1], json!({"type": "missing", "loc": ["query", "name"], "msg": "Field required", "input": null}));
+        assert_eq!(
+            errs[1],
+            json!({"type": "missing", "loc": ["query", "name"], "msg": "Field required", "input": null})
+        );
     }
 }

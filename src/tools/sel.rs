@@ -64,29 +64,52 @@ pub fn bind(slot: &[Call]) -> Vec<Call> {
         match c.name.as_str() {
             "filter_data" => {
                 let cond = args.remove("condition").and_then(|v| v.as_str().map(String::from));
-                push(&mut out, format!("select_data_{}", cond.unwrap_or_default()), args, c.label.clone());
+                push(
+                    &mut out,
+                    format!("select_data_{}", cond.unwrap_or_default()),
+                    args,
+                    c.label.clone(),
+                );
             }
             "sort_data" => {
                 let asc = args.remove("ascending").and_then(|v| v.as_bool()).unwrap_or(false);
-                let name = if asc { "sort_data_ascending" } else { "sort_data_descending" };
+                let name = if asc {
+                    "sort_data_ascending"
+                } else {
+                    "sort_data_descending"
+                };
                 push(&mut out, name.into(), args, c.label.clone());
             }
             "aggregate_data" => {
-                let agg = args.remove("aggregation_type").and_then(|v| v.as_str().map(String::from));
+                let agg = args
+                    .remove("aggregation_type")
+                    .and_then(|v| v.as_str().map(String::from));
                 if args.get("limit").and_then(Value::as_i64) == Some(-1) {
                     args.remove("limit");
                 }
                 if args.get("key_name").and_then(Value::as_str) == Some("") {
                     args.remove("key_name");
                 }
-                push(&mut out, format!("compute_data_{}", agg.unwrap_or_default()), args, c.label.clone());
+                push(
+                    &mut out,
+                    format!("compute_data_{}", agg.unwrap_or_default()),
+                    args,
+                    c.label.clone(),
+                );
             }
             "retrieve_data" => {
-                let key = args.get("key_name").and_then(Value::as_str).unwrap_or_default().to_string();
+                let key = args
+                    .get("key_name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 let distinct = args.get("distinct").and_then(Value::as_bool).unwrap_or(false);
                 let limit = args.get("limit").and_then(Value::as_i64).unwrap_or(-1);
                 let mut getter = Map::new();
-                getter.insert("data_source".into(), args.get("data_source").cloned().unwrap_or(Value::Null));
+                getter.insert(
+                    "data_source".into(),
+                    args.get("data_source").cloned().unwrap_or(Value::Null),
+                );
                 let mut last = c.label.clone();
                 push(&mut out, getter_name(&key), getter, last.clone());
                 if distinct {
@@ -127,7 +150,10 @@ pub fn unbind(call: &Call) -> Call {
         args.insert("condition".into(), json!(cond));
         return slot("filter_data", args);
     }
-    if let Some(dir) = name.strip_prefix("sort_data_").filter(|d| *d == "ascending" || *d == "descending") {
+    if let Some(dir) = name
+        .strip_prefix("sort_data_")
+        .filter(|d| *d == "ascending" || *d == "descending")
+    {
         args.insert("ascending".into(), json!(dir == "ascending"));
         return slot("sort_data", args);
     }
@@ -206,7 +232,13 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         }, "required": ["truncate_array", "n"]}),
         output_parameters: json!({"type": "object", "properties": {"output_0": {"description": "The first n values."}}}),
     });
-    for name in ["group_data_by", "transform_data", "select_unique_values", "concatenate_data", "calculate"] {
+    for name in [
+        "group_data_by",
+        "transform_data",
+        "select_unique_values",
+        "concatenate_data",
+        "calculate",
+    ] {
         out.push(find(name));
     }
     if let Some(keys) = keys {
@@ -214,7 +246,11 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             .iter()
             .map(|k| (k.key_name.clone(), k.description.clone(), k.dtype.clone()))
             .chain(AGGREGATE_COLUMNS.iter().map(|a| {
-                (a.to_string(), format!("the per-group `{a}` computed by compute_data_{a} on grouped data"), "number".into())
+                (
+                    a.to_string(),
+                    format!("the per-group `{a}` computed by compute_data_{a} on grouped data"),
+                    "number".into(),
+                )
             }));
         for (key, description, dtype) in getters {
             out.push(ToolSpec {
@@ -245,13 +281,34 @@ mod tests {
     #[test]
     fn bind_expands_retrieve_and_redirects_references() {
         let slot = vec![
-            call("filter_data", json!({"data_source": "$t$", "key_name": "a", "value": 1, "condition": "greater_than"}), "F"),
-            call("retrieve_data", json!({"data_source": "$F$", "key_name": "a", "distinct": true, "limit": 3}), "SELECT_COL_0"),
-            call("calculate", json!({"operand_a": "$SELECT_COL_0$", "operand_b": 2, "operator": "add"}), "C"),
+            call(
+                "filter_data",
+                json!({"data_source": "$t$", "key_name": "a", "value": 1, "condition": "greater_than"}),
+                "F",
+            ),
+            call(
+                "retrieve_data",
+                json!({"data_source": "$F$", "key_name": "a", "distinct": true, "limit": 3}),
+                "SELECT_COL_0",
+            ),
+            call(
+                "calculate",
+                json!({"operand_a": "$SELECT_COL_0$", "operand_b": 2, "operator": "add"}),
+                "C",
+            ),
         ];
         let sel = bind(&slot);
         let names: Vec<&str> = sel.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["select_data_greater_than", "get_as", "select_unique_values", "truncate", "calculate"]);
+        assert_eq!(
+            names,
+            [
+                "select_data_greater_than",
+                "get_as",
+                "select_unique_values",
+                "truncate",
+                "calculate"
+            ]
+        );
         assert_eq!(sel[4].arguments["operand_a"], json!("$LIMIT$"));
         assert_eq!(sel[2].label, "DISTINCT_COL_0");
         for (s, u) in [(0, "filter_data"), (1, "retrieve_data")] {

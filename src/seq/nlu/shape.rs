@@ -79,12 +79,10 @@ pub fn words(name: &str) -> String {
 impl Shapes {
     /// Declares a tool (first description wins).
     pub fn tool(&mut self, tool: &str, description: impl FnOnce() -> String) {
-        self.tools
-            .entry(tool.to_string())
-            .or_insert_with(|| ToolShape {
-                description: description(),
-                params: BTreeMap::new(),
-            });
+        self.tools.entry(tool.to_string()).or_insert_with(|| ToolShape {
+            description: description(),
+            params: BTreeMap::new(),
+        });
     }
 
     /// Declares a parameter of a declared tool (first description wins).
@@ -196,12 +194,24 @@ mod tests {
         let mut s = Shapes::default();
         s.tool("t", || "d".into());
         s.param("t", "city", || "c".into());
-        let two = RawCall { tool: "t".into(), args: vec![("city".into(), "a".into()), ("city".into(), "b".into())] };
-        let one = RawCall { tool: "t".into(), args: vec![("city".into(), "a".into())] };
+        let two = RawCall {
+            tool: "t".into(),
+            args: vec![("city".into(), "a".into()), ("city".into(), "b".into())],
+        };
+        let one = RawCall {
+            tool: "t".into(),
+            args: vec![("city".into(), "a".into())],
+        };
         s.observe(&two);
         s.observe(&one);
-        assert_eq!(Value::Object(s.call(&one, "t_1".into()).arguments), json!({"city": "a"}));
-        assert_eq!(Value::Object(s.call(&two, "t_1".into()).arguments), json!({"city": ["a", "b"]}));
+        assert_eq!(
+            Value::Object(s.call(&one, "t_1".into()).arguments),
+            json!({"city": "a"})
+        );
+        assert_eq!(
+            Value::Object(s.call(&two, "t_1".into()).arguments),
+            json!({"city": ["a", "b"]})
+        );
         let schema = &s.catalog()[0].parameters["properties"]["city"];
         assert_eq!(schema["anyOf"][1]["type"], "array", "{schema}");
         assert_eq!(s.catalog()[0].parameters["properties"].as_object().unwrap().len(), 1);
