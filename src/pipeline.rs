@@ -193,6 +193,11 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
             });
         }
     };
+    // ToolGym task synthesis for MCP bundles (an LLM endpoint, else skipped with one line).
+    if build.recipe.format == "catalog" {
+        let llm = build.recipe.catalog.as_ref().and_then(|k| k.llm.clone());
+        crate::catalog::synthesis::apply(&mut build, llm.as_ref(), &store);
+    }
     // The variants stage: after compile, on the verified examples.
     if let Some(cfg) = build.recipe.variants.clone() {
         crate::variants::apply(&mut build, &cfg);

@@ -282,5 +282,58 @@ fn paraphrase_against_a_real_server() {
         );
         assert!(n.stats.get("paraphrase").is_none() && n.stats.get("llm_run").is_none());
     }
+
+    // ToolGym task synthesis for MCP bundles through the same plumbing (issue 6).
+    let before = server_stats(port);
+    let mcp = tmp.join("mcp");
+    std::fs::create_dir_all(mcp.join("recipes")).unwrap();
+    std::fs::create_dir_all(mcp.join("sources")).unwrap();
+    let src = std::fs::read_to_string(root().join("sources/livemcpbench.toml")).unwrap();
+    let src: Vec<String> = src
+        .lines()
+        .map(|l| {
+            if l.starts_with("search_paths") {
+                format!(
+                    "search_paths = [{:?}]",
+                    root().join("../shared/corpora/mcp").display().to_string()
+                )
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(mcp.join("sources/livemcpbench.toml"), src.join("\n")).unwrap();
+    let base = std::fs::read_to_string(root().join("recipes/mcp-tools.toml")).unwrap();
+    let bundles = 4;
+    let recipe = mcp.join("recipes/mcp-tools.toml");
+    std::fs::write(
+        &recipe,
+        format!(
+            "{}\n[catalog]\nbundles = {bundles}\n\n[catalog.llm]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"smollm2-135m-instruct\"\nseed = 3\nmax_tokens = 96\nmax_concurrency = 2\nmax_attempts = 4\ninitial_backoff_ms = 20\ntimeout_secs = 60\n",
+            base.lines().take_while(|l| !l.starts_with('[')).collect::<Vec<_>>().join("\n")
+        ),
+    )
+    .unwrap();
+    let m = compile(&recipe, Some(&store), false).unwrap();
+    let syn = &m.stats["synthesis"];
+    eprintln!("synthesis: {syn}");
+    assert_eq!(syn["attempted"], bundles);
+    assert_eq!(
+        syn["accepted"].as_u64().unwrap() + syn["rejected"].as_u64().unwrap(),
+        bundles as u64
+    );
+    let after = server_stats(port);
+    assert_eq!(
+        after["completions"].as_u64().unwrap() - before["completions"].as_u64().unwrap(),
+        bundles as u64
+    );
+    for e in m.groups.values().flat_map(|o| &o.examples) {
+        if e.meta.as_ref().is_some_and(|x| x["synthesised"] == true) {
+            assert!(!e.input.is_empty() && e.meta.as_ref().unwrap()["constraints"].is_array());
+        }
+    }
+    let m2 = compile(&recipe, Some(&store), false).unwrap();
+    assert_eq!(m2.stats["synthesis"], *syn);
+    assert_eq!(server_stats(port), after, "a rebuild contacted the server");
     drop(server);
 }

@@ -21,6 +21,7 @@ pub mod bfcl;
 pub mod bundles;
 pub mod mcp;
 pub mod schema;
+pub mod synthesis;
 
 use std::collections::BTreeMap;
 
@@ -52,6 +53,10 @@ pub struct CatalogKnobs {
     pub max_seeds: usize,
     /// Split name of the bundle rows (default `train`).
     pub split: String,
+    /// `[catalog.llm]`: the endpoint that writes the bundles' tasks ([`synthesis`]); the
+    /// environment is used when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<crate::llm::LlmConfig>,
 }
 
 impl Default for CatalogKnobs {
@@ -63,6 +68,7 @@ impl Default for CatalogKnobs {
             min_servers: 2,
             max_seeds: 3,
             split: "train".into(),
+            llm: None,
         }
     }
 }
