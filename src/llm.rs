@@ -231,6 +231,55 @@ pub struct Message {
     pub content: String,
 }
 
+/// Sends every (messages, seed) job, at most `max_concurrency` at a time, and returns the
+/// results in job order (blocking).
+pub fn chat_all(llm: std::sync::Arc<Llm>, jobs: Vec<(Vec<Message>, u64)>) -> Vec<Result<Completion, LlmError>> {
+    block_on(async move {
+        let mut set = tokio::task::JoinSet::new();
+        for (j, (messages, seed)) in jobs.into_iter().enumerate() {
+            let llm = llm.clone();
+            set.spawn(async move { (j, llm.chat(&messages, seed).await) });
+        }
+        let mut out: Vec<Option<Result<Completion, LlmError>>> = (0..set.len()).map(|_| None).collect();
+        while let Some(r) = set.join_next().await {
+            let (j, res) = r.expect("LLM task panicked");
+            out[j] = Some(res);
+        }
+        out.into_iter().map(|r| r.expect("every job answered")).collect()
+    })
+}
+
+/// Renders a chat prompt template (minijinja) and splits it into messages at `### <role>`
+/// lines; each message's text is trimmed. Panics only on a template bug (the templates are
+/// compiled into the binary and covered by tests).
+pub fn render_chat(name: &str, template: &str, ctx: minijinja::Value) -> Vec<Message> {
+    let mut env = minijinja::Environment::new();
+    env.add_template(name, template).expect("template parses");
+    let text = env
+        .get_template(name)
+        .expect("template")
+        .render(ctx)
+        .expect("template renders");
+    let mut out: Vec<Message> = Vec::new();
+    for line in text.lines() {
+        if let Some(role) = line.strip_prefix("### ") {
+            out.push(Message {
+                role: role.trim().to_string(),
+                content: String::new(),
+            });
+        } else if let Some(m) = out.last_mut() {
+            if !m.content.is_empty() {
+                m.content.push('\n');
+            }
+            m.content.push_str(line);
+        }
+    }
+    for m in &mut out {
+        m.content = m.content.trim().to_string();
+    }
+    out
+}
+
 /// The store key of a request: model, messages and sampling parameters (module docs).
 pub fn cache_key(model: &str, messages: &[Message], temperature: f64, seed: u64, max_tokens: u32) -> StageKey {
     StageKey {

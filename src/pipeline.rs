@@ -220,6 +220,67 @@ pub fn quick_build_key(recipe_path: &Path) -> Result<Option<(Recipe, String)>, B
     Ok(Some((recipe, key)))
 }
 
+/// blake3 of each input file, keyed by its path relative to the corpus root.
+pub fn hash_inputs(source: &ResolvedSource, files: &[PathBuf]) -> Result<BTreeMap<String, String>, BuildError> {
+    let mut out = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(&source.root).unwrap_or(f).display().to_string();
+        out.insert(rel, hash_file(f)?);
+    }
+    Ok(out)
+}
+
+/// The stage output of a family whose groups are splits and whose whole conversion is one
+/// store stage (seq, catalog), with what the build records about it.
+pub struct SplitStage {
+    /// Outcomes per split; ids without the dataset prefix.
+    pub splits: BTreeMap<String, Outcome>,
+    /// Skipped input records.
+    pub bad_records: Vec<BadRecord>,
+    /// The dataset-level catalog.
+    pub catalog: Vec<ToolSpec>,
+    /// Family files (path under `out/<name>/` → bytes).
+    pub extra_files: BTreeMap<String, Vec<u8>>,
+    /// Report numbers.
+    pub stats: serde_json::Map<String, serde_json::Value>,
+    /// Input hashes ([`hash_inputs`]).
+    pub source_hashes: BTreeMap<String, String>,
+    /// The build key.
+    pub build_key: String,
+    /// Whether the stage came from the store.
+    pub hit: bool,
+}
+
+/// Assembles the [`Build`] of a [`SplitStage`]: every example and drop id gets the
+/// `<dataset>/` prefix, every example its dataset and split names.
+pub fn split_build(recipe: Recipe, source: ResolvedSource, stage: SplitStage) -> Build {
+    let mut groups = stage.splits;
+    for (split, outcome) in groups.iter_mut() {
+        for e in &mut outcome.examples {
+            e.dataset = recipe.name.clone();
+            e.split = split.clone();
+            e.id = format!("{}/{}", recipe.name, e.id);
+        }
+        for d in &mut outcome.drops {
+            d.id = format!("{}/{}", recipe.name, d.id);
+        }
+    }
+    Build {
+        recipe,
+        source,
+        group_kind: "split",
+        groups,
+        bad_records: stage.bad_records,
+        source_hashes: stage.source_hashes,
+        build_key: stage.build_key,
+        cache_hits: stage.hit as usize,
+        cache_misses: (!stage.hit) as usize,
+        catalog: stage.catalog,
+        extra_files: stage.extra_files,
+        stats: stage.stats,
+    }
+}
+
 /// Digest over the recipe, the bad records and the stage digests: the build key.
 pub fn build_key(recipe: &Recipe, bad_records: &[BadRecord], digests: &[String]) -> String {
     let mut h = blake3::Hasher::new();

@@ -29,9 +29,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::corpus::{BadRecord, CorpusError};
-use crate::pipeline::{Build, BuildError, Example, Outcome, build_key, code_fingerprint};
+use crate::pipeline::{
+    Build, BuildError, Example, Outcome, SplitStage, build_key, code_fingerprint, hash_inputs, split_build,
+};
 use crate::recipe::{Recipe, ResolvedSource};
-use crate::store::{Lookup, StageKey, Store, hash_file};
+use crate::store::{Lookup, StageKey, Store};
 use crate::tools::ToolSpec;
 
 /// Version of the catalog conversion stage; bump when its output for the same inputs changes.
@@ -325,12 +327,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
         });
     }
     let knobs = recipe.catalog.clone().unwrap_or_default();
-    let files = inputs(&source);
-    let mut source_hashes = BTreeMap::new();
-    for f in &files {
-        let rel = f.strip_prefix(&source.root).unwrap_or(f).display().to_string();
-        source_hashes.insert(rel, hash_file(f)?);
-    }
+    let source_hashes = hash_inputs(&source, &inputs(&source))?;
     let key = StageKey {
         stage: format!("catalog-{}", source.manifest.format),
         version: CATALOG_VERSION,
@@ -352,34 +349,23 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
     if !hit {
         store.put(&key, &serde_json::to_vec(&conversion).expect("serialise"))?;
     }
-    let mut groups = conversion.splits;
-    for (split, outcome) in groups.iter_mut() {
-        for e in &mut outcome.examples {
-            e.dataset = recipe.name.clone();
-            e.split = split.clone();
-            e.id = format!("{}/{}", recipe.name, e.id);
-        }
-        for d in &mut outcome.drops {
-            d.id = format!("{}/{}", recipe.name, d.id);
-        }
-    }
     let build_key = build_key(&recipe, &conversion.bad_records, &[digest]);
-    Ok(Build {
+    Ok(split_build(
         recipe,
         source,
-        group_kind: "split",
-        groups,
-        bad_records: conversion.bad_records,
-        source_hashes,
-        build_key,
-        cache_hits: hit as usize,
-        cache_misses: (!hit) as usize,
-        catalog: conversion.catalog,
-        extra_files: conversion
-            .extra_files
-            .into_iter()
-            .map(|(k, v)| (k, v.into_bytes()))
-            .collect(),
-        stats: conversion.stats,
-    })
+        SplitStage {
+            splits: conversion.splits,
+            bad_records: conversion.bad_records,
+            catalog: conversion.catalog,
+            extra_files: conversion
+                .extra_files
+                .into_iter()
+                .map(|(k, v)| (k, v.into_bytes()))
+                .collect(),
+            stats: conversion.stats,
+            source_hashes,
+            build_key,
+            hit,
+        },
+    ))
 }

@@ -48,31 +48,11 @@ fn tool_lines(tools: &[Value]) -> String {
 
 /// The chat messages asking for a task over `tools` (`{server, tool, description}` objects).
 pub fn prompt(tools: &[Value], min_tools: usize, min_servers: usize) -> Vec<Message> {
-    let mut env = minijinja::Environment::new();
-    env.add_template("task.j2", TEMPLATE).expect("template parses");
-    let text = env
-        .get_template("task.j2")
-        .expect("template")
-        .render(minijinja::context! { tools => tool_lines(tools), min_tools => min_tools, min_servers => min_servers })
-        .expect("template renders");
-    let mut out: Vec<Message> = Vec::new();
-    for line in text.lines() {
-        if let Some(role) = line.strip_prefix("### ") {
-            out.push(Message {
-                role: role.trim().to_string(),
-                content: String::new(),
-            });
-        } else if let Some(m) = out.last_mut() {
-            if !m.content.is_empty() {
-                m.content.push('\n');
-            }
-            m.content.push_str(line);
-        }
-    }
-    for m in &mut out {
-        m.content = m.content.trim().to_string();
-    }
-    out
+    llm::render_chat(
+        "task.j2",
+        TEMPLATE,
+        minijinja::context! { tools => tool_lines(tools), min_tools => min_tools, min_servers => min_servers },
+    )
 }
 
 /// The task and constraints in an answer, or the rejection reason.
@@ -136,22 +116,8 @@ pub fn apply(build: &mut Build, llm_cfg: Option<&LlmConfig>, store: &Store) {
             jobs.push((g.clone(), i, prompt(&tools, tools.len().min(3), servers.len().min(2))));
         }
     }
-    let results: Vec<Result<Completion, LlmError>> = {
-        let msgs: Vec<Vec<Message>> = jobs.iter().map(|(_, _, m)| m.clone()).collect();
-        llm::block_on(async move {
-            let mut set = tokio::task::JoinSet::new();
-            for (j, m) in msgs.into_iter().enumerate() {
-                let llm = llm.clone();
-                set.spawn(async move { (j, llm.chat(&m, seed).await) });
-            }
-            let mut out: Vec<Option<Result<Completion, LlmError>>> = (0..set.len()).map(|_| None).collect();
-            while let Some(r) = set.join_next().await {
-                let (j, res) = r.expect("LLM task panicked");
-                out[j] = Some(res);
-            }
-            out.into_iter().map(|r| r.expect("every job answered")).collect()
-        })
-    };
+    let results: Vec<Result<Completion, LlmError>> =
+        llm::chat_all(llm, jobs.iter().map(|(_, _, m)| (m.clone(), seed)).collect());
     let mut by_reason: BTreeMap<String, usize> = BTreeMap::new();
     let mut accepted = 0usize;
     let mut answers = blake3::Hasher::new();

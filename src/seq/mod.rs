@@ -18,9 +18,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{BadRecord, CorpusError};
-use crate::pipeline::{Build, BuildError, Outcome, build_key, code_fingerprint};
+use crate::pipeline::{Build, BuildError, Outcome, SplitStage, build_key, code_fingerprint, hash_inputs, split_build};
 use crate::recipe::{Recipe, ResolvedSource};
-use crate::store::{Lookup, StageKey, Store, hash_file};
+use crate::store::{Lookup, StageKey, Store};
 use crate::tools::ToolSpec;
 
 /// Version of the seq conversion stage; bump when its output for the same inputs changes.
@@ -64,11 +64,7 @@ fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversion, C
 
 /// The stage key of a seq recipe and the hash of each input file (relative path → blake3).
 fn stage_key(recipe: &Recipe, source: &ResolvedSource) -> Result<(StageKey, BTreeMap<String, String>), BuildError> {
-    let mut source_hashes = BTreeMap::new();
-    for f in inputs(source) {
-        let rel = f.strip_prefix(&source.root).unwrap_or(&f).display().to_string();
-        source_hashes.insert(rel, hash_file(&f)?);
-    }
+    let source_hashes = hash_inputs(source, &inputs(source))?;
     let key = StageKey {
         stage: format!("seq-{}", source.manifest.format),
         version: SEQ_VERSION,
@@ -103,34 +99,19 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
             c
         }
     };
-    let mut groups = conversion.splits;
-    for (split, outcome) in groups.iter_mut() {
-        for e in &mut outcome.examples {
-            e.dataset = recipe.name.clone();
-            e.split = split.clone();
-            if !e.id.starts_with(&format!("{}/", recipe.name)) {
-                e.id = format!("{}/{}", recipe.name, e.id);
-            }
-        }
-        for d in &mut outcome.drops {
-            if !d.id.starts_with(&format!("{}/", recipe.name)) {
-                d.id = format!("{}/{}", recipe.name, d.id);
-            }
-        }
-    }
     let build_key = build_key(&recipe, &[], &[digest]);
-    Ok(Build {
+    Ok(split_build(
         recipe,
         source,
-        group_kind: "split",
-        groups,
-        bad_records: conversion.bad_records,
-        source_hashes,
-        build_key,
-        cache_hits: hit as usize,
-        cache_misses: (!hit) as usize,
-        catalog: conversion.catalog,
-        extra_files: BTreeMap::new(),
-        stats: conversion.stats,
-    })
+        SplitStage {
+            splits: conversion.splits,
+            bad_records: conversion.bad_records,
+            catalog: conversion.catalog,
+            extra_files: BTreeMap::new(),
+            stats: conversion.stats,
+            source_hashes,
+            build_key,
+            hit,
+        },
+    ))
 }

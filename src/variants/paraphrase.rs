@@ -39,31 +39,7 @@ pub const TEMPLATE: &str = include_str!("../../templates/paraphrase.j2");
 
 /// The chat messages of the prompt for `request`.
 pub fn prompt(request: &str) -> Vec<Message> {
-    let mut env = minijinja::Environment::new();
-    env.add_template("paraphrase.j2", TEMPLATE).expect("template parses");
-    let text = env
-        .get_template("paraphrase.j2")
-        .expect("template")
-        .render(minijinja::context! { request => request })
-        .expect("template renders");
-    let mut out: Vec<Message> = Vec::new();
-    for line in text.lines() {
-        if let Some(role) = line.strip_prefix("### ") {
-            out.push(Message {
-                role: role.trim().to_string(),
-                content: String::new(),
-            });
-        } else if let Some(m) = out.last_mut() {
-            if !m.content.is_empty() {
-                m.content.push('\n');
-            }
-            m.content.push_str(line);
-        }
-    }
-    for m in &mut out {
-        m.content = m.content.trim().to_string();
-    }
-    out
+    llm::render_chat("paraphrase.j2", TEMPLATE, minijinja::context! { request => request })
 }
 
 const LABELS: [&str; 9] = [
@@ -284,23 +260,12 @@ pub fn apply(build: &mut Build, cfg: &ParaphraseConfig, llm_cfg: Option<&LlmConf
             jobs.push((p, k, msgs.clone()));
         }
     }
-    let results: Vec<Result<Completion, LlmError>> = {
-        let llm = llm.clone();
-        let jobs = jobs.clone();
-        llm::block_on(async move {
-            let mut set = tokio::task::JoinSet::new();
-            for (j, (_, k, msgs)) in jobs.into_iter().enumerate() {
-                let llm = llm.clone();
-                set.spawn(async move { (j, llm.chat(&msgs, seed0 + k as u64).await) });
-            }
-            let mut out: Vec<Option<Result<Completion, LlmError>>> = (0..set.len()).map(|_| None).collect();
-            while let Some(r) = set.join_next().await {
-                let (j, res) = r.expect("LLM task panicked");
-                out[j] = Some(res);
-            }
-            out.into_iter().map(|r| r.expect("every job answered")).collect()
-        })
-    };
+    let results: Vec<Result<Completion, LlmError>> = llm::chat_all(
+        llm.clone(),
+        jobs.iter()
+            .map(|(_, k, msgs)| (msgs.clone(), seed0 + *k as u64))
+            .collect(),
+    );
 
     let mut by_reason: BTreeMap<String, usize> = BTreeMap::new();
     let mut rejected_list = Vec::new();
