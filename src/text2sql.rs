@@ -143,14 +143,18 @@ fn sel_summary(build: &mut Build) {
         }
     }
     build.stats.insert("distinct_tools".into(), json!(names.len()));
-    build.stats.insert(
-        "tools_per_query".into(),
-        json!(if examples.is_empty() {
-            0.0
-        } else {
-            (total as f64 / examples.len() as f64 * 10.0).round() / 10.0
-        }),
-    );
+    build
+        .stats
+        .insert("tools_per_query".into(), json!(ratio(total, examples.len(), 1)));
+}
+
+/// `a / b` rounded to `places` decimals (0 when `b` is 0), for report numbers.
+fn ratio(a: usize, b: usize, places: i32) -> f64 {
+    if b == 0 {
+        return 0.0;
+    }
+    let scale = 10f64.powi(places);
+    (a as f64 / b as f64 * scale).round() / scale
 }
 
 fn pretty(v: &serde_json::Value) -> Vec<u8> {
@@ -196,21 +200,15 @@ fn rest_summary(build: &mut Build, endpoints: &[Endpoint]) {
     build.stats.insert("endpoints".into(), json!(endpoints.len()));
     build.stats.insert(
         "questions_per_endpoint".into(),
-        json!(if endpoints.is_empty() {
-            0.0
-        } else {
-            (examples.len() as f64 / endpoints.len() as f64 * 100.0).round() / 100.0
-        }),
+        json!(ratio(examples.len(), endpoints.len(), 2)),
     );
     build.stats.insert(
         "parameters_per_endpoint".into(),
-        json!(if endpoints.is_empty() {
-            0.0
-        } else {
-            (endpoints.iter().map(|e| e.parameters.len()).sum::<usize>() as f64 / endpoints.len() as f64 * 100.0)
-                .round()
-                / 100.0
-        }),
+        json!(ratio(
+            endpoints.iter().map(|e| e.parameters.len()).sum(),
+            endpoints.len(),
+            2
+        )),
     );
     build.stats.insert("examples_with_empty_answer".into(), json!(empty));
 }

@@ -809,7 +809,8 @@ pub(super) fn instance_tools(
     out
 }
 
-fn capitalise(s: &str) -> String {
+/// `s` with its first character upper-cased.
+pub(super) fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
         Some(f) => f.to_uppercase().chain(c).collect(),

@@ -451,7 +451,7 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
             let ds: Vec<&str> = domains.iter().map(String::as_str).collect();
             format!(
                 "{} (TOPv2 intent `IN:{intent}`; domains: {}).",
-                capitalise(&words(tool)),
+                super::nlu::capitalise(&words(tool)),
                 ds.join(", ")
             )
         });
@@ -464,7 +464,7 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
                         shapes.param(&c.call.tool, param, || {
                             format!(
                                 "{} (TOPv2 slot `SL:{slot}`): the words of the request, or the `$label$` of an earlier call that resolves it.",
-                                capitalise(&words(param))
+                                super::nlu::capitalise(&words(param))
                             )
                         });
                     }
@@ -565,14 +565,6 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
         bad_records,
         catalog,
         stats,
-    }
-}
-
-fn capitalise(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
     }
 }
 

@@ -540,18 +540,7 @@ pub fn apply_schema(spec: &ToolSpec, changes: &[Change]) -> ToolSpec {
                 }
             }
             Change::NestedObject { group, members } => {
-                let mut inner = Map::new();
-                let mut out = Map::new();
-                for (k, v) in &properties {
-                    if members.contains(k) {
-                        if inner.is_empty() {
-                            out.insert(group.clone(), Value::Null);
-                        }
-                        inner.insert(k.clone(), v.clone());
-                    } else {
-                        out.insert(k.clone(), v.clone());
-                    }
-                }
+                let (mut out, inner) = split_group(&properties, group, members);
                 let inner_req: Vec<String> = members.iter().filter(|m| req.contains(m)).cloned().collect();
                 let any_req = !inner_req.is_empty();
                 req.retain(|r| !members.contains(r));
@@ -616,18 +605,7 @@ pub fn migrate(call: &Call, changes: &[Change]) -> Migrated {
                 }
             }
             Change::NestedObject { group, members } => {
-                let mut inner = Map::new();
-                let mut out = Map::new();
-                for (k, v) in &args {
-                    if members.contains(k) {
-                        if inner.is_empty() {
-                            out.insert(group.clone(), Value::Null);
-                        }
-                        inner.insert(k.clone(), v.clone());
-                    } else {
-                        out.insert(k.clone(), v.clone());
-                    }
-                }
+                let (mut out, inner) = split_group(&args, group, members);
                 if !inner.is_empty() {
                     out.insert(group.clone(), Value::Object(inner));
                     loud = true;
@@ -1024,6 +1002,24 @@ impl Drift {
             .map(|c| c.arguments)
             .map_err(|m| vec![json!({"type": "value_error", "loc": ["query"], "msg": m, "input": Value::Object(args)})])
     }
+}
+
+/// Splits `map` for nested-object grouping: the entries named in `members` (the inner object)
+/// and the rest, where a `null` placeholder for `group` stands at the first member's position.
+fn split_group(map: &Map<String, Value>, group: &str, members: &[String]) -> (Map<String, Value>, Map<String, Value>) {
+    let mut inner = Map::new();
+    let mut out = Map::new();
+    for (k, v) in map {
+        if members.contains(k) {
+            if inner.is_empty() {
+                out.insert(group.to_string(), Value::Null);
+            }
+            inner.insert(k.clone(), v.clone());
+        } else {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    (out, inner)
 }
 
 #[cfg(test)]
