@@ -34,7 +34,8 @@ use arrow_schema::{DataType, Field, Fields, Schema};
 use rayon::prelude::*;
 use serde_json::json;
 
-use crate::pipeline::{Build, Example, compile, load_recipe, project_root};
+use crate::dataset::{Build, Example};
+use crate::pipeline::{compile, load_recipe, project_root};
 use crate::tools::Call;
 use crate::tools::executor::Executor;
 use crate::verify::{Answer, answers_match};

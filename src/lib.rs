@@ -7,17 +7,18 @@
 
 pub mod catalog;
 pub mod corpus;
+pub mod dataset;
 pub mod emit;
 pub mod llm;
 pub mod mcp;
 pub mod openapi;
 pub mod pipeline;
+pub mod progress;
 pub mod recipe;
 pub mod seq;
 pub mod serve;
 pub mod sql;
 pub mod store;
-pub mod text2sql;
 pub mod tools;
 pub mod trajectory;
 pub mod variants;

@@ -28,7 +28,7 @@ use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
-use crate::pipeline::Example;
+use crate::dataset::Example;
 use crate::recipe::TrajectoryConfig;
 use crate::tools::executor::{Executor, Session, value_json};
 use crate::tools::rest::{Endpoint, Limits};

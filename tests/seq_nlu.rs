@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
-use toolforge::pipeline::Example;
+use toolforge::dataset::Example;
 use toolforge::pipeline::load_recipe;
 use toolforge::recipe::ResolvedSource;
 use toolforge::seq::{Conversion, nlu, topv2};

@@ -14,8 +14,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use toolforge::dataset::{Build, Example};
 use toolforge::emit::build_and_emit;
-use toolforge::pipeline::{Build, Example, compile};
+use toolforge::pipeline::compile;
 use toolforge::serve::{ServeConfig, Toolkit, spawn};
 use toolforge::tools::executor::Executor;
 use toolforge::tools::rest::{Endpoint, Limits};

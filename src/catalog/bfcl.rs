@@ -37,7 +37,7 @@ use serde_json::{Map, Value, json};
 
 use super::schema::{self, Fix};
 use crate::corpus::{BadRecord, CorpusError};
-use crate::pipeline::{Drop, Example, Outcome};
+use crate::dataset::{Drop, Example, Outcome};
 use crate::tools::{Call, ToolSpec};
 
 /// The question files read, with the split (BFCL category) they become.

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::corpus::{BadRecord, CorpusError};
-use crate::pipeline::{
+use crate::dataset::{
     Build, BuildError, Example, Outcome, SplitStage, build_key, code_fingerprint, hash_inputs, split_build,
 };
 use crate::recipe::{Recipe, ResolvedSource};
@@ -171,7 +171,7 @@ pub fn convert_mcp(source: &ResolvedSource, knobs: &CatalogKnobs) -> Result<Conv
         });
     }
     for (b, reason, detail) in &dropped {
-        outcome.drops.push(crate::pipeline::Drop {
+        outcome.drops.push(crate::dataset::Drop {
             id: format!("bundle-{b:05}"),
             group: knobs.split.clone(),
             reason: reason.clone(),

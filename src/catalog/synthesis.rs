@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::dataset::Build;
 use crate::llm::{self, Completion, Llm, LlmConfig, LlmError, Message};
-use crate::pipeline::Build;
 use crate::store::Store;
 
 /// The prompt template.

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Value, json};
 
-use crate::pipeline::Example;
+use crate::dataset::Example;
 use crate::tools::{Call, ToolSpec, as_label_ref};
 
 /// Compiled validators of one catalog.

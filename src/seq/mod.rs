@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{BadRecord, CorpusError};
-use crate::pipeline::{Build, BuildError, Outcome, SplitStage, build_key, code_fingerprint, hash_inputs, split_build};
+use crate::dataset::{Build, BuildError, Outcome, SplitStage, build_key, code_fingerprint, hash_inputs, split_build};
 use crate::recipe::{Recipe, ResolvedSource};
 use crate::store::{Lookup, StageKey, Store};
 use crate::tools::ToolSpec;

@@ -63,7 +63,7 @@ use self::shape::{RawCall, Shapes, identifier, labels, words};
 use super::Conversion;
 use super::check::{Checker, SeqStats};
 use crate::corpus::{BadRecord, CorpusError};
-use crate::pipeline::{Drop, Example, Outcome};
+use crate::dataset::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
 
 /// The splits of the Mix corpora, in order.

@@ -38,7 +38,7 @@ use serde_json::{Map, Value, json};
 use super::Conversion;
 use super::check::{Checker, SeqStats};
 use crate::corpus::{BadRecord, CorpusError, read_json};
-use crate::pipeline::{Drop, Example, Outcome};
+use crate::dataset::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
 use crate::tools::{Call, ToolSpec};
 

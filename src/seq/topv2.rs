@@ -42,7 +42,7 @@ use super::Conversion;
 use super::check::{Checker, SeqStats};
 use super::nlu::shape::{RawCall, Shapes, identifier, words};
 use crate::corpus::{BadRecord, CorpusError};
-use crate::pipeline::{Drop, Example, Outcome};
+use crate::dataset::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
 use crate::tools::label_ref;
 

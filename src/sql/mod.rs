@@ -6,6 +6,7 @@
 //! reason, not a bug), [`LowerError::Schema`] (the SQL names a table or column the database
 //! lacks).
 
+pub mod compile;
 pub mod plan;
 pub mod rest;
 pub mod schema;

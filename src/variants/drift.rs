@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{DriftConfig, Rng, variant_row};
-use crate::pipeline::{Build, Example};
+use crate::dataset::{Build, Example};
 use crate::tools::rest::Endpoint;
 use crate::tools::{Call, ToolSpec};
 

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::pipeline::{Build, Example};
+use crate::dataset::{Build, Example};
 use crate::tools::{Call, as_label_ref};
 
 /// The `[variants]` section of a recipe. Each present sub-table enables one operator.

@@ -30,8 +30,8 @@ use serde_json::{Value, json};
 
 use super::perturb::preserves_values;
 use super::{ParaphraseConfig, gold_value_texts, is_variant, variant_row};
+use crate::dataset::{Build, Example};
 use crate::llm::{self, Completion, Llm, LlmConfig, LlmError, Message};
-use crate::pipeline::{Build, Example};
 use crate::store::Store;
 
 /// The prompt template.

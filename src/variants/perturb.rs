@@ -18,7 +18,7 @@
 use serde_json::json;
 
 use super::{Rng, gold_value_texts, variant_row};
-use crate::pipeline::Example;
+use crate::dataset::Example;
 
 /// Distractor narratives put before the request: irrelevant context a user might add. They
 /// hold no digits and no quotes, so they cannot supply a lost value.

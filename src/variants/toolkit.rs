@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value, json};
 
 use super::{DistractorsConfig, Rng, gold_tool_names, variant_row};
-use crate::pipeline::{Build, Example};
+use crate::dataset::{Build, Example};
 use crate::tools::rest::Endpoint;
 use crate::tools::{Call, ToolSpec};
 

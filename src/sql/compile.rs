@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::corpus::{self, Descriptions, Question};
-use crate::pipeline::{Build, BuildError, Drop, Example, Outcome, build_key, code_fingerprint, progress_bar};
+use crate::dataset::{Build, BuildError, Drop, Example, Outcome, build_key, code_fingerprint};
+use crate::progress::progress_bar;
 use crate::recipe::{Recipe, ResolvedSource};
 use crate::sql::{self, rest::Template, schema::Schema};
 use crate::store::{Lookup, StageKey, Store, hash_file};

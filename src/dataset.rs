@@ -1,0 +1,226 @@
+//! The rows and builds every stage passes on: [`Example`] (one dataset row), [`Drop`] (an input
+//! that did not become a row, with its reason code), [`Outcome`] (one group's rows and drops),
+//! [`Build`] (everything the emitters read) and [`BuildError`]; plus the helpers every family's
+//! compile stage uses to key and assemble its build ([`code_fingerprint`], [`hash_inputs`],
+//! [`build_key`], [`SplitStage`]/[`split_build`]).
+//!
+//! This module sits below every family (`sql`, `seq`, `catalog`), `variants` and `emit`: it
+//! imports none of them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::corpus::{self, BadRecord};
+use crate::recipe::{Recipe, ResolvedSource};
+use crate::store::hash_file;
+use crate::tools::catalog::KeyDescription;
+use crate::tools::{Call, ToolSpec};
+use crate::verify::Answer;
+
+/// Fingerprint of the running toolforge build: blake3 of its executable, so that any code
+/// change invalidates stage results even when a `*_VERSION` bump was forgotten.
+pub fn code_fingerprint() -> &'static str {
+    static FP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FP.get_or_init(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| hash_file(&p).ok())
+            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
+    })
+}
+
+/// One dataset row. Fields a family does not have stay `None`/empty (e.g. a SeqATIS row has no
+/// `db_id`, `sql` or `gold_answer`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Example {
+    /// `<dataset>/<source item id>`.
+    pub id: String,
+    /// Dataset (recipe) name.
+    pub dataset: String,
+    /// Split (`train`, `dev`, `test`, … as in the source).
+    pub split: String,
+    /// Database id (text-to-SQL families).
+    pub db_id: Option<String>,
+    /// The request text.
+    pub input: String,
+    /// BIRD evidence.
+    pub evidence: Option<String>,
+    /// Gold SQL (text-to-SQL families).
+    pub sql: Option<String>,
+    /// Gold calls, in execution order (SLOT/SEL: the join step first).
+    pub output: Vec<Call>,
+    /// The setup call the framework runs before the model's calls (SLOT/SEL: the join step
+    /// `initialize_active_data`, label `starting_table_var`), never part of what a model
+    /// predicts (Live API-Bench App. D.1, Listing 10). `None` where the family has none, or
+    /// while the setup call is still `output[0]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initialization_step: Option<Call>,
+    /// The verified answer: the SQL result (text-to-SQL families).
+    pub gold_answer: Option<Answer>,
+    /// Whether the answer is ordered (the SQL has ORDER BY).
+    pub ordered: bool,
+    /// This instance's tool specs.
+    pub tools: Vec<ToolSpec>,
+    /// The joined table's columns with descriptions and types (SLOT/SEL).
+    pub key_values_and_descriptions: Vec<KeyDescription>,
+    /// BIRD difficulty.
+    pub difficulty: Option<String>,
+    /// Family-specific annotations as a JSON object (e.g. source intents, per-call execution
+    /// checks); `None` when there are none.
+    pub meta: Option<serde_json::Value>,
+}
+
+/// An input item that did not become an example.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drop {
+    /// Would-be example id.
+    pub id: String,
+    /// The group it belongs to: database id (text-to-SQL) or split (seq).
+    pub group: String,
+    /// Reason code, e.g. `db_missing`, `unsupported:subquery`, `mismatch`,
+    /// `clause_intent_mismatch`; the family's module documents its codes.
+    pub reason: String,
+    /// Human detail.
+    pub detail: String,
+}
+
+/// The compile output of one group (a database or a split).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Examples, in input order.
+    pub examples: Vec<Example>,
+    /// Dropped items, in input order.
+    pub drops: Vec<Drop>,
+    /// Items attempted.
+    pub attempted: usize,
+}
+
+/// Everything a build produced, for the emitters.
+#[derive(Debug, Clone)]
+pub struct Build {
+    /// The recipe.
+    pub recipe: Recipe,
+    /// The resolved source.
+    pub source: ResolvedSource,
+    /// What a group is: `database` or `split`.
+    pub group_kind: &'static str,
+    /// Outcomes per group, in group order.
+    pub groups: BTreeMap<String, Outcome>,
+    /// Skipped input records.
+    pub bad_records: Vec<BadRecord>,
+    /// blake3 of each source input, for the manifest.
+    pub source_hashes: BTreeMap<String, String>,
+    /// Digest of all stage keys: changes whenever any output could.
+    pub build_key: String,
+    /// Stages served from the store.
+    pub cache_hits: usize,
+    /// Stages recomputed.
+    pub cache_misses: usize,
+    /// The dataset-level tool catalog (`tools/functions.json`).
+    pub catalog: Vec<ToolSpec>,
+    /// Family-specific files, path under `out/<name>/` → bytes (e.g. `tools/openapi.json`).
+    pub extra_files: BTreeMap<String, Vec<u8>>,
+    /// Family-specific report numbers (`report/verification.json` → `stats`), also printed.
+    pub stats: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Errors that stop a build (bad recipe, missing corpus, unreadable input file, store IO).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// Recipe or source problem.
+    #[error(transparent)]
+    Recipe(#[from] crate::recipe::RecipeError),
+    /// Corpus file problem.
+    #[error(transparent)]
+    Corpus(#[from] corpus::CorpusError),
+    /// Store problem.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// Recipe and source do not fit together.
+    #[error("recipe {recipe}: format {format:?} cannot be built from source {source_name} (format {source_format:?})")]
+    Mismatch {
+        /// Recipe name.
+        recipe: String,
+        /// Recipe format.
+        format: String,
+        /// Source name.
+        source_name: String,
+        /// Source format.
+        source_format: String,
+    },
+}
+
+/// blake3 of each input file, keyed by its path relative to the corpus root.
+pub fn hash_inputs(source: &ResolvedSource, files: &[PathBuf]) -> Result<BTreeMap<String, String>, BuildError> {
+    let mut out = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(&source.root).unwrap_or(f).display().to_string();
+        out.insert(rel, hash_file(f)?);
+    }
+    Ok(out)
+}
+
+/// The stage output of a family whose groups are splits and whose whole conversion is one
+/// store stage (seq, catalog), with what the build records about it.
+pub struct SplitStage {
+    /// Outcomes per split; ids without the dataset prefix.
+    pub splits: BTreeMap<String, Outcome>,
+    /// Skipped input records.
+    pub bad_records: Vec<BadRecord>,
+    /// The dataset-level catalog.
+    pub catalog: Vec<ToolSpec>,
+    /// Family files (path under `out/<name>/` → bytes).
+    pub extra_files: BTreeMap<String, Vec<u8>>,
+    /// Report numbers.
+    pub stats: serde_json::Map<String, serde_json::Value>,
+    /// Input hashes ([`hash_inputs`]).
+    pub source_hashes: BTreeMap<String, String>,
+    /// The build key.
+    pub build_key: String,
+    /// Whether the stage came from the store.
+    pub hit: bool,
+}
+
+/// Assembles the [`Build`] of a [`SplitStage`]: every example and drop id gets the
+/// `<dataset>/` prefix, every example its dataset and split names.
+pub fn split_build(recipe: Recipe, source: ResolvedSource, stage: SplitStage) -> Build {
+    let mut groups = stage.splits;
+    for (split, outcome) in groups.iter_mut() {
+        for e in &mut outcome.examples {
+            e.dataset = recipe.name.clone();
+            e.split = split.clone();
+            e.id = format!("{}/{}", recipe.name, e.id);
+        }
+        for d in &mut outcome.drops {
+            d.id = format!("{}/{}", recipe.name, d.id);
+        }
+    }
+    Build {
+        recipe,
+        source,
+        group_kind: "split",
+        groups,
+        bad_records: stage.bad_records,
+        source_hashes: stage.source_hashes,
+        build_key: stage.build_key,
+        cache_hits: stage.hit as usize,
+        cache_misses: (!stage.hit) as usize,
+        catalog: stage.catalog,
+        extra_files: stage.extra_files,
+        stats: stage.stats,
+    }
+}
+
+/// Digest over the recipe, the bad records and the stage digests: the build key.
+pub fn build_key(recipe: &Recipe, bad_records: &[BadRecord], digests: &[String]) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(&serde_json::to_vec(recipe).expect("serialise"));
+    h.update(&serde_json::to_vec(bad_records).expect("serialise"));
+    for d in digests {
+        h.update(d.as_bytes());
+    }
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.finalize().to_hex().to_string()
+}
