@@ -140,7 +140,7 @@ fn write_trajectories(dir: &std::path::Path, format: &str, output: Option<&std::
             let t: serde_json::Value =
                 serde_json::from_str(line).with_context(|| format!("{} line {}: not JSON", f.display(), i + 1))?;
             let row = if format == "sharegpt" {
-                toolforge::trajectory::to_sharegpt(&t)
+                toolforge::emit::trajectories::to_sharegpt(&t)
             } else {
                 t
             };
@@ -171,7 +171,7 @@ fn main() -> ExitCode {
             quiet,
         } => {
             let path = recipe_path(&recipe);
-            toolforge::emit::build_and_emit(&path, out.as_deref(), store.as_deref(), !quiet)
+            toolforge::pipeline::build_and_emit(&path, out.as_deref(), store.as_deref(), !quiet)
                 .map(|summary| {
                     use std::io::Write as _;
                     let _ = writeln!(std::io::stdout(), "{summary}");
@@ -194,7 +194,7 @@ fn main() -> ExitCode {
             let dir = dataset_dir(&recipe, out.as_deref());
             toolforge::serve::Toolkit::load(&dir, databases.as_deref()).and_then(|toolkit| {
                 let run = if mcp {
-                    toolforge::mcp::run_stdio
+                    toolforge::serve::mcp::run_stdio
                 } else {
                     toolforge::serve::run
                 };

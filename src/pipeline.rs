@@ -1,34 +1,23 @@
 //! The build driver: recipe → source → compile (one family: [`crate::sql::compile`] for `slot`/`sel`/`rest`,
-//! [`crate::seq`], [`crate::catalog`]) → variants → [`Build`]. Dispatch only: the row and build
-//! types live in [`crate::dataset`], below every family.
+//! [`crate::seq`], [`crate::catalog`]) → variants → [`Build`] → emitters ([`crate::emit`]).
+//! Dispatch only: the row and build types live in [`crate::dataset`], below every family; the
+//! files are written by [`crate::emit::write`]. [`build_and_emit`] is the `toolforge build` entry
+//! point.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
 
 use crate::dataset::{Build, BuildError};
-use crate::recipe::{Recipe, ResolvedSource, SourceManifest};
+use crate::recipe::{Recipe, ResolvedSource};
 
-/// The project root of a recipe file (`<root>/recipes/<name>.toml`).
-pub fn project_root(recipe_path: &Path) -> PathBuf {
-    let dir = recipe_path.parent().unwrap_or(Path::new("."));
-    let root = if dir.file_name().is_some_and(|n| n == "recipes") {
-        dir.parent().unwrap_or(Path::new("."))
-    } else {
-        dir
-    };
-    if root.as_os_str().is_empty() {
-        PathBuf::from(".")
-    } else {
-        root.to_path_buf()
-    }
-}
+pub use crate::recipe::project_root;
 
-/// Reads a recipe and locates its source corpus (`<root>/sources/<source>.toml`).
+/// Reads a recipe and locates its source corpus (`<root>/sources/<source>.toml`); see
+/// [`crate::recipe::load_with_source`].
 pub fn load_recipe(recipe_path: &Path) -> Result<(Recipe, ResolvedSource), BuildError> {
-    let recipe = Recipe::load(recipe_path)?;
-    let root = project_root(recipe_path);
-    let manifest = SourceManifest::load(&root.join("sources").join(format!("{}.toml", recipe.source)))?;
-    let source = manifest.resolve(&root)?;
-    Ok((recipe, source))
+    Ok(crate::recipe::load_with_source(recipe_path)?)
 }
 
 /// Runs the compile stages of a recipe (from the store where possible), then the variants stage
@@ -79,4 +68,31 @@ pub fn quick_build_key(recipe_path: &Path) -> Result<Option<(Recipe, String)>, B
     }
     let key = crate::seq::quick_build_key(&recipe, &source)?;
     Ok(Some((recipe, key)))
+}
+
+/// Builds a recipe and writes `out/<name>/` (default output root `<project>/out`); returns the
+/// human summary ([`crate::emit::report::summary`]). An output that is already up to date is
+/// recognised from its manifest and left untouched.
+pub fn build_and_emit(
+    recipe_path: &Path,
+    out_root: Option<&Path>,
+    store: Option<&Path>,
+    progress: bool,
+) -> Result<String> {
+    let start = Instant::now();
+    let root = project_root(recipe_path);
+    let out_root = out_root.map(Path::to_path_buf).unwrap_or_else(|| root.join("out"));
+    if let Some((recipe, key)) = quick_build_key(recipe_path)? {
+        let out_dir = out_root.join(&recipe.name);
+        if crate::emit::manifest::up_to_date(&out_dir, &key) {
+            return crate::emit::report::up_to_date_summary(&out_dir, &recipe.name, start.elapsed().as_secs_f64());
+        }
+    }
+    let build = compile(recipe_path, store, progress)?;
+    let out_dir = out_root.join(&build.recipe.name);
+    let wrote = crate::emit::write(&build, &out_dir, recipe_path)?;
+    let text = crate::emit::report::summary(&build, &out_dir, wrote, start.elapsed().as_secs_f64());
+    // Freeing a large build's many small allocations takes seconds; do it off the caller's path.
+    std::thread::spawn(move || drop(build));
+    Ok(text)
 }

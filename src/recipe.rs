@@ -276,6 +276,31 @@ impl SourceManifest {
     }
 }
 
+/// The project root of a recipe file (`<root>/recipes/<name>.toml`).
+pub fn project_root(recipe_path: &Path) -> PathBuf {
+    let dir = recipe_path.parent().unwrap_or(Path::new("."));
+    let root = if dir.file_name().is_some_and(|n| n == "recipes") {
+        dir.parent().unwrap_or(Path::new("."))
+    } else {
+        dir
+    };
+    if root.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        root.to_path_buf()
+    }
+}
+
+/// Reads a recipe and locates its source corpus: the manifest `<root>/sources/<source>.toml`
+/// ([`project_root`]), resolved with [`SourceManifest::resolve`].
+pub fn load_with_source(recipe_path: &Path) -> Result<(Recipe, ResolvedSource), RecipeError> {
+    let recipe = Recipe::load(recipe_path)?;
+    let root = project_root(recipe_path);
+    let manifest = SourceManifest::load(&root.join("sources").join(format!("{}.toml", recipe.source)))?;
+    let source = manifest.resolve(&root)?;
+    Ok((recipe, source))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use toolforge::emit::{build_and_emit, reverify};
+use toolforge::emit::reverify;
+use toolforge::pipeline::build_and_emit;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

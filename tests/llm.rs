@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use serde_json::Value;
-use toolforge::emit::build_and_emit;
+use toolforge::pipeline::build_and_emit;
 use toolforge::pipeline::compile;
 use toolforge::variants::gold_value_texts;
 use toolforge::variants::paraphrase::check;

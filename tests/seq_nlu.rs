@@ -220,7 +220,8 @@ fn every_call_validates_and_every_value_is_grounded() {
 fn seq_atis_builds_with_a_clean_report() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, store) = (tmp.path().join("out"), tmp.path().join("store"));
-    toolforge::emit::build_and_emit(&root().join("recipes/seq-atis.toml"), Some(&out), Some(&store), false).unwrap();
+    toolforge::pipeline::build_and_emit(&root().join("recipes/seq-atis.toml"), Some(&out), Some(&store), false)
+        .unwrap();
     let r: Value =
         serde_json::from_slice(&std::fs::read(out.join("seq-atis/report/verification.json")).unwrap()).unwrap();
     assert_eq!(r["stats"]["calls_failing_schema"], 0);

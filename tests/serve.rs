@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use toolforge::emit::build_and_emit;
+use toolforge::pipeline::build_and_emit;
 use toolforge::serve::{ServeConfig, Toolkit, spawn, verify_live};
 
 fn root() -> PathBuf {

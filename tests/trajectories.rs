@@ -6,11 +6,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use toolforge::emit::{build_and_emit, read_rows};
+use toolforge::emit::read_rows;
+use toolforge::emit::trajectories::{answer_text, to_sharegpt};
+use toolforge::pipeline::build_and_emit;
 use toolforge::tools::Call;
 use toolforge::tools::executor::{Executor, Session, value_json};
 use toolforge::tools::rest::{Endpoint, Limits};
-use toolforge::trajectory::{answer_text, to_sharegpt};
 use toolforge::verify::{Answer, answers_match};
 
 fn root() -> PathBuf {

@@ -15,15 +15,16 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use toolforge::dataset::{Build, Example};
-use toolforge::emit::build_and_emit;
+use toolforge::pipeline::build_and_emit;
 use toolforge::pipeline::compile;
 use toolforge::serve::{ServeConfig, Toolkit, spawn};
 use toolforge::tools::executor::Executor;
 use toolforge::tools::rest::{Endpoint, Limits};
 use toolforge::tools::{Call, ToolSpec};
+use toolforge::variants::distractors::{Features, signature_similarity};
 use toolforge::variants::drift::{Change, Drift, fastapi_errors, unmigrate};
+use toolforge::variants::obfuscate::deobfuscate;
 use toolforge::variants::perturb::preserves_values;
-use toolforge::variants::toolkit::{Features, deobfuscate, signature_similarity};
 use toolforge::variants::{gold_tool_names, gold_value_texts, is_variant};
 use toolforge::verify::answers_match;
 

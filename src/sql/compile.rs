@@ -176,21 +176,21 @@ fn rest_summary(build: &mut Build, endpoints: &[Endpoint]) {
         .insert("tools/endpoints.json".into(), pretty(&json!(endpoints)));
     build.extra_files.insert(
         "tools/openapi.json".into(),
-        pretty(&crate::openapi::document(&title, version, &all)),
+        pretty(&crate::tools::openapi::document(&title, version, &all)),
     );
     let mut per_db: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
     for e in endpoints {
         per_db.entry(e.db_id.as_str()).or_default().push(e);
     }
     for (db, eps) in &per_db {
-        let doc = crate::openapi::document(&format!("{} {db} tools", build.recipe.name), version, eps);
+        let doc = crate::tools::openapi::document(&format!("{} {db} tools", build.recipe.name), version, eps);
         build
             .extra_files
             .insert(format!("tools/openapi/{db}.json"), pretty(&doc));
         let tools: Vec<ToolSpec> = eps.iter().map(|e| e.tool_spec()).collect();
         build.extra_files.insert(
             format!("tools/functions/{db}.json"),
-            pretty(&crate::emit::functions_json(&tools)),
+            pretty(&crate::tools::functions_json(&tools)),
         );
     }
     let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();

@@ -4,9 +4,13 @@
 //! - [`catalog`]: the SLOT tool pool as data ([`ToolSpec`] with JSON Schema parameters).
 //! - [`table`]: the `initialize_active_data` join step (the only SQLite use) and SQLite → Arrow.
 //! - [`executor`]: one function per tool, semantics in each doc comment.
+//! - [`openapi`]: the OpenAPI 3.1 documents of REST endpoints and of the SLOT/SEL tool server
+//!   (what `tools/openapi.json` holds and `toolforge serve` answers at `/openapi.json`);
+//!   [`functions_json`]: the OpenAI function-calling format of a catalog.
 
 pub mod catalog;
 pub mod executor;
+pub mod openapi;
 pub mod rest;
 pub mod sel;
 pub mod table;
@@ -68,4 +72,15 @@ pub fn label_ref(label: &str) -> String {
 pub fn as_label_ref(value: &serde_json::Value) -> Option<&str> {
     let s = value.as_str()?;
     s.strip_prefix('$')?.strip_suffix('$').filter(|l| !l.is_empty())
+}
+
+/// OpenAI function-calling format of a catalog: `[{"type": "function", "function": {"name",
+/// "description", "parameters"}}]` (what `tools/functions.json` holds).
+pub fn functions_json(catalog: &[ToolSpec]) -> serde_json::Value {
+    serde_json::json!(
+        catalog
+            .iter()
+            .map(|t| serde_json::json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect::<Vec<_>>()
+    )
 }

@@ -14,16 +14,20 @@
 //! The row's `tools` are the specs the variant was generated against (what a model is shown:
 //! A_old for drift, the expanded / obfuscated / shortlisted toolkit otherwise); `output` is the
 //! gold for that row (migrated to A_new for drift, renamed for obfuscation) and `gold_answer` is
-//! the parent's. Operators ([`perturb`], [`drift`], [`toolkit`]) are pure and seeded: the random
+//! the parent's. Operators ([`perturb`], [`drift`], [`distractors`], [`obfuscate`](mod@obfuscate), [`shortlist`](mod@shortlist)) are pure and seeded: the random
 //! stream of an operator on an example is a function of the recipe seed, the operator and the
 //! example id only ([`Rng::new`]), so builds are byte-identical and adding rows elsewhere never
 //! changes a variant. The stage is cheap (no execution) and recomputed on every build rather than
 //! stored; counts go to `Build::stats["variants"]`.
 
+pub mod distractors;
 pub mod drift;
+#[cfg(test)]
+mod fixtures;
+pub mod obfuscate;
 pub mod paraphrase;
 pub mod perturb;
-pub mod toolkit;
+pub mod shortlist;
 
 use std::collections::BTreeMap;
 
@@ -125,7 +129,7 @@ pub struct DistractorsConfig {
     #[serde(default = "default_k")]
     pub k: usize,
     /// Candidates whose signature similarity to a gold tool is at least this are dropped
-    /// (default 0.8; [`toolkit::signature_similarity`]).
+    /// (default 0.8; [`distractors::signature_similarity`]).
     #[serde(default = "default_max_sim")]
     pub max_signature_similarity: f64,
 }
@@ -332,7 +336,7 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
         extra.insert("drift_operators".into(), json!(plan.operator_counts()));
         extra.insert("drifted_tools".into(), json!(plan.tools.len()));
     }
-    let pool = cfg.distractors.as_ref().map(|_| toolkit::DistractorPool::new(build));
+    let pool = cfg.distractors.as_ref().map(|_| distractors::DistractorPool::new(build));
     let mut distractor_drops = 0usize;
 
     for outcome in build.groups.values_mut() {
@@ -371,11 +375,11 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
             }
             if cfg.obfuscate {
                 bump(&mut counts, "obfuscate");
-                rows.push(toolkit::obfuscate(e));
+                rows.push(obfuscate::obfuscate(e));
             }
             if let Some(s) = &cfg.shortlist {
                 for f in &s.fractions {
-                    match toolkit::shortlist(e, *f, seed) {
+                    match shortlist::shortlist(e, *f, seed) {
                         Some(v) => {
                             bump(&mut counts, "shortlist");
                             rows.push(v)

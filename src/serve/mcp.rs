@@ -1,6 +1,6 @@
 //! The recipe's tools over the Model Context Protocol (rmcp): `toolforge serve RECIPE --mcp`
 //! (stdio) and `/mcp` on the HTTP server (streamable HTTP), backed by the same handlers as the
-//! HTTP routes ([`crate::serve`]).
+//! HTTP routes (the blocking cores of [`super::state`]; this module never uses [`super::http`]).
 //!
 //! Tools: REST datasets list every endpoint (input schema = its query parameters; a name shared
 //! by several databases is qualified `<db_id>__<name>`). SLOT/SEL datasets list
@@ -21,7 +21,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value as Json, json};
 
-use crate::serve::{AppState, Shared, open_session, run_endpoint, run_tool};
+use super::state::{AppState, ServeConfig, Shared, Toolkit, open_session, run_endpoint, run_tool};
 
 /// What an MCP tool name runs.
 #[derive(Clone)]
@@ -185,11 +185,11 @@ pub(crate) fn streamable_http(
 }
 
 /// Serves the toolkit over MCP on stdin/stdout until the client closes the stream.
-pub fn run_stdio(toolkit: crate::serve::Toolkit, config: crate::serve::ServeConfig) -> anyhow::Result<()> {
+pub fn run_stdio(toolkit: Toolkit, config: ServeConfig) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
-        let server = McpServer::new(crate::serve::state(toolkit, config));
+        let server = McpServer::new(super::state::shared(toolkit, config));
         let running = server.serve(rmcp::transport::stdio()).await?;
         running.waiting().await?;
         Ok(())

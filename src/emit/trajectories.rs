@@ -1,4 +1,5 @@
-//! Fine-tuning trajectory corpora of the executable families (SLOT, SEL, REST), with ToolGym-style
+//! The trajectories emitter: `trajectories/<split>.jsonl` and `trajectories/<split>.faults.jsonl`,
+//! fine-tuning trajectory corpora of the executable families (SLOT, SEL, REST), with ToolGym-style
 //! injected faults.
 //!
 //! One trajectory per example, in the OpenAI chat fine-tuning format:
@@ -26,9 +27,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use anyhow::Result;
+use rayon::prelude::*;
 use serde_json::{Value as Json, json};
 
-use crate::dataset::Example;
+use crate::dataset::{Build, Example};
 use crate::recipe::TrajectoryConfig;
 use crate::tools::executor::{Executor, Session, value_json};
 use crate::tools::rest::{Endpoint, Limits};
@@ -307,4 +310,71 @@ pub fn to_sharegpt(t: &Json) -> Json {
         }
     }
     json!({"id": t["id"], "conversations": conv, "faults": t["faults"]})
+}
+
+/// The trajectory writer of an executable build (SLOT, SEL, REST); `None` for other families.
+pub(super) struct Trajectories<'b> {
+    build: &'b Build,
+    executor: Executor,
+    endpoints: HashMap<(String, String), crate::tools::rest::Endpoint>,
+}
+
+impl<'b> Trajectories<'b> {
+    /// The writer of `build`, `None` when its family is not executable.
+    pub(super) fn new(build: &'b Build) -> Result<Option<Trajectories<'b>>> {
+        if !["slot", "sel", "rest"].contains(&build.recipe.format.as_str()) {
+            return Ok(None);
+        }
+        let endpoints = match build.extra_files.get("tools/endpoints.json") {
+            Some(bytes) => serde_json::from_slice::<Vec<crate::tools::rest::Endpoint>>(bytes)?
+                .into_iter()
+                .map(|e| ((e.db_id.clone(), e.name.clone()), e))
+                .collect(),
+            None => HashMap::new(),
+        };
+        Ok(Some(Trajectories {
+            build,
+            executor: Executor::new(&build.source.databases),
+            endpoints,
+        }))
+    }
+
+    /// The clean and faulted JSON lines of one split's examples (in example order).
+    pub(super) fn write(&self, examples: &[&Example]) -> Result<(Vec<u8>, Vec<u8>)> {
+        let catalog: HashMap<&str, &crate::tools::ToolSpec> =
+            self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
+        let runner = if self.build.recipe.format == "rest" {
+            Runner::Rest(&self.endpoints, &self.build.source.databases)
+        } else {
+            Runner::Tools(&self.executor)
+        };
+        let cfg = &self.build.recipe.trajectories;
+        // Variant rows (drifted, obfuscated, … calls) are not directly executable; trajectories
+        // cover the verified examples themselves.
+        let originals: Vec<&&Example> = examples
+            .iter()
+            .filter(|e| e.meta.as_ref().is_none_or(|m| m.get("variant_of").is_none()))
+            .collect();
+        let lines: Vec<(String, Option<String>)> = originals
+            .par_iter()
+            .map_init(
+                || None,
+                |conn, e| {
+                    let (clean, faulted) = trajectories(e, &catalog, &runner, cfg, conn)
+                        .map_err(|m| anyhow::anyhow!("{}: trajectory: {m}", e.id))?;
+                    Ok((clean.to_string(), faulted.map(|f| f.to_string())))
+                },
+            )
+            .collect::<Result<_>>()?;
+        let (mut clean, mut faulted) = (Vec::new(), Vec::new());
+        for (c, f) in lines {
+            clean.extend_from_slice(c.as_bytes());
+            clean.push(b'\n');
+            if let Some(f) = f {
+                faulted.extend_from_slice(f.as_bytes());
+                faulted.push(b'\n');
+            }
+        }
+        Ok((clean, faulted))
+    }
 }

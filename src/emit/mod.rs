@@ -1,0 +1,167 @@
+//! Emitters: every file of `out/<recipe>/` from one [`Build`], one emitter per file kind.
+//!
+//! | file                          | emitter              | content                                         |
+//! |-------------------------------|----------------------|-------------------------------------------------|
+//! | `data/<split>.parquet`        | [`rows`]             | one row per example (schema in [`rows`])        |
+//! | `data/<split>.jsonl`          | [`rows`]             | the same rows as JSON lines                     |
+//! | `tools/functions.json`        | [`crate::tools::functions_json`] | dataset-level catalog, OpenAI function format |
+//! | `trajectories/<split>*.jsonl` | [`trajectories`]     | executable families: chat trajectories, faults  |
+//! | `report/verification.json`   | [`report`]           | attempted / kept per group, drops with reasons  |
+//! | `README.md`                   | [`card`]             | dataset card with a Hugging Face YAML header    |
+//! | `MANIFEST.json`               | [`manifest`]         | blake3 of every file, build key, source hashes  |
+//!
+//! Family-specific files (e.g. `tools/openapi.json`, `tools/endpoints.json`, `tools/drift.json`)
+//! come from [`Build::extra_files`] and are written as they are.
+//!
+//! The directory is written as a whole into a sibling temp directory and renamed into place
+//! ([`write`]), so a failed build never leaves a half-written dataset. A rebuild whose build key
+//! and files match the existing `MANIFEST.json` writes nothing ([`manifest::up_to_date`]).
+//! [`reverify`] re-executes a built SLOT/SEL dataset from its files.
+
+pub mod card;
+pub mod manifest;
+pub mod report;
+pub mod reverify;
+pub mod rows;
+pub mod trajectories;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use rayon::prelude::*;
+
+use crate::dataset::{Build, Example};
+
+pub use manifest::{database_root, read_manifest};
+pub use reverify::reverify;
+pub use rows::{EncodedRow, StoredRow, encode_rows, read_rows, record_batch};
+
+/// Writes every file of `build` into `out_dir` (staged, then renamed into place). Returns `false`
+/// without writing when `out_dir` already holds this build (same build key, every file's hash
+/// checks out). `recipe_path` is hashed into the manifest.
+pub fn write(build: &Build, out_dir: &Path, recipe_path: &Path) -> Result<bool> {
+    if manifest::up_to_date(out_dir, &build.build_key) {
+        return Ok(false);
+    }
+    let c = report::counts(build);
+    let mut by_split: BTreeMap<&str, Vec<&Example>> = BTreeMap::new();
+    for e in build.groups.values().flat_map(|o| &o.examples) {
+        by_split.entry(e.split.as_str()).or_default().push(e);
+    }
+    let staging = Staging::new(out_dir)?;
+    let trajectories = trajectories::Trajectories::new(build)?;
+    // Splits in parallel; each file is written as soon as it exists, so at most a split's
+    // files are in memory at once.
+    let split_files: Vec<Vec<(String, String)>> = by_split
+        .par_iter()
+        .map(|(split, examples)| -> Result<Vec<(String, String)>> {
+            let rows = rows::encode_rows(examples, &build.catalog);
+            let (parquet, jsonl) = rayon::join(
+                || rows::parquet_bytes(&rows::record_batch(&rows)),
+                || rows::jsonl_bytes(&rows),
+            );
+            let mut written = vec![
+                staging.put(&format!("data/{split}.parquet"), &parquet?)?,
+                staging.put(&format!("data/{split}.jsonl"), &jsonl)?,
+            ];
+            if let Some(t) = &trajectories {
+                let (clean, faulted) = t.write(examples)?;
+                written.push(staging.put(&format!("trajectories/{split}.jsonl"), &clean)?);
+                written.push(staging.put(&format!("trajectories/{split}.faults.jsonl"), &faulted)?);
+            }
+            Ok(written)
+        })
+        .collect::<Result<_>>()?;
+    let mut hashes: BTreeMap<String, String> = split_files.into_iter().flatten().collect();
+    let mut put = |rel: &str, bytes: &[u8]| -> Result<()> {
+        let (k, v) = staging.put(rel, bytes)?;
+        hashes.insert(k, v);
+        Ok(())
+    };
+    put(
+        "tools/functions.json",
+        &pretty(&crate::tools::functions_json(&build.catalog)),
+    )?;
+    put("report/verification.json", &pretty(&report::report(build, &c)))?;
+    put("README.md", card::card(build, &c).as_bytes())?;
+    for (k, v) in &build.extra_files {
+        put(k, v)?;
+    }
+    let recipe_hash = blake3::hash(&std::fs::read(recipe_path)?).to_hex().to_string();
+    staging.put(
+        "MANIFEST.json",
+        &pretty(&manifest::manifest(build, &recipe_hash, &hashes)),
+    )?;
+    staging.finish()?;
+    Ok(true)
+}
+
+/// Pretty JSON with a trailing newline: the encoding of every JSON document the emitters write.
+fn pretty(v: &serde_json::Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(v).expect("serialisable");
+    b.push(b'\n');
+    b
+}
+
+/// A dataset directory under construction: files go into a sibling temp directory, which
+/// [`Staging::finish`] swaps into place; dropped unfinished, it is removed.
+struct Staging {
+    dir: PathBuf,
+    tmp: PathBuf,
+    done: bool,
+}
+
+impl Staging {
+    fn new(dir: &Path) -> Result<Staging> {
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        Ok(Staging {
+            dir: dir.to_path_buf(),
+            tmp,
+            done: false,
+        })
+    }
+
+    /// Writes one file; returns (relative path, blake3 hex).
+    fn put(&self, rel: &str, bytes: &[u8]) -> Result<(String, String)> {
+        let path = self.tmp.join(rel);
+        std::fs::create_dir_all(path.parent().expect("has parent"))
+            .with_context(|| format!("creating {}", path.display()))?;
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        let mut h = blake3::Hasher::new();
+        if bytes.len() > 1 << 20 {
+            h.update_rayon(bytes);
+        } else {
+            h.update(bytes);
+        }
+        Ok((rel.to_string(), h.finalize().to_hex().to_string()))
+    }
+
+    /// Replaces the dataset directory by the staged one.
+    fn finish(mut self) -> Result<()> {
+        let old = self.tmp.with_extension("old");
+        if self.dir.exists() {
+            std::fs::rename(&self.dir, &old).with_context(|| format!("moving {} aside", self.dir.display()))?;
+        }
+        std::fs::rename(&self.tmp, &self.dir)
+            .with_context(|| format!("renaming {} to {}", self.tmp.display(), self.dir.display()))?;
+        let _ = std::fs::remove_dir_all(&old);
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl std::ops::Drop for Staging {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
+}

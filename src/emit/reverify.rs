@@ -1,0 +1,39 @@
+//! Re-verification of a built SLOT/SEL dataset from its files (`toolforge verify`): the rows read
+//! back from Parquet ([`super::rows::read_rows`]) are re-executed through the executor and
+//! compared with their `gold_answer`.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::manifest::database_root;
+use super::rows::read_rows;
+use crate::tools::executor::Executor;
+use crate::verify::answers_match;
+
+/// Reads `dir/data/*.parquet` back and re-executes each row's calls through the executor (SLOT,
+/// SEL) and compares with its `gold_answer`; rows without a gold answer are skipped. Returns
+/// (passed, failed). REST datasets are verified through the live server instead
+/// ([`crate::serve::verify_live`]).
+pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> {
+    let executor = Executor::new(database_root(dir, databases)?);
+    let (mut ok, mut bad) = (0, 0);
+    for row in read_rows(dir)? {
+        let Some(expected) = &row.gold_answer else { continue };
+        if row.variant_of.is_some() {
+            continue; // variant rows run only through their migration (tests/variants.rs)
+        }
+        match executor.run(&row.output) {
+            Ok(got) if answers_match(expected, &got, row.ordered) => ok += 1,
+            Ok(_) => {
+                eprintln!("{}: answer differs from gold_answer", row.id);
+                bad += 1;
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", row.id);
+                bad += 1;
+            }
+        }
+    }
+    Ok((ok, bad))
+}

@@ -1,0 +1,343 @@
+//! The rows emitter: `data/<split>.parquet` and `data/<split>.jsonl`, and [`read_rows`] to read
+//! a built dataset's Parquet back.
+//!
+//! Row schema (the same for every family; `?` = null where the family has no such field):
+//! `id, dataset, split, db_id?, input, evidence?, sql?` (strings),
+//! `output: list<struct<name, arguments (JSON text), label>>`, `gold_answer?` (JSON text: list of
+//! rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
+//! `key_values_and_descriptions` (JSON text), `difficulty?`, `meta?` (JSON text; variant rows
+//! hold `variant_of`, `variant_kind` and `variant` there, see [`crate::variants`]).
+//! The JSONL file has the same fields with the same JSON-text encodings, one row per line.
+//! Parquet is written with a fixed `created_by` (`toolforge`), so files are byte-identical across
+//! builds.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use arrow_array::{ArrayRef, BooleanArray, ListArray, RecordBatch, StringArray, StructArray};
+use arrow_buffer::OffsetBuffer;
+use arrow_schema::{DataType, Field, Fields, Schema};
+
+use crate::dataset::Example;
+use crate::tools::Call;
+use crate::verify::Answer;
+
+fn call_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("name", DataType::Utf8, false),
+        Field::new("arguments", DataType::Utf8, false),
+        Field::new("label", DataType::Utf8, false),
+    ])
+}
+
+/// The Arrow schema of a row (module docs).
+pub(super) fn row_schema() -> Schema {
+    let s = |n: &str, null: bool| Field::new(n, DataType::Utf8, null);
+    Schema::new(vec![
+        s("id", false),
+        s("dataset", false),
+        s("split", false),
+        s("db_id", true),
+        s("input", false),
+        s("evidence", true),
+        s("sql", true),
+        Field::new(
+            "output",
+            DataType::List(Arc::new(Field::new("item", DataType::Struct(call_fields()), false))),
+            false,
+        ),
+        s("gold_answer", true),
+        Field::new("ordered", DataType::Boolean, false),
+        s("tools", false),
+        s("key_values_and_descriptions", false),
+        s("difficulty", true),
+        s("meta", true),
+    ])
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("serialisable")
+}
+
+/// A row with its JSON-text fields serialised once (for both Parquet and JSONL).
+pub struct EncodedRow<'a> {
+    example: &'a Example,
+    arguments: Vec<String>,
+    gold_answer: Option<String>,
+    tools: Arc<str>,
+    keys: String,
+    meta: Option<String>,
+}
+
+/// Serialises the JSON-text fields of `examples`; [`ToolSpec::reference`]s are written as the
+/// `catalog` spec of their name. Identical toolkits (common in seq datasets, where rows share the
+/// catalog's specs) are serialised once.
+///
+/// [`ToolSpec::reference`]: crate::tools::ToolSpec::reference
+pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSpec]) -> Vec<EncodedRow<'a>> {
+    let by_name: std::collections::HashMap<&str, &crate::tools::ToolSpec> =
+        catalog.iter().map(|t| (t.name.as_str(), t)).collect();
+    let mut memo: std::collections::HashMap<Vec<&str>, Vec<(&[crate::tools::ToolSpec], Arc<str>)>> =
+        std::collections::HashMap::new();
+    examples
+        .iter()
+        .map(|e| {
+            let names: Vec<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
+            let seen = memo.entry(names).or_default();
+            let tools = match seen.iter().find(|(t, _)| *t == e.tools.as_slice()) {
+                Some((_, s)) => s.clone(),
+                None => {
+                    let resolved: Vec<&crate::tools::ToolSpec> = e
+                        .tools
+                        .iter()
+                        .map(|t| match by_name.get(t.name.as_str()) {
+                            Some(spec) if t.is_reference() => *spec,
+                            _ => t,
+                        })
+                        .collect();
+                    let s: Arc<str> = to_json(&resolved).into();
+                    if seen.len() == 8 {
+                        seen.remove(0);
+                    }
+                    seen.push((&e.tools, s.clone()));
+                    s
+                }
+            };
+            EncodedRow {
+                example: e,
+                arguments: e.output.iter().map(|c| to_json(&c.arguments)).collect(),
+                gold_answer: e.gold_answer.as_ref().map(to_json),
+                tools,
+                keys: to_json(&e.key_values_and_descriptions),
+                meta: e.meta.as_ref().map(to_json),
+            }
+        })
+        .collect()
+}
+
+/// The rows as an Arrow record batch (schema in the module docs).
+pub fn record_batch(rows: &[EncodedRow]) -> RecordBatch {
+    fn strs<'r>(rows: &'r [EncodedRow], f: &dyn for<'x> Fn(&'x EncodedRow<'r>) -> &'x str) -> ArrayRef {
+        Arc::new(rows.iter().map(|r| Some(f(r))).collect::<StringArray>())
+    }
+    fn opt<'r>(rows: &'r [EncodedRow], f: &dyn for<'x> Fn(&'x EncodedRow<'r>) -> Option<&'x str>) -> ArrayRef {
+        Arc::new(rows.iter().map(|r| f(r)).collect::<StringArray>())
+    }
+    let calls: Vec<(&Call, &str)> = rows
+        .iter()
+        .flat_map(|r| r.example.output.iter().zip(r.arguments.iter().map(String::as_str)))
+        .collect();
+    let call_arrays: Vec<ArrayRef> = vec![
+        Arc::new(
+            calls
+                .iter()
+                .map(|(c, _)| Some(c.name.as_str()))
+                .collect::<StringArray>(),
+        ),
+        Arc::new(calls.iter().map(|(_, a)| Some(*a)).collect::<StringArray>()),
+        Arc::new(
+            calls
+                .iter()
+                .map(|(c, _)| Some(c.label.as_str()))
+                .collect::<StringArray>(),
+        ),
+    ];
+    let structs = StructArray::new(call_fields(), call_arrays, None);
+    let offsets = OffsetBuffer::from_lengths(rows.iter().map(|r| r.example.output.len()));
+    let output = ListArray::new(
+        Arc::new(Field::new("item", DataType::Struct(call_fields()), false)),
+        offsets,
+        Arc::new(structs),
+        None,
+    );
+    let columns: Vec<ArrayRef> = vec![
+        strs(rows, &|r| &r.example.id),
+        strs(rows, &|r| &r.example.dataset),
+        strs(rows, &|r| &r.example.split),
+        opt(rows, &|r| r.example.db_id.as_deref()),
+        strs(rows, &|r| &r.example.input),
+        opt(rows, &|r| r.example.evidence.as_deref()),
+        opt(rows, &|r| r.example.sql.as_deref()),
+        Arc::new(output),
+        opt(rows, &|r| r.gold_answer.as_deref()),
+        Arc::new(rows.iter().map(|r| Some(r.example.ordered)).collect::<BooleanArray>()),
+        strs(rows, &|r| &r.tools),
+        strs(rows, &|r| &r.keys),
+        opt(rows, &|r| r.example.difficulty.as_deref()),
+        opt(rows, &|r| r.meta.as_deref()),
+    ];
+    RecordBatch::try_new(Arc::new(row_schema()), columns).expect("schema matches columns")
+}
+
+/// The rows as one Parquet file (`created_by` fixed to `toolforge`).
+pub(super) fn parquet_bytes(batch: &RecordBatch) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_created_by("toolforge".into())
+        .build();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
+    writer.write(batch)?;
+    writer.close()?;
+    Ok(buf)
+}
+
+#[derive(serde::Serialize)]
+struct JsonCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+    label: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct JsonRow<'a> {
+    id: &'a str,
+    dataset: &'a str,
+    split: &'a str,
+    db_id: Option<&'a str>,
+    input: &'a str,
+    evidence: Option<&'a str>,
+    sql: Option<&'a str>,
+    output: Vec<JsonCall<'a>>,
+    gold_answer: Option<&'a str>,
+    ordered: bool,
+    tools: &'a str,
+    key_values_and_descriptions: &'a str,
+    difficulty: Option<&'a str>,
+    meta: Option<&'a str>,
+}
+
+/// The rows as JSON lines, the same fields and JSON-text encodings as the Parquet columns.
+pub(super) fn jsonl_bytes(rows: &[EncodedRow]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in rows {
+        let e = r.example;
+        let row = JsonRow {
+            id: &e.id,
+            dataset: &e.dataset,
+            split: &e.split,
+            db_id: e.db_id.as_deref(),
+            input: &e.input,
+            evidence: e.evidence.as_deref(),
+            sql: e.sql.as_deref(),
+            output: e
+                .output
+                .iter()
+                .zip(&r.arguments)
+                .map(|(c, a)| JsonCall {
+                    name: &c.name,
+                    arguments: a,
+                    label: &c.label,
+                })
+                .collect(),
+            gold_answer: r.gold_answer.as_deref(),
+            ordered: e.ordered,
+            tools: &r.tools,
+            key_values_and_descriptions: &r.keys,
+            difficulty: e.difficulty.as_deref(),
+            meta: r.meta.as_deref(),
+        };
+        serde_json::to_writer(&mut out, &row).expect("serialisable");
+        out.push(b'\n');
+    }
+    out
+}
+
+/// One row of a built dataset, as read back from its Parquet files.
+#[derive(Debug, Clone)]
+pub struct StoredRow {
+    /// Example id.
+    pub id: String,
+    /// Database id, if any.
+    pub db_id: Option<String>,
+    /// Gold calls.
+    pub output: Vec<Call>,
+    /// Gold answer, if the family has one.
+    pub gold_answer: Option<Answer>,
+    /// Whether the answer is ordered.
+    pub ordered: bool,
+    /// For a variant row (`meta.variant_of`), its parent's id.
+    pub variant_of: Option<String>,
+}
+
+fn string_column<'b>(batch: &'b RecordBatch, file: &Path, name: &str) -> Result<&'b StringArray> {
+    batch
+        .column_by_name(name)
+        .with_context(|| format!("{}: no column {name}", file.display()))?
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .with_context(|| format!("{}: column {name} is not text", file.display()))
+}
+
+/// Reads every row of `dir/data/*.parquet` (files in name order).
+pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
+        .with_context(|| format!("{}: not a built dataset (no data/)", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?,
+        )?
+        .build()?;
+        for batch in reader {
+            let batch = batch?;
+            let ids = string_column(&batch, &file, "id")?;
+            let dbs = string_column(&batch, &file, "db_id")?;
+            let gold = string_column(&batch, &file, "gold_answer")?;
+            let meta = string_column(&batch, &file, "meta")?;
+            let ordered = batch
+                .column_by_name("ordered")
+                .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
+                .with_context(|| format!("{}: no boolean column ordered", file.display()))?;
+            let output = batch
+                .column_by_name("output")
+                .and_then(|c| c.as_any().downcast_ref::<ListArray>())
+                .with_context(|| format!("{}: no list column output", file.display()))?;
+            for r in 0..batch.num_rows() {
+                let calls = output.value(r);
+                let calls = calls.as_any().downcast_ref::<StructArray>().context("output items")?;
+                let get = |i: usize| {
+                    calls
+                        .column(i)
+                        .as_any()
+                        .downcast_ref::<StringArray>()
+                        .context("output field")
+                };
+                let (names, args, labels) = (get(0)?, get(1)?, get(2)?);
+                let seq: Vec<Call> = (0..arrow_array::Array::len(calls))
+                    .map(|i| {
+                        Ok(Call {
+                            name: names.value(i).into(),
+                            arguments: serde_json::from_str(args.value(i))?,
+                            label: labels.value(i).into(),
+                        })
+                    })
+                    .collect::<Result<_, serde_json::Error>>()?;
+                let null = |a: &StringArray| arrow_array::Array::is_null(a, r);
+                out.push(StoredRow {
+                    id: ids.value(r).into(),
+                    db_id: (!null(dbs)).then(|| dbs.value(r).to_string()),
+                    output: seq,
+                    gold_answer: if null(gold) {
+                        None
+                    } else {
+                        Some(serde_json::from_str(gold.value(r))?)
+                    },
+                    ordered: ordered.value(r),
+                    variant_of: if null(meta) {
+                        None
+                    } else {
+                        serde_json::from_str::<serde_json::Value>(meta.value(r))?["variant_of"]
+                            .as_str()
+                            .map(String::from)
+                    },
+                });
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,116 @@
+//! Fault injection on the HTTP routes (ToolGym's state controller, the same kinds as the
+//! trajectory corpora, [`crate::emit::trajectories::FAULT_KINDS`]): a request to a tool or
+//! endpoint with header `X-Toolforge-Fault: <kind>`, or a random share `--fault-rate` of them
+//! (seeded by `--fault-seed`), gets the fault instead of (or on top of) its answer: `timeout`
+//! (504), `rate_limit` (429 with `Retry-After: 1`), `unavailable` (503), `truncated_result` /
+//! `corrupted_result` (200 with the body cut in half / garbled), `session_expired` (the session is
+//! ended, 404). The response carries `X-Toolforge-Fault-Injected: <kind>`; an unknown kind is 400.
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::Response;
+use serde_json::Value as Json;
+
+use super::state::{Shared, detail};
+
+/// Injects the fault a request asks for (header) or draws (`fault_rate`); see the module doc.
+pub(super) async fn inject_fault(State(state): State<Shared>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    let is_tool = path.starts_with("/tools/") || state.toolkit.endpoints.iter().any(|e| e.path == path);
+    if !is_tool {
+        return next.run(req).await;
+    }
+    let asked = req
+        .headers()
+        .get("x-toolforge-fault")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let kind = match asked {
+        Some(k) if crate::emit::trajectories::FAULT_KINDS.contains(&k.as_str()) => Some(k),
+        Some(k) => {
+            return detail(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "unknown fault {k:?}; one of {:?}",
+                    crate::emit::trajectories::FAULT_KINDS
+                ),
+            );
+        }
+        None if state.config.fault_rate > 0.0 => {
+            let n = state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let h = blake3::hash(format!("{}:{n}", state.config.fault_seed).as_bytes());
+            let x = u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"));
+            ((x % 1_000_000) as f64 / 1_000_000.0 < state.config.fault_rate).then(|| {
+                let kinds = &crate::emit::trajectories::FAULT_KINDS;
+                kinds[((x >> 32) % kinds.len() as u64) as usize].to_string()
+            })
+        }
+        None => None,
+    };
+    let Some(kind) = kind else {
+        return next.run(req).await;
+    };
+    let mut resp = match kind.as_str() {
+        "timeout" => detail(
+            StatusCode::GATEWAY_TIMEOUT,
+            "the tool did not answer in time (injected fault)",
+        ),
+        "rate_limit" => {
+            let mut r = detail(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many requests; retry after 1 s (injected fault)",
+            );
+            r.headers_mut()
+                .insert("retry-after", axum::http::HeaderValue::from_static("1"));
+            r
+        }
+        "unavailable" => detail(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the service is temporarily unavailable (injected fault)",
+        ),
+        "session_expired" => {
+            let (parts, body) = req.into_parts();
+            let bytes = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+            let sid = serde_json::from_slice::<Json>(&bytes)
+                .ok()
+                .and_then(|b| b["session_id"].as_str().map(String::from));
+            match sid {
+                Some(sid) => {
+                    state.sessions.lock().expect("sessions").remove(&sid);
+                    detail(
+                        StatusCode::NOT_FOUND,
+                        format!("session {sid:?} expired (injected fault); create a new one with POST /sessions"),
+                    )
+                }
+                None => {
+                    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                        .await
+                }
+            }
+        }
+        _ => {
+            let resp = next.run(req).await;
+            let (mut parts, body) = resp.into_parts();
+            let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let out = if kind == "truncated_result" {
+                let cut = text.char_indices().nth(text.chars().count() / 2).map_or(0, |(i, _)| i);
+                text[..cut].to_string()
+            } else {
+                let garbled: String = text
+                    .chars()
+                    .map(|c| if c.is_ascii_digit() || c == '"' { '\u{fffd}' } else { c })
+                    .collect();
+                format!("\u{fffd}{garbled}")
+            };
+            parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+            Response::from_parts(parts, axum::body::Body::from(out))
+        }
+    };
+    resp.headers_mut().insert(
+        "x-toolforge-fault-injected",
+        axum::http::HeaderValue::from_str(&kind).expect("ascii kind"),
+    );
+    resp
+}

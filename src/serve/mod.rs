@@ -1,0 +1,181 @@
+//! `toolforge serve`: the live tool server of a built dataset (axum on tokio), in four parts:
+//! [`state`] (the loaded toolkit, sessions, limits and the blocking cores), [`http`] (the axum
+//! routes), [`mcp`] (the rmcp server over the same state) and [`faults`] (injected faults).
+//! `http` and `mcp` both use `state` and never each other; this module composes them.
+//!
+//! | route                      | what                                                                 |
+//! |----------------------------|----------------------------------------------------------------------|
+//! | `GET <endpoint path>`      | REST datasets: run the endpoint's SQL with the query parameters bound; 200 with the rows (JSON array of arrays), 422 with FastAPI's `{"detail": [...]}` for missing or mistyped parameters |
+//! | `POST /sessions`           | SLOT/SEL: run an instance's join step (`{"id": "<example id>"}` or `{"arguments": {<initialize_active_data arguments>}}`), returns `{"session_id", "label", "output"}` |
+//! | `POST /tools/{name}`       | SLOT/SEL: `{"session_id", "arguments", "label"?}` runs one tool in the session; `$LABEL$` arguments refer to earlier outputs of that session |
+//! | `DELETE /sessions/{id}`    | end a session                                                        |
+//! | `GET /openapi.json`        | the dataset's OpenAPI document                                       |
+//! | `GET /healthz`             | `{"status": "ok", ...}`                                              |
+//! | `/mcp`                     | the same tools over MCP, streamable HTTP ([`mcp`]); `--mcp` serves MCP on stdio instead |
+//!
+//! When the dataset has schema drift (`tools/drift.json`), A_new is enforced on the HTTP routes:
+//! see [`Toolkit::drift`].
+//!
+//! Anything else is 404 `{"detail": "Not Found"}` (FastAPI's body).
+//!
+//! **Fault injection**: see [`faults`]. Databases are opened
+//! read-only; every query runs under a time limit (504 past it) and a row cap (413 past it);
+//! request bodies over 64 KiB get 413 and URIs over 8 KiB get 414. SIGINT/SIGTERM stop
+//! accepting connections and let running requests finish.
+
+pub mod faults;
+pub mod http;
+pub mod mcp;
+pub mod state;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::middleware;
+use serde_json::Value as Json;
+
+use crate::emit::read_rows;
+use state::detail;
+pub use state::{ServeConfig, Toolkit};
+
+/// The server's routes over a loaded toolkit: [`http`]'s tool routes, the MCP streamable-HTTP
+/// endpoint at `/mcp` ([`mcp`]), FastAPI's 404 fallback, then the layers every request passes:
+/// fault injection ([`faults`]), the 64 KiB body limit and the 8 KiB URI limit.
+pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
+    let state = state::shared(toolkit, config);
+    http::routes(&state)
+        .nest_service("/mcp", mcp::streamable_http(state.clone()))
+        .fallback(|| async { detail(StatusCode::NOT_FOUND, "Not Found") })
+        .layer(middleware::from_fn_with_state(state.clone(), faults::inject_fault))
+        .layer(DefaultBodyLimit::max(64 * 1024))
+        .layer(middleware::from_fn(http::limit_uri))
+        .with_state(state)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+/// Serves `toolkit` on `config.addr` until SIGINT/SIGTERM; prints the bound address first (one
+/// line, `listening on http://<addr>`), so `--port 0` can be used by tests.
+pub fn run(toolkit: Toolkit, config: ServeConfig) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.addr)
+            .await
+            .with_context(|| format!("binding {}", config.addr))?;
+        let addr = listener.local_addr()?;
+        println!(
+            "toolforge serve: {} ({}, {} endpoints, {} tools) listening on http://{addr}",
+            toolkit.name,
+            toolkit.format,
+            toolkit.endpoints.len(),
+            toolkit.catalog.len()
+        );
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        axum::serve(listener, router(toolkit, config))
+            .with_graceful_shutdown(shutdown_signal())
+            .await?;
+        eprintln!("toolforge serve: stopped");
+        Ok(())
+    })
+}
+
+/// Starts the server on an ephemeral 127.0.0.1 port in a background thread; returns its address.
+/// The server lives as long as the process.
+pub fn spawn(toolkit: Toolkit, mut config: ServeConfig) -> Result<SocketAddr> {
+    config.addr = ([127, 0, 0, 1], 0).into();
+    let listener = std::net::TcpListener::bind(config.addr)?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            let _ = axum::serve(listener, router(toolkit, config)).await;
+        });
+    });
+    Ok(addr)
+}
+
+/// Verifies every row of a built REST dataset through the live server: starts it on 127.0.0.1,
+/// sends each gold call as an HTTP GET with its arguments as query parameters, and compares the
+/// response rows with `gold_answer`. Returns (passed, failed).
+pub fn verify_live(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> {
+    let toolkit = Toolkit::load(dir, databases)?;
+    if toolkit.format != "rest" {
+        bail!("{}: verify_live is for REST datasets", dir.display());
+    }
+    // Function names are unique per database.
+    let paths: HashMap<(String, String), String> = toolkit
+        .endpoints
+        .iter()
+        .map(|e| ((e.db_id.clone(), e.name.clone()), e.path.clone()))
+        .collect();
+    let rows = read_rows(dir)?;
+    let addr = spawn(toolkit, ServeConfig::default())?;
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let (mut ok, mut bad) = (0, 0);
+    for row in rows {
+        let (Some(call), Some(gold)) = (row.output.first(), &row.gold_answer) else {
+            continue;
+        };
+        if row.variant_of.is_some() {
+            continue;
+        }
+        let Some(path) = paths.get(&(row.db_id.clone().unwrap_or_default(), call.name.clone())) else {
+            eprintln!("{}: no endpoint {}", row.id, call.name);
+            bad += 1;
+            continue;
+        };
+        let mut req = agent.get(format!("http://{addr}{path}"));
+        for (k, v) in &call.arguments {
+            let text = match v {
+                Json::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            req = req.query(k, &text);
+        }
+        let result = req.call().map_err(anyhow::Error::from).and_then(|mut resp| {
+            let status = resp.status();
+            let body: Json = resp.body_mut().read_json()?;
+            if status != 200 {
+                bail!("HTTP {status}: {body}");
+            }
+            Ok(serde_json::from_value::<crate::verify::Answer>(body)?)
+        });
+        match result {
+            Ok(got) if crate::verify::answers_match(gold, &got, row.ordered) => ok += 1,
+            Ok(_) => {
+                eprintln!("{}: live response differs from gold_answer", row.id);
+                bad += 1;
+            }
+            Err(e) => {
+                eprintln!("{}: {e:#}", row.id);
+                bad += 1;
+            }
+        }
+    }
+    Ok((ok, bad))
+}

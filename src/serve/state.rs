@@ -1,0 +1,349 @@
+//! The server's state, shared by the HTTP routes ([`super::http`]) and the MCP server
+//! ([`super::mcp`]): the loaded [`Toolkit`] of a built dataset, the [`ServeConfig`] limits, the
+//! read-only connection pool, the SLOT/SEL sessions (LRU-capped), and the blocking cores both
+//! interfaces call — [`run_endpoint`], [`open_session`], [`run_tool`] — which report failures as
+//! a [`CallError`] (HTTP status and message; FastAPI's `{"detail": message}` body over HTTP, a
+//! tool error over MCP).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value as Json, json};
+
+use crate::emit::{database_root, read_manifest, read_rows};
+use crate::tools::executor::{Executor, Session, value_json};
+use crate::tools::rest::{Endpoint, Limits, RunError};
+use crate::tools::{Call, ToolSpec};
+
+/// Server limits and address.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Bind address (default 127.0.0.1:8000).
+    pub addr: SocketAddr,
+    /// Per-query time limit.
+    pub timeout: Duration,
+    /// Most rows a REST response or a tool output preview carries.
+    pub max_rows: usize,
+    /// Most live sessions; the least recently used is ended past it.
+    pub max_sessions: usize,
+    /// Share of tool/endpoint requests (0–1) that get a random injected fault.
+    pub fault_rate: f64,
+    /// Seed of the random fault choice.
+    pub fault_seed: u64,
+}
+
+impl Default for ServeConfig {
+    fn default() -> ServeConfig {
+        ServeConfig {
+            addr: ([127, 0, 0, 1], 8000).into(),
+            timeout: Limits::default().timeout,
+            max_rows: Limits::default().max_rows,
+            max_sessions: 1_000,
+            fault_rate: 0.0,
+            fault_seed: 0,
+        }
+    }
+}
+
+/// What a built dataset serves.
+pub struct Toolkit {
+    /// Dataset name.
+    pub name: String,
+    /// Dataset format (`slot`, `sel`, `rest`).
+    pub format: String,
+    /// REST endpoints.
+    pub endpoints: Vec<Endpoint>,
+    /// The dataset-level tool catalog.
+    pub catalog: Vec<ToolSpec>,
+    /// The OpenAPI document served at `/openapi.json`.
+    pub openapi: Json,
+    /// Directory holding `<db>/<db>.sqlite`.
+    pub database_root: PathBuf,
+    /// Each example's join step, by example id (SLOT/SEL sessions).
+    pub setups: HashMap<String, Call>,
+    /// Schema drift (`tools/drift.json`), when the dataset has it: the server then enforces
+    /// A_new — drifted REST endpoints answer at their A_new path with A_new query parameters,
+    /// drifted tools under their A_new name with A_new arguments (JSON Schema validation, 422
+    /// in FastAPI's shape naming the field), and calls are un-migrated before they run
+    /// ([`crate::variants::drift`]).
+    pub drift: Option<crate::variants::drift::Drift>,
+}
+
+impl Toolkit {
+    /// Loads a built dataset directory (`out/<recipe>`); `databases` overrides the database root.
+    pub fn load(dir: &Path, databases: Option<&Path>) -> Result<Toolkit> {
+        let manifest = read_manifest(dir)?;
+        let format = manifest["format"].as_str().unwrap_or("slot").to_string();
+        let name = manifest["dataset"].as_str().unwrap_or_default().to_string();
+        if !["slot", "sel", "rest"].contains(&format.as_str()) {
+            bail!("{}: format {format:?} has no executable tools to serve", dir.display());
+        }
+        let read = |rel: &str| -> Result<Json> {
+            let p = dir.join(rel);
+            serde_json::from_slice(&std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?)
+                .with_context(|| format!("parsing {}", p.display()))
+        };
+        let functions = read("tools/functions.json")?;
+        let catalog: Vec<ToolSpec> = functions
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|f| ToolSpec {
+                        name: f["function"]["name"].as_str().unwrap_or_default().into(),
+                        description: f["function"]["description"].as_str().unwrap_or_default().into(),
+                        parameters: f["function"]["parameters"].clone(),
+                        output_parameters: json!({}),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (endpoints, openapi, setups) = if format == "rest" {
+            let endpoints: Vec<Endpoint> = serde_json::from_value(read("tools/endpoints.json")?)?;
+            (endpoints, read("tools/openapi.json")?, HashMap::new())
+        } else {
+            let setups = read_rows(dir)?
+                .into_iter()
+                .filter_map(|r| {
+                    let first = r.output.into_iter().next()?;
+                    (first.name == "initialize_active_data").then_some((r.id, first))
+                })
+                .collect();
+            (
+                vec![],
+                crate::tools::openapi::tools_document(&name, env!("CARGO_PKG_VERSION"), &catalog),
+                setups,
+            )
+        };
+        let drift = if dir.join("tools/drift.json").is_file() {
+            Some(serde_json::from_value(read("tools/drift.json")?).context("parsing tools/drift.json")?)
+        } else {
+            None
+        };
+        Ok(Toolkit {
+            drift,
+            name,
+            format,
+            endpoints,
+            catalog,
+            openapi,
+            database_root: database_root(dir, databases)?,
+            setups,
+        })
+    }
+}
+
+/// The server's shared state (HTTP handlers and the MCP server).
+pub(crate) struct AppState {
+    /// The dataset's tools.
+    pub(crate) toolkit: Toolkit,
+    /// Limits and address.
+    pub(crate) config: ServeConfig,
+    executor: Executor,
+    pool: Mutex<HashMap<String, Vec<rusqlite::Connection>>>,
+    /// Live SLOT/SEL sessions by id, with their last use.
+    pub(crate) sessions: Mutex<HashMap<String, (Instant, Arc<Mutex<Session>>)>>,
+    /// Request counter (session ids, default labels, the fault draw).
+    pub(crate) counter: std::sync::atomic::AtomicU64,
+}
+
+/// The state as axum and rmcp hold it.
+pub(crate) type Shared = Arc<AppState>;
+
+/// FastAPI's error response: `status` with body `{"detail": message}`.
+pub(crate) fn detail(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, axum::Json(json!({"detail": message.into()}))).into_response()
+}
+
+impl AppState {
+    fn connection(&self, db: &str) -> Result<rusqlite::Connection, CallError> {
+        if let Some(c) = self.pool.lock().expect("pool").get_mut(db).and_then(Vec::pop) {
+            return Ok(c);
+        }
+        let path = self.toolkit.database_root.join(db).join(format!("{db}.sqlite"));
+        crate::tools::table::open_read_only(&path).map_err(|e| {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("database {db} unavailable: {e}"),
+            )
+        })
+    }
+
+    fn give_back(&self, db: &str, conn: rusqlite::Connection) {
+        let mut pool = self.pool.lock().expect("pool");
+        let v = pool.entry(db.to_string()).or_default();
+        if v.len() < 16 {
+            v.push(conn);
+        }
+    }
+}
+
+/// A failed tool or endpoint call: HTTP status and message (the MCP server reports the message
+/// as a tool error).
+pub(crate) type CallError = (StatusCode, String);
+
+/// Runs REST endpoint `index` with validated `values` (blocking: SQLite).
+pub(crate) fn run_endpoint(
+    state: &AppState,
+    index: usize,
+    values: &[Json],
+) -> Result<crate::verify::Answer, CallError> {
+    let ep = &state.toolkit.endpoints[index];
+    let mut conn = state.connection(&ep.db_id)?;
+    let limits = Limits {
+        timeout: state.config.timeout,
+        max_rows: state.config.max_rows,
+    };
+    let r = ep.execute(&mut conn, values, limits);
+    state.give_back(&ep.db_id, conn);
+    r.map_err(|e| match e {
+        RunError::Timeout(ms) => (
+            StatusCode::GATEWAY_TIMEOUT,
+            format!("the query ran longer than the {ms} ms limit"),
+        ),
+        RunError::TooLarge(n) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the result has more than {n} rows (response-size cap); narrow the parameters"),
+        ),
+        RunError::Database(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("query failed: {e}")),
+    })
+}
+
+/// Opens a SLOT/SEL session from `{"id"}` or `{"arguments"}` (blocking: runs the join step).
+pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallError> {
+    let setup = if let Some(id) = body.get("id").and_then(Json::as_str) {
+        match state.toolkit.setups.get(id) {
+            Some(c) => c.clone(),
+            None => {
+                return Err((
+                    StatusCode::NOT_FOUND,
+                    format!("no example with id {id:?} in {}", state.toolkit.name),
+                ));
+            }
+        }
+    } else if let Some(args) = body.get("arguments").and_then(Json::as_object) {
+        Call {
+            name: "initialize_active_data".into(),
+            arguments: args.clone(),
+            label: "starting_table_var".into(),
+        }
+    } else {
+        return Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "body must be {\"id\": <example id>} or {\"arguments\": {<initialize_active_data arguments>}}".into(),
+        ));
+    };
+    let db_path = setup
+        .arguments
+        .get("database_path")
+        .and_then(Json::as_str)
+        .unwrap_or_default();
+    if !safe_database_path(db_path) {
+        return Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("database_path {db_path:?} must be a relative path to a .sqlite file inside the database root"),
+        ));
+    }
+    let mut session = Session::default();
+    let out = state
+        .executor
+        .step(&mut session, &setup)
+        .map(|v| value_json(v, 5))
+        .map_err(|e| (StatusCode::UNPROCESSABLE_ENTITY, e))?;
+    let id = session_id(state);
+    let mut sessions = state.sessions.lock().expect("sessions");
+    if sessions.len() >= state.config.max_sessions {
+        if let Some(oldest) = sessions.iter().min_by_key(|(_, (t, _))| *t).map(|(k, _)| k.clone()) {
+            sessions.remove(&oldest);
+        }
+    }
+    sessions.insert(id.clone(), (Instant::now(), Arc::new(Mutex::new(session))));
+    Ok(json!({"session_id": id, "label": setup.label, "output": out}))
+}
+
+/// Runs one SLOT/SEL tool in a session (blocking); `label` defaults to `<name>_<n>`.
+pub(crate) fn run_tool(
+    state: &AppState,
+    name: &str,
+    session_id: &str,
+    arguments: serde_json::Map<String, Json>,
+    label: Option<String>,
+) -> Result<Json, CallError> {
+    if !known_tool(&state.toolkit, name) {
+        return Err((
+            StatusCode::NOT_FOUND,
+            format!("no tool named {name:?} in {}", state.toolkit.name),
+        ));
+    }
+    let session = {
+        let mut sessions = state.sessions.lock().expect("sessions");
+        match sessions.get_mut(session_id) {
+            Some((t, s)) => {
+                *t = Instant::now();
+                s.clone()
+            }
+            None => {
+                return Err((
+                    StatusCode::NOT_FOUND,
+                    format!("unknown or expired session {session_id:?}"),
+                ));
+            }
+        }
+    };
+    let label = label.unwrap_or_else(|| {
+        format!(
+            "{name}_{}",
+            state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        )
+    });
+    let call = Call {
+        name: name.to_string(),
+        arguments,
+        label,
+    };
+    let mut session = session.lock().expect("session");
+    match state.executor.step(&mut session, &call) {
+        Ok(v) => Ok(json!({"label": call.label, "output": value_json(v, state.config.max_rows)})),
+        Err(e) => Err((StatusCode::UNPROCESSABLE_ENTITY, e)),
+    }
+}
+fn session_id(state: &AppState) -> String {
+    let n = state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    blake3::hash(format!("{n}:{nanos}:{}", std::process::id()).as_bytes()).to_hex()[..24].to_string()
+}
+
+/// A relative `<db>/<db>.sqlite`-style path inside the database root (no `..`, not absolute).
+fn safe_database_path(p: &str) -> bool {
+    let path = Path::new(p);
+    !p.is_empty()
+        && path.is_relative()
+        && path.components().all(|c| matches!(c, std::path::Component::Normal(_)))
+        && p.ends_with(".sqlite")
+}
+/// Whether `name` is a tool of the toolkit (SEL: also any per-column getter `get_<column>s`).
+pub(crate) fn known_tool(toolkit: &Toolkit, name: &str) -> bool {
+    toolkit.catalog.iter().any(|t| t.name == name)
+        || (toolkit.format == "sel" && name.starts_with("get_") && name.ends_with('s'))
+}
+
+/// The shared state over a loaded toolkit.
+pub(crate) fn shared(toolkit: Toolkit, config: ServeConfig) -> Shared {
+    let executor = Executor::new(&toolkit.database_root);
+    Arc::new(AppState {
+        toolkit,
+        config,
+        executor,
+        pool: Mutex::new(HashMap::new()),
+        sessions: Mutex::new(HashMap::new()),
+        counter: std::sync::atomic::AtomicU64::new(0),
+    })
+}

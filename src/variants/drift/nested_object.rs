@@ -1,0 +1,108 @@
+//! `nested_object`: related properties ([`GROUPS`], at least two present, the group name free)
+//! moved into one object property; not for REST GET endpoints (query strings are flat). Members
+//! are named as in A_new (after renaming) and keep their A_old order; the object takes the first
+//! member's position, and is required when any member was.
+//!
+//! Migration: those arguments moved into the object (loud when any is present). Un-migration:
+//! the object's members moved back to the top level (an error when the group is not an object).
+
+use serde_json::{Map, Value, json};
+
+use super::Change;
+
+/// Related parameters `nested_object` groups: (object name, members by A_old name).
+pub const GROUPS: &[(&str, &[&str])] = &[
+    ("criterion", &["key_name", "value", "condition"]),
+    ("options", &["distinct", "limit"]),
+    ("operands", &["operand_a", "operand_b"]),
+    ("transformation", &["operation_type", "operation_args"]),
+];
+
+/// The first group of [`GROUPS`] with two members among `ps` (none for a REST endpoint).
+pub(super) fn propose(ps: &[(String, Value)], rest: bool) -> Vec<Change> {
+    if rest {
+        return vec![];
+    }
+    let has = |name: &str| ps.iter().any(|(n, _)| n.as_str() == name);
+    let mut out = vec![];
+    for &(group, members) in GROUPS {
+        if members.iter().filter(|m| has(m)).count() >= 2 && !has(group) {
+            out.push(Change::NestedObject {
+                group: group.to_string(),
+                members: ps
+                    .iter()
+                    .filter(|(n, _)| members.contains(&n.as_str()))
+                    .map(|(n, _)| n.clone())
+                    .collect(),
+            });
+            break;
+        }
+    }
+    out
+}
+
+/// Splits `map` for nested-object grouping: the entries named in `members` (the inner object)
+/// and the rest, where a `null` placeholder for `group` stands at the first member's position.
+fn split_group(map: &Map<String, Value>, group: &str, members: &[String]) -> (Map<String, Value>, Map<String, Value>) {
+    let mut inner = Map::new();
+    let mut out = Map::new();
+    for (k, v) in map {
+        if members.contains(k) {
+            if inner.is_empty() {
+                out.insert(group.to_string(), Value::Null);
+            }
+            inner.insert(k.clone(), v.clone());
+        } else {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    (out, inner)
+}
+
+/// A_new: the members moved into the object property `group`.
+pub(super) fn apply(properties: &mut Map<String, Value>, req: &mut Vec<String>, group: &str, members: &[String]) {
+    let (mut out, inner) = split_group(properties, group, members);
+    let inner_req: Vec<String> = members.iter().filter(|m| req.contains(m)).cloned().collect();
+    let any_req = !inner_req.is_empty();
+    req.retain(|r| !members.contains(r));
+    if any_req {
+        req.push(group.to_string());
+    }
+    out.insert(
+        group.to_string(),
+        json!({"type": "object", "description": format!("Grouped parameters: {}.", members.join(", ")), "properties": inner, "required": inner_req, "additionalProperties": false}),
+    );
+    *properties = out;
+}
+
+/// Migration; `true` when any member was moved (loud).
+pub(super) fn migrate(args: &mut Map<String, Value>, group: &str, members: &[String]) -> bool {
+    let (mut out, inner) = split_group(args, group, members);
+    let loud = !inner.is_empty();
+    if loud {
+        out.insert(group.to_string(), Value::Object(inner));
+    }
+    *args = out;
+    loud
+}
+
+/// Un-migration.
+pub(super) fn unmigrate(args: &mut Map<String, Value>, group: &str) -> Result<(), String> {
+    if let Some(v) = args.get(group).cloned() {
+        let Value::Object(inner) = v else {
+            return Err(format!("argument `{group}` must be an object"));
+        };
+        let mut out = Map::new();
+        for (k, v) in args.iter() {
+            if k == group {
+                for (ik, iv) in &inner {
+                    out.insert(ik.clone(), iv.clone());
+                }
+            } else {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+        *args = out;
+    }
+    Ok(())
+}

@@ -1,0 +1,291 @@
+//! Unit tests of the drift operators, migration and the A_new validator.
+
+use super::*;
+use crate::tools::Call;
+
+fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "retrieve_data".into(),
+        description: "d".into(),
+        parameters: json!({"type": "object", "properties": {
+            "data_source": {"type": "string"},
+            "key_name": {"type": "string", "enum": ["a", "b"]},
+            "distinct": {"type": "boolean", "default": false},
+            "limit": {"type": "integer", "default": -1},
+        }, "required": ["data_source", "key_name"]}),
+        output_parameters: json!({}),
+    }
+}
+
+fn call(args: Value) -> Call {
+    Call {
+        name: "retrieve_data".into(),
+        arguments: args.as_object().unwrap().clone(),
+        label: "L".into(),
+    }
+}
+
+fn roundtrip(changes: &[Change], args: Value) -> (Migrated, Vec<Value>, Vec<Value>) {
+    let new = apply_schema(&spec(), changes);
+    let old = call(args);
+    let m = migrate(&old, changes);
+    let ok = fastapi_errors(&new.parameters, &m.call.arguments, "body");
+    let bad = fastapi_errors(&new.parameters, &old.arguments, "body");
+    let back = unmigrate(&m.call, changes).unwrap();
+    // Un-migration gives back the old call (explicit defaults aside).
+    for (k, v) in &old.arguments {
+        assert_eq!(back.arguments.get(k), Some(v), "{k}");
+    }
+    assert_eq!(back.name, old.name);
+    (m, ok, bad)
+}
+
+#[test]
+fn endpoint_evolution_renames_the_function_and_path() {
+    let c = Change::EndpointEvolution {
+        name_old: "retrieve_data".into(),
+        name_new: "retrieve_data_v2".into(),
+        path_old: None,
+        path_new: None,
+    };
+    let (m, ok, _) = roundtrip(&[c], json!({"data_source": "$t$", "key_name": "a"}));
+    assert_eq!(m.call.name, "retrieve_data_v2");
+    assert!(ok.is_empty() && m.loud);
+    let mut rest = spec();
+    rest.description = "x (GET /v1/s/db/t/r)".into();
+    let c = Change::EndpointEvolution {
+        name_old: "f".into(),
+        name_new: "f_v2".into(),
+        path_old: Some("/v1/s/db/t/r".into()),
+        path_new: Some("/v2/s/db/t/r".into()),
+    };
+    assert_eq!(apply_schema(&rest, &[c]).description, "x (GET /v2/s/db/t/r)");
+}
+
+#[test]
+fn rename_moves_the_key_and_old_name_is_extra_forbidden() {
+    let c = Change::ParameterRename {
+        from: "key_name".into(),
+        to: "column".into(),
+    };
+    let (m, ok, bad) = roundtrip(&[c], json!({"data_source": "$t$", "key_name": "a"}));
+    assert_eq!(m.call.arguments["column"], "a");
+    assert!(ok.is_empty());
+    assert!(
+        bad.contains(&json!({"type": "missing", "loc": ["body", "column"], "msg": "Field required", "input": null})),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter()
+            .any(|e| e["type"] == "extra_forbidden" && e["loc"] == json!(["body", "key_name"]))
+    );
+    assert_eq!(renamed("country_name"), Some("nation_title".into()));
+    assert_eq!(renamed("zz_top"), Some("zzTop".into()));
+    assert_eq!(renamed("zz"), None);
+}
+
+#[test]
+fn type_drift_writes_values_as_text() {
+    let c = Change::TypeDrift {
+        parameter: "limit".into(),
+        from: "integer".into(),
+    };
+    let (m, ok, bad) = roundtrip(&[c.clone()], json!({"data_source": "$t$", "key_name": "a", "limit": 3}));
+    assert_eq!(m.call.arguments["limit"], "3");
+    assert!(ok.is_empty());
+    assert_eq!(bad[0]["type"], "string_type");
+    assert_eq!(bad[0]["loc"], json!(["body", "limit"]));
+    assert_eq!(
+        apply_schema(&spec(), &[c.clone()]).parameters["properties"]["limit"]["default"],
+        "-1"
+    );
+    let bad_text = call(json!({"data_source": "$t$", "key_name": "a", "limit": "x"}));
+    assert!(unmigrate(&bad_text, &[c]).is_err());
+}
+
+#[test]
+fn required_swaps_both_ways() {
+    let c = Change::RequiredSwap {
+        parameter: "limit".into(),
+        now_required: true,
+        default: Some(json!(-1)),
+    };
+    let (m, ok, bad) = roundtrip(&[c], json!({"data_source": "$t$", "key_name": "a"}));
+    assert_eq!(m.call.arguments["limit"], -1);
+    assert!(ok.is_empty() && m.loud);
+    assert_eq!(bad[0]["loc"], json!(["body", "limit"]));
+    let c = Change::RequiredSwap {
+        parameter: "key_name".into(),
+        now_required: false,
+        default: None,
+    };
+    let new = apply_schema(&spec(), &[c.clone()]);
+    assert_eq!(new.parameters["required"], json!(["data_source"]));
+    let (m, _, bad) = roundtrip(&[c], json!({"data_source": "$t$", "key_name": "a"}));
+    assert!(!m.loud && bad.is_empty());
+}
+
+#[test]
+fn default_flip_makes_the_old_default_explicit() {
+    let c = Change::DefaultFlip {
+        parameter: "distinct".into(),
+        old: json!(false),
+        new: json!(true),
+    };
+    let (m, ok, bad) = roundtrip(&[c.clone()], json!({"data_source": "$t$", "key_name": "a"}));
+    assert_eq!(m.call.arguments["distinct"], false);
+    assert!(ok.is_empty() && bad.is_empty() && !m.loud);
+    // An A_new call that omits it means the new default.
+    let back = unmigrate(&call(json!({"data_source": "$t$", "key_name": "a"})), &[c]).unwrap();
+    assert_eq!(back.arguments["distinct"], true);
+}
+
+#[test]
+fn nesting_groups_members_after_renaming() {
+    let changes = vec![
+        Change::ParameterRename {
+            from: "limit".into(),
+            to: "max_results".into(),
+        },
+        Change::NestedObject {
+            group: "options".into(),
+            members: vec!["distinct".into(), "max_results".into()],
+        },
+    ];
+    let (m, ok, bad) = roundtrip(
+        &changes,
+        json!({"data_source": "$t$", "key_name": "a", "distinct": true, "limit": 2}),
+    );
+    assert_eq!(m.call.arguments["options"], json!({"distinct": true, "max_results": 2}));
+    assert!(ok.is_empty(), "{ok:?}");
+    assert!(bad.iter().any(|e| e["loc"] == json!(["body", "distinct"])));
+    let wrong = fastapi_errors(
+        &apply_schema(&spec(), &changes).parameters,
+        &json!({"data_source": "$t$", "key_name": "c", "options": {"distinct": 1}})
+            .as_object()
+            .unwrap()
+            .clone(),
+        "body",
+    );
+    assert!(
+        wrong
+            .iter()
+            .any(|e| e["type"] == "enum" && e["loc"] == json!(["body", "key_name"])),
+        "{wrong:?}"
+    );
+    assert!(
+        wrong
+            .iter()
+            .any(|e| e["type"] == "bool_type" && e["loc"] == json!(["body", "options", "distinct"])),
+        "{wrong:?}"
+    );
+}
+
+#[test]
+fn served_drift_enforces_a_new() {
+    let changes = vec![
+        Change::TypeDrift {
+            parameter: "limit".into(),
+            from: "integer".into(),
+        },
+        Change::ParameterRename {
+            from: "key_name".into(),
+            to: "column".into(),
+        },
+    ];
+    let mut renamed_away = spec();
+    renamed_away.name = "sort_data".into();
+    let gone = vec![Change::EndpointEvolution {
+        name_old: "sort_data".into(),
+        name_new: "sort_data_v2".into(),
+        path_old: None,
+        path_new: None,
+    }];
+    let drift = Drift {
+        format: "slot".into(),
+        seed: 0,
+        tools: vec![
+            ToolDrift {
+                db_id: None,
+                path_old: None,
+                path_new: None,
+                new: apply_schema(&spec(), &changes),
+                old: spec(),
+                changes,
+            },
+            ToolDrift {
+                db_id: None,
+                path_old: None,
+                path_new: None,
+                new: apply_schema(&renamed_away, &gone),
+                old: renamed_away,
+                changes: gone,
+            },
+        ],
+    };
+    let args = |v: Value| v.as_object().unwrap().clone();
+    let err = drift
+        .check_body(
+            "retrieve_data",
+            &args(json!({"data_source": "$t$", "key_name": "a", "limit": 2})),
+            "L",
+        )
+        .unwrap_err()
+        .unwrap();
+    assert!(
+        err.contains(&json!({"type": "missing", "loc": ["body", "column"], "msg": "Field required", "input": null})),
+        "{err:?}"
+    );
+    assert!(err.contains(&json!({"type": "string_type", "loc": ["body", "limit"], "msg": "Input should be a valid string", "input": 2})), "{err:?}");
+    let ok = drift
+        .check_body(
+            "retrieve_data",
+            &args(json!({"data_source": "$t$", "column": "a", "limit": "2"})),
+            "L",
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        ok.arguments,
+        args(json!({"data_source": "$t$", "key_name": "a", "limit": 2}))
+    );
+    assert_eq!(drift.check_body("sort_data", &args(json!({})), "L"), Err(None));
+    assert_eq!(drift.check_body("group_data_by", &args(json!({})), "L"), Ok(None));
+    let q = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let d = &drift.tools[0];
+    let err = Drift::check_query(d, &q(&[("data_source", "$t$"), ("key_name", "a")])).unwrap_err();
+    assert_eq!(
+        err,
+        vec![json!({"type": "missing", "loc": ["query", "column"], "msg": "Field required", "input": null})]
+    );
+    let ok = Drift::check_query(d, &q(&[("data_source", "$t$"), ("column", "a"), ("limit", "5")])).unwrap();
+    assert_eq!(ok["limit"], 5);
+    assert_eq!(
+        d.errors_in_new_names(vec![json!({"loc": ["query", "key_name"]})]),
+        vec![json!({"loc": ["query", "column"]})]
+    );
+}
+
+#[test]
+fn plans_are_seeded_and_canonically_ordered() {
+    let cfg = DriftConfig {
+        operators: OPERATORS.iter().map(|s| s.to_string()).collect(),
+        rate: 0.5,
+    };
+    let a = plan_tool(&spec(), None, &cfg, &mut Rng::new(1, &["x"]));
+    let b = plan_tool(&spec(), None, &cfg, &mut Rng::new(1, &["x"]));
+    assert_eq!(a, b);
+    assert!(!a.is_empty());
+    let new = apply_schema(&spec(), &a);
+    assert!(jsonschema::validator_for(&new.parameters).is_ok());
+    let one = DriftConfig {
+        operators: vec!["nested_object".into()],
+        rate: 0.0,
+    };
+    assert!(plan_tool(&spec(), Some("/v1/x"), &one, &mut Rng::new(1, &["x"])).is_empty());
+}
