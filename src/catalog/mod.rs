@@ -42,7 +42,7 @@ use crate::store::{Lookup, StageKey, Store};
 use crate::tools::ToolSpec;
 
 /// Version of the catalog conversion stage; bump when its output for the same inputs changes.
-pub const CATALOG_VERSION: u32 = 1;
+pub const CATALOG_VERSION: u32 = 2;
 
 /// The recipe's `[catalog]` table (all optional; MCP bundle sampling).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
