@@ -196,7 +196,8 @@ pub struct SourceManifest {
     /// Candidate roots, relative to the project root; the first holding a questions file wins.
     pub search_paths: Vec<String>,
     /// Candidate question files under the root, in order of preference (for seq sources: files
-    /// whose presence identifies the root).
+    /// whose presence identifies the root). A name may hold `*` wildcards (any run of characters
+    /// except `/`, e.g. `BFCL_v4_*.json`, `*.json`): the first matching file in name order is used.
     pub questions: Vec<String>,
     /// Candidate database directories under the root (holding `<db>/<db>.sqlite`).
     #[serde(default)]
@@ -245,7 +246,7 @@ impl SourceManifest {
             None => self.search_paths.iter().map(|p| project_root.join(p)).collect(),
         };
         for root in &candidates {
-            let Some(questions) = self.questions.iter().map(|q| root.join(q)).find(|p| p.is_file()) else {
+            let Some(questions) = self.questions.iter().find_map(|q| first_match(root, q)) else {
                 continue;
             };
             let databases = self
@@ -301,9 +302,61 @@ pub fn load_with_source(recipe_path: &Path) -> Result<(Recipe, ResolvedSource), 
     Ok((recipe, source))
 }
 
+/// `root/<pattern>` when it is a file; for a pattern with `*` in its last component, the first
+/// file (in name order) of its directory whose name matches.
+fn first_match(root: &Path, pattern: &str) -> Option<PathBuf> {
+    let path = root.join(pattern);
+    let name = path.file_name()?.to_str()?.to_string();
+    if !name.contains('*') {
+        return path.is_file().then_some(path);
+    }
+    let dir = path.parent()?;
+    let mut hits: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| wildcard(&name, n))
+        })
+        .collect();
+    hits.sort();
+    hits.into_iter().next()
+}
+
+/// Whether `text` matches `pattern`, where `*` stands for any run of characters.
+pub fn wildcard(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wildcard_question_names() {
+        assert!(wildcard("BFCL_v4_*.json", "BFCL_v4_live_simple.json"));
+        assert!(!wildcard("BFCL_v4_*.json", "BFCL_v3_simple.json"));
+        assert!(wildcard("*.json", "a.json") && !wildcard("*.json", "a.jsonl"));
+        assert!(wildcard("a*b*c", "abc") && wildcard("a*b*c", "axxbyyc") && !wildcard("a*b*c", "acb"));
+        assert!(!wildcard("ab*ba", "aba"));
+    }
 
     #[test]
     fn unknown_key_names_file_line_and_key() {

@@ -283,7 +283,8 @@ fn paraphrase_against_a_real_server() {
         assert!(n.stats.get("paraphrase").is_none() && n.stats.get("llm_run").is_none());
     }
 
-    // ToolGym task synthesis for MCP bundles through the same plumbing (issue 6).
+    // ToolGym task synthesis for MCP bundles through the same plumbing (issue 6), generate →
+    // check → revise once with the checker's reasons (issue 15).
     let before = server_stats(port);
     let mcp = tmp.join("mcp");
     std::fs::create_dir_all(mcp.join("recipes")).unwrap();
@@ -309,7 +310,7 @@ fn paraphrase_against_a_real_server() {
     std::fs::write(
         &recipe,
         format!(
-            "{}\n[catalog]\nbundles = {bundles}\n\n[catalog.llm]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"smollm2-135m-instruct\"\nseed = 3\nmax_tokens = 96\nmax_concurrency = 2\nmax_attempts = 4\ninitial_backoff_ms = 20\ntimeout_secs = 60\n",
+            "{}\n[catalog]\nbundles = {bundles}\n\n[catalog.llm]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"smollm2-135m-instruct\"\nseed = 3\nmax_tokens = 160\nmax_concurrency = 2\nmax_attempts = 4\ninitial_backoff_ms = 20\ntimeout_secs = 60\n",
             base.lines().take_while(|l| !l.starts_with('[')).collect::<Vec<_>>().join("\n")
         ),
     )
@@ -317,21 +318,43 @@ fn paraphrase_against_a_real_server() {
     let m = compile(&recipe, Some(&store), false).unwrap();
     let syn = &m.stats["synthesis"];
     eprintln!("synthesis: {syn}");
-    assert_eq!(syn["attempted"], bundles);
-    assert_eq!(
-        syn["accepted"].as_u64().unwrap() + syn["rejected"].as_u64().unwrap(),
-        bundles as u64
-    );
+    let n = |k: &str| syn[k].as_u64().unwrap_or_else(|| panic!("synthesis.{k}: {syn}"));
+    assert_eq!(n("attempted"), bundles as u64);
+    assert_eq!(n("accepted") + n("rejected"), bundles as u64);
+    assert_eq!(n("accepted"), n("accepted_first_try") + n("accepted_after_revision"));
+    // one revision per first answer that failed its check (and was an answer, not an error)
+    let first_failed = bundles as u64 - n("accepted_first_try");
+    assert_eq!(n("revision_requests"), first_failed);
+    let by_reason: u64 = syn["rejected_by_reason"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_reason, n("rejected"));
     let after = server_stats(port);
     assert_eq!(
         after["completions"].as_u64().unwrap() - before["completions"].as_u64().unwrap(),
-        bundles as u64
+        bundles as u64 + n("revision_requests"),
+        "one request per bundle plus one per revision"
     );
+    let mut synthesised = 0;
     for e in m.groups.values().flat_map(|o| &o.examples) {
-        if e.meta.as_ref().is_some_and(|x| x["synthesised"] == true) {
-            assert!(!e.input.is_empty() && e.meta.as_ref().unwrap()["constraints"].is_array());
+        let meta = e.meta.as_ref().unwrap();
+        if meta["synthesised"] == true {
+            synthesised += 1;
+            assert!(!e.input.is_empty() && meta["constraints"].is_array());
+            // the reference calls passed the checker: bundle tools, valid arguments
+            assert!(!e.output.is_empty());
+            let checker = toolforge::seq::check::Checker::new(&e.tools).unwrap();
+            for c in &e.output {
+                checker.validate(c).unwrap();
+            }
+        } else {
+            assert!(e.output.is_empty() && e.input.starts_with("[task skeleton"), "{}", e.id);
         }
     }
+    assert_eq!(synthesised, n("accepted"));
     let m2 = compile(&recipe, Some(&store), false).unwrap();
     assert_eq!(m2.stats["synthesis"], *syn);
     assert_eq!(server_stats(port), after, "a rebuild contacted the server");

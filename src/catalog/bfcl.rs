@@ -1,72 +1,128 @@
-//! Berkeley Function Calling Leaderboard (BFCL, `ShishirPatil/gorilla`) `simple` and `multiple`
-//! questions with their `possible_answer/` gold, and a lint of that gold against the schemas.
+//! Berkeley Function Calling Leaderboard (BFCL, `ShishirPatil/gorilla`
+//! `berkeley-function-call-leaderboard/bfcl_eval/data`) single-turn categories with their
+//! `possible_answer/` gold, and a lint of that gold against the schemas ([`super::bfcl_gold`]).
 //!
-//! Inputs (JSON Lines, one record per line): `BFCL_v4_simple_python.json` and
-//! `BFCL_v4_multiple.json` — `{id, question: [[{role, content}]], function: [{name, description,
-//! parameters}]}` — and `possible_answer/<same name>` — `{id, ground_truth: [{<function>: {<param>:
-//! [acceptable values]}}]}`. In the gold, `""` among the acceptable values means "may be omitted";
-//! a nested `dict` value is itself `{<key>: [acceptable values]}`. A line that is not JSON or lacks
-//! these fields is a [`BadRecord`] (file, 0-based line index).
+//! Inputs: every `BFCL_v4_<category>.json` directly under the root (JSON Lines: `{id, question:
+//! [[{role, content}]], function: [{name, description, parameters}]}`) and its twin
+//! `possible_answer/BFCL_v4_<category>.json` (`{id, ground_truth: [{<function>: {<param>:
+//! [acceptable values]}}]}`). The category — and the split the rows go to — is the file name
+//! without `BFCL_v4_` and `.json`, so a file is read under its official name, whatever the
+//! category. What each category becomes ([`kind`]):
+//!
+//! - AST categories (`simple_python`, `multiple`, `parallel`, `parallel_multiple`, `live_simple`,
+//!   `live_multiple`, `live_parallel`, `live_parallel_multiple`, and any other category with a
+//!   `possible_answer` file): one call per gold call, all of them, in the gold's order;
+//! - no-call categories (`irrelevance`, `live_irrelevance`: no function fits, the right answer is
+//!   no call; BFCL has no gold file for them): `output` = `[]`, `meta.expected` = `"no_call"`;
+//! - categories read but not converted, listed in `stats.files_skipped` with the reason:
+//!   `live_relevance` (any call counts, there is no reference call), `simple_java` /
+//!   `simple_javascript` (Java/JavaScript type names and code-string values), `multi_turn_*`,
+//!   `memory`, `web_search`, `format_sensitivity` (multi-turn / agentic formats).
+//!
+//! Every row has `ordered: false`: BFCL's checker matches a parallel answer against the gold as
+//! an unordered set (`parallel_function_checker_no_order`), and a single call has no order;
+//! rows with several calls also say `meta.call_order` = `"any"`. A question line that is not
+//! JSON or lacks these fields is a [`BadRecord`] (file, 0-based line index).
 //!
 //! Schemas: BFCL type names become JSON Schema (`dict`→`object`, `float`→`number`,
-//! `tuple`→`array`, `any`→ no `type`; `integer`, `string`, `boolean`, `array` as is; recursively
-//! through `properties` and `items`), BFCL's `optional` keyword is dropped, then the generic
-//! [`super::schema::normalise`] and [`super::schema::check`] run. Function names become OpenAI names the way
-//! BFCL's own OpenAI handler does (`.` → `_`), then [`super::mcp::sanitise_name`].
+//! `tuple`→`array`, `any`→ no `type`; recursively), BFCL's `optional` keyword is dropped, an
+//! `enum` on an array moves to its items, then the generic [`super::schema::normalise`] and
+//! [`super::schema::check`] run. Function names become OpenAI names the way BFCL's own OpenAI
+//! handler does (`.` → `_`), then [`super::mcp::sanitise_name`].
 //!
-//! Rows: `input` = the user turn, `output` = one call per gold call: for each gold parameter the
-//! first acceptable value that is not `""`, a parameter omitted when it is optional (not
-//! `required`) and `""` is acceptable (nested dicts the same way); `tools` = the question's
-//! functions; `meta` = `{bfcl_id, category, original_names, acceptable, lint}`. A row whose chosen
-//! call does not validate against its schema is dropped (`gold_invalid`), as is a question whose
-//! gold names no offered function (`unknown_function`), has no gold (`missing_gold`) or a schema
-//! that stays invalid (`invalid_schema`).
-//!
-//! Lint kinds ([`Finding::kind`]), checked over *every* acceptable value, after BFCL's coercions
-//! (an integer is acceptable for `float`; a list for `tuple`; anything for `any`):
-//! `unknown_function`, `unknown_parameter`, `missing_required` (a required parameter absent from
-//! the gold), `required_may_be_omitted` (`""` acceptable for a required parameter),
-//! `enum_violation`, `type_mismatch`, `malformed_gold` (an acceptable-value list that is not a
-//! non-empty list).
+//! Rows: `input` = the user messages of the question's turn; `meta` = `{bfcl_id, category,
+//! system (the turn's system messages, when there are any), messages (the turn as BFCL gives
+//! it, system prompt included), original_names, acceptable, lint}`. A row whose chosen call does
+//! not validate against its schema is dropped (`gold_invalid`), as is a question whose gold names
+//! no offered function (`unknown_function`), has no gold in an AST category (`missing_gold`),
+//! more than one turn (`multi_turn`), or a schema that stays invalid (`invalid_schema`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::bfcl_gold::{Finding, choose, lint_object, required_of};
 use super::schema::{self, Fix};
 use crate::corpus::{BadRecord, CorpusError};
 use crate::dataset::{Drop, Example, Outcome};
 use crate::tools::{Call, ToolSpec};
 
-/// The question files read, with the split (BFCL category) they become.
-pub const FILES: [(&str, &str); 2] = [
-    ("BFCL_v4_simple_python.json", "simple_python"),
-    ("BFCL_v4_multiple.json", "multiple"),
-];
+/// The official file-name prefix of a category file.
+pub const PREFIX: &str = "BFCL_v4_";
 
-/// One lint finding.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// BFCL question id.
-    pub id: String,
-    /// Kind (see the module doc).
-    pub kind: String,
-    /// Function as named in the gold.
-    pub function: String,
-    /// Parameter path (`a`, `a.b`, `a[1]`; `""` for the function itself).
-    pub parameter: String,
-    /// Detail: the offending value and the schema's expectation.
-    pub detail: String,
+/// What a category becomes (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Gold calls from `possible_answer/`.
+    Ast,
+    /// The right answer is no call.
+    NoCall,
+    /// Not converted, with the reason.
+    Skipped(&'static str),
 }
 
-/// The input files under a BFCL root: each question file and its `possible_answer/` twin.
-pub fn inputs(root: &Path) -> Vec<PathBuf> {
-    FILES
-        .iter()
-        .flat_map(|(f, _)| [root.join(f), root.join("possible_answer").join(f)])
+/// The kind of a category (module doc).
+pub fn kind(category: &str) -> Kind {
+    match category {
+        c if c.ends_with("irrelevance") => Kind::NoCall,
+        "live_relevance" => Kind::Skipped("any call counts as correct: there is no reference call to emit"),
+        "simple_java" | "simple_javascript" => {
+            Kind::Skipped("Java/JavaScript type names and code-string values, not JSON Schema")
+        }
+        c if c.starts_with("multi_turn") || c == "memory" || c == "web_search" || c == "format_sensitivity" => {
+            Kind::Skipped("multi-turn / agentic format, not single-turn calls")
+        }
+        _ => Kind::Ast,
+    }
+}
+
+/// One category file found under the root.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CategoryFile {
+    /// Category (= split), from the file name.
+    pub category: String,
+    /// File name (`BFCL_v4_<category>.json`).
+    pub name: String,
+    /// The question file.
+    pub questions: PathBuf,
+    /// `possible_answer/<name>`, when it exists.
+    pub answers: Option<PathBuf>,
+}
+
+/// Every `BFCL_v4_*.json` directly under `root`, sorted by name.
+pub fn category_files(root: &Path) -> Vec<CategoryFile> {
+    let mut out: Vec<CategoryFile> = std::fs::read_dir(root)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
         .filter(|p| p.is_file())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_string();
+            let category = name.strip_prefix(PREFIX)?.strip_suffix(".json")?.to_string();
+            if category.is_empty() {
+                return None;
+            }
+            let answers = Some(root.join("possible_answer").join(&name)).filter(|a| a.is_file());
+            Some(CategoryFile {
+                category,
+                name,
+                questions: p,
+                answers,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// The input files under a BFCL root: each converted category's question file and its
+/// `possible_answer/` twin (skipped categories are not read, so not hashed).
+pub fn inputs(root: &Path) -> Vec<PathBuf> {
+    category_files(root)
+        .into_iter()
+        .filter(|f| !matches!(kind(&f.category), Kind::Skipped(_)))
+        .flat_map(|f| std::iter::once(f.questions).chain(f.answers))
         .collect()
 }
 
@@ -122,159 +178,10 @@ pub fn convert_function(f: &Value) -> Result<Converted, String> {
     })
 }
 
-fn type_ok(v: &Value, ty: &str) -> bool {
-    match ty {
-        "object" => v.is_object(),
-        "array" => v.is_array(),
-        "string" => v.is_string(),
-        "boolean" => v.is_boolean(),
-        "integer" => v.is_i64() || v.is_u64(),
-        // BFCL: an int is acceptable for a float parameter
-        "number" => v.is_number(),
-        "null" => v.is_null(),
-        _ => true,
-    }
-}
-
-fn is_omit(v: &Value) -> bool {
-    v.as_str() == Some("")
-}
-
-fn required_of(schema: &Value) -> Vec<&str> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
-}
-
-/// Lints one gold parameter map against an object schema (`path` prefixes parameter names).
-fn lint_object(args: &Map<String, Value>, schema: &Value, path: &str, f: &mut dyn FnMut(&str, String, String)) {
-    let props = schema.get("properties").and_then(Value::as_object);
-    let required = required_of(schema);
-    let join = |k: &str| {
-        if path.is_empty() {
-            k.to_string()
-        } else {
-            format!("{path}.{k}")
-        }
-    };
-    for (k, acceptable) in args {
-        let p = join(k);
-        let Some(prop) = props.and_then(|ps| ps.get(k)) else {
-            if props.is_some() || path.is_empty() {
-                f(
-                    "unknown_parameter",
-                    p,
-                    format!("not a parameter of the schema (gold {acceptable})"),
-                );
-            }
-            continue;
-        };
-        let Some(list) = acceptable.as_array().filter(|l| !l.is_empty()) else {
-            f(
-                "malformed_gold",
-                p,
-                format!("acceptable values {acceptable} are not a non-empty list"),
-            );
-            continue;
-        };
-        if list.iter().any(is_omit) && required.contains(&k.as_str()) {
-            f(
-                "required_may_be_omitted",
-                p.clone(),
-                "\"\" (omit) is acceptable for a required parameter".into(),
-            );
-        }
-        for v in list.iter().filter(|v| !is_omit(v)) {
-            lint_value(v, prop, &p, f);
-        }
-    }
-    for r in required {
-        if !args.contains_key(r) {
-            f(
-                "missing_required",
-                join(r),
-                "required parameter absent from the gold".into(),
-            );
-        }
-    }
-}
-
-fn lint_value(v: &Value, schema: &Value, path: &str, f: &mut dyn FnMut(&str, String, String)) {
-    let ty = schema.get("type").and_then(Value::as_str).unwrap_or("any");
-    if !type_ok(v, ty) {
-        f("type_mismatch", path.into(), format!("{v} is not {ty}"));
-        return;
-    }
-    if let Some(e) = schema.get("enum").and_then(Value::as_array)
-        && !e.contains(v)
-    {
-        f(
-            "enum_violation",
-            path.into(),
-            format!("{v} not in {}", Value::Array(e.clone())),
-        );
-    }
-    match v {
-        Value::Object(m) if ty == "object" => {
-            // nested dict gold: {key: [acceptable]}; a bare value is checked as the only one
-            let wrapped: Map<String, Value> = m
-                .iter()
-                .map(|(k, x)| (k.clone(), if x.is_array() { x.clone() } else { json!([x]) }))
-                .collect();
-            lint_object(&wrapped, schema, path, f);
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for (i, x) in items.iter().enumerate() {
-                    lint_value(x, item_schema, &format!("{path}[{i}]"), f);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// The chosen value of an acceptable list (see the module doc): `None` = omit. Dicts, also
-/// inside lists, hold acceptable lists per key and are chosen recursively.
-fn choose(list: &Value, schema: &Value, required: bool) -> Option<Value> {
-    let Value::Array(list) = list else {
-        return Some(list.clone());
-    };
-    if list.iter().any(is_omit) && !required {
-        return None;
-    }
-    let v = list.iter().find(|v| !is_omit(v))?;
-    Some(choose_nested(v, schema))
-}
-
-fn choose_nested(v: &Value, schema: &Value) -> Value {
-    match v {
-        Value::Object(m) if schema.get("type").and_then(Value::as_str) == Some("object") => {
-            let req = required_of(schema);
-            let mut out = Map::new();
-            for (k, x) in m {
-                let sub = schema.get("properties").and_then(|p| p.get(k)).unwrap_or(&Value::Null);
-                let list = if x.is_array() { x.clone() } else { json!([x]) };
-                if let Some(c) = choose(&list, sub, req.contains(&k.as_str())) {
-                    out.insert(k.clone(), c);
-                }
-            }
-            Value::Object(out)
-        }
-        // BFCL nests the acceptable-list format in dicts inside lists too (`list_dict_checker`)
-        Value::Array(xs) if schema.get("items").is_some() => {
-            Value::Array(xs.iter().map(|x| choose_nested(x, &schema["items"])).collect())
-        }
-        other => other.clone(),
-    }
-}
-
 /// What the BFCL conversion produced.
 #[derive(Default)]
 pub struct BfclOutput {
-    /// Outcomes per split (`simple_python`, `multiple`).
+    /// Outcomes per split (= category).
     pub splits: BTreeMap<String, Outcome>,
     /// Skipped lines.
     pub bad_records: Vec<BadRecord>,
@@ -284,98 +191,143 @@ pub struct BfclOutput {
     pub functions: Vec<(ToolSpec, String)>,
     /// Schema fixes by kind (BFCL type renames are `type_renamed` / `type_any_removed`).
     pub fixes_by_kind: BTreeMap<String, usize>,
-    /// Questions read per split.
+    /// Questions read per category.
     pub questions: BTreeMap<String, usize>,
+    /// Category files found but not converted: file name → reason.
+    pub files_skipped: BTreeMap<String, String>,
+    /// Questions whose id does not start with `<category>_` (a renamed file), per category.
+    pub id_category_mismatch: BTreeMap<String, usize>,
 }
 
-/// Converts and lints every question file found under `root`.
+/// One question line's fields.
+struct Question {
+    id: String,
+    funcs: Vec<Value>,
+    turns: usize,
+    messages: Value,
+    user: String,
+    system: String,
+}
+
+fn parse_question(v: &Value) -> Result<Question, String> {
+    let id = v
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or("question line without id")?
+        .to_string();
+    let funcs = v
+        .get("function")
+        .and_then(Value::as_array)
+        .ok_or("question line without a function array")?
+        .clone();
+    let question = v
+        .get("question")
+        .and_then(Value::as_array)
+        .ok_or("question line without a question array")?;
+    let turn = question
+        .first()
+        .and_then(Value::as_array)
+        .ok_or("question line without question[0] messages")?;
+    let text = |role: &str| {
+        turn.iter()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some(role))
+            .filter_map(|m| m.get("content").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let user = text("user");
+    if user.is_empty() {
+        return Err("question[0] has no user message".into());
+    }
+    Ok(Question {
+        id,
+        funcs,
+        turns: question.len(),
+        messages: Value::Array(turn.clone()),
+        user,
+        system: text("system"),
+    })
+}
+
+fn read_gold(file: &CategoryFile, out: &mut BfclOutput) -> Result<BTreeMap<String, Value>, CorpusError> {
+    let mut gold = BTreeMap::new();
+    let Some(apath) = &file.answers else {
+        return Ok(gold);
+    };
+    for (i, r) in read_jsonl(apath)? {
+        let parsed = r.and_then(|v| {
+            let id = v
+                .get("id")
+                .and_then(Value::as_str)
+                .ok_or("gold line without id")?
+                .to_string();
+            let gt = v
+                .get("ground_truth")
+                .filter(|g| g.is_array())
+                .ok_or("gold line without a ground_truth array")?
+                .clone();
+            Ok::<_, String>((id, gt))
+        });
+        match parsed {
+            Ok((id, gt)) => {
+                gold.insert(id, gt);
+            }
+            Err(message) => out.bad_records.push(BadRecord {
+                file: format!("possible_answer/{}", file.name),
+                record: i,
+                message,
+            }),
+        }
+    }
+    Ok(gold)
+}
+
+/// Converts and lints every category file found under `root` (module doc).
 pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
     let mut out = BfclOutput::default();
     let mut seen_fn: BTreeMap<String, usize> = BTreeMap::new();
-    for (file, split) in FILES {
-        let qpath = root.join(file);
-        if !qpath.is_file() {
+    for file in category_files(root) {
+        let kind = kind(&file.category);
+        if let Kind::Skipped(reason) = kind {
+            out.files_skipped.insert(file.name.clone(), reason.to_string());
             continue;
         }
-        let apath = root.join("possible_answer").join(file);
-        let mut gold: BTreeMap<String, Value> = BTreeMap::new();
-        if apath.is_file() {
-            for (i, r) in read_jsonl(&apath)? {
-                match r.and_then(|v| {
-                    let id = v
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .ok_or("gold line without id")?
-                        .to_string();
-                    let gt = v
-                        .get("ground_truth")
-                        .filter(|g| g.is_array())
-                        .ok_or("gold line without a ground_truth array")?
-                        .clone();
-                    Ok::<_, String>((id, gt))
-                }) {
-                    Ok((id, gt)) => {
-                        gold.insert(id, gt);
-                    }
-                    Err(message) => out.bad_records.push(BadRecord {
-                        file: format!("possible_answer/{file}"),
-                        record: i,
-                        message,
-                    }),
-                }
-            }
-        }
-        let outcome = out.splits.entry(split.to_string()).or_default();
-        for (i, r) in read_jsonl(&qpath)? {
-            let rec = r.and_then(|v| {
-                let id = v
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .ok_or("question line without id")?
-                    .to_string();
-                let funcs = v
-                    .get("function")
-                    .and_then(Value::as_array)
-                    .ok_or("question line without a function array")?
-                    .clone();
-                let turn = v
-                    .get("question")
-                    .and_then(|q| q.get(0))
-                    .and_then(Value::as_array)
-                    .ok_or("question line without question[0] messages")?;
-                let text = turn
-                    .iter()
-                    .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-                    .filter_map(|m| m.get("content").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                if text.is_empty() {
-                    return Err("question[0] has no user message".into());
-                }
-                Ok::<_, String>((id, funcs, text))
-            });
-            let (id, funcs, text) = match rec {
-                Ok(x) => x,
+        let split = file.category.clone();
+        let gold = read_gold(&file, &mut out)?;
+        for (i, r) in read_jsonl(&file.questions)? {
+            let q = match r.and_then(|v| parse_question(&v)) {
+                Ok(q) => q,
                 Err(message) => {
                     out.bad_records.push(BadRecord {
-                        file: file.into(),
+                        file: file.name.clone(),
                         record: i,
                         message,
                     });
                     continue;
                 }
             };
-            *out.questions.entry(split.to_string()).or_insert(0) += 1;
+            *out.questions.entry(split.clone()).or_insert(0) += 1;
+            if !q.id.starts_with(&format!("{split}_")) {
+                *out.id_category_mismatch.entry(split.clone()).or_insert(0) += 1;
+            }
+            let outcome = out.splits.entry(split.clone()).or_default();
             outcome.attempted += 1;
             let drop = |reason: &str, detail: String| Drop {
-                id: id.clone(),
-                group: split.to_string(),
+                id: q.id.clone(),
+                group: split.clone(),
                 reason: reason.into(),
                 detail,
             };
+            if q.turns > 1 {
+                outcome.drops.push(drop(
+                    "multi_turn",
+                    format!("{} turns; only single-turn questions are converted", q.turns),
+                ));
+                continue;
+            }
             let mut tools: Vec<Converted> = Vec::new();
             let mut bad_schema = None;
-            for f in &funcs {
+            for f in &q.funcs {
                 match convert_function(f) {
                     Ok(c) => tools.push(c),
                     Err(e) => bad_schema = Some(e),
@@ -395,71 +347,18 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
                     }
                 }
             }
-            let Some(gt) = gold.get(&id) else {
-                outcome
-                    .drops
-                    .push(drop("missing_gold", "no possible_answer line with this id".into()));
-                continue;
-            };
-            // lint
-            let mut findings: Vec<Finding> = Vec::new();
-            let mut calls = Vec::new();
-            let mut unknown = None;
-            for call in gt.as_array().into_iter().flatten() {
-                let Some((fname, args)) = call.as_object().and_then(|o| o.iter().next()) else {
-                    findings.push(Finding {
-                        id: id.clone(),
-                        kind: "malformed_gold".into(),
-                        function: String::new(),
-                        parameter: String::new(),
-                        detail: format!("gold call {call} is not {{function: {{param: [values]}}}}"),
-                    });
+            let no_call = json!([]);
+            let gt = match (kind, gold.get(&q.id)) {
+                (Kind::NoCall, _) => &no_call,
+                (_, Some(gt)) => gt,
+                (_, None) => {
+                    outcome
+                        .drops
+                        .push(drop("missing_gold", "no possible_answer line with this id".into()));
                     continue;
-                };
-                let Some(tool) = tools.iter().find(|t| t.original == *fname) else {
-                    findings.push(Finding {
-                        id: id.clone(),
-                        kind: "unknown_function".into(),
-                        function: fname.clone(),
-                        parameter: String::new(),
-                        detail: format!(
-                            "not among the question's functions {:?}",
-                            tools.iter().map(|t| t.original.as_str()).collect::<Vec<_>>()
-                        ),
-                    });
-                    unknown = Some(fname.clone());
-                    continue;
-                };
-                let empty = Map::new();
-                let args = args.as_object().unwrap_or(&empty);
-                lint_object(args, &tool.spec.parameters, "", &mut |kind, parameter, detail| {
-                    findings.push(Finding {
-                        id: id.clone(),
-                        kind: kind.into(),
-                        function: fname.clone(),
-                        parameter,
-                        detail,
-                    })
-                });
-                let req = required_of(&tool.spec.parameters);
-                let mut arguments = Map::new();
-                for (k, list) in args {
-                    let sub = tool
-                        .spec
-                        .parameters
-                        .get("properties")
-                        .and_then(|p| p.get(k))
-                        .unwrap_or(&Value::Null);
-                    if let Some(v) = choose(list, sub, req.contains(&k.as_str())) {
-                        arguments.insert(k.clone(), v);
-                    }
                 }
-                calls.push(Call {
-                    name: tool.spec.name.clone(),
-                    arguments,
-                    label: String::new(),
-                });
-            }
+            };
+            let (calls, findings, unknown) = gold_calls(&q.id, gt, &tools);
             out.findings.extend(findings.iter().cloned());
             if let Some(f) = unknown {
                 outcome.drops.push(drop(
@@ -470,7 +369,7 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
             }
             let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec.clone()).collect();
             let checker = crate::seq::check::Checker::new(&specs).map_err(|message| CorpusError::Malformed {
-                path: qpath.clone(),
+                path: file.questions.clone(),
                 message,
             })?;
             if let Some(e) = calls.iter().find_map(|c| checker.validate(c).err()) {
@@ -479,18 +378,27 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
             }
             let original_names: Map<String, Value> =
                 tools.iter().map(|t| (t.spec.name.clone(), json!(t.original))).collect();
+            let mut meta = json!({"bfcl_id": q.id, "category": split});
+            if kind == Kind::NoCall {
+                meta["expected"] = json!("no_call");
+            }
+            if calls.len() > 1 {
+                meta["call_order"] = json!("any");
+            }
+            if !q.system.is_empty() {
+                meta["system"] = json!(q.system);
+            }
+            meta["messages"] = q.messages.clone();
+            meta["original_names"] = Value::Object(original_names);
+            meta["acceptable"] = gt.clone();
+            meta["lint"] = json!(findings);
             outcome.examples.push(Example {
-                id: id.clone(),
-                input: text,
+                id: q.id.clone(),
+                input: q.user.clone(),
                 output: calls,
+                ordered: false,
                 tools: specs,
-                meta: Some(json!({
-                    "bfcl_id": id,
-                    "category": split,
-                    "original_names": original_names,
-                    "acceptable": gt,
-                    "lint": findings,
-                })),
+                meta: Some(meta),
                 ..Default::default()
             });
         }
@@ -498,23 +406,72 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
     Ok(out)
 }
 
+/// The chosen calls of one question's gold, its lint findings, and the first gold function the
+/// question does not offer (if any).
+fn gold_calls(id: &str, gt: &Value, tools: &[Converted]) -> (Vec<Call>, Vec<Finding>, Option<String>) {
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut calls = Vec::new();
+    let mut unknown = None;
+    let finding = |kind: &str, function: &str, parameter: String, detail: String| Finding {
+        id: id.to_string(),
+        kind: kind.into(),
+        function: function.to_string(),
+        parameter,
+        detail,
+    };
+    for call in gt.as_array().into_iter().flatten() {
+        let Some((fname, args)) = call.as_object().and_then(|o| o.iter().next()) else {
+            findings.push(finding(
+                "malformed_gold",
+                "",
+                String::new(),
+                format!("gold call {call} is not {{function: {{param: [values]}}}}"),
+            ));
+            continue;
+        };
+        let Some(tool) = tools.iter().find(|t| t.original == *fname) else {
+            findings.push(finding(
+                "unknown_function",
+                fname,
+                String::new(),
+                format!(
+                    "not among the question's functions {:?}",
+                    tools.iter().map(|t| t.original.as_str()).collect::<Vec<_>>()
+                ),
+            ));
+            unknown = Some(fname.clone());
+            continue;
+        };
+        let empty = Map::new();
+        let args = args.as_object().unwrap_or(&empty);
+        lint_object(args, &tool.spec.parameters, "", &mut |kind, parameter, detail| {
+            findings.push(finding(kind, fname, parameter, detail))
+        });
+        let req = required_of(&tool.spec.parameters);
+        let mut arguments = Map::new();
+        for (k, list) in args {
+            let sub = tool
+                .spec
+                .parameters
+                .get("properties")
+                .and_then(|p| p.get(k))
+                .unwrap_or(&Value::Null);
+            if let Some(v) = choose(list, sub, req.contains(&k.as_str())) {
+                arguments.insert(k.clone(), v);
+            }
+        }
+        calls.push(Call {
+            name: tool.spec.name.clone(),
+            arguments,
+            label: String::new(),
+        });
+    }
+    (calls, findings, unknown)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lint(args: Value, schema: Value) -> Vec<(String, String)> {
-        let mut s = schema;
-        schema::normalise(&mut s);
-        let mut out = Vec::new();
-        lint_object(args.as_object().unwrap(), &s, "", &mut |k, p, _| {
-            out.push((k.to_string(), p))
-        });
-        out
-    }
-
-    fn pair(k: &str, p: &str) -> (String, String) {
-        (k.into(), p.into())
-    }
 
     #[test]
     fn type_names_map_to_json_schema() {
@@ -533,44 +490,19 @@ mod tests {
     }
 
     #[test]
-    fn each_lint_kind() {
-        let s = json!({"type": "dict", "properties": {
-            "n": {"type": "integer"}, "x": {"type": "float"}, "u": {"type": "string", "enum": ["c", "f"]},
-            "d": {"type": "dict", "properties": {"k": {"type": "string"}}}, "l": {"type": "array", "items": {"type": "string"}}},
-            "required": ["n", "u"]});
-        // int for float is fine (BFCL coercion); "" on an optional parameter is fine
-        assert!(lint(json!({"n": [1], "x": [2, 2.5, ""], "u": ["c"]}), s.clone()).is_empty());
-        assert_eq!(
-            lint(json!({"n": [1], "u": ["c"], "zz": [1]}), s.clone()),
-            [pair("unknown_parameter", "zz")]
-        );
-        assert_eq!(lint(json!({"u": ["c"]}), s.clone()), [pair("missing_required", "n")]);
-        assert_eq!(
-            lint(json!({"n": [1, ""], "u": ["c"]}), s.clone()),
-            [pair("required_may_be_omitted", "n")]
-        );
-        assert_eq!(
-            lint(json!({"n": [1], "u": ["kelvin"]}), s.clone()),
-            [pair("enum_violation", "u")]
-        );
-        assert_eq!(
-            lint(json!({"n": [1.5], "u": ["c"]}), s.clone()),
-            [pair("type_mismatch", "n")]
-        );
-        assert_eq!(
-            lint(json!({"n": [1], "u": ["c"], "l": [["a", 3]]}), s.clone()),
-            [pair("type_mismatch", "l[1]")]
-        );
-        assert_eq!(
-            lint(json!({"n": [1], "u": ["c"], "d": [{"k": [5], "q": ["x"]}]}), s.clone()),
-            [pair("type_mismatch", "d.k"), pair("unknown_parameter", "d.q")]
-        );
-        assert_eq!(lint(json!({"n": 1, "u": ["c"]}), s), [pair("malformed_gold", "n")]);
+    fn categories_by_file_name() {
+        assert_eq!(kind("live_simple"), Kind::Ast);
+        assert_eq!(kind("parallel_multiple"), Kind::Ast);
+        assert_eq!(kind("irrelevance"), Kind::NoCall);
+        assert_eq!(kind("live_irrelevance"), Kind::NoCall);
+        assert!(matches!(kind("multi_turn_base"), Kind::Skipped(_)));
+        assert!(matches!(kind("simple_java"), Kind::Skipped(_)));
     }
 
     #[test]
     fn chosen_values_and_unknown_function_and_bad_lines() {
         let dir = tempfile::tempdir().unwrap();
+        let file = "BFCL_v4_simple_python.json";
         let q = [
             r#"{"id": "simple_python_0", "question": [[{"role": "user", "content": "Area of base 10, height 5?"}]], "function": [{"name": "calc.area", "description": "d", "parameters": {"type": "dict", "properties": {"base": {"type": "integer"}, "height": {"type": "integer"}, "unit": {"type": "string"}, "opts": {"type": "dict", "properties": {"round": {"type": "integer"}, "fmt": {"type": "string"}}}}, "required": ["base", "height"]}}]}"#,
             r#"{"id": "simple_python_1", "question": [[{"role": "user", "content": "x"}]], "function": [{"name": "f", "parameters": {"type": "dict", "properties": {}}}]}"#,
@@ -580,9 +512,9 @@ mod tests {
             r#"{"id": "simple_python_0", "ground_truth": [{"calc.area": {"base": [10], "height": [5, 5.0], "unit": ["units", ""], "opts": [{"round": [2], "fmt": ["", "x"]}]}}]}"#,
             r#"{"id": "simple_python_1", "ground_truth": [{"g": {}}]}"#,
         ];
-        std::fs::write(dir.path().join(FILES[0].0), q.join("\n")).unwrap();
+        std::fs::write(dir.path().join(file), q.join("\n")).unwrap();
         std::fs::create_dir(dir.path().join("possible_answer")).unwrap();
-        std::fs::write(dir.path().join("possible_answer").join(FILES[0].0), a.join("\n")).unwrap();
+        std::fs::write(dir.path().join("possible_answer").join(file), a.join("\n")).unwrap();
         let out = convert(dir.path()).unwrap();
         let o = &out.splits["simple_python"];
         assert_eq!(o.attempted, 2);
@@ -593,7 +525,7 @@ mod tests {
             json!({"base": 10, "height": 5, "opts": {"round": 2}})
         );
         assert_eq!(o.drops[0].reason, "unknown_function");
-        assert_eq!(out.bad_records[0].file, FILES[0].0);
+        assert_eq!(out.bad_records[0].file, file);
         assert_eq!(out.bad_records[0].record, 2);
         let kinds: Vec<_> = out.findings.iter().map(|f| f.kind.as_str()).collect();
         assert_eq!(kinds, ["type_mismatch", "unknown_function"]);

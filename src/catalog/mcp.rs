@@ -18,8 +18,14 @@
 //! `top_level_not_object` (`type` other than `object`), `invalid_schema` (meta-schema or compile
 //! failure after normalisation, see [`super::schema`]).
 //!
-//! Kept tools are deduplicated by (lower-cased sanitised name, canonical schema hash): the first
-//! occurrence (file order) is kept and the other servers are listed in [`McpTool::also_on`].
+//! Deduplication is exact: two tools merge only when they have the same server-qualified name
+//! (server name and tool name, case-sensitive), the same normalised schema
+//! ([`schema::canonical`]) *and* the same description — the same server listed in two registry
+//! dumps. The first occurrence (file order) is kept; each merge is a [`Duplicate`]. Everything
+//! else is kept, each tool with its own description: tools whose OpenAI names collide
+//! (compared case-insensitively, since `whoAmI` and `whoami` are one name to many consumers)
+//! are all qualified as `<server>__<name>` (`_2`, `_3`, … when that still collides; a
+//! `name_qualified` fix).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -54,6 +60,8 @@ pub struct Server {
 pub struct RawTool {
     /// Server name.
     pub server: String,
+    /// `<file>#<record>` of the server record.
+    pub origin: String,
     /// The tool object as found.
     pub value: Value,
 }
@@ -65,10 +73,8 @@ pub struct McpTool {
     pub function: String,
     /// The tool's name as the server declares it.
     pub name: String,
-    /// The server it was first seen on.
+    /// The server offering it.
     pub server: String,
-    /// Other servers offering the identical tool (same name and schema).
-    pub also_on: Vec<String>,
     /// Description (may be empty; some are Chinese in LiveMCPBench).
     pub description: String,
     /// The normalised input schema.
@@ -77,6 +83,19 @@ pub struct McpTool {
     pub annotations: Value,
     /// Normalisation fixes applied (including `name_sanitised`).
     pub fixes: Vec<Fix>,
+}
+
+/// An exact duplicate merged into an earlier tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Duplicate {
+    /// Server name.
+    pub server: String,
+    /// Tool name.
+    pub tool: String,
+    /// `<file>#<record>` of the kept tool's server record.
+    pub kept_from: String,
+    /// `<file>#<record>` of the duplicate's server record.
+    pub duplicate_from: String,
 }
 
 /// A tool that was not kept.
@@ -103,8 +122,8 @@ pub struct Ingested {
     pub tools_in: usize,
     /// Rejected tools.
     pub rejected: Vec<Rejected>,
-    /// Duplicates removed: (`<server>/<tool>` kept, server of the duplicate).
-    pub duplicates: Vec<(String, String)>,
+    /// Exact duplicates merged (see the module doc).
+    pub duplicates: Vec<Duplicate>,
     /// Skipped records.
     pub bad_records: Vec<BadRecord>,
 }
@@ -265,6 +284,7 @@ pub fn ingest(files: &[PathBuf], root: &Path) -> Result<Ingested, CorpusError> {
                 Ok((server, tools)) => {
                     raw.extend(tools.into_iter().map(|value| RawTool {
                         server: server.name.clone(),
+                        origin: server.origin.clone(),
                         value,
                     }));
                     out.servers.push(server);
@@ -280,22 +300,28 @@ pub fn ingest(files: &[PathBuf], root: &Path) -> Result<Ingested, CorpusError> {
     out.tools_in = raw.len();
     // normalise + validate
     let mut kept: Vec<McpTool> = Vec::new();
-    let mut seen: HashMap<(String, String), usize> = HashMap::new();
+    let mut origins: Vec<String> = Vec::new();
+    let mut seen: HashMap<(String, String, String, String), usize> = HashMap::new();
     for t in raw {
         match normalise_tool(&t) {
             Err(r) => out.rejected.push(r),
             Ok(tool) => {
-                let key = (tool.function.to_lowercase(), schema::canonical(&tool.input_schema));
+                let key = (
+                    tool.server.clone(),
+                    tool.name.clone(),
+                    schema::canonical(&tool.input_schema),
+                    tool.description.clone(),
+                );
                 match seen.get(&key) {
-                    Some(&i) => {
-                        if !kept[i].also_on.contains(&tool.server) && kept[i].server != tool.server {
-                            kept[i].also_on.push(tool.server.clone());
-                        }
-                        out.duplicates
-                            .push((format!("{}/{}", kept[i].server, kept[i].name), tool.server));
-                    }
+                    Some(&i) => out.duplicates.push(Duplicate {
+                        server: tool.server,
+                        tool: tool.name,
+                        kept_from: origins[i].clone(),
+                        duplicate_from: t.origin.clone(),
+                    }),
                     None => {
                         seen.insert(key, kept.len());
+                        origins.push(t.origin.clone());
                         kept.push(tool);
                     }
                 }
@@ -355,7 +381,6 @@ pub fn normalise_tool(t: &RawTool) -> Result<McpTool, Rejected> {
         function,
         name,
         server: t.server.clone(),
-        also_on: Vec::new(),
         description: t
             .value
             .get("description")
@@ -403,8 +428,8 @@ fn qualify_colliding_names(tools: &mut [McpTool]) {
 
 /// `tools/mcp.json`: the catalog in MCP format, per server: `{"servers": [{name, description,
 /// homepage?, category?, tools: [{name, description, inputSchema, annotations?, _meta:
-/// {"toolforge/function": <OpenAI name>}}]}]}`. A deduplicated tool is listed under every server
-/// offering it (same normalised schema).
+/// {"toolforge/function": <OpenAI name>}}]}]}`. A server listed by several records (several
+/// registry dumps) appears once, with its first record's description and every tool kept for it.
 pub fn mcp_json(ing: &Ingested) -> Value {
     let mut per_server: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     for t in &ing.tools {
@@ -413,13 +438,13 @@ pub fn mcp_json(ing: &Ingested) -> Value {
             v["annotations"] = t.annotations.clone();
         }
         v["_meta"] = json!({"toolforge/function": t.function});
-        for s in std::iter::once(&t.server).chain(&t.also_on) {
-            per_server.entry(s.as_str()).or_default().push(v.clone());
-        }
+        per_server.entry(t.server.as_str()).or_default().push(v);
     }
+    let mut listed = std::collections::HashSet::new();
     let servers: Vec<Value> = ing
         .servers
         .iter()
+        .filter(|s| listed.insert(s.name.as_str()))
         .map(|s| {
             let mut v = json!({"name": s.name, "description": s.description});
             if let Some(h) = &s.homepage {
@@ -531,10 +556,102 @@ mod tests {
                 "missing_input_schema"
             ]
         );
-        assert_eq!(ing.duplicates, [("A/read".to_string(), "B".to_string())]);
+        // same name and schema on two servers: two tools, both qualified
+        assert!(ing.duplicates.is_empty());
         let names: Vec<_> = ing.tools.iter().map(|t| t.function.as_str()).collect();
-        assert_eq!(names, ["A__read", "C__read"]);
-        assert_eq!(ing.tools[0].also_on, ["B"]);
+        assert_eq!(names, ["A__read", "B__read", "C__read"]);
+    }
+
+    /// Issue 15: dedup ignored case and description, then reported the wrong description
+    /// (Smithery dump: supermemory `whoAmI` listed as `whoami` with switchboard's description;
+    /// alphavantage's second `company_dividends`, described as "company splits", merged away).
+    #[test]
+    fn dedup_is_exact_and_each_tool_keeps_its_description() {
+        let schema = r#"{"type": "object", "properties": {"symbol": {"type": "string"}}}"#;
+        let t = |name: &str, desc: &str| {
+            format!(r#"{{"name": "{name}", "description": "{desc}", "inputSchema": {schema}}}"#)
+        };
+        let smithery =
+            |q: &str, tools: &[String]| format!(r#"{{"qualifiedName": "{q}", "tools": [{}]}}"#, tools.join(", "));
+        let dump = format!(
+            "[{}, {}, {}]",
+            smithery("supermemory", &[t("whoAmI", "Get the current supermemory user")]),
+            smithery("switchboard", &[t("whoami", "Show the switchboard account")]),
+            smithery(
+                "alphavantage",
+                &[
+                    t("company_dividends", "company dividends"),
+                    t("company_dividends", "company splits")
+                ]
+            ),
+        );
+        // the same alphavantage server again in a second dump: an exact duplicate, merged
+        let again = format!(
+            r#"{{"servers": [{}]}}"#,
+            smithery("alphavantage", &[t("company_dividends", "company dividends")])
+        );
+        let ing = ingest_json(&[("a.json", &dump), ("b.json", &again)]);
+        let got: Vec<_> = ing
+            .tools
+            .iter()
+            .map(|t| {
+                (
+                    t.server.as_str(),
+                    t.name.as_str(),
+                    t.function.as_str(),
+                    t.description.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "supermemory",
+                    "whoAmI",
+                    "supermemory__whoAmI",
+                    "Get the current supermemory user"
+                ),
+                (
+                    "switchboard",
+                    "whoami",
+                    "switchboard__whoami",
+                    "Show the switchboard account"
+                ),
+                (
+                    "alphavantage",
+                    "company_dividends",
+                    "alphavantage__company_dividends",
+                    "company dividends"
+                ),
+                (
+                    "alphavantage",
+                    "company_dividends",
+                    "alphavantage__company_dividends_2",
+                    "company splits"
+                ),
+            ]
+        );
+        assert_eq!(
+            ing.duplicates,
+            [Duplicate {
+                server: "alphavantage".into(),
+                tool: "company_dividends".into(),
+                kept_from: "a.json#2".into(),
+                duplicate_from: "b.json#0".into(),
+            }]
+        );
+        // mcp.json lists alphavantage once, with its two distinct tools and their own descriptions
+        let mcp = mcp_json(&ing);
+        let servers = mcp["servers"].as_array().unwrap();
+        assert_eq!(servers.len(), 3);
+        let alpha: Vec<_> = servers[2]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["description"].as_str().unwrap())
+            .collect();
+        assert_eq!(alpha, ["company dividends", "company splits"]);
     }
 
     #[test]

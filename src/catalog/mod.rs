@@ -5,7 +5,11 @@
 //! - [`mcp`]: LiveMCPBench / Smithery / `tools/list` ingest, rejection reasons, deduplication,
 //!   `tools/mcp.json`;
 //! - [`bundles`]: seeded, similarity-based tool bundles round-robin across servers;
-//! - [`bfcl`]: BFCL `simple`/`multiple` questions, type mapping, gold choice and lint.
+//! - [`bfcl`]: BFCL category files (every official single-turn category by its file name), type
+//!   mapping; [`bfcl_gold`]: gold choice and lint.
+//!
+//! The build summary prints counts only; every list (rejected, deduplicated and fixed tools, lint
+//! findings) goes to a report file (`report/catalog_fixes.json`, `report/bfcl_lint.json`).
 //!
 //! Like [`crate::seq`], the whole conversion is one store stage keyed by the recipe (with its
 //! `[catalog]` knobs), the input hashes and the code fingerprint.
@@ -18,6 +22,7 @@
 //! the tool catalog itself is `tools/functions.json` + `tools/mcp.json`.
 
 pub mod bfcl;
+pub mod bfcl_gold;
 pub mod bundles;
 pub mod mcp;
 pub mod schema;
@@ -37,7 +42,7 @@ use crate::store::{Lookup, StageKey, Store};
 use crate::tools::ToolSpec;
 
 /// Version of the catalog conversion stage; bump when its output for the same inputs changes.
-pub const CATALOG_VERSION: u32 = 1;
+pub const CATALOG_VERSION: u32 = 2;
 
 /// The recipe's `[catalog]` table (all optional; MCP bundle sampling).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +58,9 @@ pub struct CatalogKnobs {
     pub min_servers: usize,
     /// Maximum seed tools per bundle, 1–3 (default 3).
     pub max_seeds: usize,
+    /// Similarity floor: minimum TF-IDF cosine of every bundle member to the bundle's first seed
+    /// (default [`bundles::DEFAULT_MIN_SIMILARITY`]; see [`bundles`]).
+    pub min_similarity: f64,
     /// Split name of the bundle rows (default `train`).
     pub split: String,
     /// `[catalog.llm]`: the endpoint that writes the bundles' tasks ([`synthesis`]); the
@@ -69,6 +77,7 @@ impl Default for CatalogKnobs {
             bundle_size: 5,
             min_servers: 2,
             max_seeds: 3,
+            min_similarity: bundles::DEFAULT_MIN_SIMILARITY,
             split: "train".into(),
             llm: None,
         }
@@ -130,6 +139,7 @@ pub fn convert_mcp(source: &ResolvedSource, knobs: &CatalogKnobs) -> Result<Conv
         size: knobs.bundle_size,
         min_servers: knobs.min_servers,
         max_seeds: knobs.max_seeds,
+        min_similarity: knobs.min_similarity,
     };
     let (drawn, dropped) = bundles::sample(&ing.tools, &sampling);
     let mut outcome = Outcome {
@@ -201,28 +211,19 @@ pub fn convert_mcp(source: &ResolvedSource, knobs: &CatalogKnobs) -> Result<Conv
         "rejected_by_reason",
         json!(count(ing.rejected.iter().map(|r| r.reason.as_str()))),
     );
-    put("rejected_list", json!(ing.rejected));
     put("tools_deduplicated", json!(ing.duplicates.len()));
-    put(
-        "deduplicated_list",
-        json!(
-            ing.duplicates
-                .iter()
-                .map(|(k, s)| json!({"kept": k, "duplicate_on": s}))
-                .collect::<Vec<_>>()
-        ),
-    );
     put("tools_emitted", json!(ing.tools.len()));
     put("tools_with_schema_fixes", json!(tools_fixed));
     put("fixes_by_kind", json!(fixes_by_kind));
     put(
-        "fix_list",
-        json!("report/catalog_fixes.json (per tool: server, tool, function, fixes)"),
+        "lists",
+        json!("report/catalog_fixes.json (fixed: per tool, server, tool, function, fixes; rejected; deduplicated)"),
     );
     put("bundles_requested", json!(knobs.bundles));
     put("bundles_emitted", json!(drawn.len()));
     put("bundle_knobs", json!(knobs));
     put("bundle_tools_covered", json!(covered.len()));
+    put("bundle_similarity", similarity_stats(&drawn, knobs.min_similarity));
     put(
         "bundle_mean_servers",
         json!(if drawn.is_empty() {
@@ -257,7 +258,7 @@ pub fn convert_mcp(source: &ResolvedSource, knobs: &CatalogKnobs) -> Result<Conv
     extra_files.insert("tools/mcp.json".to_string(), pretty(&mcp::mcp_json(&ing)));
     extra_files.insert(
         "report/catalog_fixes.json".to_string(),
-        pretty(&json!({"fixed": fix_list, "rejected": ing.rejected, "deduplicated": stats["deduplicated_list"]})),
+        pretty(&json!({"fixed": fix_list, "rejected": ing.rejected, "deduplicated": ing.duplicates})),
     );
     Ok(Conversion {
         splits: BTreeMap::from([(knobs.split.clone(), outcome)]),
@@ -265,6 +266,31 @@ pub fn convert_mcp(source: &ResolvedSource, knobs: &CatalogKnobs) -> Result<Conv
         catalog,
         extra_files,
         stats,
+    })
+}
+
+/// Cosine-to-first-seed statistics of the bundle members other than the first seed: `{floor,
+/// members, below_floor, min, median, mean}` (rounded to 1e-4).
+fn similarity_stats(drawn: &[bundles::Bundle], floor: f64) -> Value {
+    let mut s: Vec<f64> = drawn
+        .iter()
+        .flat_map(|b| b.members.iter().skip(1).map(|m| m.score))
+        .collect();
+    s.sort_by(f64::total_cmp);
+    let r = |x: f64| (x * 1e4).round() / 1e4;
+    let median = if s.is_empty() { 0.0 } else { s[s.len() / 2] };
+    let mean = if s.is_empty() {
+        0.0
+    } else {
+        s.iter().sum::<f64>() / s.len() as f64
+    };
+    json!({
+        "floor": floor,
+        "members": s.len(),
+        "below_floor": s.iter().filter(|x| **x < floor).count(),
+        "min": r(s.first().copied().unwrap_or(0.0)),
+        "median": r(median),
+        "mean": r(mean),
     })
 }
 
@@ -299,12 +325,19 @@ pub fn convert_bfcl(source: &ResolvedSource) -> Result<Conversion, CorpusError> 
     stats.insert("lint_findings".into(), json!(out.findings.len()));
     stats.insert("lint_questions_affected".into(), json!(questions_with_findings.len()));
     stats.insert("lint_by_kind".into(), json!(by_kind));
-    stats.insert("lint_list".into(), json!(out.findings));
+    stats.insert("lint_list".into(), json!("report/bfcl_lint.json"));
+    if !out.files_skipped.is_empty() {
+        stats.insert("files_skipped".into(), json!(out.files_skipped.len()));
+    }
+    if !out.id_category_mismatch.is_empty() {
+        stats.insert("id_category_mismatch".into(), json!(out.id_category_mismatch));
+    }
+    let report = json!({"lint_by_kind": by_kind, "findings": out.findings, "files_skipped": out.files_skipped});
     Ok(Conversion {
         splits: out.splits,
         bad_records: out.bad_records,
         catalog,
-        extra_files: BTreeMap::new(),
+        extra_files: BTreeMap::from([("report/bfcl_lint.json".to_string(), pretty(&report))]),
         stats,
     })
 }

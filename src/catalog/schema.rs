@@ -16,6 +16,7 @@
 //! | `required_boolean` | draft-3 `required: true` on a property → the parent's `required` list | meta-schema: `required` is an array |
 //! | `tuple_items` | draft-4 `items: [A, B]` → `items: A` when all equal, else `prefixItems` (+ `additionalItems` → `items`) | 2020-12 `items` is one schema; OpenAI rejects arrays |
 //! | `array_items_added` | `type: array` without `items` gets `items: {}` | OpenAI: "array schema missing items" |
+//! | `enum_moved_to_items` | `enum` of scalars on `type: array` → `items.enum` (when items has none) | an array value can never equal a scalar: every valid call would be rejected |
 //! | `draft4_exclusive_bound` | boolean `exclusiveMinimum/Maximum` → numeric form | 2020-12 meta-schema: a number |
 //! | `optional_removed` | BFCL's non-standard `optional: bool` on a property removed (`required` already says it) | strict validators reject unknown keywords |
 //!
@@ -310,6 +311,25 @@ fn node(schema: &mut Value, ptr: &str, fixes: &mut Vec<Fix>) {
             "array_items_added",
             ptr,
             "array without items: items: {} added".into(),
+        );
+    }
+    // an `enum` of scalars on an array lists the allowed *items* (BFCL, some MCP servers)
+    if s.get("type") == Some(&json!("array"))
+        && let Some(Value::Array(values)) = s.get("enum")
+        && !values.is_empty()
+        && values.iter().all(|v| !v.is_array())
+        && let Some(Value::Object(items)) = s.get("items")
+        && !items.contains_key("enum")
+    {
+        let values = s.remove("enum").expect("checked");
+        if let Some(Value::Object(items)) = s.get_mut("items") {
+            items.insert("enum".into(), values);
+        }
+        fix(
+            fixes,
+            "enum_moved_to_items",
+            ptr,
+            "enum of scalars on an array moved to its items".into(),
         );
     }
     for (bound, limit) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
