@@ -29,14 +29,14 @@ use crate::sql::{self, rest::Template, schema::Schema};
 use crate::store::{Lookup, StageKey, Store, hash_file};
 use crate::tools::catalog::{KeyDescription, slot_tools};
 use crate::tools::executor::Executor;
-use crate::tools::rest::{Endpoint, Limits, name_endpoints};
+use crate::tools::rest::{Endpoint, Limits, name_endpoints, qualify_across_databases};
 use crate::tools::sel::{bind, sel_tools};
 use crate::tools::table::{self, safe_name};
 use crate::tools::{Call, ToolSpec};
 use crate::verify::{Answer, answers_match};
 
 /// Version of the compile stage; bump when its output for the same inputs changes.
-pub const COMPILE_VERSION: u32 = 3;
+pub const COMPILE_VERSION: u32 = 4;
 
 /// The stored output of one database's compile stage.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -44,6 +44,20 @@ struct DbStage {
     outcome: Outcome,
     /// REST: the database's endpoints, in first-question order.
     endpoints: Vec<Endpoint>,
+    /// REST: how the questions were shared out.
+    #[serde(default)]
+    rest: RestCounts,
+}
+
+/// REST sharing numbers of one database.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+struct RestCounts {
+    /// Distinct parameterised SQL texts (lower-cased): the endpoint count of sharing by text.
+    by_text: usize,
+    /// Questions served by an endpoint whose SQL text differs from their own (same normal form).
+    merged: usize,
+    /// Questions whose normal form matched an endpoint that did not reproduce their result.
+    merge_rejected: usize,
 }
 
 /// Runs the per-database compile stages of a text-to-SQL recipe (from the store where possible).
@@ -93,6 +107,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     bar.finish_and_clear();
     let mut outcomes = BTreeMap::new();
     let mut endpoints: Vec<Endpoint> = Vec::new();
+    let mut counts = RestCounts::default();
     let mut digests = Vec::new();
     let (mut hits, mut misses) = (0, 0);
     for (db, stage, digest, db_hash, hit) in results {
@@ -106,7 +121,13 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         }
         digests.push(digest);
         endpoints.extend(stage.endpoints);
+        counts.by_text += stage.rest.by_text;
+        counts.merged += stage.rest.merged;
+        counts.merge_rejected += stage.rest.merge_rejected;
         outcomes.insert(db, stage.outcome);
+    }
+    if recipe.format == "rest" {
+        rename_across_databases(&mut endpoints, &mut outcomes);
     }
     let key = build_key(&recipe, &bad_records, &digests);
     let mut build = Build {
@@ -125,10 +146,38 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     };
     match build.recipe.format.as_str() {
         "sel" => sel_summary(&mut build),
-        "rest" => rest_summary(&mut build, &endpoints),
+        "rest" => rest_summary(&mut build, &endpoints, counts),
         _ => {}
     }
     Ok(build)
+}
+
+/// Makes REST function names unique across the catalog ([`qualify_across_databases`]) and
+/// renames the gold calls, labels, operation ids and toolkits of the examples to match.
+fn rename_across_databases(endpoints: &mut [Endpoint], outcomes: &mut BTreeMap<String, Outcome>) {
+    let renames = qualify_across_databases(endpoints);
+    if renames.is_empty() {
+        return;
+    }
+    for (db, outcome) in outcomes.iter_mut() {
+        let new = |name: &str| renames.get(&(db.clone(), name.to_string())).cloned();
+        for e in &mut outcome.examples {
+            for call in &mut e.output {
+                if let Some(n) = new(&call.name) {
+                    call.label = format!("{n}_0");
+                    call.name = n.clone();
+                    if let Some(meta) = e.meta.as_mut() {
+                        meta["endpoint"]["operation_id"] = json!(n);
+                    }
+                }
+            }
+            for t in &mut e.tools {
+                if let Some(n) = new(&t.name) {
+                    t.name = n;
+                }
+            }
+        }
+    }
 }
 
 /// SEL: dataset catalog and the tools-per-query numbers (the paper: 1256 tools, ~49 per query).
@@ -166,7 +215,7 @@ fn pretty(v: &serde_json::Value) -> Vec<u8> {
 
 /// REST: catalog = every endpoint; `tools/endpoints.json` (with SQL), the combined and
 /// per-database OpenAPI documents; endpoint counts.
-fn rest_summary(build: &mut Build, endpoints: &[Endpoint]) {
+fn rest_summary(build: &mut Build, endpoints: &[Endpoint], counts: RestCounts) {
     build.catalog = endpoints.iter().map(Endpoint::tool_spec).collect();
     let version = env!("CARGO_PKG_VERSION");
     let all: Vec<&Endpoint> = endpoints.iter().collect();
@@ -212,6 +261,15 @@ fn rest_summary(build: &mut Build, endpoints: &[Endpoint]) {
         )),
     );
     build.stats.insert("examples_with_empty_answer".into(), json!(empty));
+    build
+        .stats
+        .insert("endpoints_if_shared_by_sql_text".into(), json!(counts.by_text));
+    build
+        .stats
+        .insert("questions_merged_by_normal_form".into(), json!(counts.merged));
+    build
+        .stats
+        .insert("merges_rejected_by_execution".into(), json!(counts.merge_rejected));
 }
 
 fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbStage {
@@ -230,6 +288,7 @@ fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbS
                 .collect(),
         },
         endpoints: vec![],
+        rest: RestCounts::default(),
     }
 }
 
@@ -278,6 +337,11 @@ fn compile_db(
         }
     };
     let executor = Executor::new(&source.databases);
+    let categorical = if recipe.format == "rest" {
+        categorical_columns(db_path, &schema)
+    } else {
+        BTreeMap::new()
+    };
     let rel_db = format!("{db_id}/{db_id}.sqlite");
     let format = recipe.format.as_str();
     let results: Vec<Result<Compiled, Drop>> = qs
@@ -300,21 +364,27 @@ fn compile_db(
                 if format == "rest" {
                     let template = sql::rest::parameterise(&stmt, &schema, descriptions)
                         .map_err(|e| drop(e.reason(), e.to_string()))?;
-                    let ep = Endpoint {
-                        db_id: db_id.into(),
-                        name: String::new(),
-                        path: String::new(),
-                        summary: String::new(),
-                        sql: template.sql.clone(),
-                        parameters: template.parameters.clone(),
-                        ordered: template.ordered,
-                    };
-                    let got = ep.execute(conn, &template.values, Limits::default()).map_err(|e| {
-                        drop(
-                            "execution_error".into(),
-                            format!("{e}; parameterised SQL: {}", template.sql),
-                        )
-                    })?;
+                    if template.parameters.is_empty() {
+                        let pick = |t: &str| categorical.get(&t.to_lowercase()).cloned();
+                        for t in sql::rest::exposures(&template, &schema, &pick) {
+                            let got = rest_endpoint(db_id, &t).execute(conn, &t.values, Limits::default());
+                            if got.is_ok_and(|got| answers_match(&gold, &got, t.ordered)) {
+                                return Ok(Compiled::Rest { template: t, gold });
+                            }
+                        }
+                        return Err(drop(
+                            "unsupported:no_query_parameter".into(),
+                            format!("no literal to lift and no LIMIT, ORDER BY, GROUP BY key or categorical column to expose as a parameter; SQL: {}", template.sql),
+                        ));
+                    }
+                    let got = rest_endpoint(db_id, &template)
+                        .execute(conn, &template.values, Limits::default())
+                        .map_err(|e| {
+                            drop(
+                                "execution_error".into(),
+                                format!("{e}; parameterised SQL: {}", template.sql),
+                            )
+                        })?;
                     if !answers_match(&gold, &got, template.ordered) {
                         return Err(drop(
                             "mismatch".into(),
@@ -361,12 +431,47 @@ fn compile_db(
             },
         )
         .collect();
-    // REST: one endpoint per distinct parameterised SQL, in first-question order.
+    // REST: one endpoint per normal form of the parameterised query, in first-question order.
+    // A question joins an endpoint whose SQL text differs from its own only if that SQL, run with
+    // the question's arguments, reproduces its gold result; otherwise it keeps its own endpoint.
+    let mut results = results;
     let mut templates: Vec<Template> = Vec::new();
-    for r in &results {
-        if let Ok(Compiled::Rest { template, .. }) = r {
-            if !templates.iter().any(|t| t.key == template.key) {
-                templates.push(template.clone());
+    let mut texts = std::collections::BTreeSet::new();
+    let (mut merged, mut merge_rejected) = (0, 0);
+    let mut conn = table::open_read_only(db_path).ok();
+    for r in results.iter_mut() {
+        let Ok(Compiled::Rest { template, gold }) = r else {
+            continue;
+        };
+        texts.insert(template.sql.to_lowercase());
+        match templates.iter().position(|t| t.key == template.key) {
+            None => templates.push(template.clone()),
+            Some(i) if templates[i].sql == template.sql => {}
+            Some(i) => {
+                let rep = &templates[i];
+                let values: Option<Vec<serde_json::Value>> = rep
+                    .parameters
+                    .iter()
+                    .map(|p| {
+                        let j = template.parameters.iter().position(|q| q.name == p.name)?;
+                        Some(template.values[j].clone())
+                    })
+                    .collect();
+                let reproduces = match (values, conn.as_mut()) {
+                    (Some(values), Some(c)) => rest_endpoint(db_id, rep)
+                        .execute(c, &values, Limits::default())
+                        .is_ok_and(|got| answers_match(gold, &got, template.ordered)),
+                    _ => false,
+                };
+                if reproduces {
+                    merged += 1;
+                } else {
+                    merge_rejected += 1;
+                    template.key.push_str(&format!("\n-- not merged: {}", template.sql));
+                    if !templates.iter().any(|t| t.key == template.key) {
+                        templates.push(template.clone());
+                    }
+                }
             }
         }
     }
@@ -411,10 +516,13 @@ fn compile_db(
                     .position(|t| t.key == template.key)
                     .expect("template registered");
                 let ep = &endpoints[i];
-                let arguments = ep
+                // By name: a merged question's literals may come in another order.
+                // An omitted optional filter (bound as NULL) is not part of the gold call.
+                let arguments = template
                     .parameters
                     .iter()
                     .zip(&template.values)
+                    .filter(|(p, v)| !(p.optional && p.default.is_none() && v.is_null()))
                     .map(|(p, v)| (p.name.clone(), v.clone()))
                     .collect();
                 out.examples.push(Example {
@@ -435,6 +543,61 @@ fn compile_db(
     DbStage {
         outcome: out,
         endpoints,
+        rest: RestCounts {
+            by_text: texts.len(),
+            merged,
+            merge_rejected,
+        },
+    }
+}
+
+/// Each table's categorical column (lower-cased table → column, OpenAPI type): the column with
+/// 2 to 50 distinct non-NULL values, text columns before others, fewest values first (first in
+/// declaration order on a tie), for [`crate::sql::expose`]'s optional filter.
+fn categorical_columns(db_path: &Path, schema: &Schema) -> BTreeMap<String, (String, &'static str)> {
+    let mut out = BTreeMap::new();
+    let Ok(conn) = table::open_read_only(db_path) else {
+        return out;
+    };
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .unwrap_or_default();
+    for t in tables {
+        let Some((name, cols)) = schema.table(&t) else { continue };
+        let mut best: Option<((bool, i64), String, &'static str)> = None;
+        for c in cols {
+            let kind = schema.dtype(name, c);
+            let sql = format!(
+                "SELECT count(DISTINCT \"{}\") FROM \"{}\"",
+                c.replace('"', "\"\""),
+                name.replace('"', "\"\"")
+            );
+            let Ok(n) = conn.query_row(&sql, [], |r| r.get::<_, i64>(0)) else {
+                continue;
+            };
+            let rank = (kind != "string", n);
+            if (2..=50).contains(&n) && best.as_ref().is_none_or(|(r, _, _)| rank < *r) {
+                best = Some((rank, c.clone(), kind));
+            }
+        }
+        if let Some((_, c, kind)) = best {
+            out.insert(t.to_lowercase(), (c, kind));
+        }
+    }
+    out
+}
+
+/// An unnamed endpoint running `template`'s SQL (for verification before naming).
+fn rest_endpoint(db_id: &str, template: &Template) -> Endpoint {
+    Endpoint {
+        db_id: db_id.into(),
+        name: String::new(),
+        path: String::new(),
+        summary: String::new(),
+        sql: template.sql.clone(),
+        parameters: template.parameters.clone(),
+        ordered: template.ordered,
     }
 }
 

@@ -7,6 +7,8 @@
 //! lacks).
 
 pub mod compile;
+pub mod expose;
+pub mod normalise;
 pub mod plan;
 pub mod rest;
 pub mod schema;

@@ -1,12 +1,13 @@
 //! Gold SQL → parameterised query for a REST endpoint (Live API-Bench §3 "REST", made
 //! deterministic: no LLM writes the endpoint).
 //!
-//! Every literal that a WHERE or HAVING comparison tests a column against (`=`, `!=`, `<`, `<=`,
-//! `>`, `>=`, `LIKE`, `BETWEEN`, `IN (…)`, at any nesting depth, subqueries included) becomes a
+//! Every literal that a comparison tests a column against (`=`, `!=`, `<`, `<=`, `>`, `>=`,
+//! `LIKE`, `BETWEEN`, `IN (…)`, in WHERE, HAVING, JOIN … ON, `CASE WHEN` or a scalar subquery of
+//! the SELECT list, at any nesting depth) becomes a
 //! numbered bound parameter `?N`. Its name comes from the column and the operator (`country`,
 //! `min_age` for `age > x`, `max_age` for `<`, `name_pattern` for LIKE, `excluded_x` for `!=`),
 //! its type from the literal (`integer`, `number`, `string`), its description from the column
-//! description. Literals elsewhere (SELECT list, CASE, LIMIT) stay part of the query. Two
+//! description. Other literals (function arguments, `THEN` values, LIMIT) stay part of the query. Two
 //! questions whose SQL differs only in those literal values get the same [`Template::sql`], which
 //! is how endpoints are shared.
 //!
@@ -27,7 +28,7 @@ use super::schema::Schema;
 use crate::corpus::Descriptions;
 
 /// One query parameter of an endpoint.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Parameter {
     /// Parameter name (snake_case, unique within the endpoint).
     pub name: String,
@@ -35,6 +36,16 @@ pub struct Parameter {
     pub kind: String,
     /// What the value filters, from the column description.
     pub description: String,
+    /// Whether a call may omit it: then [`Parameter::default`] is bound, or SQL `NULL` (which
+    /// the query reads as "no filter") when there is none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
+    /// The value bound when an optional parameter is omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Json>,
+    /// The accepted values (a string enum), if restricted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
 }
 
 /// A parameterised gold query.
@@ -42,8 +53,8 @@ pub struct Parameter {
 pub struct Template {
     /// SQLite text with `?1`, `?2`, … placeholders.
     pub sql: String,
-    /// The endpoint identity: `sql` lower-cased outside quoted literals (SQLite keywords and
-    /// identifiers are case-insensitive) plus the parameter names and types.
+    /// The endpoint identity: the normal form of the parameterised query
+    /// ([`crate::sql::normalise::key`]), with each placeholder named by its parameter.
     pub key: String,
     /// The parameters, in placeholder order.
     pub parameters: Vec<Parameter>,
@@ -182,6 +193,7 @@ impl Rewriter<'_> {
             name,
             kind: kind.into(),
             description: format!("{role} {what}"),
+            ..Parameter::default()
         });
         self.values.push(value);
         *slot = Expr::Value(Value::Placeholder(format!("?{}", self.values.len())).with_empty_span());
@@ -249,39 +261,13 @@ impl Rewriter<'_> {
         }
     }
 
+    /// Lifts the comparison literals of the whole query: WHERE, HAVING, JOIN … ON, the
+    /// SELECT list (`CASE WHEN col = 'x'`, scalar subqueries) and every nested query.
     fn query(&mut self, q: &mut Query) {
-        self.set_expr(&mut q.body);
-    }
-
-    fn set_expr(&mut self, s: &mut SetExpr) {
-        match s {
-            SetExpr::Select(select) => self.select(select),
-            SetExpr::Query(q) => self.query(q),
-            SetExpr::SetOperation { left, right, .. } => {
-                self.set_expr(left);
-                self.set_expr(right);
-            }
-            _ => {}
-        }
-    }
-
-    fn select(&mut self, select: &mut Select) {
-        for t in &mut select.from {
-            if let TableFactor::Derived { subquery, .. } = &mut t.relation {
-                self.query(subquery);
-            }
-            for j in &mut t.joins {
-                if let TableFactor::Derived { subquery, .. } = &mut j.relation {
-                    self.query(subquery);
-                }
-            }
-        }
-        for clause in [&mut select.selection, &mut select.having].into_iter().flatten() {
-            let _ = visit_expressions_mut(clause, |e: &mut Expr| {
-                self.rewrite(e);
-                ControlFlow::<()>::Continue(())
-            });
-        }
+        let _ = visit_expressions_mut(q, |e: &mut Expr| {
+            self.rewrite(e);
+            ControlFlow::<()>::Continue(())
+        });
     }
 }
 
@@ -349,6 +335,33 @@ pub fn parameterise(stmt: &Statement, schema: &Schema, descriptions: &Descriptio
         values: vec![],
     };
     rw.query(&mut q);
+    Ok(template_of(*q, rw.parameters, rw.values))
+}
+
+/// The templates a literal-free query can become ([`crate::sql::expose`]), in order of
+/// preference; `pick(table)` names a table's categorical column and its type.
+pub fn exposures(
+    template: &Template,
+    schema: &Schema,
+    pick: &dyn Fn(&str) -> Option<(String, &'static str)>,
+) -> Vec<Template> {
+    let Ok(Statement::Query(q)) = super::parse(&template.sql) else {
+        return vec![];
+    };
+    let kind_of = |column: &str| {
+        schema
+            .find_column(column)
+            .map(|(t, c)| schema.dtype(t, c))
+            .unwrap_or("string")
+    };
+    super::expose::candidates(&q, &kind_of, pick)
+        .into_iter()
+        .map(|e| template_of(e.query, vec![e.parameter], vec![e.value]))
+        .collect()
+}
+
+/// A template from a parameterised query: SQL text, key and the naming slugs.
+fn template_of(q: Query, parameters: Vec<Parameter>, values: Vec<Json>) -> Template {
     let first = first_select(&q.body);
     let table = first
         .and_then(|s| s.from.first())
@@ -386,29 +399,20 @@ pub fn parameterise(stmt: &Statement, schema: &Schema, descriptions: &Descriptio
         _ => None,
     };
     let sql = q.to_string();
-    let mut key = String::new();
-    let mut quoted = false;
-    for ch in sql.chars() {
-        if ch == '\'' {
-            quoted = !quoted;
-        }
-        key.push(if quoted { ch } else { ch.to_ascii_lowercase() });
-    }
-    for p in &rw.parameters {
-        key.push_str(&format!("\n{}:{}", p.name, p.kind));
-    }
-    Ok(Template {
+    let named: Vec<(String, String)> = parameters.iter().map(|p| (p.name.clone(), p.kind.clone())).collect();
+    let key = super::normalise::key(&q, &named);
+    Template {
         sql,
         key,
-        parameters: rw.parameters,
-        values: rw.values,
+        parameters,
+        values,
         table: slug(&table),
         returns,
         ordered: q.order_by.is_some(),
         group_by,
         order_by,
         limit,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -35,6 +35,27 @@ pub fn validation_components() -> Json {
     })
 }
 
+/// A query parameter's schema as pydantic writes it: `T` → `{type}`; `Literal[...]` →
+/// `{enum, type}`; a default → `default` after the description; `Optional[T] = None` →
+/// `{anyOf: [{type}, {type: null}]}`.
+fn parameter_schema(p: &crate::sql::rest::Parameter) -> Json {
+    let mut s = Map::new();
+    if p.optional && p.default.is_none() {
+        s.insert("anyOf".into(), json!([{"type": p.kind}, {"type": "null"}]));
+    } else {
+        if !p.choices.is_empty() {
+            s.insert("enum".into(), json!(p.choices));
+        }
+        s.insert("type".into(), json!(p.kind));
+    }
+    s.insert("description".into(), json!(p.description));
+    if let Some(d) = &p.default {
+        s.insert("default".into(), d.clone());
+    }
+    s.insert("title".into(), json!(title(&p.name)));
+    Json::Object(s)
+}
+
 /// The path item of one endpoint (`{"get": {...}}`).
 pub fn operation(ep: &Endpoint) -> Json {
     let mut op = Map::new();
@@ -49,8 +70,8 @@ pub fn operation(ep: &Endpoint) -> Json {
                     .map(|p| json!({
                         "name": p.name,
                         "in": "query",
-                        "required": true,
-                        "schema": {"type": p.kind, "description": p.description, "title": title(&p.name)},
+                        "required": !p.optional,
+                        "schema": parameter_schema(p),
                         "description": p.description,
                     }))
                     .collect::<Vec<_>>()

@@ -6,7 +6,7 @@
 //! a summary sentence, the parameterised SQL ([`crate::sql::rest`]) and its query parameters.
 //! The response body is the result rows as a JSON array of arrays.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -91,15 +91,11 @@ pub fn title(name: &str) -> String {
 }
 
 impl Endpoint {
-    /// The operation id FastAPI generates (`generate_unique_id`): `name + path` with every
-    /// non-word character replaced by `_`, then `_get`.
+    /// The OpenAPI operation id: the function name itself (FastAPI's
+    /// `@app.get(path, operation_id=name)`), so `functions.json`, OpenAPI and MCP name an
+    /// endpoint with one string, unique across the dataset catalog.
     pub fn operation_id(&self) -> String {
-        let raw = format!("{}{}", self.name, self.path);
-        let id: String = raw
-            .chars()
-            .map(|c| if c.is_alphanumeric() || c == '_' { c } else { '_' })
-            .collect();
-        format!("{id}_get")
+        self.name.clone()
     }
 
     /// The endpoint as a tool (OpenAI function format parameters).
@@ -107,9 +103,23 @@ impl Endpoint {
         let props: Map<String, Json> = self
             .parameters
             .iter()
-            .map(|p| (p.name.clone(), json!({"type": p.kind, "description": p.description})))
+            .map(|p| {
+                let mut schema = json!({"type": p.kind, "description": p.description});
+                if !p.choices.is_empty() {
+                    schema["enum"] = json!(p.choices);
+                }
+                if let Some(d) = &p.default {
+                    schema["default"] = d.clone();
+                }
+                (p.name.clone(), schema)
+            })
             .collect();
-        let required: Vec<&str> = self.parameters.iter().map(|p| p.name.as_str()).collect();
+        let required: Vec<&str> = self
+            .parameters
+            .iter()
+            .filter(|p| !p.optional)
+            .map(|p| p.name.as_str())
+            .collect();
         ToolSpec {
             name: self.name.clone(),
             description: format!("{} (GET {})", self.summary, self.path),
@@ -118,20 +128,26 @@ impl Endpoint {
         }
     }
 
-    /// Validates query-string arguments like FastAPI: every parameter required; `integer` and
-    /// `number` parsed from text. Returns the bound values in placeholder order, or every error.
+    /// Validates query-string arguments like FastAPI: non-optional parameters required (an
+    /// omitted optional one binds its default, else `NULL`); `integer` and `number` parsed from
+    /// text; a string enum checked. Returns the bound values in placeholder order, or every error.
     pub fn arguments_from_query(&self, query: &[(String, String)]) -> Result<Vec<Json>, Vec<ValidationError>> {
         let mut values = Vec::new();
         let mut errors = Vec::new();
         for p in &self.parameters {
             // FastAPI reads the last occurrence of a repeated scalar query parameter.
             let Some(raw) = query.iter().rev().find(|(k, _)| k == &p.name).map(|(_, v)| v) else {
+                if p.optional {
+                    values.push(p.default.clone().unwrap_or(Json::Null));
+                    continue;
+                }
                 errors
                     .push(json!({"type": "missing", "loc": ["query", p.name], "msg": "Field required", "input": null}));
                 continue;
             };
             match parse_typed(&p.kind, raw) {
-                Some(v) => values.push(v),
+                Some(v) if choice_ok(p, &v) => values.push(v),
+                Some(v) => errors.push(enum_error(p, v)),
                 None => errors.push(type_error(p, json!(raw))),
             }
         }
@@ -149,6 +165,7 @@ impl Endpoint {
         let mut values = Vec::new();
         for p in &self.parameters {
             match args.get(&p.name) {
+                None | Some(Json::Null) if p.optional => values.push(p.default.clone().unwrap_or(Json::Null)),
                 None => errors
                     .push(json!({"type": "missing", "loc": ["query", p.name], "msg": "Field required", "input": null})),
                 Some(v) => {
@@ -161,6 +178,7 @@ impl Endpoint {
                         _ => None,
                     };
                     match typed {
+                        Some(t) if !choice_ok(p, &t) => errors.push(enum_error(p, t)),
                         Some(t) => values.push(t),
                         None => errors.push(type_error(p, v.clone())),
                     }
@@ -241,6 +259,20 @@ fn parse_typed(kind: &str, raw: &str) -> Option<Json> {
     }
 }
 
+fn choice_ok(p: &Parameter, v: &Json) -> bool {
+    p.choices.is_empty() || v.as_str().is_some_and(|s| p.choices.iter().any(|c| c == s))
+}
+
+/// Pydantic's error for a value outside a `Literal[...]` enum.
+fn enum_error(p: &Parameter, input: Json) -> Json {
+    let quoted: Vec<String> = p.choices.iter().map(|c| format!("'{c}'")).collect();
+    let expected = match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.join(""),
+    };
+    json!({"type": "literal_error", "loc": ["query", p.name], "msg": format!("Input should be {expected}"), "input": input})
+}
+
 fn type_error(p: &Parameter, input: Json) -> Json {
     let (ty, msg) = match p.kind.as_str() {
         "integer" => (
@@ -256,52 +288,135 @@ fn type_error(p: &Parameter, input: Json) -> Json {
     json!({"type": ty, "loc": ["query", p.name], "msg": msg, "input": input})
 }
 
-fn cap(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
+/// Longest function name: OpenAI function names allow 64 characters.
+pub const MAX_NAME: usize = 64;
+
+/// Joins `words` with `_`, dropping whole words from the end (never cutting one) until the
+/// name fits in `max` characters; the first word is always kept.
+pub fn fit_words(words: &[String], max: usize) -> String {
+    let mut out = String::new();
+    for (i, w) in words.iter().enumerate() {
+        let extra = if i == 0 { w.len() } else { w.len() + 1 };
+        if i > 0 && out.len() + extra > max {
+            break;
+        }
+        if i > 0 {
+            out.push('_');
+        }
+        out.push_str(w);
     }
-    s[..max].trim_end_matches('_').to_string()
+    // No dangling connective at the end (`…_by`, `…_sorted_by`, `…_and`).
+    while let Some((head, last)) = out.rsplit_once('_') {
+        if !CONNECTIVES.contains(&last) {
+            break;
+        }
+        out = head.to_string();
+    }
+    out
+}
+
+/// Words that join the segments of a name; never the last word of a name.
+const CONNECTIVES: [&str; 8] = ["by", "and", "per", "sorted", "of", "in", "with", "or"];
+
+/// The words of a snake_case name.
+fn words(s: &str) -> Vec<String> {
+    s.split('_').filter(|w| !w.is_empty()).map(String::from).collect()
+}
+
+/// Makes endpoint names unique across a whole dataset catalog (all databases), so
+/// `functions.json`, OpenAPI operation ids and MCP tool names are one string per endpoint:
+/// a name used by endpoints of several databases becomes `<name>_in_<db_id>` for each of them
+/// (whole words of `<name>` dropped from its end if the result would pass [`MAX_NAME`]).
+/// Returns the renames as `(db_id, old name) → new name`.
+pub fn qualify_across_databases(endpoints: &mut [Endpoint]) -> BTreeMap<(String, String), String> {
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for e in endpoints.iter() {
+        *count.entry(e.name.clone()).or_default() += 1;
+    }
+    let mut taken: BTreeSet<String> = endpoints.iter().map(|e| e.name.clone()).collect();
+    let mut renames = BTreeMap::new();
+    for e in endpoints.iter_mut() {
+        if count[&e.name] < 2 {
+            continue;
+        }
+        let suffix = format!("_in_{}", e.db_id);
+        let mut name = format!(
+            "{}{suffix}",
+            fit_words(&words(&e.name), MAX_NAME.saturating_sub(suffix.len()))
+        );
+        let mut n = 2;
+        while taken.contains(&name) {
+            name = format!(
+                "{}{suffix}_{n}",
+                fit_words(&words(&e.name), MAX_NAME.saturating_sub(suffix.len() + 3))
+            );
+            n += 1;
+        }
+        taken.insert(name.clone());
+        renames.insert((e.db_id.clone(), e.name.clone()), name.clone());
+        e.name = name;
+    }
+    renames
+}
+
+/// The name segments of a template: `get_<table>_<returns>`, `by_<parameters>`,
+/// `per_<group keys>`, `sorted_by_<keys>` (each segment whole words).
+fn name_segments(t: &Template) -> Vec<String> {
+    let returns = if t.returns.is_empty() {
+        "rows".to_string()
+    } else {
+        let mut r: Vec<&str> = t.returns.iter().map(String::as_str).take(3).collect();
+        r.dedup();
+        r.join("_and_")
+    };
+    let mut segments = vec![format!("get_{}_{returns}", t.table)];
+    let mut by: Vec<String> = Vec::new();
+    for p in t.parameters.iter().filter(|p| !p.optional) {
+        let base = p
+            .name
+            .trim_end_matches(|c: char| c.is_ascii_digit() || c == '_')
+            .to_string();
+        if !by.contains(&base) {
+            by.push(base);
+        }
+    }
+    if !by.is_empty() {
+        segments.push(format!("by_{}", by.join("_and_")));
+    }
+    if !t.group_by.is_empty() {
+        segments.push(format!("per_{}", t.group_by.join("_and_")));
+    }
+    if !t.order_by.is_empty() {
+        segments.push(format!("sorted_by_{}", t.order_by.join("_and_")));
+    }
+    segments
+}
+
+/// Joins name segments, dropping whole segments from the end (then whole words of the first)
+/// until the name fits in `max` characters: a name is never cut inside a word.
+pub fn fit_segments(segments: &[String], max: usize) -> String {
+    let mut out = fit_words(&words(&segments[0]), max);
+    for s in &segments[1..] {
+        if out.len() + 1 + s.len() > max {
+            break;
+        }
+        out.push('_');
+        out.push_str(s);
+    }
+    out
 }
 
 /// Builds the endpoints of one database from its distinct templates (in first-question order),
-/// naming each uniquely: `get_<table>_<returns>[_by_<parameters>][_per_<group>][_sorted_by_<keys>][_top_<n>]`,
-/// capped at 56 characters (OpenAI function names allow 64) and suffixed `_2`, `_3`, … on collision; the path mirrors
-/// the name under `/v1/<source>/<db_id>/<table>/`.
+/// naming each uniquely within the database: `get_<table>_<returns>[_by_<parameters>][_per_<group>][_sorted_by_<keys>]`,
+/// at most [`MAX_NAME`] characters less room for a `_<n>` suffix, whole segments or words dropped
+/// rather than cut, `_2`, `_3`, … on collision; the path mirrors the
+/// name under `/v1/<source>/<db_id>/<table>/`.
 pub fn name_endpoints(source: &str, db_id: &str, templates: &[&Template]) -> Vec<Endpoint> {
     let mut used: BTreeSet<String> = BTreeSet::new();
     let mut out = Vec::new();
+    let room = MAX_NAME - 3;
     for t in templates {
-        let returns = if t.returns.is_empty() {
-            "rows".to_string()
-        } else {
-            let mut r: Vec<&str> = t.returns.iter().map(String::as_str).take(3).collect();
-            r.dedup();
-            r.join("_and_")
-        };
-        let mut by: Vec<String> = Vec::new();
-        for p in &t.parameters {
-            let base = p
-                .name
-                .trim_end_matches(|c: char| c.is_ascii_digit() || c == '_')
-                .to_string();
-            if !by.contains(&base) {
-                by.push(base);
-            }
-        }
-        let mut resource = returns.clone();
-        if !by.is_empty() {
-            resource = format!("{resource}_by_{}", by.join("_and_"));
-        }
-        if !t.group_by.is_empty() {
-            resource = format!("{resource}_per_{}", t.group_by.join("_and_"));
-        }
-        if !t.order_by.is_empty() {
-            resource = format!("{resource}_sorted_by_{}", t.order_by.join("_and_"));
-        }
-        if let Some(n) = &t.limit {
-            resource = format!("{resource}_top_{n}");
-        }
-        let base = cap(&format!("get_{}_{}", t.table, resource), 56);
+        let base = fit_segments(&name_segments(t), room);
         let mut name = base.clone();
         let mut n = 2;
         while used.contains(&name) {
@@ -313,57 +428,61 @@ pub fn name_endpoints(source: &str, db_id: &str, templates: &[&Template]) -> Vec
             .strip_prefix(&format!("get_{}_", t.table))
             .unwrap_or(&name)
             .to_string();
-        let what = t
-            .returns
-            .iter()
-            .take(3)
-            .map(|r| r.replace('_', " "))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut summary = format!(
-            "Get the {} of {} records",
-            if what.is_empty() { "rows".into() } else { what },
-            t.table.replace('_', " ")
-        );
-        if !t.parameters.is_empty() {
-            summary.push_str(&format!(
-                " filtered by {}",
-                t.parameters
-                    .iter()
-                    .map(|p| p.name.replace('_', " "))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        if !t.group_by.is_empty() {
-            summary.push_str(&format!(", one row per {}", t.group_by.join(", ").replace('_', " ")));
-        }
-        if !t.order_by.is_empty() {
-            let keys: Vec<String> = t
-                .order_by
-                .iter()
-                .map(|k| match k.strip_suffix("_desc") {
-                    Some(k) => format!("{} (descending)", k.replace('_', " ")),
-                    None => k.replace('_', " "),
-                })
-                .collect();
-            summary.push_str(&format!(", sorted by {}", keys.join(", ")));
-        }
-        if let Some(n) = &t.limit {
-            summary.push_str(&format!(", first {n} only"));
-        }
-        summary.push('.');
         out.push(Endpoint {
             db_id: db_id.into(),
             name,
             path: format!("/v1/{}/{}/{}/{}", slug(source), db_id, t.table, tail),
-            summary,
+            summary: legacy_summary(t),
             sql: t.sql.clone(),
             parameters: t.parameters.clone(),
             ordered: t.ordered,
         });
     }
     out
+}
+
+fn legacy_summary(t: &Template) -> String {
+    let what = t
+        .returns
+        .iter()
+        .take(3)
+        .map(|r| r.replace('_', " "))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut summary = format!(
+        "Get the {} of {} records",
+        if what.is_empty() { "rows".into() } else { what },
+        t.table.replace('_', " ")
+    );
+    if !t.parameters.is_empty() {
+        summary.push_str(&format!(
+            " filtered by {}",
+            t.parameters
+                .iter()
+                .map(|p| p.name.replace('_', " "))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !t.group_by.is_empty() {
+        summary.push_str(&format!(", one row per {}", t.group_by.join(", ").replace('_', " ")));
+    }
+    if !t.order_by.is_empty() {
+        let keys: Vec<String> = t
+            .order_by
+            .iter()
+            .map(|k| match k.strip_suffix("_desc") {
+                Some(k) => format!("{} (descending)", k.replace('_', " ")),
+                None => k.replace('_', " "),
+            })
+            .collect();
+        summary.push_str(&format!(", sorted by {}", keys.join(", ")));
+    }
+    if let Some(n) = &t.limit {
+        summary.push_str(&format!(", first {n} only"));
+    }
+    summary.push('.');
+    summary
 }
 
 #[cfg(test)]
@@ -384,10 +503,7 @@ mod tests {
             parameters: vec![],
             ordered: false,
         };
-        assert_eq!(
-            ep.operation_id(),
-            "get_singer_name_v1_spider_concert_singer_singer_name_get"
-        );
+        assert_eq!(ep.operation_id(), "get_singer_name");
     }
 
     #[test]
@@ -395,7 +511,7 @@ mod tests {
         let p = |n: &str, k: &str| Parameter {
             name: n.into(),
             kind: k.into(),
-            description: String::new(),
+            ..Parameter::default()
         };
         let ep = Endpoint {
             db_id: "d".into(),

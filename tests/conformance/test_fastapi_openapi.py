@@ -9,6 +9,7 @@ carry `type`, `loc`, `msg`, `input`, as FastAPI's do for missing and unparsable 
 import inspect
 import json
 import os
+from typing import Literal, Optional
 
 import pytest
 from fastapi import FastAPI, Query
@@ -28,6 +29,9 @@ def pick(endpoints):
         lambda e: len(e["parameters"]) >= 2,
         lambda e: len(e["parameters"]) >= 3,
         lambda e: any(p["name"][-1].isdigit() for p in e["parameters"]),
+        lambda e: any(p.get("optional") and "default" in p for p in e["parameters"]),
+        lambda e: any(p.get("choices") for p in e["parameters"]),
+        lambda e: any(p.get("optional") and "default" not in p for p in e["parameters"]),
     ]
     for t in tests:
         e = next((e for e in endpoints if t(e) and e not in chosen), None)
@@ -36,25 +40,38 @@ def pick(endpoints):
     return chosen
 
 
+def parameter(p):
+    """`name: T = Query(...)`; `Literal[...]` for a string enum; an optional parameter with a
+    default is `Query(default)`, one without is `Optional[T] = Query(None)`."""
+    annotation = TYPES[p["kind"]]
+    if p.get("choices"):
+        annotation = Literal[tuple(p["choices"])]
+    default = ...
+    if p.get("optional"):
+        if "default" in p:
+            default = p["default"]
+        else:
+            default = None
+            annotation = Optional[annotation]
+    return inspect.Parameter(
+        p["name"],
+        inspect.Parameter.KEYWORD_ONLY,
+        default=Query(default, description=p["description"]),
+        annotation=annotation,
+    )
+
+
 def fastapi_app(endpoints):
     app = FastAPI(title="t", version="0")
     for ep in endpoints:
-        params = [
-            inspect.Parameter(
-                p["name"],
-                inspect.Parameter.KEYWORD_ONLY,
-                default=Query(..., description=p["description"]),
-                annotation=TYPES[p["kind"]],
-            )
-            for p in ep["parameters"]
-        ]
+        params = [parameter(p) for p in ep["parameters"]]
 
         async def handler(**kwargs):
             return []
 
         handler.__signature__ = inspect.Signature(params)
         handler.__name__ = ep["name"]
-        app.get(ep["path"], summary=ep["summary"])(handler)
+        app.get(ep["path"], summary=ep["summary"], operation_id=ep["name"])(handler)
     return app
 
 
