@@ -273,9 +273,16 @@ fn judge(res: &Result<Completion, LlmError>, spec: &Spec, checker: &Checker, ans
     }
 }
 
+/// Completion length when the recipe has no `[catalog.llm]` table: a task, its constraints and
+/// five calls need about 300 tokens (the generic default, 96, cuts the JSON short).
+pub const DEFAULT_MAX_TOKENS: u32 = 512;
+
 /// Generates, checks and revises the bundle rows' tasks (module doc).
 pub fn apply(build: &mut Build, llm_cfg: Option<&LlmConfig>, store: &Store) {
-    let default = LlmConfig::default();
+    let default = LlmConfig {
+        max_tokens: DEFAULT_MAX_TOKENS,
+        ..LlmConfig::default()
+    };
     let resolved = match llm::resolve(llm_cfg.unwrap_or(&default)) {
         Ok(r) => r,
         Err(u) => {
