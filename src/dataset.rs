@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::{self, BadRecord};
 use crate::recipe::{Recipe, ResolvedSource};
 use crate::store::hash_file;
-use crate::tools::catalog::KeyDescription;
+use crate::tools::pool::KeyDescription;
 use crate::tools::{Call, ToolSpec};
 use crate::verify::Answer;
 

@@ -1,9 +1,12 @@
 //! toolforge: a compiler for tool-calling datasets.
 //!
-//! Pipeline (see ARCHITECTURE.md): `recipe` + `source` → `corpus` (ingest) → `sql` (lower to
-//! calls) → `verify` (execute calls with `tools::executor`, compare with the SQL result) →
-//! `emit` (Parquet, JSONL, catalog, report, card, manifest), with every stage result cached in
-//! the content-addressed `store`. `pipeline` wires the stages.
+//! Pipeline (see ARCHITECTURE.md): [`recipe`] + source → [`corpus`] (source readers) → one
+//! compile family ([`sql`] for SLOT/SEL/REST, [`seq`], [`catalog`]) over [`tools`] (specs,
+//! executor, endpoints) and [`verify`] → [`variants`] → [`emit`] (rows, tool files, trajectories,
+//! report, card, manifest) → [`serve`] (HTTP and MCP). Rows and builds are [`dataset`] types;
+//! every stage result is cached in the content-addressed [`store`]; [`pipeline`] wires the stages.
+//! There is no import cycle between these modules (`tests/layout.rs`; the dependency order is in
+//! ARCHITECTURE.md).
 
 pub mod catalog;
 pub mod corpus;

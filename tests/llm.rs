@@ -346,7 +346,7 @@ fn paraphrase_against_a_real_server() {
             assert!(!e.input.is_empty() && meta["constraints"].is_array());
             // the reference calls passed the checker: bundle tools, valid arguments
             assert!(!e.output.is_empty());
-            let checker = toolforge::seq::check::Checker::new(&e.tools).unwrap();
+            let checker = toolforge::tools::check::Checker::new(&e.tools).unwrap();
             for c in &e.output {
                 checker.validate(c).unwrap();
             }

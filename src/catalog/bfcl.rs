@@ -368,7 +368,7 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
                 continue;
             }
             let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec.clone()).collect();
-            let checker = crate::seq::check::Checker::new(&specs).map_err(|message| CorpusError::Malformed {
+            let checker = crate::tools::check::Checker::new(&specs).map_err(|message| CorpusError::Malformed {
                 path: file.questions.clone(),
                 message,
             })?;

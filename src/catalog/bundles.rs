@@ -57,7 +57,7 @@ pub struct Sampling {
 }
 
 /// The default similarity floor (module doc).
-pub const DEFAULT_MIN_SIMILARITY: f64 = 0.1;
+pub use crate::recipe::catalog::DEFAULT_MIN_SIMILARITY;
 
 /// One tool of a bundle.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

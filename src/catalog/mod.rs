@@ -44,45 +44,7 @@ use crate::tools::ToolSpec;
 /// Version of the catalog conversion stage; bump when its output for the same inputs changes.
 pub const CATALOG_VERSION: u32 = 2;
 
-/// The recipe's `[catalog]` table (all optional; MCP bundle sampling).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CatalogKnobs {
-    /// RNG seed of the bundle sampler (default 0).
-    pub seed: u64,
-    /// Number of bundles to draw (default 200).
-    pub bundles: usize,
-    /// Tools per bundle (default 5).
-    pub bundle_size: usize,
-    /// Minimum distinct servers per bundle (default 2).
-    pub min_servers: usize,
-    /// Maximum seed tools per bundle, 1–3 (default 3).
-    pub max_seeds: usize,
-    /// Similarity floor: minimum TF-IDF cosine of every bundle member to the bundle's first seed
-    /// (default [`bundles::DEFAULT_MIN_SIMILARITY`]; see [`bundles`]).
-    pub min_similarity: f64,
-    /// Split name of the bundle rows (default `train`).
-    pub split: String,
-    /// `[catalog.llm]`: the endpoint that writes the bundles' tasks ([`synthesis`]); the
-    /// environment is used when absent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub llm: Option<crate::llm::LlmConfig>,
-}
-
-impl Default for CatalogKnobs {
-    fn default() -> Self {
-        CatalogKnobs {
-            seed: 0,
-            bundles: 200,
-            bundle_size: 5,
-            min_servers: 2,
-            max_seeds: 3,
-            min_similarity: bundles::DEFAULT_MIN_SIMILARITY,
-            split: "train".into(),
-            llm: None,
-        }
-    }
-}
+pub use crate::recipe::catalog::CatalogKnobs;
 
 /// What a catalog conversion produces (stored as one stage result).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

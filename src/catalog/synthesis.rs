@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 
 use crate::dataset::{Build, Example};
 use crate::llm::{self, Completion, Llm, LlmConfig, LlmError, Message};
-use crate::seq::check::Checker;
+use crate::tools::check::Checker;
 use crate::store::Store;
 use crate::tools::{Call, ToolSpec};
 

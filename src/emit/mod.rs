@@ -14,9 +14,9 @@
 //! come from [`Build::extra_files`] and are written as they are.
 //!
 //! The directory is written as a whole into a sibling temp directory and renamed into place
-//! ([`write`]), so a failed build never leaves a half-written dataset. A rebuild whose build key
+//! ([`write()`]), so a failed build never leaves a half-written dataset. A rebuild whose build key
 //! and files match the existing `MANIFEST.json` writes nothing ([`manifest::up_to_date`]).
-//! [`reverify`] re-executes a built SLOT/SEL dataset from its files.
+//! [`reverify()`] re-executes a built SLOT/SEL dataset from its files.
 
 pub mod card;
 pub mod manifest;

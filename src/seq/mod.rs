@@ -6,10 +6,10 @@
 //! stage key) and `convert(&ResolvedSource, split: Option<&str>) -> Result<Conversion, CorpusError>`.
 //! The whole conversion is one store stage keyed by the recipe and the input hashes.
 
-pub mod check;
 pub mod multiwoz;
 pub mod nlu;
 pub mod sgd;
+pub mod stats;
 pub mod topv2;
 
 use std::collections::BTreeMap;

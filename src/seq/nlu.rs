@@ -61,10 +61,11 @@ use serde_json::{Value, json};
 
 use self::shape::{RawCall, Shapes, identifier, labels, words};
 use super::Conversion;
-use super::check::{Checker, SeqStats};
+use super::stats::SeqStats;
 use crate::corpus::{BadRecord, CorpusError};
 use crate::dataset::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
+use crate::tools::check::Checker;
 
 /// The splits of the Mix corpora, in order.
 const SPLITS: [&str; 3] = ["train", "dev", "test"];

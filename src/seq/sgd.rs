@@ -36,10 +36,11 @@ use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
 use super::Conversion;
-use super::check::{Checker, SeqStats};
+use super::stats::SeqStats;
 use crate::corpus::{BadRecord, CorpusError, read_json};
 use crate::dataset::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
+use crate::tools::check::Checker;
 use crate::tools::{Call, ToolSpec};
 
 /// The SGD splits, in catalog precedence order.

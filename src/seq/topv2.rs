@@ -39,11 +39,12 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use super::Conversion;
-use super::check::{Checker, SeqStats};
 use super::nlu::shape::{RawCall, Shapes, identifier, words};
+use super::stats::SeqStats;
 use crate::corpus::{BadRecord, CorpusError};
 use crate::dataset::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
+use crate::tools::check::Checker;
 use crate::tools::label_ref;
 
 /// The TOPv2 split names.

@@ -1,8 +1,8 @@
 //! The server's state, shared by the HTTP routes ([`super::http`]) and the MCP server
 //! ([`super::mcp`]): the loaded [`Toolkit`] of a built dataset, the [`ServeConfig`] limits, the
 //! read-only connection pool, the SLOT/SEL sessions (LRU-capped), and the blocking cores both
-//! interfaces call — [`run_endpoint`], [`open_session`], [`run_tool`] — which report failures as
-//! a [`CallError`] (HTTP status and message; FastAPI's `{"detail": message}` body over HTTP, a
+//! interfaces call — `run_endpoint`, `open_session`, `run_tool` — which report failures as
+//! a `CallError` (HTTP status and message; FastAPI's `{"detail": message}` body over HTTP, a
 //! tool error over MCP).
 
 use std::collections::HashMap;

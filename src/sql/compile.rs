@@ -27,7 +27,7 @@ use crate::progress::progress_bar;
 use crate::recipe::{Recipe, ResolvedSource};
 use crate::sql::{self, rest::Template, schema::Schema};
 use crate::store::{Lookup, StageKey, Store, hash_file};
-use crate::tools::catalog::{KeyDescription, slot_tools};
+use crate::tools::pool::{KeyDescription, slot_tools};
 use crate::tools::executor::Executor;
 use crate::tools::rest::{Endpoint, Limits, name_endpoints, qualify_across_databases};
 use crate::tools::sel::{bind, sel_tools};

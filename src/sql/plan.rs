@@ -26,7 +26,7 @@ pub struct Condition {
     pub key: String,
     /// One of the `filter_data` conditions.
     pub condition: &'static str,
-    /// The literal (JSON null for IS [NOT] NULL).
+    /// The literal (JSON null for IS \[NOT\] NULL).
     pub value: Json,
 }
 

@@ -1,16 +1,19 @@
 //! The tool layer: tool specifications (the catalog every emitter reads), calls, and the
 //! executor that runs SLOT calls over Arrow record batches.
 //!
-//! - [`catalog`]: the SLOT tool pool as data ([`ToolSpec`] with JSON Schema parameters).
+//! - [`pool`]: the SLOT tool pool as data ([`ToolSpec`] with JSON Schema parameters).
+//! - [`check`]: gold calls checked against their tools (JSON Schema validation, grounding of
+//!   argument values in the request); used by the seq converters and the BFCL gold lint.
 //! - [`table`]: the `initialize_active_data` join step (the only SQLite use) and SQLite → Arrow.
 //! - [`executor`]: one function per tool, semantics in each doc comment.
 //! - [`openapi`]: the OpenAPI 3.1 documents of REST endpoints and of the SLOT/SEL tool server
 //!   (what `tools/openapi.json` holds and `toolforge serve` answers at `/openapi.json`);
 //!   [`functions_json`]: the OpenAI function-calling format of a catalog.
 
-pub mod catalog;
+pub mod check;
 pub mod executor;
 pub mod openapi;
+pub mod pool;
 pub mod rest;
 pub mod sel;
 pub mod table;

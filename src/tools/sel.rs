@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::catalog::{AGGREGATE_COLUMNS, AGGREGATIONS, CONDITIONS, KeyDescription, slot_tools};
+use super::pool::{AGGREGATE_COLUMNS, AGGREGATIONS, CONDITIONS, KeyDescription, slot_tools};
 use super::{Call, ToolSpec, as_label_ref, label_ref};
 
 /// The getter name of a column: `get_<key>s` (the reference's plural form).

@@ -31,174 +31,14 @@ pub mod shortlist;
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+
+pub use crate::recipe::variants::{
+    DistractorsConfig, DriftConfig, PERTURBATIONS, ParaphraseConfig, PerturbConfig, ShortlistConfig, VariantsConfig,
+};
 
 use crate::dataset::{Build, Example};
 use crate::tools::{Call, as_label_ref};
-
-/// The `[variants]` section of a recipe. Each present sub-table enables one operator.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VariantsConfig {
-    /// Seed of every operator's random stream (default 0).
-    #[serde(default)]
-    pub seed: u64,
-    /// `[variants.perturb]`: deterministic request perturbations.
-    #[serde(default)]
-    pub perturb: Option<PerturbConfig>,
-    /// `[variants.drift]`: schema drift with migrated gold.
-    #[serde(default)]
-    pub drift: Option<DriftConfig>,
-    /// `[variants.distractors]`: toolkit expansion with related tools.
-    #[serde(default)]
-    pub distractors: Option<DistractorsConfig>,
-    /// `obfuscate = true`: `FUNC_i` / `ARG_i` names.
-    #[serde(default)]
-    pub obfuscate: bool,
-    /// `[variants.shortlist]`: toolkits of a fraction of the domain universe.
-    #[serde(default)]
-    pub shortlist: Option<ShortlistConfig>,
-    /// `[variants.paraphrase]`: LLM rephrasings of the request ([`paraphrase`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paraphrase: Option<ParaphraseConfig>,
-    /// `[variants.llm]`: the OpenAI-compatible endpoint the LLM variants use
-    /// ([`crate::llm::LlmConfig`]; environment fallbacks when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub llm: Option<crate::llm::LlmConfig>,
-}
-
-/// `[variants.paraphrase]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ParaphraseConfig {
-    /// Candidates requested per example (default 3).
-    #[serde(default = "default_paraphrase_n")]
-    pub n: usize,
-    /// Paraphrase only the first `max_examples` examples (group order, then example order).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_examples: Option<usize>,
-}
-
-fn default_paraphrase_n() -> usize {
-    3
-}
-
-/// Perturbation kinds: `case`, `punctuation`, `narrative`.
-pub const PERTURBATIONS: [&str; 3] = ["case", "punctuation", "narrative"];
-
-/// `[variants.perturb]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PerturbConfig {
-    /// Which perturbations to make, one row each (default all of [`PERTURBATIONS`]).
-    #[serde(default = "default_perturbations")]
-    pub kinds: Vec<String>,
-}
-
-fn default_perturbations() -> Vec<String> {
-    PERTURBATIONS.iter().map(|s| s.to_string()).collect()
-}
-
-/// `[variants.drift]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DriftConfig {
-    /// Operators to draw from (default all of [`drift::OPERATORS`]).
-    #[serde(default = "default_operators")]
-    pub operators: Vec<String>,
-    /// Probability that an applicable operator is applied to a tool (default 0.5); a tool with
-    /// any applicable operator always gets at least one.
-    #[serde(default = "default_rate")]
-    pub rate: f64,
-}
-
-fn default_operators() -> Vec<String> {
-    drift::OPERATORS.iter().map(|s| s.to_string()).collect()
-}
-
-fn default_rate() -> f64 {
-    0.5
-}
-
-/// `[variants.distractors]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DistractorsConfig {
-    /// Tools added per instance (default 5).
-    #[serde(default = "default_k")]
-    pub k: usize,
-    /// Candidates whose signature similarity to a gold tool is at least this are dropped
-    /// (default 0.8; [`distractors::signature_similarity`]).
-    #[serde(default = "default_max_sim")]
-    pub max_signature_similarity: f64,
-}
-
-fn default_k() -> usize {
-    5
-}
-
-fn default_max_sim() -> f64 {
-    0.8
-}
-
-/// `[variants.shortlist]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ShortlistConfig {
-    /// Fractions of the domain universe (default 0.10, 0.25, 0.50, 0.75).
-    #[serde(default = "default_fractions")]
-    pub fractions: Vec<f64>,
-}
-
-fn default_fractions() -> Vec<f64> {
-    vec![0.10, 0.25, 0.50, 0.75]
-}
-
-impl VariantsConfig {
-    /// Checks the values with a fixed set; the error names the key and the allowed values.
-    pub fn validate(&self) -> Result<(), String> {
-        if let Some(l) = &self.llm {
-            l.validate()?;
-        }
-        if let Some(p) = &self.perturb {
-            for k in &p.kinds {
-                if !PERTURBATIONS.contains(&k.as_str()) {
-                    return Err(format!(
-                        "key `variants.perturb.kinds`: unknown value {k:?}, expected one of {PERTURBATIONS:?}"
-                    ));
-                }
-            }
-        }
-        if let Some(d) = &self.drift {
-            for o in &d.operators {
-                if !drift::OPERATORS.contains(&o.as_str()) {
-                    return Err(format!(
-                        "key `variants.drift.operators`: unknown value {o:?}, expected one of {:?}",
-                        drift::OPERATORS
-                    ));
-                }
-            }
-            if !(0.0..=1.0).contains(&d.rate) {
-                return Err(format!("key `variants.drift.rate`: {} is not in [0, 1]", d.rate));
-            }
-        }
-        if let Some(s) = &self.shortlist {
-            if let Some(f) = s.fractions.iter().find(|f| !(**f > 0.0 && **f < 1.0)) {
-                return Err(format!("key `variants.shortlist.fractions`: {f} is not in (0, 1)"));
-            }
-        }
-        if let Some(d) = &self.distractors {
-            if !(0.0..=1.0).contains(&d.max_signature_similarity) {
-                return Err(format!(
-                    "key `variants.distractors.max_signature_similarity`: {} is not in [0, 1]",
-                    d.max_signature_similarity
-                ));
-            }
-        }
-        Ok(())
-    }
-}
 
 /// A small deterministic random stream (SplitMix64) seeded from blake3 of the recipe seed and
 /// a list of parts (operator, example id, …).
@@ -336,7 +176,10 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
         extra.insert("drift_operators".into(), json!(plan.operator_counts()));
         extra.insert("drifted_tools".into(), json!(plan.tools.len()));
     }
-    let pool = cfg.distractors.as_ref().map(|_| distractors::DistractorPool::new(build));
+    let pool = cfg
+        .distractors
+        .as_ref()
+        .map(|_| distractors::DistractorPool::new(build));
     let mut distractor_drops = 0usize;
 
     for outcome in build.groups.values_mut() {
@@ -429,7 +272,7 @@ mod tests {
         let v = r.variants.unwrap();
         assert_eq!(v.seed, 3);
         assert_eq!(v.drift.unwrap().operators.len(), 6);
-        assert_eq!(v.perturb.unwrap().kinds, default_perturbations());
+        assert_eq!(v.perturb.unwrap().kinds, PERTURBATIONS.map(String::from).to_vec());
         assert!(v.shortlist.is_none() && !v.obfuscate);
         let err = load("[variants.drift]\noperators = [\"rename\"]\n").unwrap_err();
         assert!(

@@ -163,7 +163,7 @@ const REQUEST_STARTS: [&str; 58] = [
 ];
 
 /// Whether `text` reads as a request: ends with `?` or starts with a question word or an
-/// imperative ([`REQUEST_STARTS`]).
+/// imperative (`REQUEST_STARTS`).
 pub fn is_request(text: &str) -> bool {
     if text.trim_end().ends_with('?') {
         return true;

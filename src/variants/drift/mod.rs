@@ -8,11 +8,11 @@
 //! | operator             | schema change (A_old → A_new)                                   | migration of a gold call                    |
 //! |----------------------|-----------------------------------------------------------------|---------------------------------------------|
 //! | `endpoint_evolution` | function `f` → `f_v2`; REST path `/v1/…` → `/v2/…`              | call name → `f_v2`                          |
-//! | `parameter_rename`   | property renamed through [`SYNONYMS`](parameter_rename::SYNONYMS) (token-wise), else snake_case → camelCase | argument key renamed          |
+//! | `parameter_rename`   | property renamed through [`SYNONYMS`] (token-wise), else snake_case → camelCase | argument key renamed          |
 //! | `type_drift`         | `integer` / `number` / `boolean` property → `string` (default too) | value written as text (`-1` → `"-1"`)    |
 //! | `required_swap`      | a required property becomes optional, or an optional one with a default becomes required | optional→required: the old default made explicit when absent |
 //! | `default_flip`       | a boolean default `d` becomes `!d`                              | the old default made explicit when absent   |
-//! | `nested_object`      | related properties ([`GROUPS`](nested_object::GROUPS)) moved into one object property (not for REST GET: query strings are flat) | those arguments moved into the object |
+//! | `nested_object`      | related properties ([`GROUPS`]) moved into one object property (not for REST GET: query strings are flat) | those arguments moved into the object |
 //!
 //! Each parameter gets at most one of `type_drift`, `required_swap`, `default_flip`; renaming and
 //! nesting compose with them. Every drifted A_new schema has `additionalProperties: false` (a
@@ -29,7 +29,7 @@
 //! [`Drift::check_query`]), answering old-style calls with FastAPI-shaped 422 errors.
 //!
 //! Files: [`plan`] draws a tool's change log ([`plan_tool`]) and the dataset's [`Drift`], applies
-//! it to a schema ([`apply_schema`]) and makes the variant rows; [`migrate`] rewrites gold calls
+//! it to a schema ([`apply_schema`]) and makes the variant rows; [`migrate`](mod@migrate) rewrites gold calls
 //! A_old → A_new and back ([`migrate()`], [`unmigrate`]); [`validate`] is the A_new validator
 //! `serve` uses ([`fastapi_errors`], [`Drift::check_body`], [`Drift::check_query`]).
 
@@ -55,15 +55,9 @@ pub use parameter_rename::{SYNONYMS, renamed};
 pub use plan::{apply_schema, plan_tool};
 pub use validate::fastapi_errors;
 
-/// The six DynamicToolBench drift operators.
-pub const OPERATORS: [&str; 6] = [
-    "endpoint_evolution",
-    "parameter_rename",
-    "type_drift",
-    "required_swap",
-    "default_flip",
-    "nested_object",
-];
+/// The six DynamicToolBench drift operators, one file each (defined with the recipe's
+/// `[variants.drift]` section it validates).
+pub use crate::recipe::variants::DRIFT_OPERATORS as OPERATORS;
 
 /// One entry of a tool's change log. Parameter names are A_old names except in
 /// [`Change::NestedObject`], whose members are named as in A_new (after renaming).

@@ -1,5 +1,5 @@
 //! `type_drift`: an `integer` / `number` / `boolean` property becomes `string` (its default too;
-//! the description says "(a <type> written as a string)").
+//! the description says "(a `<type>` written as a string)").
 //!
 //! Migration: the value written as text (`-1` → `"-1"`; loud when the call has a non-null,
 //! non-string value). Un-migration: the text parsed back as the A_old type (an error when it

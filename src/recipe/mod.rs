@@ -4,6 +4,9 @@
 //! file, the line and the allowed keys; values with a fixed set (`format`) are checked and the
 //! error lists the allowed values.
 
+pub mod catalog;
+pub mod variants;
+
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -85,10 +88,10 @@ pub struct Recipe {
     /// `[variants]`: extra rows derived after the compile stage (see [`crate::variants`]).
     /// Not serialised when absent, so recipes without it keep their build keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub variants: Option<crate::variants::VariantsConfig>,
-    /// `catalog` recipes: bundle sampling knobs (`[catalog]` table, see `catalog::CatalogKnobs`).
+    pub variants: Option<variants::VariantsConfig>,
+    /// `catalog` recipes: bundle sampling knobs (`[catalog]` table, see [`catalog::CatalogKnobs`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub catalog: Option<crate::catalog::CatalogKnobs>,
+    pub catalog: Option<catalog::CatalogKnobs>,
     /// Trajectory corpus settings (executable families); defaults when absent.
     #[serde(default)]
     pub trajectories: TrajectoryConfig,

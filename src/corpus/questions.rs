@@ -1,0 +1,121 @@
+//! The text-to-SQL question files: BIRD (`question_id, db_id, question, evidence, SQL,
+//! difficulty`) and Spider (`db_id, question, query`), one JSON array of records per file
+//! ([`read_questions`]); a record without the expected fields is a [`BadRecord`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use super::{BadRecord, CorpusError, read_json, short};
+use std::path::Path;
+
+/// One text-to-SQL question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Question {
+    /// Source item id: BIRD `question_id`, Spider position in `dev.json`.
+    pub id: String,
+    /// Database id.
+    pub db_id: String,
+    /// The natural-language question.
+    pub question: String,
+    /// BIRD external-knowledge evidence.
+    pub evidence: Option<String>,
+    /// Gold SQL.
+    pub sql: String,
+    /// BIRD difficulty (`simple`, `moderate`, `challenging`).
+    pub difficulty: Option<String>,
+}
+
+/// Reads a question file of the given `format` (`bird` or `spider`).
+pub fn read_questions(path: &Path, format: &str) -> Result<(Vec<Question>, Vec<BadRecord>), CorpusError> {
+    let value = read_json(path)?;
+    let Json::Array(records) = value else {
+        return Err(CorpusError::Malformed {
+            path: path.into(),
+            message: "expected a JSON array of question records".into(),
+        });
+    };
+    let file = path.display().to_string();
+    let mut questions = Vec::new();
+    let mut bad = Vec::new();
+    for (i, rec) in records.iter().enumerate() {
+        match question(rec, i, format) {
+            Ok(q) => questions.push(q),
+            Err(message) => bad.push(BadRecord {
+                file: file.clone(),
+                record: i,
+                message,
+            }),
+        }
+    }
+    Ok((questions, bad))
+}
+
+fn question(rec: &Json, index: usize, format: &str) -> Result<Question, String> {
+    let obj = rec
+        .as_object()
+        .ok_or_else(|| format!("expected an object, got {}", short(rec)))?;
+    let text = |field: &str| -> Result<String, String> {
+        match obj.get(field) {
+            Some(Json::String(s)) => Ok(s.clone()),
+            Some(other) => Err(format!("field `{field}`: expected a string, got {}", short(other))),
+            None => Err(format!("missing field `{field}`")),
+        }
+    };
+    let opt = |field: &str| obj.get(field).and_then(Json::as_str).map(str::to_string);
+    match format {
+        "bird" => {
+            let id = match obj.get("question_id") {
+                Some(Json::Number(n)) => n.to_string(),
+                Some(Json::String(s)) => s.clone(),
+                Some(other) => return Err(format!("field `question_id`: expected a number, got {}", short(other))),
+                None => index.to_string(),
+            };
+            Ok(Question {
+                id,
+                db_id: text("db_id")?,
+                question: text("question")?,
+                evidence: opt("evidence"),
+                sql: text("SQL")?,
+                difficulty: opt("difficulty"),
+            })
+        }
+        _ => Ok(Question {
+            id: index.to_string(),
+            db_id: text("db_id")?,
+            question: text("question")?,
+            evidence: None,
+            sql: text("query")?,
+            difficulty: None,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_records_are_reported_and_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev.json");
+        std::fs::write(&path, r#"[{"db_id":"a","question":"q","query":"SELECT 1"}, 5, {"db_id":"a","question":3,"query":"x"}, {"db_id":"a","query":"x"}]"#).unwrap();
+        let (qs, bad) = read_questions(&path, "spider").unwrap();
+        assert_eq!(qs.len(), 1);
+        assert_eq!(bad.iter().map(|b| b.record).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert!(
+            bad[1].message.contains("field `question`: expected a string"),
+            "{:?}",
+            bad[1]
+        );
+        assert!(bad[2].message.contains("missing field `question`"));
+    }
+
+    #[test]
+    fn malformed_file_names_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev.json");
+        std::fs::write(&path, "[\n{\"db_id\": \"a\",\n").unwrap();
+        let err = read_questions(&path, "bird").unwrap_err().to_string();
+        assert!(err.contains("dev.json") && err.contains("line 3"), "{err}");
+    }
+}

@@ -1,0 +1,181 @@
+//! The LLM endpoint's configuration: [`LlmConfig`] (a recipe's `[variants.llm]` or
+//! `[catalog.llm]` table; keys and defaults in the [`crate::llm`] module doc), checked by
+//! [`LlmConfig::validate`], and [`resolve`]d against the environment fallbacks into a
+//! [`Resolved`] endpoint or the reason it is [`Unavailable`].
+
+use serde::{Deserialize, Serialize};
+
+/// `[variants.llm]`: the endpoint and sampling parameters (module docs for defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// OpenAI-compatible base URL, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Model name sent with each request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key (default `OPENAI_API_KEY`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Sampling temperature.
+    #[serde(default = "default_temperature")]
+    pub temperature: f64,
+    /// Base seed; request `i` of an item uses `seed + i`.
+    #[serde(default)]
+    pub seed: u64,
+    /// Completion length cap.
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    /// Requests in flight at most.
+    #[serde(default = "default_concurrency")]
+    pub max_concurrency: usize,
+    /// Request starts per second at most (none: unlimited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_second: Option<f64>,
+    /// Attempts per request (first try included).
+    #[serde(default = "default_attempts")]
+    pub max_attempts: u32,
+    /// First retry delay in milliseconds, doubled per retry (capped at 30 s).
+    #[serde(default = "default_backoff")]
+    pub initial_backoff_ms: u64,
+    /// Time limit per attempt in seconds.
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: f64,
+}
+
+fn default_temperature() -> f64 {
+    0.7
+}
+fn default_max_tokens() -> u32 {
+    96
+}
+fn default_concurrency() -> usize {
+    4
+}
+fn default_attempts() -> u32 {
+    5
+}
+fn default_backoff() -> u64 {
+    500
+}
+fn default_timeout() -> f64 {
+    120.0
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            temperature: default_temperature(),
+            seed: 0,
+            max_tokens: default_max_tokens(),
+            max_concurrency: default_concurrency(),
+            requests_per_second: None,
+            max_attempts: default_attempts(),
+            initial_backoff_ms: default_backoff(),
+            timeout_secs: default_timeout(),
+        }
+    }
+}
+
+impl LlmConfig {
+    /// Checks value ranges; the error names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=2.0).contains(&self.temperature) {
+            return Err(format!(
+                "key `variants.llm.temperature`: {} is not in [0, 2]",
+                self.temperature
+            ));
+        }
+        if self.max_concurrency == 0 {
+            return Err("key `variants.llm.max_concurrency`: must be at least 1".into());
+        }
+        if self.max_attempts == 0 {
+            return Err("key `variants.llm.max_attempts`: must be at least 1".into());
+        }
+        if let Some(r) = self.requests_per_second {
+            if !(r > 0.0 && r.is_finite()) {
+                return Err(format!("key `variants.llm.requests_per_second`: {r} is not positive"));
+            }
+        }
+        if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
+            return Err(format!(
+                "key `variants.llm.timeout_secs`: {} is not positive",
+                self.timeout_secs
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Why the LLM cannot be used: no endpoint (skip quietly, one summary line) or a configuration
+/// error (one error line; the build goes on without LLM variants).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unavailable {
+    /// No base URL in the recipe or `OPENAI_BASE_URL`.
+    NoEndpoint,
+    /// Endpoint set but unusable (no model, bad URL).
+    Misconfigured(String),
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unavailable::NoEndpoint => write!(
+                f,
+                "skipped: no endpoint configured (set OPENAI_BASE_URL or [variants.llm] base_url)"
+            ),
+            Unavailable::Misconfigured(m) => write!(f, "error: {m}"),
+        }
+    }
+}
+
+/// The configuration with environment fallbacks applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// Base URL (trailing `/` removed).
+    pub base_url: String,
+    /// Model.
+    pub model: String,
+    /// API key (empty when the variable is unset; local servers ignore it).
+    pub api_key: String,
+    /// The recipe table.
+    pub cfg: LlmConfig,
+}
+
+/// Applies the environment fallbacks (module docs).
+pub fn resolve(cfg: &LlmConfig) -> Result<Resolved, Unavailable> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let base_url = cfg
+        .base_url
+        .clone()
+        .filter(|v| !v.trim().is_empty())
+        .or_else(|| env("OPENAI_BASE_URL"))
+        .ok_or(Unavailable::NoEndpoint)?;
+    let base_url = base_url.trim().trim_end_matches('/').to_string();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(Unavailable::Misconfigured(format!(
+            "base URL {base_url:?} is not an http:// or https:// URL"
+        )));
+    }
+    let model = cfg
+        .model
+        .clone()
+        .or_else(|| env("TOOLFORGE_LLM_MODEL"))
+        .ok_or_else(|| {
+            Unavailable::Misconfigured(format!(
+                "endpoint {base_url} has no model (set TOOLFORGE_LLM_MODEL or [variants.llm] model)"
+            ))
+        })?;
+    let key_var = cfg.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into());
+    let api_key = std::env::var(&key_var).unwrap_or_default();
+    Ok(Resolved {
+        base_url,
+        model,
+        api_key,
+        cfg: cfg.clone(),
+    })
+}
