@@ -151,7 +151,7 @@ fn seq_requests_written_by_a_real_llm_pass_the_value_check_and_rebuild_offline()
     let tmp = tempfile::tempdir().unwrap();
     let tmp = tmp.path();
     // Offline first: no endpoint → template requests that read as sentences.
-    for (source, corpus) in [("sgd", sgd_subset(tmp, 8)), ("multiwoz", multiwoz_subset(tmp, 8))] {
+    for (source, corpus) in [("sgd", sgd_subset(tmp, 3)), ("multiwoz", multiwoz_subset(tmp, 3))] {
         let recipe = project(tmp, source, &corpus, "");
         let b = compile(&recipe, Some(&tmp.join(format!("store-offline-{source}"))), false).unwrap();
         assert!(
@@ -174,7 +174,7 @@ fn seq_requests_written_by_a_real_llm_pass_the_value_check_and_rebuild_offline()
     let llm = format!(
         "\n[seq.llm]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"smollm2-135m-instruct\"\ntemperature = 0.7\nseed = 3\nmax_tokens = 120\nmax_concurrency = 2\nmax_attempts = 3\ninitial_backoff_ms = 20\ntimeout_secs = 120\n"
     );
-    for (source, corpus) in [("sgd", sgd_subset(tmp, 8)), ("multiwoz", multiwoz_subset(tmp, 8))] {
+    for (source, corpus) in [("sgd", sgd_subset(tmp, 3)), ("multiwoz", multiwoz_subset(tmp, 3))] {
         let recipe = project(tmp, source, &corpus, &llm);
         let store = tmp.join(format!("store-{source}"));
         let before = server_requests(port);

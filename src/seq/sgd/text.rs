@@ -40,7 +40,16 @@ pub(super) fn clause(description: &str, value: &str) -> String {
             rest.trim_end_matches(" or not"),
             if value == "True" { "yes" } else { "no" }
         ),
-        _ => format!("the {} is {value}", lower_first(d)),
+        _ => {
+            let d = lower_first(d);
+            if d.starts_with("the ") || d.starts_with("a ") {
+                format!("{d} is {value}")
+            } else if d.starts_with("whether ") {
+                format!("the choice of {d} is {value}")
+            } else {
+                format!("the {d} is {value}")
+            }
+        }
     }
 }
 
