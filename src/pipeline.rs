@@ -48,6 +48,11 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
         let llm = build.recipe.catalog.as_ref().and_then(|k| k.llm.clone());
         crate::catalog::synthesis::apply(&mut build, llm.as_ref(), &store);
     }
+    // SeqSGD / SeqMultiWOZ requests written by an LLM (an endpoint, else the template stays).
+    if build.recipe.format == "seq" && matches!(build.source.manifest.format.as_str(), "sgd" | "multiwoz") {
+        let llm = build.recipe.seq.as_ref().and_then(|k| k.llm.clone());
+        crate::seq::request::apply(&mut build, llm.as_ref(), &store);
+    }
     // The variants stage: after compile, on the verified examples.
     if let Some(cfg) = build.recipe.variants.clone() {
         crate::variants::apply(&mut build, &cfg);
@@ -63,7 +68,10 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
 /// cheap to load (text-to-SQL).
 pub fn quick_build_key(recipe_path: &Path) -> Result<Option<(Recipe, String)>, BuildError> {
     let (recipe, source) = load_recipe(recipe_path)?;
-    if recipe.format != "seq" || crate::recipe::is_sql_source(&source.manifest.format) {
+    if recipe.format != "seq"
+        || crate::recipe::is_sql_source(&source.manifest.format)
+        || crate::seq::writes_requests(&recipe, &source)
+    {
         return Ok(None);
     }
     let key = crate::seq::quick_build_key(&recipe, &source)?;

@@ -157,9 +157,18 @@ fn snips_train_tags_are_rebuilt_from_snips_train() {
 
 #[test]
 fn topv2_nested_intent_is_an_earlier_call() {
-    // navigation_eval.tsv line 107.
-    let e = example(top(), "eval/navigation/105");
-    assert_eq!(e.input, "How long will it take me to get home from here");
+    // navigation_eval.tsv line 107 is navigation_train.tsv line 2069 (lower-cased): the eval row
+    // goes (`seen_in_earlier_split`), the train row keeps the calls.
+    let d = top().splits["eval"]
+        .drops
+        .iter()
+        .find(|d| d.id == "eval/navigation/105")
+        .unwrap();
+    assert_eq!(d.reason, "seen_in_earlier_split");
+    assert!(d.detail.contains("train/navigation/2067"), "{}", d.detail);
+    let e = example(top(), "train/navigation/2067");
+    assert_eq!(e.input, "how long will it take me to get home from here");
+    assert!(e.ordered, "the duration consumes the two locations' results");
     assert_eq!(
         calls(e),
         vec![
@@ -208,6 +217,13 @@ fn topv2_unsupported_rows_are_dropped() {
 #[test]
 fn every_call_validates_and_every_value_is_grounded() {
     for (name, c) in [("atis", atis()), ("snips", snips()), ("topv2", top())] {
+        if name != "topv2" {
+            // Independent clauses: the order of the calls is not part of the answer.
+            assert!(
+                c.splits.values().flat_map(|o| &o.examples).all(|e| !e.ordered),
+                "{name}"
+            );
+        }
         assert_eq!(c.stats["calls_failing_schema"], 0, "{name}");
         assert_eq!(c.stats["ungrounded_values"], 0, "{name}");
         for o in c.splits.values() {
@@ -292,4 +308,66 @@ fn missing_split_files_are_an_error_naming_the_root() {
     let (_tmp, s) = fixture("");
     let err = nlu::convert(&s, Some("train")).unwrap_err().to_string();
     assert!(err.contains("train"), "{err}");
+}
+
+#[test]
+fn topv2_filtered_as_api_blend_sizes_reasons_and_no_conflicting_gold() {
+    // Issue 15: per split kept rows and drops by reason (was 120,014 / 16,509 / 37,454 kept).
+    let c = top();
+    let kept: Vec<usize> = ["train", "eval", "test"]
+        .iter()
+        .map(|s| c.splits[*s].examples.len())
+        .collect();
+    assert_eq!(kept, vec![97_477, 12_414, 27_712]);
+    let paper = [94_458.0, 13_477.0];
+    for (k, p) in kept.iter().zip(paper) {
+        assert!((*k as f64 - p).abs() / p <= 0.10, "{k} vs the paper's {p}");
+    }
+    let reasons = |split: &str| {
+        let mut m = std::collections::BTreeMap::new();
+        for d in &c.splits[split].drops {
+            *m.entry(d.reason.as_str()).or_insert(0usize) += 1;
+        }
+        m
+    };
+    let train = reasons("train");
+    assert_eq!(train["duplicate_utterance"], 17_101);
+    assert_eq!(train["conflicting_gold"], 1_316);
+    assert_eq!(train["repeated_slot"], 4_120);
+    assert!(!train.contains_key("seen_in_earlier_split"));
+    assert_eq!(reasons("eval")["seen_in_earlier_split"], 2_963);
+    assert_eq!(reasons("test")["seen_in_earlier_split"], 7_041);
+    // "Cancel all alarms": 39 rows, one labelled create_alarm → every row goes.
+    let cancel: Vec<_> = c
+        .splits
+        .values()
+        .flat_map(|o| &o.drops)
+        .filter(|d| d.reason == "conflicting_gold" && d.id.starts_with("train/alarm/"))
+        .collect();
+    assert!(!cancel.is_empty());
+    assert!(
+        !c.splits
+            .values()
+            .flat_map(|o| &o.examples)
+            .any(|e| e.input.eq_ignore_ascii_case("cancel all alarms"))
+    );
+    // Every kept utterance occurs once in the whole dataset: no duplicate, no conflicting gold.
+    let mut seen = std::collections::HashSet::new();
+    for e in c.splits.values().flat_map(|o| &o.examples) {
+        let u = e.input.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+        assert!(seen.insert(u), "{} repeats an utterance", e.id);
+        // No call holds an array: a slot repeated in one intent drops the row.
+        assert!(
+            e.output.iter().all(|c| c.arguments.values().all(|v| v.is_string())),
+            "{}",
+            e.id
+        );
+        // ordered ⇔ some call consumes an earlier call's $label$.
+        let refs = e
+            .output
+            .iter()
+            .flat_map(|c| c.arguments.values())
+            .any(|v| v.as_str().is_some_and(|s| s.starts_with('$')));
+        assert_eq!(e.ordered, refs, "{}", e.id);
+    }
 }

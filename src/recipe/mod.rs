@@ -5,6 +5,7 @@
 //! error lists the allowed values.
 
 pub mod catalog;
+pub mod seq;
 pub mod variants;
 
 use std::path::{Path, PathBuf};
@@ -92,6 +93,10 @@ pub struct Recipe {
     /// `catalog` recipes: bundle sampling knobs (`[catalog]` table, see [`catalog::CatalogKnobs`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog: Option<catalog::CatalogKnobs>,
+    /// `seq` recipes: conversion knobs and the request writer's endpoint (`[seq]` table, see
+    /// [`seq::SeqKnobs`]). Not serialised when absent, so recipes without it keep their build keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<seq::SeqKnobs>,
     /// Trajectory corpus settings (executable families); defaults when absent.
     #[serde(default)]
     pub trajectories: TrajectoryConfig,

@@ -5,9 +5,25 @@
 //! `inputs(&ResolvedSource) -> Vec<PathBuf>` (every file the conversion reads, hashed into the
 //! stage key) and `convert(&ResolvedSource, split: Option<&str>) -> Result<Conversion, CorpusError>`.
 //! The whole conversion is one store stage keyed by the recipe and the input hashes.
+//!
+//! # `ordered`
+//!
+//! [`Example::ordered`](crate::dataset::Example) says whether the order of the gold calls is
+//! part of the answer. The rule, per family:
+//!
+//! - **SeqTopV2**: true exactly when a call consumes an earlier call's result (an argument is a
+//!   `$label$` reference to a nested intent's call), so the calls must run in dependency order.
+//! - **SeqSGD, SeqMultiWOZ**: true on every row with two or more calls: they are the calls the
+//!   system executed, in dialogue order (a booking follows the search that found its venue).
+//! - **SeqATIS, SeqSNIPS**: false: the clauses of a MixATIS/MixSNIPS utterance are independent
+//!   requests joined by "and"; no call reads another's result and any order serves the user.
+//!   The output still lists them in utterance order.
+//!
+//! A single-call row is never `ordered` (there is nothing to order).
 
 pub mod multiwoz;
 pub mod nlu;
+pub mod request;
 pub mod sgd;
 pub mod stats;
 pub mod topv2;
@@ -25,6 +41,8 @@ use crate::tools::ToolSpec;
 
 /// Version of the seq conversion stage; bump when its output for the same inputs changes.
 pub const SEQ_VERSION: u32 = 1;
+
+pub use crate::recipe::seq::SeqKnobs;
 
 /// What a converter produces.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -49,12 +67,12 @@ fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
     }
 }
 
-fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversion, CorpusError> {
+fn convert(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKnobs) -> Result<Conversion, CorpusError> {
     match source.manifest.format.as_str() {
         "mixatis" | "mixsnips" => nlu::convert(source, split),
         "topv2" => topv2::convert(source, split),
-        "sgd" => sgd::convert(source, split),
-        "multiwoz" => multiwoz::convert(source, split),
+        "sgd" => sgd::convert_with(source, split, knobs),
+        "multiwoz" => multiwoz::convert_with(source, split, knobs),
         other => Err(CorpusError::Malformed {
             path: source.root.clone(),
             message: format!("no seq converter for source format {other:?}"),
@@ -68,7 +86,7 @@ fn stage_key(recipe: &Recipe, source: &ResolvedSource) -> Result<(StageKey, BTre
     let key = StageKey {
         stage: format!("seq-{}", source.manifest.format),
         version: SEQ_VERSION,
-        config: serde_json::json!({"dataset": recipe.name, "split": recipe.split, "code": code_fingerprint()}),
+        config: serde_json::json!({"dataset": recipe.name, "split": recipe.split, "code": code_fingerprint(), "knobs": recipe.seq.clone().unwrap_or_default().conversion_key()}),
         inputs: source_hashes.values().cloned().collect(),
     };
     Ok((key, source_hashes))
@@ -80,6 +98,13 @@ fn stage_key(recipe: &Recipe, source: &ResolvedSource) -> Result<(StageKey, BTre
 pub fn quick_build_key(recipe: &Recipe, source: &ResolvedSource) -> Result<String, BuildError> {
     let (key, _) = stage_key(recipe, source)?;
     Ok(build_key(recipe, &[], &[key.digest()]))
+}
+
+/// Whether the recipe's requests are LLM-written (a dialogue source and a resolvable endpoint),
+/// so the build key depends on the answers and cannot be known from the inputs alone.
+pub fn writes_requests(recipe: &Recipe, source: &ResolvedSource) -> bool {
+    matches!(source.manifest.format.as_str(), "sgd" | "multiwoz")
+        && crate::llm::resolve(&recipe.seq.clone().unwrap_or_default().llm.unwrap_or_default()).is_ok()
 }
 
 /// Runs (or loads from the store) the conversion of a seq recipe.
@@ -94,7 +119,11 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
     let conversion = match stored {
         Some(c) => c,
         None => {
-            let c = convert(&source, recipe.split.as_deref())?;
+            let c = convert(
+                &source,
+                recipe.split.as_deref(),
+                &recipe.seq.clone().unwrap_or_default(),
+            )?;
             store.put(&key, &serde_json::to_vec(&c).expect("serialise"))?;
             c
         }

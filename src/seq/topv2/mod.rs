@@ -22,11 +22,23 @@
 //! - a slot holding one nested intent → that intent is lowered first, as an *earlier* call, and
 //!   the argument is its `$label$`: the sequence is in dependency order (post-order), siblings
 //!   in utterance order;
-//! - repeated intents stay separate calls; a slot repeated in one intent becomes an array of its
-//!   values in utterance order (see [`super::nlu::shape`]);
+//! - repeated intents stay separate calls; a slot repeated in one intent (`[SL:DATE_TIME 7am ]
+//!   and [SL:DATE_TIME 8am ]`) → the row is dropped (`repeated_slot`): API-BLEND's calls hold one
+//!   value per slot (its SeqTopV2 script keys a call's arguments by slot name), and keeping only
+//!   the first value would make a gold call that does less than the request asks;
 //! - a slot holding both a nested intent and words (3 rows) → `mixed_slot`; a slot holding
 //!   nothing → `empty_slot`; an intent directly inside an intent or a slot inside a slot →
 //!   `unexpected_nesting`. Nothing is guessed.
+//!
+//! Then the rows are filtered as API-BLEND §3.2 filters SeqTopV2 ([`filter`], one reason code
+//! each, in this order): `conflicting_gold` (the utterance has two different gold call
+//! sequences anywhere in TOPv2: every row of it goes), `duplicate_utterance` (a later row of the
+//! same split with the same utterance), `seen_in_earlier_split` (an `eval` utterance already in
+//! `train`, a `test` utterance already in `train` or `eval`). Utterances are compared
+//! case-insensitively with whitespace collapsed.
+//!
+//! `ordered` is true exactly when a call consumes an earlier call's result (a `$label$`
+//! argument): the nested intent must run first.
 //!
 //! Labels are `<tool>_<n>`, `n` counting calls of that tool in the example from 1.
 //! `tools` of an example are the specs of the tools it calls; `tools/functions.json` holds all
@@ -47,130 +59,19 @@ use crate::recipe::ResolvedSource;
 use crate::tools::check::Checker;
 use crate::tools::label_ref;
 
-/// The TOPv2 split names.
-const SPLITS: [&str; 3] = ["train", "eval", "test"];
+mod filter;
+mod parse;
+#[cfg(test)]
+mod tests;
 
-/// A node of a parse tree.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Node {
-    /// A word: its index among the parse's words.
-    Word(usize),
-    /// `[IN:NAME ...]`.
-    Intent(Frame),
-    /// `[SL:NAME ...]`.
-    Slot(Frame),
-}
+use parse::align;
+pub(crate) use parse::{Frame, Node, Tree, parse};
 
-/// A bracketed intent or slot.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Frame {
-    /// The name without the `IN:`/`SL:` prefix.
-    pub name: String,
-    /// Children in order.
-    pub children: Vec<Node>,
-}
+/// The TOPv2 split names, in the order the cross-split filter walks them.
+pub(super) const SPLITS: [&str; 3] = ["train", "eval", "test"];
 
-/// A parsed semantic parse: the root intent and the words in order.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Tree<'a> {
-    pub root: Frame,
-    pub words: Vec<&'a str>,
-}
-
-/// Parses a TOP semantic parse (whitespace-separated tokens; `[IN:X`, `[SL:X` open, `]` closes).
-pub(crate) fn parse(text: &str) -> Result<Tree<'_>, String> {
-    struct P<'a> {
-        toks: Vec<&'a str>,
-        pos: usize,
-        words: Vec<&'a str>,
-    }
-    impl<'a> P<'a> {
-        /// At an opening token: reads the frame up to its `]`.
-        fn frame(&mut self) -> Result<Node, String> {
-            let open = self.pos;
-            let tok = self.toks[open];
-            let label = &tok[1..];
-            let (is_intent, name) = if let Some(n) = label.strip_prefix("IN:") {
-                (true, n)
-            } else if let Some(n) = label.strip_prefix("SL:") {
-                (false, n)
-            } else {
-                return Err(format!("token {}: `{tok}` is neither `[IN:…` nor `[SL:…`", open + 1));
-            };
-            if name.is_empty() || name.contains(['[', ']']) {
-                return Err(format!("token {}: bad label `{tok}`", open + 1));
-            }
-            self.pos += 1;
-            let mut children = Vec::new();
-            loop {
-                let Some(&t) = self.toks.get(self.pos) else {
-                    return Err(format!("`{tok}` opened at token {} is never closed", open + 1));
-                };
-                if t == "]" {
-                    self.pos += 1;
-                    break;
-                } else if t.starts_with('[') {
-                    children.push(self.frame()?);
-                } else {
-                    children.push(Node::Word(self.words.len()));
-                    self.words.push(t);
-                    self.pos += 1;
-                }
-            }
-            let frame = Frame {
-                name: name.to_string(),
-                children,
-            };
-            Ok(if is_intent {
-                Node::Intent(frame)
-            } else {
-                Node::Slot(frame)
-            })
-        }
-    }
-    let mut p = P {
-        toks: text.split_whitespace().collect(),
-        pos: 0,
-        words: Vec::new(),
-    };
-    match p.toks.first() {
-        None => return Err("empty semantic parse".into()),
-        Some(t) if !t.starts_with("[IN:") => {
-            return Err(format!("the parse must start with an intent `[IN:…`, found `{t}`"));
-        }
-        _ => {}
-    }
-    let root = match p.frame()? {
-        Node::Intent(f) => f,
-        _ => unreachable!("checked above"),
-    };
-    if p.pos != p.toks.len() {
-        return Err(format!(
-            "token {}: `{}` after the root intent was closed",
-            p.pos + 1,
-            p.toks[p.pos]
-        ));
-    }
-    Ok(Tree { root, words: p.words })
-}
-
-/// Character spans of `words` in `utterance`, in order (whitespace between them skipped), or
-/// `None` when the words do not spell the utterance.
-fn align(utterance: &str, words: &[&str]) -> Option<Vec<(usize, usize)>> {
-    let mut pos = 0;
-    let mut spans = Vec::with_capacity(words.len());
-    for w in words {
-        let rest = &utterance[pos..];
-        let skipped = rest.len() - rest.trim_start().len();
-        pos += skipped;
-        if !utterance[pos..].starts_with(w) {
-            return None;
-        }
-        spans.push((pos, pos + w.len()));
-        pos += w.len();
-    }
-    Some(spans)
-}
+/// Published SeqTopV2 sizes (API-BLEND Table 1: train, dev, test), for the report.
+const PAPER_SIZES: [usize; 3] = [94_458, 13_477, 6_095];
 
 /// One lowered call with its source names.
 #[derive(Debug, Clone, PartialEq)]
@@ -274,6 +175,12 @@ fn lower_intent(
             }
         };
         let param = identifier(&slot.name);
+        if slots.iter().any(|(p, _)| *p == param) {
+            return Err((
+                "repeated_slot",
+                format!("SL:{} appears more than once in IN:{}", slot.name, f.name),
+            ));
+        }
         slots.push((param.clone(), slot.name.clone()));
         args.push((param, value));
     }
@@ -317,7 +224,7 @@ pub fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
 }
 
 /// A row's conversion before the catalog is fixed.
-enum Row {
+pub(super) enum Row {
     Kept {
         id: String,
         utterance: String,
@@ -329,10 +236,10 @@ enum Row {
     Dropped(Drop),
 }
 
-struct FileResult {
-    split: String,
-    rows: Vec<Row>,
-    bad: Vec<BadRecord>,
+pub(super) struct FileResult {
+    pub(super) split: String,
+    pub(super) rows: Vec<Row>,
+    pub(super) bad: Vec<BadRecord>,
 }
 
 fn convert_file(path: &Path, domain: &str, split: &str) -> Result<FileResult, CorpusError> {
@@ -431,7 +338,9 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
     Ok(assemble(results))
 }
 
-fn assemble(results: Vec<FileResult>) -> Conversion {
+fn assemble(mut results: Vec<FileResult>) -> Conversion {
+    filter::apply(&mut results);
+    let drops_by_split = filter::counts(&results);
     // Tools, their domains and parameters.
     let mut tool_info: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
     for r in &results {
@@ -484,6 +393,7 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
     let mut nested_calls = 0usize;
     let mut repeated_tool_examples = 0usize;
     let mut unaligned = 0usize;
+    let mut multi_call = 0usize;
     let mut by_domain: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for r in results {
         bad_records.extend(r.bad);
@@ -533,10 +443,16 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
                 .or_default()
                 .entry(domain.clone())
                 .or_insert(0) += 1;
+            let ordered = output
+                .iter()
+                .flat_map(|c| c.arguments.values())
+                .any(|v| crate::tools::as_label_ref(v).is_some());
+            multi_call += (output.len() > 1) as usize;
             let example = Example {
                 id,
                 split: r.split.clone(),
                 input: utterance,
+                ordered,
                 output,
                 tools,
                 meta: Some(json!({
@@ -561,123 +477,16 @@ fn assemble(results: Vec<FileResult>) -> Conversion {
     stats.insert("drops_by_reason".into(), json!(drops_by_reason));
     stats.insert("examples_by_split_and_domain".into(), json!(by_domain));
     stats.insert("tools".into(), json!(catalog.len()));
+    stats.insert("examples_with_several_calls".into(), json!(multi_call));
+    stats.insert("drops_by_split_and_reason".into(), json!(drops_by_split));
+    stats.insert(
+        "paper_sizes".into(),
+        json!({"train": PAPER_SIZES[0], "eval": PAPER_SIZES[1], "test": PAPER_SIZES[2]}),
+    );
     Conversion {
         splits,
         bad_records,
         catalog,
         stats,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::Value;
-
-    fn calls(parse_text: &str, utterance: &str) -> Result<Vec<(String, String, Value)>, Refusal> {
-        let tree = parse(parse_text).expect("parses");
-        let (lowered, _) = lower(&tree, utterance)?;
-        let mut s = Shapes::default();
-        for l in &lowered {
-            s.observe(&l.call);
-        }
-        Ok(lowered
-            .iter()
-            .map(|l| {
-                let c = s.call(&l.call, l.label.clone());
-                (c.name, c.label, Value::Object(c.arguments))
-            })
-            .collect())
-    }
-
-    #[test]
-    fn parser_errors_say_where() {
-        assert!(parse("[IN:A x [SL:B y ]").unwrap_err().contains("never closed"));
-        assert!(parse("[IN:A x ] ]").unwrap_err().contains("token 4"));
-        assert!(parse("[IN:A [XX:B x ] ]").unwrap_err().contains("neither"));
-        assert!(parse("x [IN:A ]").unwrap_err().contains("must start"));
-        assert!(parse("").is_err());
-    }
-
-    #[test]
-    fn nested_intent_is_an_earlier_call_and_names_are_whole() {
-        // navigation_train.tsv: GET_LOCATION_HOME nested in a slot of GET_ESTIMATED_DURATION.
-        let got = calls(
-            "[IN:GET_ESTIMATED_DURATION how long to [SL:DESTINATION [IN:GET_LOCATION_HOME [SL:CONTACT my ] home ] ] from [SL:SOURCE [IN:GET_LOCATION [SL:POINT_ON_MAP the mall ] ] ] ]",
-            "how long to my home from the mall",
-        )
-        .unwrap();
-        assert_eq!(
-            got,
-            vec![
-                (
-                    "get_location_home".into(),
-                    "get_location_home_1".into(),
-                    json!({"contact": "my"})
-                ),
-                (
-                    "get_location".into(),
-                    "get_location_1".into(),
-                    json!({"point_on_map": "the mall"})
-                ),
-                (
-                    "get_estimated_duration".into(),
-                    "get_estimated_duration_1".into(),
-                    json!({"destination": "$get_location_home_1$", "source": "$get_location_1$"})
-                ),
-            ]
-        );
-    }
-
-    #[test]
-    fn words_map_to_raw_text_and_repeats_stay() {
-        let got = calls(
-            "[IN:CREATE_REMINDER [SL:TODO my doctor 's appointment ] [SL:DATE_TIME today ] and [SL:DATE_TIME tomorrow ] ]",
-            "my  doctor's appointment today and tomorrow",
-        )
-        .unwrap();
-        assert_eq!(
-            got[0].2,
-            json!({"todo": "my  doctor's appointment", "date_time": ["today", "tomorrow"]})
-        );
-        let got = calls("[IN:CREATE_REMINDER [SL:TODO x ] ]", "x").unwrap();
-        assert_eq!(got[0].2, json!({"todo": "x"}));
-        let got = calls(
-            "[IN:GET_WEATHER [SL:LOCATION [IN:GET_LOCATION [SL:A x ] ] ] [SL:LOCATION [IN:GET_LOCATION [SL:A y ] ] ] ]",
-            "x y",
-        )
-        .unwrap();
-        assert_eq!(
-            got.iter().map(|c| c.1.as_str()).collect::<Vec<_>>(),
-            vec!["get_location_1", "get_location_2", "get_weather_1"]
-        );
-    }
-
-    #[test]
-    fn refusals() {
-        assert_eq!(
-            calls("[IN:A [SL:B [IN:UNSUPPORTED_WEATHER x ] ] ]", "x").unwrap_err().0,
-            "unsupported_intent"
-        );
-        assert_eq!(calls("[IN:A [SL:B [IN:C x ] y ] ]", "x y").unwrap_err().0, "mixed_slot");
-        assert_eq!(calls("[IN:A [SL:B ] ]", "").unwrap_err().0, "empty_slot");
-        assert_eq!(calls("[IN:A [IN:C x ] ]", "x").unwrap_err().0, "unexpected_nesting");
-    }
-
-    #[test]
-    fn malformed_rows_are_bad_records_with_lines() {
-        let text = "domain\tutterance\tsemantic_parse\nweather\tsun\t[IN:GET_WEATHER sun ]\nweather\tbad\t[IN:GET_WEATHER bad\nweather\ttwo fields\n";
-        let r = convert_text(text, "w.tsv", "weather", "test");
-        assert_eq!(r.bad.len(), 2);
-        assert!(
-            r.bad[0].message.starts_with("line 3:") && r.bad[0].record == 1,
-            "{:?}",
-            r.bad
-        );
-        assert!(r.bad[1].message.starts_with("line 4:"), "{:?}", r.bad);
-        let c = assemble(vec![r]);
-        let o = &c.splits["test"];
-        assert_eq!((o.attempted, o.examples.len(), o.drops.len()), (3, 1, 2));
-        assert!(o.drops.iter().all(|d| d.reason == "parse_error"));
     }
 }
