@@ -28,10 +28,16 @@ test-llm:
     bash tests/llm-server/setup.sh
     cargo test --release --test llm -- --nocapture
 
-# Time cold builds, no-op rebuilds, peak RSS, and the live server under load (wrk).
+# Time cold builds, no-op rebuilds, peak RSS, the live server under load (wrk), and evaluation
+# (scoring throughput on 10,000 predictions, agent-mode overhead per step without the model).
 bench:
     bash benches/bench.sh
     bash benches/serve.sh
+    bash benches/eval.sh
+
+# The evaluation benchmark alone.
+bench-eval:
+    bash benches/eval.sh
 
 # What CI runs.
 ci:

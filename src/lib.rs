@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod corpus;
 pub mod dataset;
 pub mod emit;
+pub mod eval;
 pub mod llm;
 pub mod pipeline;
 pub mod progress;

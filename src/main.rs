@@ -91,6 +91,109 @@ enum Command {
         #[arg(long)]
         databases: Option<PathBuf>,
     },
+    /// Evaluate models on a built dataset: `eval score` scores a predictions file, `eval run`
+    /// runs a model through an OpenAI-compatible endpoint and scores it. Results go to
+    /// `eval/<run>/` (rows.jsonl, report.json, report.md, charts/).
+    Eval {
+        #[command(subcommand)]
+        command: EvalCommand,
+    },
+}
+
+/// Options every `eval` subcommand shares.
+#[derive(clap::Args)]
+struct EvalCommon {
+    /// Output root (default `eval`); the run writes `<out>/<run>/`.
+    #[arg(long, default_value = "eval")]
+    out: PathBuf,
+    /// Run name (default: dataset and predictions file / model and mode).
+    #[arg(long)]
+    run: Option<String>,
+    /// Directory holding `<db>/<db>.sqlite` (default: the recipe's source, from MANIFEST.json).
+    #[arg(long)]
+    databases: Option<PathBuf>,
+    /// Only the first N rows (after `--ids`).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Only these row ids (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',')]
+    ids: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum EvalCommand {
+    /// Score a predictions file (JSON Lines: `id` plus `output` calls or OpenAI `tool_calls`)
+    /// against a built dataset with every metric that applies.
+    Score {
+        /// A built dataset directory (e.g. `out/slot-spider`) or recipe name.
+        dataset: String,
+        /// The predictions file.
+        predictions: PathBuf,
+        #[command(flatten)]
+        common: EvalCommon,
+    },
+    /// Run a model through an OpenAI-compatible endpoint on a built dataset, write its
+    /// predictions, then score them. Resumable; every answer is cached in the store, so a
+    /// re-run makes no request.
+    Run {
+        /// A built dataset directory (e.g. `out/rest-spider`) or recipe name.
+        dataset: String,
+        /// Model name sent to the endpoint.
+        #[arg(long)]
+        model: String,
+        /// `direct` (the whole call sequence at once) or `agent` (a tool-calling loop against the
+        /// live tools).
+        #[arg(long, value_parser = ["direct", "agent"], default_value = "direct")]
+        mode: String,
+        /// OpenAI-compatible base URL (default: `OPENAI_BASE_URL`).
+        #[arg(long)]
+        base_url: Option<String>,
+        /// Environment variable holding the API key.
+        #[arg(long, default_value = "OPENAI_API_KEY")]
+        api_key_env: String,
+        /// Most model turns per agent episode.
+        #[arg(long, default_value_t = 8)]
+        max_steps: usize,
+        /// Rows (and requests) in flight at once.
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+        /// Sampling temperature.
+        #[arg(long, default_value_t = 0.0)]
+        temperature: f64,
+        /// Completion length cap per request.
+        #[arg(long, default_value_t = 256)]
+        max_tokens: u32,
+        /// Request seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Store caching the model's answers (default `<out>/.store`).
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+        #[command(flatten)]
+        common: EvalCommon,
+    },
+    /// Replay every selected row's gold calls through agent mode's tool step without a model
+    /// (rendered, parsed, run live, observed): checks the live tools and prints the per-step
+    /// overhead agent mode adds to the model's time.
+    Replay {
+        /// A built dataset directory or recipe name.
+        dataset: String,
+        #[command(flatten)]
+        common: EvalCommon,
+    },
+    /// Compare runs: the Markdown table (rows = runs, columns = metrics) and one SVG chart per
+    /// metric, from each run directory's report.json.
+    Report {
+        /// Run directories (`eval/<run>`).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Output directory.
+        #[arg(long, default_value = "eval/compare")]
+        out: PathBuf,
+    },
 }
 
 fn recipe_path(r: &str) -> PathBuf {
@@ -161,6 +264,138 @@ fn write_trajectories(dir: &std::path::Path, format: &str, output: Option<&std::
     Ok(())
 }
 
+fn eval_selection(common: &EvalCommon) -> toolforge::eval::score::Selection {
+    toolforge::eval::score::Selection {
+        ids: (!common.ids.is_empty()).then(|| common.ids.iter().cloned().collect()),
+        limit: common.limit,
+    }
+}
+
+fn eval(command: EvalCommand) -> anyhow::Result<()> {
+    use toolforge::eval::rows::EvalSet;
+    match command {
+        EvalCommand::Score {
+            dataset,
+            predictions,
+            common,
+        } => {
+            let dir = dataset_dir(&dataset, None);
+            let set = EvalSet::load(&dir, common.databases.as_deref())?;
+            let stem = predictions
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let run = common.run.clone().unwrap_or_else(|| format!("{}-{stem}", set.name));
+            let out = common.out.join(&run);
+            let report = toolforge::eval::score::score_file(&set, &predictions, &eval_selection(&common), &run, &out)?;
+            print!(
+                "{}",
+                toolforge::eval::report::table(&[(report.model.clone(), &report.totals)])
+            );
+            println!(
+                "eval: {} rows, {} scored, {} missing, {} problems; wrote {}",
+                report.rows,
+                report.scored,
+                report.missing,
+                report.problems.len(),
+                out.display()
+            );
+            Ok(())
+        }
+        EvalCommand::Replay { dataset, common } => {
+            let dir = dataset_dir(&dataset, None);
+            let set = EvalSet::load(&dir, common.databases.as_deref())?;
+            let sel = eval_selection(&common);
+            let rows = toolforge::eval::score::select(&set, sel.ids.as_ref(), sel.limit);
+            let runner = toolforge::eval::execute::Runner::new(&set);
+            let r = toolforge::eval::agent::replay(&runner, &rows);
+            println!(
+                "replay {}: {} rows, {} steps, {} failed, {:.3} s, {:.1} µs per step",
+                set.name,
+                r.rows,
+                r.steps,
+                r.failed_steps,
+                r.seconds,
+                r.seconds * 1e6 / r.steps.max(1) as f64
+            );
+            if r.failed_steps > 0 {
+                anyhow::bail!("{} gold steps failed", r.failed_steps);
+            }
+            Ok(())
+        }
+        EvalCommand::Report { runs, out } => {
+            print!("{}", toolforge::eval::report::compare(&runs, &out)?);
+            println!("eval: wrote {}", out.display());
+            Ok(())
+        }
+        EvalCommand::Run {
+            dataset,
+            model,
+            mode,
+            base_url,
+            api_key_env,
+            max_steps,
+            concurrency,
+            temperature,
+            max_tokens,
+            seed,
+            store,
+            quiet,
+            common,
+        } => {
+            let dir = dataset_dir(&dataset, None);
+            let set = EvalSet::load(&dir, common.databases.as_deref())?;
+            let safe: String = model
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let run = common
+                .run
+                .clone()
+                .unwrap_or_else(|| format!("{}-{safe}-{mode}", set.name));
+            let out = common.out.join(&run);
+            let cfg = toolforge::eval::run::RunConfig {
+                model,
+                base_url,
+                api_key_env: Some(api_key_env),
+                mode,
+                max_steps,
+                concurrency,
+                temperature,
+                max_tokens,
+                seed,
+                store: store.unwrap_or_else(|| common.out.join(".store")),
+                progress: !quiet,
+                ..Default::default()
+            };
+            let sel = eval_selection(&common);
+            let rows = toolforge::eval::score::select(&set, sel.ids.as_ref(), sel.limit);
+            let report = toolforge::eval::run::run(&set, &rows, &cfg, &run, &out)?;
+            print!(
+                "{}",
+                toolforge::eval::report::table(&[(report.model.clone(), &report.totals)])
+            );
+            println!(
+                "eval: {} rows ({} run, {} resumed), {} requests, {} cache hits, {} failed; wrote {}",
+                report.rows,
+                report.accounting["rows_run"],
+                report.accounting["rows_resumed"],
+                report.accounting["requests"],
+                report.accounting["cache_hits"],
+                report.accounting["failed_requests"],
+                out.display()
+            );
+            Ok(())
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -211,6 +446,7 @@ fn main() -> ExitCode {
                 )
             })
         }
+        Command::Eval { command } => eval(command),
         Command::Trajectories { dir, format, output } => write_trajectories(&dir, &format, output.as_deref()),
         Command::Verify { dir, databases } => {
             let rest = toolforge::emit::read_manifest(&dir).is_ok_and(|m| m["format"] == "rest");

@@ -1,0 +1,147 @@
+//! Agent mode: a tool-calling loop against the live tools (Live API-Bench's interactive
+//! setting). The framework runs the setup step ([`Runner::open_session`]); then, up to
+//! `max_steps` times, the model answers, the first call in its text ([`parse_calls`]) is run
+//! in-process with `serve`'s semantics ([`Runner::live_call`]: SLOT/SEL sessions, REST endpoints,
+//! A_new under drift) and its output (or the error a server would answer) goes back as the next
+//! user message. A turn without a call ends the episode (the model's answer).
+//!
+//! The prediction is the sequence of calls that **ran successfully**, in order: a failed call is
+//! the model's to repair, and is reported as an error but not kept. Every model turn is one
+//! cached chat request, so an episode replays from the store without requests (tool outputs are
+//! deterministic).
+
+use serde::Serialize;
+
+use super::execute::Runner;
+use super::prompt::{agent_messages, parse_calls};
+use super::rows::EvalRow;
+use crate::llm::{Llm, Message, block_on};
+use crate::tools::{Call, ToolSpec};
+
+/// Most characters of one tool output shown to the model.
+pub const OBSERVATION_CHARS: usize = 1500;
+
+/// What one episode did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Episode {
+    /// The calls that ran, in order (the prediction).
+    pub calls: Vec<Call>,
+    /// Model turns taken.
+    pub steps: usize,
+    /// Calls that failed (the error went back to the model).
+    pub failed_calls: usize,
+    /// The model's closing text, when it answered without a call.
+    pub answer: Option<String>,
+    /// Why the episode stopped early (`llm: …`, `setup: …`, `step limit`).
+    pub stopped: Option<String>,
+}
+
+fn observation(label: &str, result: &Result<serde_json::Value, String>) -> String {
+    let text = match result {
+        Ok(v) => format!("Result of {label}: {v}"),
+        Err(e) => format!("Error: {e}"),
+    };
+    text.chars().take(OBSERVATION_CHARS).collect()
+}
+
+/// Runs one episode (module docs); `seed` is the request seed of every turn.
+pub fn episode(llm: &Llm, runner: &Runner, row: &EvalRow, tools: &[ToolSpec], max_steps: usize, seed: u64) -> Episode {
+    let mut out = Episode::default();
+    let mut session = match runner.open_session(row) {
+        Ok(s) => s,
+        Err(e) => {
+            out.stopped = Some(format!("setup: {e}"));
+            return out;
+        }
+    };
+    let mut messages = agent_messages(row, tools);
+    loop {
+        if out.steps == max_steps {
+            out.stopped = Some("step limit".into());
+            return out;
+        }
+        out.steps += 1;
+        let text = match block_on(llm.chat(&messages, seed)) {
+            Ok(c) => c.text,
+            Err(e) => {
+                out.stopped = Some(format!("llm: {e}"));
+                return out;
+            }
+        };
+        let call = parse_calls(&text).and_then(|c| c.into_iter().next());
+        messages.push(Message {
+            role: "assistant".into(),
+            content: text.clone(),
+        });
+        let Some(mut call) = call else {
+            out.answer = Some(text);
+            return out;
+        };
+        if call.label.is_empty() || call.label == format!("{}_0", call.name) {
+            call.label = format!("OUT_{}", out.calls.len());
+        }
+        let result = step(runner, row, &mut session, &call);
+        if result.is_ok() {
+            out.calls.push(call.clone());
+        } else {
+            out.failed_calls += 1;
+        }
+        messages.push(Message {
+            role: "user".into(),
+            content: observation(&call.label, &result),
+        });
+    }
+}
+
+/// One tool step of an episode without the model: what agent mode costs per step besides the
+/// model's time (the benchmark times this).
+pub fn step(
+    runner: &Runner,
+    row: &EvalRow,
+    session: &mut crate::tools::executor::Session,
+    call: &Call,
+) -> Result<serde_json::Value, String> {
+    runner.live_call(row, session, call)
+}
+
+/// What [`replay`] measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Replay {
+    /// Rows replayed.
+    pub rows: usize,
+    /// Tool steps taken.
+    pub steps: usize,
+    /// Steps whose call failed.
+    pub failed_steps: usize,
+    /// Wall time of everything but a model: session setup, parsing the call from text,
+    /// running it, rendering the observation.
+    pub seconds: f64,
+}
+
+/// Replays each row's gold calls through the agent loop without a model (each call rendered
+/// as a model would write it, parsed back, run live, its observation rendered): a check of the
+/// live tools and the measure of agent mode's per-step overhead (`just bench`).
+pub fn replay(runner: &Runner, rows: &[&EvalRow]) -> Replay {
+    let t = std::time::Instant::now();
+    let mut out = Replay::default();
+    for row in rows {
+        out.rows += 1;
+        let Ok(mut session) = runner.open_session(row) else {
+            out.failed_steps += row.gold.len();
+            continue;
+        };
+        for gold in &row.gold {
+            let text =
+                serde_json::json!({"name": gold.name, "arguments": gold.arguments, "label": gold.label}).to_string();
+            let call = parse_calls(&text)
+                .and_then(|c| c.into_iter().next())
+                .expect("a rendered call parses");
+            let result = step(runner, row, &mut session, &call);
+            out.steps += 1;
+            out.failed_steps += result.is_err() as usize;
+            std::hint::black_box(observation(&call.label, &result));
+        }
+    }
+    out.seconds = t.elapsed().as_secs_f64();
+    out
+}

@@ -1,0 +1,251 @@
+//! Executing a predicted sequence, for the completion rate (Live API-Bench §4.1.1) and the
+//! DynamicToolBench pass rate.
+//!
+//! - SLOT/SEL: the row's setup step (run by the framework), then the predicted calls, on the
+//!   project's executor ([`crate::tools::executor::Executor::run`]); the final answer is the
+//!   executor's (its module docs).
+//! - REST: each predicted call goes to the endpoint of that name in the row's database,
+//!   arguments validated as the server validates them ([`Endpoint::arguments_from_json`]),
+//!   SQL run with bound values; the final answer is the last call's rows.
+//! - Obfuscated rows (`variant_kind = obfuscate`): calls are mapped back through the row's
+//!   mapping first. Drifted rows (`variant_kind = drift`): every call must be valid under A_new
+//!   exactly as `serve` enforces it ([`Drift::check_body`] for tools, [`Drift::check_query`] for
+//!   REST query strings), and is un-migrated to the A_old call that runs; an A_old name that no
+//!   longer exists fails like the server's 404.
+//!
+//! The answer is compared with `gold_answer` by [`crate::verify::answers_match`] (the comparison
+//! verification uses). A predicted `initialize_active_data` is refused: the setup step is the
+//! framework's, never the model's.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::{Map, Value};
+
+use super::rows::{EvalRow, EvalSet, SETUP_TOOL};
+use crate::tools::Call;
+use crate::tools::executor::Executor;
+use crate::tools::rest::{Endpoint, Limits};
+use crate::variants::drift::Drift;
+use crate::verify::{Answer, answers_match};
+
+/// Runs predictions against a dataset's tools (thread-safe; SQLite connections pooled per
+/// database).
+pub struct Runner<'s> {
+    set: &'s EvalSet,
+    executor: Option<Executor>,
+    pool: Mutex<HashMap<String, Vec<rusqlite::Connection>>>,
+    endpoints: HashMap<(String, String), usize>,
+}
+
+/// Text of a JSON value as an HTTP client puts it in a query string.
+fn query_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl<'s> Runner<'s> {
+    /// A runner over `set` (`None` executor when the dataset has no database root).
+    pub fn new(set: &'s EvalSet) -> Runner<'s> {
+        Runner {
+            executor: set.database_root.as_ref().map(Executor::new),
+            pool: Mutex::new(HashMap::new()),
+            endpoints: set
+                .endpoints
+                .iter()
+                .enumerate()
+                .map(|(i, e)| ((e.db_id.clone(), e.name.clone()), i))
+                .collect(),
+            set,
+        }
+    }
+
+    /// Whether rows of this dataset can be executed (SLOT/SEL/REST with databases).
+    pub fn executes(&self) -> bool {
+        self.executor.is_some() && ["slot", "sel", "rest"].contains(&self.set.format.as_str())
+    }
+
+    fn endpoint(&self, db: &str, name: &str) -> Option<&'s Endpoint> {
+        self.endpoints
+            .get(&(db.to_string(), name.to_string()))
+            .map(|&i| &self.set.endpoints[i])
+    }
+
+    fn run_endpoint(&self, ep: &Endpoint, values: &[Value]) -> Result<Answer, String> {
+        let root = self.set.database_root.as_ref().ok_or("no database root")?;
+        let conn = self.pool.lock().expect("pool").get_mut(&ep.db_id).and_then(Vec::pop);
+        let mut conn = match conn {
+            Some(c) => c,
+            None => {
+                let path = root.join(&ep.db_id).join(format!("{}.sqlite", ep.db_id));
+                crate::tools::table::open_read_only(&path).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+        };
+        let r = ep
+            .execute(&mut conn, values, Limits::default())
+            .map_err(|e| e.to_string());
+        self.pool
+            .lock()
+            .expect("pool")
+            .entry(ep.db_id.clone())
+            .or_default()
+            .push(conn);
+        r
+    }
+
+    /// The A_old calls a prediction runs as (obfuscation undone; under drift, A_new enforced
+    /// and un-migrated — SLOT/SEL only; REST drift is checked per call in [`Runner::answer`]).
+    fn prepared(&self, row: &EvalRow, pred: &[Call]) -> Result<Vec<Call>, String> {
+        if let Some(c) = pred.iter().find(|c| c.name == SETUP_TOOL) {
+            return Err(format!("`{}` is the framework's setup step, not a model call", c.name));
+        }
+        let mut calls = pred.to_vec();
+        if row.variant_kind() == Some("obfuscate") {
+            calls = crate::variants::toolkit::deobfuscate(&calls, &row.meta["variant"]["mapping"]);
+        }
+        if row.variant_kind() == Some("drift") && self.set.format != "rest" {
+            let drift = self.set.drift.as_ref().ok_or("drift row but no tools/drift.json")?;
+            calls = calls
+                .iter()
+                .map(|c| match drift.check_body(&c.name, &c.arguments, &c.label) {
+                    Ok(Some(old)) => Ok(old),
+                    Ok(None) => Ok(c.clone()),
+                    Err(None) => Err(format!("404: no tool named {:?} under A_new", c.name)),
+                    Err(Some(detail)) => Err(format!("422 {}: {}", c.name, Value::Array(detail))),
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        Ok(calls)
+    }
+
+    /// One REST call under A_new (drift rows): the endpoint and A_old arguments it runs with.
+    fn rest_drifted(&self, drift: &Drift, db: &str, call: &Call) -> Result<(&'s Endpoint, Map<String, Value>), String> {
+        match drift.by_new_name(Some(db), &call.name) {
+            Some(d) => {
+                let pairs: Vec<(String, String)> =
+                    call.arguments.iter().map(|(k, v)| (k.clone(), query_text(v))).collect();
+                let old =
+                    Drift::check_query(d, &pairs).map_err(|e| format!("422 {}: {}", call.name, Value::Array(e)))?;
+                let ep = self
+                    .endpoint(db, &d.old.name)
+                    .ok_or_else(|| format!("no endpoint {:?} in {db}", d.old.name))?;
+                Ok((ep, old))
+            }
+            None => {
+                if drift
+                    .by_old_name(Some(db), &call.name)
+                    .is_some_and(|d| d.new.name != call.name)
+                {
+                    return Err(format!("404: {:?} no longer exists under A_new", call.name));
+                }
+                let ep = self
+                    .endpoint(db, &call.name)
+                    .ok_or_else(|| format!("404: no endpoint {:?} in {db}", call.name))?;
+                Ok((ep, call.arguments.clone()))
+            }
+        }
+    }
+
+    /// The final answer of a predicted sequence (module docs), or why it fails.
+    pub fn answer(&self, row: &EvalRow, pred: &[Call]) -> Result<Answer, String> {
+        let calls = self.prepared(row, pred)?;
+        if self.set.format == "rest" {
+            let db = row.db_id.as_deref().ok_or("REST row without db_id")?;
+            let drift = self.set.drift.as_ref().filter(|_| row.variant_kind() == Some("drift"));
+            let mut last = Err("no call was made".to_string());
+            for c in &calls {
+                let (ep, args) = match drift {
+                    Some(d) => self.rest_drifted(d, db, c)?,
+                    None => (
+                        self.endpoint(db, &c.name)
+                            .ok_or_else(|| format!("404: no endpoint {:?} in {db}", c.name))?,
+                        c.arguments.clone(),
+                    ),
+                };
+                let values = ep
+                    .arguments_from_json(&args)
+                    .map_err(|e| format!("422 {}: {}", c.name, Value::Array(e)))?;
+                last = Ok(self.run_endpoint(ep, &values)?);
+            }
+            return last;
+        }
+        let executor = self.executor.as_ref().ok_or("no database root")?;
+        let mut seq: Vec<Call> = row.setup.iter().cloned().collect();
+        if calls.is_empty() {
+            return Err("no call was made".into());
+        }
+        seq.extend(calls);
+        executor.run(&seq).map_err(|e| e.to_string())
+    }
+
+    /// Completion: `Some(Ok(()))` when the prediction's answer matches `gold_answer`,
+    /// `Some(Err(why))` otherwise, `None` for a row without a gold answer or a dataset that does
+    /// not execute.
+    pub fn completion(&self, row: &EvalRow, pred: &[Call]) -> Option<Result<(), String>> {
+        let gold = row.gold_answer.as_ref()?;
+        if !self.executes() {
+            return None;
+        }
+        Some(self.answer(row, pred).and_then(|got| {
+            if answers_match(gold, &got, row.ordered) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "answer differs from gold_answer ({} rows vs {})",
+                    got.len(),
+                    gold.len()
+                ))
+            }
+        }))
+    }
+}
+
+/// Most rows of a tool output shown to an agent.
+pub const OBSERVATION_ROWS: usize = 20;
+
+impl Runner<'_> {
+    /// An agent's session for `row`: the setup step run by the framework (SLOT/SEL), or an empty
+    /// session (REST and datasets without live tools).
+    pub fn open_session(&self, row: &EvalRow) -> Result<crate::tools::executor::Session, String> {
+        let mut session = crate::tools::executor::Session::default();
+        if let (Some(setup), Some(executor)) = (&row.setup, &self.executor) {
+            executor.step(&mut session, setup)?;
+        }
+        Ok(session)
+    }
+
+    /// One live call of an agent (the `serve` semantics in-process): SLOT/SEL run in `session`,
+    /// REST on the endpoint; drift and obfuscation as in [`Runner::answer`]. Returns the tool
+    /// output as JSON (at most [`OBSERVATION_ROWS`] rows), or the error a server would answer.
+    /// Datasets without live tools record the call and answer a note saying so.
+    pub fn live_call(
+        &self,
+        row: &EvalRow,
+        session: &mut crate::tools::executor::Session,
+        call: &Call,
+    ) -> Result<Value, String> {
+        if !self.executes() {
+            return Ok(Value::String("call recorded (this dataset has no live tools)".into()));
+        }
+        if self.set.format == "rest" {
+            let rows = self.answer(row, std::slice::from_ref(call))?;
+            let total = rows.len();
+            let shown: Vec<Value> = rows
+                .into_iter()
+                .take(OBSERVATION_ROWS)
+                .map(|r| serde_json::to_value(r).unwrap_or(Value::Null))
+                .collect();
+            return Ok(if total > OBSERVATION_ROWS {
+                serde_json::json!({"rows": shown, "total_rows": total, "truncated": true})
+            } else {
+                Value::Array(shown)
+            });
+        }
+        let calls = self.prepared(row, std::slice::from_ref(call))?;
+        let executor = self.executor.as_ref().ok_or("no database root")?;
+        let v = executor.step(session, &calls[0])?;
+        Ok(crate::tools::executor::value_json(v, OBSERVATION_ROWS))
+    }
+}

@@ -1,0 +1,29 @@
+//! `toolforge eval`: scores models on built datasets with the papers' metrics, and runs them.
+//!
+//! - [`rows`]: a built dataset as the evaluator reads it (setup step split off; both row shapes).
+//! - [`predictions`]: the predictions file (our `output` format or OpenAI `tool_calls`), every
+//!   problem counted and named, never fatal.
+//! - [`metrics`]: one metric per function, with its paper § (Live API-Bench §4.1.1, API-BLEND
+//!   §5.4, BFCL AST and irrelevance).
+//! - [`execute`]: completion (the predicted sequence executed, answer compared as verification
+//!   compares) and the DynamicToolBench pass rate (A_new enforced as `serve` enforces it).
+//! - [`score`]: per-row results, totals and breakdowns.
+//! - [`report`]: `eval/<run>/` files (`rows.jsonl`, `report.json`, `report.md`) and the
+//!   cross-model Markdown table; [`charts`]: SVG charts.
+//! - [`run`]: a model through an OpenAI-compatible endpoint, *direct* or *agent*
+//!   ([`agent`]: the tool-calling loop against the live tools); [`prompt`]: what the model is
+//!   shown and how its text is read back into calls.
+//!
+//! This module sits above `emit`, `serve`, `variants`, `tools` and `llm`; nothing imports it but
+//! `main.rs`.
+
+pub mod agent;
+pub mod charts;
+pub mod execute;
+pub mod metrics;
+pub mod predictions;
+pub mod prompt;
+pub mod report;
+pub mod rows;
+pub mod run;
+pub mod score;

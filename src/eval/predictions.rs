@@ -1,0 +1,211 @@
+//! The predictions file: JSON Lines, one object per row,
+//!
+//! ```json
+//! {"id": "slot-spider/491", "output": [{"name": "filter_data", "arguments": {...}, "label": "FILTERED_DF_0"}, ...]}
+//! {"id": "bfcl/simple_python_0", "tool_calls": [{"type": "function", "function": {"name": "calc_area", "arguments": "{\"base\": 10}"}}]}
+//! ```
+//!
+//! - `output`: our row format (`arguments` an object or a JSON string; `label` optional, default
+//!   `<name>_<i>`);
+//! - `tool_calls`: OpenAI's assistant-message shape, `function.arguments` a JSON string; the label
+//!   is `function.label` if given, else the tool call `id`, else `<name>_<i>`;
+//! - neither key, or an empty list: the model made no call.
+//!
+//! Nothing here is fatal: a line that is not JSON or has no `id` is a [`Problem`] (`malformed_line`),
+//! a second line for the same id is `duplicate_id` (the first one counts), an id the dataset does not
+//! have is `unknown_id`, and a call without a name or with arguments that are not a JSON object is
+//! `malformed_call` (that call is dropped from the sequence, the rest is scored). Rows of the
+//! dataset without a line are counted as missing by the scorer.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::tools::Call;
+
+/// One problem found in a predictions file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    /// `malformed_line`, `duplicate_id`, `unknown_id`, `malformed_call`.
+    pub kind: String,
+    /// 1-based line number.
+    pub line: usize,
+    /// The row id, when known.
+    pub id: Option<String>,
+    /// What is wrong.
+    pub detail: String,
+}
+
+/// One row's prediction.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prediction {
+    /// The predicted calls, malformed ones dropped.
+    pub calls: Vec<Call>,
+    /// Problems of this row's calls (`malformed_call`), for its per-row result.
+    pub problems: Vec<String>,
+}
+
+/// A parsed predictions file.
+#[derive(Debug, Default)]
+pub struct Predictions {
+    /// Predictions by id (first line per id).
+    pub by_id: BTreeMap<String, Prediction>,
+    /// Every problem, in line order (unknown ids are added by the scorer, which knows the rows).
+    pub problems: Vec<Problem>,
+}
+
+fn parse_arguments(v: &Value) -> Result<Map<String, Value>, String> {
+    match v {
+        Value::Object(m) => Ok(m.clone()),
+        Value::Null => Ok(Map::new()),
+        Value::String(s) if s.trim().is_empty() => Ok(Map::new()),
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(Value::Object(m)) => Ok(m),
+            Ok(other) => Err(format!("arguments {other} are not a JSON object")),
+            Err(e) => Err(format!(
+                "arguments are not JSON ({e}): {}",
+                s.chars().take(80).collect::<String>()
+            )),
+        },
+        other => Err(format!("arguments {other} are not an object")),
+    }
+}
+
+/// Parses one call in either shape (module docs); `i` is its position.
+pub fn parse_call(v: &Value, i: usize) -> Result<Call, String> {
+    let (name, args, label) = match v.get("function") {
+        Some(f) => (
+            &f["name"],
+            &f["arguments"],
+            f["label"].as_str().or_else(|| v["id"].as_str()),
+        ),
+        None => (&v["name"], &v["arguments"], v["label"].as_str()),
+    };
+    let name = name
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| format!("call {i} has no name"))?;
+    let arguments = parse_arguments(args).map_err(|e| format!("call {i} `{name}`: {e}"))?;
+    Ok(Call {
+        name: name.to_string(),
+        arguments,
+        label: label.map(String::from).unwrap_or_else(|| format!("{name}_{i}")),
+    })
+}
+
+/// Parses the calls of one line's value (`output` or `tool_calls`).
+pub fn parse_prediction(v: &Value) -> Prediction {
+    let list = v
+        .get("output")
+        .filter(|x| !x.is_null())
+        .or_else(|| v.get("tool_calls").filter(|x| !x.is_null()));
+    let mut out = Prediction::default();
+    match list {
+        None => {}
+        Some(Value::Array(items)) => {
+            for (i, c) in items.iter().enumerate() {
+                match parse_call(c, i) {
+                    Ok(call) => out.calls.push(call),
+                    Err(e) => out.problems.push(e),
+                }
+            }
+        }
+        Some(other) => out.problems.push(format!(
+            "the calls are not a list: {}",
+            other.to_string().chars().take(80).collect::<String>()
+        )),
+    }
+    out
+}
+
+/// Parses a whole predictions file (module docs).
+pub fn parse(text: &str) -> Predictions {
+    let mut out = Predictions::default();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let problem = |kind: &str, id: Option<String>, detail: String| Problem {
+            kind: kind.into(),
+            line: i + 1,
+            id,
+            detail,
+        };
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                out.problems
+                    .push(problem("malformed_line", None, format!("not JSON: {e}")));
+                continue;
+            }
+        };
+        let Some(id) = v.get("id").and_then(Value::as_str).map(String::from) else {
+            out.problems
+                .push(problem("malformed_line", None, "no string `id`".into()));
+            continue;
+        };
+        if out.by_id.contains_key(&id) {
+            out.problems.push(problem(
+                "duplicate_id",
+                Some(id),
+                "a later line for the same id is ignored".into(),
+            ));
+            continue;
+        }
+        let p = parse_prediction(&v);
+        for e in &p.problems {
+            out.problems
+                .push(problem("malformed_call", Some(id.clone()), e.clone()));
+        }
+        out.by_id.insert(id, p);
+    }
+    out
+}
+
+/// Serialises calls in our `output` format (`arguments` as objects), one predictions line.
+pub fn line(id: &str, calls: &[Call]) -> String {
+    let output: Vec<Value> = calls
+        .iter()
+        .map(|c| serde_json::json!({"name": c.name, "arguments": c.arguments, "label": c.label}))
+        .collect();
+    serde_json::json!({"id": id, "output": output}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_shapes_and_every_problem_kind() {
+        let text = [
+            r#"{"id": "a", "output": [{"name": "f", "arguments": {"x": 1}, "label": "L"}]}"#,
+            r#"{"id": "b", "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "g", "arguments": "{\"y\": \"z\"}"}}]}"#,
+            r#"{"id": "c", "tool_calls": [{"type": "function", "function": {"name": "g", "arguments": "{not json"}}, {"function": {"arguments": "{}"}}, {"function": {"name": "h", "arguments": "{}"}}]}"#,
+            "not json at all",
+            r#"{"output": []}"#,
+            r#"{"id": "a", "output": []}"#,
+            r#"{"id": "d"}"#,
+        ]
+        .join("\n");
+        let p = parse(&text);
+        assert_eq!(p.by_id["a"].calls[0].label, "L");
+        assert_eq!(p.by_id["a"].calls[0].arguments["x"], 1);
+        assert_eq!(p.by_id["b"].calls[0].label, "call_1");
+        assert_eq!(p.by_id["b"].calls[0].arguments["y"], "z");
+        assert_eq!(p.by_id["c"].calls.len(), 1);
+        assert_eq!(p.by_id["c"].calls[0].label, "h_2");
+        assert!(p.by_id["d"].calls.is_empty());
+        let kinds: Vec<(&str, usize)> = p.problems.iter().map(|x| (x.kind.as_str(), x.line)).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("malformed_call", 3),
+                ("malformed_call", 3),
+                ("malformed_line", 4),
+                ("malformed_line", 5),
+                ("duplicate_id", 6)
+            ]
+        );
+    }
+}

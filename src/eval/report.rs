@@ -1,0 +1,207 @@
+//! The files of one evaluation run, `eval/<run>/`:
+//!
+//! | file           | what                                                                     |
+//! |----------------|--------------------------------------------------------------------------|
+//! | `rows.jsonl`   | one [`RowResult`] per selected row, dataset order                        |
+//! | `report.json`  | [`Report`]: run identity, accounting, problems, totals, breakdowns       |
+//! | `report.md`    | the Markdown table ([`table`]) and the breakdowns, for a person          |
+//! | `charts/*.svg` | [`super::charts`]                                                        |
+//!
+//! Percentages in the Markdown are the means × 100 with one decimal. Everything is written
+//! deterministically (ordered maps, no timestamps), each file atomically.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::predictions::Problem;
+use super::score::{RowResult, Scored, Summary};
+use crate::store::write_atomic;
+
+/// Columns of the Markdown table (Live API-Bench Table 3 style): metric, header, source.
+pub const TABLE: [(&str, &str, &str); 10] = [
+    ("intent_f1", "Intent F1", "Live API-Bench §4.1.1"),
+    ("slot_f1", "Slot F1", "Live API-Bench §4.1.1"),
+    ("completion", "Completion", "Live API-Bench §4.1.1"),
+    ("api_f1", "API-F1", "API-BLEND §5.4"),
+    ("parameter_f1", "Param-F1", "API-BLEND §5.4"),
+    ("lcs_f1", "LCS-F1", "API-BLEND §5.4"),
+    ("exact_match", "EM", "API-BLEND §5.4"),
+    ("bfcl_ast", "BFCL AST", "BFCL"),
+    ("irrelevance", "Irrelevance", "BFCL"),
+    ("drift_pass", "Drift pass", "DynamicToolBench"),
+];
+
+/// `report.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// Run name (the directory under `eval/`).
+    pub run: String,
+    /// Dataset name.
+    pub dataset: String,
+    /// Model name (`eval run`), or the predictions file name (`eval score`).
+    pub model: String,
+    /// `direct`, `agent`, or `file` (`eval score`).
+    pub mode: String,
+    /// Rows selected.
+    pub rows: usize,
+    /// Rows with a prediction line.
+    pub scored: usize,
+    /// Rows without one (scored as no call); their ids are `missing_ids`.
+    pub missing: usize,
+    /// Ids of the missing rows.
+    pub missing_ids: Vec<String>,
+    /// Problems of the predictions file by kind.
+    pub problem_counts: BTreeMap<String, usize>,
+    /// Every problem.
+    pub problems: Vec<Problem>,
+    /// Run accounting (`eval run`: requests, cache hits, steps, …).
+    pub accounting: BTreeMap<String, serde_json::Value>,
+    /// Totals.
+    pub totals: Summary,
+    /// Breakdowns (see [`Scored::by`]).
+    pub by: BTreeMap<String, BTreeMap<String, Summary>>,
+}
+
+impl Report {
+    /// The report of `scored`.
+    pub fn new(run: &str, dataset: &str, model: &str, mode: &str, scored: &Scored) -> Report {
+        let missing_ids: Vec<String> = scored
+            .rows
+            .iter()
+            .filter(|r| r.status == "missing")
+            .map(|r| r.id.clone())
+            .collect();
+        let mut problem_counts = BTreeMap::new();
+        for p in &scored.problems {
+            *problem_counts.entry(p.kind.clone()).or_insert(0) += 1;
+        }
+        Report {
+            run: run.into(),
+            dataset: dataset.into(),
+            model: model.into(),
+            mode: mode.into(),
+            rows: scored.rows.len(),
+            scored: scored.rows.len() - missing_ids.len(),
+            missing: missing_ids.len(),
+            missing_ids,
+            problem_counts,
+            problems: scored.problems.clone(),
+            accounting: BTreeMap::new(),
+            totals: scored.totals.clone(),
+            by: scored.by.clone(),
+        }
+    }
+}
+
+fn pct(s: &Summary, metric: &str) -> String {
+    s.metrics
+        .get(metric)
+        .map_or("–".to_string(), |m| format!("{:.1}", m.mean * 100.0))
+}
+
+/// The Markdown table: one row per (label, summary), one column per [`TABLE`] metric that any
+/// row has, values in percent; `–` where a metric does not apply.
+pub fn table(rows: &[(String, &Summary)]) -> String {
+    let cols: Vec<&(&str, &str, &str)> = TABLE
+        .iter()
+        .filter(|(m, _, _)| rows.iter().any(|(_, s)| s.metrics.contains_key(*m)))
+        .collect();
+    let mut out = format!(
+        "| Model | Rows | {} |\n|---|---:|{}\n",
+        cols.iter().map(|c| c.1).collect::<Vec<_>>().join(" | "),
+        "---:|".repeat(cols.len())
+    );
+    for (label, s) in rows {
+        out.push_str(&format!(
+            "| {label} | {} | {} |\n",
+            s.rows,
+            cols.iter().map(|c| pct(s, c.0)).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    out
+}
+
+/// `report.md`: the totals table, the breakdowns, the accounting and the problems.
+pub fn markdown(report: &Report) -> String {
+    let mut out = format!(
+        "# Evaluation `{}`\n\nDataset `{}`, model `{}`, mode `{}`: {} rows, {} scored, {} missing.\n\n",
+        report.run, report.dataset, report.model, report.mode, report.rows, report.scored, report.missing
+    );
+    out.push_str(&table(&[(report.model.clone(), &report.totals)]));
+    out.push_str("\nMetrics (percent, mean over the rows each applies to): ");
+    out.push_str(
+        &TABLE
+            .iter()
+            .map(|(_, h, src)| format!("{h} ({src})"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    out.push_str(".\n");
+    for (kind, groups) in &report.by {
+        if groups.len() < 2 {
+            continue;
+        }
+        out.push_str(&format!("\n## By {kind}\n\n"));
+        let rows: Vec<(String, &Summary)> = groups.iter().map(|(g, s)| (g.clone(), s)).collect();
+        out.push_str(&table(&rows).replacen("| Model |", &format!("| {kind} |"), 1));
+    }
+    if !report.accounting.is_empty() {
+        out.push_str("\n## Accounting\n\n");
+        for (k, v) in &report.accounting {
+            out.push_str(&format!("- {k}: {v}\n"));
+        }
+    }
+    if !report.problem_counts.is_empty() {
+        out.push_str("\n## Problems in the predictions\n\n");
+        for (k, n) in &report.problem_counts {
+            out.push_str(&format!("- {k}: {n}\n"));
+        }
+    }
+    out
+}
+
+/// Writes `rows.jsonl`, `report.json`, `report.md` and the charts into `dir`.
+pub fn write(dir: &Path, rows: &[RowResult], report: &Report) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut jsonl = Vec::new();
+    for r in rows {
+        serde_json::to_writer(&mut jsonl, r)?;
+        jsonl.push(b'\n');
+    }
+    write_atomic(&dir.join("rows.jsonl"), &jsonl)?;
+    let mut json = serde_json::to_vec_pretty(report)?;
+    json.push(b'\n');
+    write_atomic(&dir.join("report.json"), &json)?;
+    write_atomic(&dir.join("report.md"), markdown(report).as_bytes())?;
+    super::charts::write_run_charts(dir, &report.totals, &report.by)?;
+    Ok(())
+}
+
+/// `toolforge eval report`: the cross-model table (`table.md`, one row per run: `<model>
+/// (<mode>)`, Live API-Bench Table 3 style) and one chart per metric (`charts/<metric>.svg`,
+/// bars across runs) from the `report.json` of each run directory, written into `out`.
+pub fn compare(runs: &[std::path::PathBuf], out: &Path) -> Result<String> {
+    let mut reports = Vec::new();
+    for r in runs {
+        let p = r.join("report.json");
+        let bytes = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
+        let rep: Report = serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", p.display()))?;
+        reports.push(rep);
+    }
+    let rows: Vec<(String, &Summary)> = reports
+        .iter()
+        .map(|r| (format!("{} ({}, {})", r.model, r.mode, r.dataset), &r.totals))
+        .collect();
+    let md = table(&rows);
+    std::fs::create_dir_all(out.join("charts"))?;
+    write_atomic(&out.join("table.md"), md.as_bytes())?;
+    for (metric, header, _) in TABLE {
+        if let Some(svg) = super::charts::metric_bars(metric, header, &rows)? {
+            write_atomic(&out.join("charts").join(format!("{metric}.svg")), svg.as_bytes())?;
+        }
+    }
+    Ok(md)
+}

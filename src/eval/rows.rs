@@ -1,0 +1,282 @@
+//! A built dataset as the evaluator reads it: every row of `data/*.jsonl` (files in name order)
+//! with the setup step split off the sequence a model predicts, plus what executing a
+//! prediction needs (`tools/endpoints.json`, `tools/drift.json`, `tools/functions.json`, the
+//! database root).
+//!
+//! The setup step (Live API-Bench App. D.1, Listing 10) is taken from `initialization_step` when
+//! the row has one, else from `output[0]` when that call is `initialize_active_data` (the row
+//! shape before the join step moved out of `output`); either way [`EvalRow::gold`] is exactly
+//! what a model must predict.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Map, Value};
+
+use crate::tools::rest::Endpoint;
+use crate::tools::{Call, ToolSpec};
+use crate::variants::drift::Drift;
+use crate::verify::Answer;
+
+/// Name of the SLOT/SEL setup call the framework runs.
+pub const SETUP_TOOL: &str = "initialize_active_data";
+
+/// One dataset row, ready to score.
+#[derive(Debug, Clone, Default)]
+pub struct EvalRow {
+    /// Example id.
+    pub id: String,
+    /// Dataset name.
+    pub dataset: String,
+    /// Split.
+    pub split: String,
+    /// Database id (text-to-SQL families).
+    pub db_id: Option<String>,
+    /// The request.
+    pub input: String,
+    /// The setup call the framework runs before the model's calls (SLOT/SEL join step).
+    pub setup: Option<Call>,
+    /// The gold calls a model must predict (the setup step excluded).
+    pub gold: Vec<Call>,
+    /// The verified answer, when the family has one.
+    pub gold_answer: Option<Answer>,
+    /// Whether the answer is ordered.
+    pub ordered: bool,
+    /// The instance's tool specs (seq rows: references into the dataset catalog).
+    pub tools: Vec<ToolSpec>,
+    /// BIRD difficulty.
+    pub difficulty: Option<String>,
+    /// `meta` as JSON (`Null` when absent).
+    pub meta: Value,
+}
+
+impl EvalRow {
+    /// `meta.variant_kind` (`perturb`, `drift`, `obfuscate`, …) of a variant row.
+    pub fn variant_kind(&self) -> Option<&str> {
+        self.meta["variant_kind"].as_str()
+    }
+}
+
+/// Splits the setup step off a row's calls: `initialization_step` if set, else `output[0]`
+/// when it is `initialize_active_data` (both row shapes of the brief).
+pub fn split_setup(initialization_step: Option<Call>, mut output: Vec<Call>) -> (Option<Call>, Vec<Call>) {
+    if initialization_step.is_some() {
+        return (initialization_step, output);
+    }
+    if output.first().is_some_and(|c| c.name == SETUP_TOOL) {
+        let setup = output.remove(0);
+        return (Some(setup), output);
+    }
+    (None, output)
+}
+
+/// A call from the JSONL shape (`arguments` a JSON string or an object).
+fn call_of(v: &Value, what: &str) -> Result<Call> {
+    let name = v["name"].as_str().with_context(|| format!("{what}: no name"))?;
+    let arguments = match &v["arguments"] {
+        Value::String(s) => {
+            serde_json::from_str(s).with_context(|| format!("{what}: arguments are not a JSON object"))?
+        }
+        Value::Object(m) => m.clone(),
+        Value::Null => Map::new(),
+        other => bail!("{what}: arguments {other} are not an object"),
+    };
+    Ok(Call {
+        name: name.into(),
+        arguments,
+        label: v["label"].as_str().unwrap_or_default().into(),
+    })
+}
+
+/// A JSON-text column of the JSONL rows (`"[...]"`), or the value itself.
+fn json_text(v: &Value) -> Result<Value> {
+    Ok(match v {
+        Value::String(s) => serde_json::from_str(s)?,
+        other => other.clone(),
+    })
+}
+
+/// Parses one JSONL row; the error names the field.
+pub fn parse_row(v: &Value) -> Result<EvalRow> {
+    let id = v["id"].as_str().context("no id")?.to_string();
+    let output = v["output"]
+        .as_array()
+        .context("output is not a list")?
+        .iter()
+        .enumerate()
+        .map(|(i, c)| call_of(c, &format!("output[{i}]")))
+        .collect::<Result<Vec<_>>>()?;
+    let init = match &v["initialization_step"] {
+        Value::Null => None,
+        c => Some(call_of(&json_text(c)?, "initialization_step")?),
+    };
+    let (setup, gold) = split_setup(init, output);
+    let text = |k: &str| v[k].as_str().map(String::from);
+    Ok(EvalRow {
+        dataset: text("dataset").unwrap_or_default(),
+        split: text("split").unwrap_or_default(),
+        db_id: text("db_id"),
+        input: text("input").unwrap_or_default(),
+        setup,
+        gold,
+        gold_answer: match &v["gold_answer"] {
+            Value::Null => None,
+            g => Some(serde_json::from_value(json_text(g)?).context("gold_answer")?),
+        },
+        ordered: v["ordered"].as_bool().unwrap_or(false),
+        tools: match &v["tools"] {
+            Value::Null => vec![],
+            t => serde_json::from_value(json_text(t)?).context("tools")?,
+        },
+        difficulty: text("difficulty"),
+        meta: json_text(&v["meta"]).context("meta")?,
+        id,
+    })
+}
+
+/// A built dataset loaded for evaluation.
+pub struct EvalSet {
+    /// The dataset directory (`out/<name>`).
+    pub dir: PathBuf,
+    /// Dataset name (MANIFEST.json `dataset`).
+    pub name: String,
+    /// Format (`slot`, `sel`, `rest`, `seq`, `mcp`, `bfcl`, …).
+    pub format: String,
+    /// Rows in file order.
+    pub rows: Vec<EvalRow>,
+    /// The dataset catalog (`tools/functions.json`), by name.
+    pub catalog: BTreeMap<String, ToolSpec>,
+    /// REST endpoints (`tools/endpoints.json`).
+    pub endpoints: Vec<Endpoint>,
+    /// Schema drift (`tools/drift.json`): A_new, as `serve` enforces it.
+    pub drift: Option<Drift>,
+    /// Directory holding `<db>/<db>.sqlite`, when the family executes.
+    pub database_root: Option<PathBuf>,
+}
+
+impl EvalSet {
+    /// Loads `dir` (a built dataset); `databases` overrides the database root (else the
+    /// recipe's source through MANIFEST.json, when it can be found). A bad row is an error
+    /// naming the file and line: a built dataset is our own output.
+    pub fn load(dir: &Path, databases: Option<&Path>) -> Result<EvalSet> {
+        let manifest = crate::emit::read_manifest(dir)?;
+        let format = manifest["format"].as_str().unwrap_or_default().to_string();
+        let name = manifest["dataset"].as_str().unwrap_or_default().to_string();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
+            .with_context(|| format!("{}: not a built dataset (no data/)", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        files.sort();
+        let mut rows = Vec::new();
+        for f in &files {
+            let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                let v: Value =
+                    serde_json::from_str(line).with_context(|| format!("{} line {}: not JSON", f.display(), i + 1))?;
+                rows.push(parse_row(&v).with_context(|| format!("{} line {}", f.display(), i + 1))?);
+            }
+        }
+        let read = |rel: &str| -> Result<Option<Value>> {
+            let p = dir.join(rel);
+            if !p.is_file() {
+                return Ok(None);
+            }
+            let bytes = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
+            Ok(Some(
+                serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", p.display()))?,
+            ))
+        };
+        let catalog = read("tools/functions.json")?
+            .and_then(|f| f.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|f| {
+                let spec = ToolSpec {
+                    name: f["function"]["name"].as_str().unwrap_or_default().into(),
+                    description: f["function"]["description"].as_str().unwrap_or_default().into(),
+                    parameters: f["function"]["parameters"].clone(),
+                    output_parameters: Value::Null,
+                };
+                (spec.name.clone(), spec)
+            })
+            .collect();
+        let endpoints = match read("tools/endpoints.json")? {
+            Some(v) => serde_json::from_value(v).context("parsing tools/endpoints.json")?,
+            None => vec![],
+        };
+        let drift = match read("tools/drift.json")? {
+            Some(v) => Some(serde_json::from_value(v).context("parsing tools/drift.json")?),
+            None => None,
+        };
+        let executes = ["slot", "sel", "rest"].contains(&format.as_str());
+        let database_root = match databases {
+            Some(d) => Some(d.to_path_buf()),
+            None if executes => Some(crate::emit::database_root(dir, None)?),
+            None => None,
+        };
+        Ok(EvalSet {
+            dir: dir.to_path_buf(),
+            name,
+            format,
+            rows,
+            catalog,
+            endpoints,
+            drift,
+            database_root,
+        })
+    }
+
+    /// The full specs of a row's toolkit: references resolved through the catalog.
+    pub fn toolkit(&self, row: &EvalRow) -> Vec<ToolSpec> {
+        row.tools
+            .iter()
+            .map(|t| {
+                if t.is_reference() {
+                    self.catalog.get(&t.name).cloned().unwrap_or_else(|| t.clone())
+                } else {
+                    t.clone()
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(name: &str) -> Call {
+        Call {
+            name: name.into(),
+            arguments: Map::new(),
+            label: String::new(),
+        }
+    }
+
+    #[test]
+    fn setup_step_from_either_row_shape() {
+        let (s, g) = split_setup(None, vec![call(SETUP_TOOL), call("filter_data")]);
+        assert_eq!(s.unwrap().name, SETUP_TOOL);
+        assert_eq!(g, vec![call("filter_data")]);
+        let (s, g) = split_setup(Some(call(SETUP_TOOL)), vec![call("filter_data")]);
+        assert_eq!(s.unwrap().name, SETUP_TOOL);
+        assert_eq!(g.len(), 1);
+        let (s, g) = split_setup(None, vec![call("f")]);
+        assert!(s.is_none());
+        assert_eq!(g.len(), 1);
+    }
+
+    #[test]
+    fn parses_a_row_with_initialization_step() {
+        let v = json!({"id": "d/1", "output": [{"name": "retrieve_data", "arguments": "{\"data_source\":\"$starting_table_var$\"}", "label": "SELECT_COL_0"}],
+            "initialization_step": {"name": SETUP_TOOL, "arguments": {"database_path": "x/x.sqlite"}, "label": "starting_table_var"},
+            "gold_answer": "[[1]]", "tools": "[]", "meta": null});
+        let r = parse_row(&v).unwrap();
+        assert_eq!(r.setup.unwrap().arguments["database_path"], "x/x.sqlite");
+        assert_eq!(r.gold[0].arguments["data_source"], "$starting_table_var$");
+        assert_eq!(r.gold_answer.unwrap().len(), 1);
+    }
+}

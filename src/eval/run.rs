@@ -1,0 +1,213 @@
+//! `toolforge eval run`: a model through an OpenAI-compatible endpoint ([`crate::llm`]: cached
+//! in the store, bounded concurrency, retries), then scored.
+//!
+//! Modes: **direct** — one request per row, the model writes the whole call sequence at once
+//! ([`super::prompt::direct_messages`], Live API-Bench's direct-invocation setting); **agent** —
+//! the tool-calling loop of [`super::agent`] against the live tools.
+//!
+//! Files (`eval/<run>/`): `predictions.jsonl` (one line per row: `id`, `output` calls, and the
+//! episode's `steps`, `failed_calls`, `answer`, `stopped` or the direct `text`), then what
+//! [`super::report::write`] writes. A run is **resumable**: rows already in `predictions.jsonl`
+//! are not run again (a line is appended as each row finishes), and every request's answer is
+//! in the store, so re-running a finished run, or the same model and prompts under another run
+//! name, makes no request. The report's `accounting` says what this invocation did: rows run and
+//! resumed, requests, cache hits, retries, failed requests, model turns.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, anyhow};
+use rayon::prelude::*;
+use serde_json::{Value, json};
+
+use super::execute::Runner;
+use super::predictions;
+use super::report::{Report, write};
+use super::rows::{EvalRow, EvalSet};
+use super::score::score;
+use crate::llm::{Llm, LlmConfig, block_on, resolve};
+use crate::store::Store;
+
+/// How a run is made.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Model name sent with each request.
+    pub model: String,
+    /// Endpoint base URL (else `OPENAI_BASE_URL`).
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (default `OPENAI_API_KEY`).
+    pub api_key_env: Option<String>,
+    /// `direct` or `agent`.
+    pub mode: String,
+    /// Most model turns per agent episode.
+    pub max_steps: usize,
+    /// Rows in flight at once (and requests in flight at most).
+    pub concurrency: usize,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Completion length cap per request.
+    pub max_tokens: u32,
+    /// Request seed.
+    pub seed: u64,
+    /// Attempts per request.
+    pub max_attempts: u32,
+    /// The store caching every answer.
+    pub store: PathBuf,
+    /// Show a progress bar (on a terminal).
+    pub progress: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> RunConfig {
+        RunConfig {
+            model: String::new(),
+            base_url: None,
+            api_key_env: None,
+            mode: "direct".into(),
+            max_steps: 8,
+            concurrency: 4,
+            temperature: 0.0,
+            max_tokens: 256,
+            seed: 0,
+            max_attempts: 5,
+            store: PathBuf::from("eval/.store"),
+            progress: true,
+        }
+    }
+}
+
+fn done_ids(path: &Path) -> BTreeMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let v: Value = serde_json::from_str(l).ok()?;
+            Some((v["id"].as_str()?.to_string(), l.to_string()))
+        })
+        .collect()
+}
+
+/// One row: its predictions line and the model turns it took.
+fn run_row(llm: &Llm, runner: &Runner, set: &EvalSet, row: &EvalRow, cfg: &RunConfig) -> (Value, usize) {
+    let tools = set.toolkit(row);
+    if cfg.mode == "agent" {
+        let ep = super::agent::episode(llm, runner, row, &tools, cfg.max_steps, cfg.seed);
+        let output: Vec<Value> = ep
+            .calls
+            .iter()
+            .map(|c| json!({"name": c.name, "arguments": c.arguments, "label": c.label}))
+            .collect();
+        let line = json!({"id": row.id, "output": output, "steps": ep.steps, "failed_calls": ep.failed_calls,
+            "answer": ep.answer, "stopped": ep.stopped});
+        return (line, ep.steps);
+    }
+    let messages = super::prompt::direct_messages(row, &tools);
+    match block_on(llm.chat(&messages, cfg.seed)) {
+        Ok(c) => {
+            let calls = super::prompt::parse_calls(&c.text);
+            let output: Vec<Value> = calls
+                .iter()
+                .flatten()
+                .map(|c| json!({"name": c.name, "arguments": c.arguments, "label": c.label}))
+                .collect();
+            (
+                json!({"id": row.id, "output": output, "parsed": calls.is_some(), "text": c.text}),
+                1,
+            )
+        }
+        Err(e) => (json!({"id": row.id, "output": [], "error": e.to_string()}), 1),
+    }
+}
+
+/// Runs `rows` of `set` (module docs), writes `out_dir` and returns the report.
+pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, out_dir: &Path) -> Result<Report> {
+    if !["direct", "agent"].contains(&cfg.mode.as_str()) {
+        return Err(anyhow!("mode {:?}: expected direct or agent", cfg.mode));
+    }
+    let llm_cfg = LlmConfig {
+        base_url: cfg.base_url.clone(),
+        model: Some(cfg.model.clone()),
+        api_key_env: cfg.api_key_env.clone(),
+        temperature: cfg.temperature,
+        seed: cfg.seed,
+        max_tokens: cfg.max_tokens,
+        max_concurrency: cfg.concurrency.max(1),
+        max_attempts: cfg.max_attempts,
+        timeout_secs: 600.0,
+        ..LlmConfig::default()
+    };
+    llm_cfg.validate().map_err(|e| anyhow!("{e}"))?;
+    let resolved = resolve(&llm_cfg).map_err(|e| anyhow!("{e} (or pass --base-url)"))?;
+    let llm = Llm::new(resolved, Store::open(&cfg.store)?);
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let pred_path = out_dir.join("predictions.jsonl");
+    let done = done_ids(&pred_path);
+    let todo: Vec<&EvalRow> = rows.iter().copied().filter(|r| !done.contains_key(&r.id)).collect();
+    let runner = Runner::new(set);
+    let file = Mutex::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&pred_path)
+            .with_context(|| format!("opening {}", pred_path.display()))?,
+    );
+    let bar = crate::progress::progress_bar(cfg.progress, todo.len() as u64, "rows");
+    bar.set_prefix(format!("eval {}", cfg.mode));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cfg.concurrency.max(1))
+        .build()
+        .context("thread pool")?;
+    let turns: Vec<usize> = pool.install(|| {
+        todo.par_iter()
+            .map(|row| {
+                let (line, turns) = run_row(&llm, &runner, set, row, cfg);
+                let mut f = file.lock().expect("predictions file");
+                let _ = writeln!(f, "{line}");
+                let _ = f.flush();
+                bar.inc(1);
+                turns
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    // Rewrite in dataset order: the file is deterministic whatever the completion order.
+    let lines = done_ids(&pred_path);
+    let ordered: String = rows
+        .iter()
+        .filter_map(|r| lines.get(&r.id))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    crate::store::write_atomic(&pred_path, ordered.as_bytes())?;
+    let parsed = predictions::parse(&ordered);
+    let scored = score(set, rows, &parsed);
+    let mut report = Report::new(run_name, &set.name, &cfg.model, &cfg.mode, &scored);
+    let (requests, cache_hits, retries, failures) = llm.counters.snapshot();
+    let steps: Vec<u64> = lines
+        .values()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["steps"].as_u64())
+        .collect();
+    for (k, v) in [
+        ("rows_run", json!(todo.len())),
+        ("rows_resumed", json!(rows.len() - todo.len())),
+        ("model_turns", json!(turns.iter().sum::<usize>())),
+        ("requests", json!(requests)),
+        ("cache_hits", json!(cache_hits)),
+        ("retries", json!(retries)),
+        ("failed_requests", json!(failures)),
+        ("max_steps", json!(cfg.max_steps)),
+        (
+            "mean_steps",
+            json!(if steps.is_empty() {
+                0.0
+            } else {
+                steps.iter().sum::<u64>() as f64 / steps.len() as f64
+            }),
+        ),
+    ] {
+        report.accounting.insert(k.into(), v);
+    }
+    write(out_dir, &scored.rows, &report)?;
+    Ok(report)
+}

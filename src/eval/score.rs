@@ -1,0 +1,288 @@
+//! Offline scoring: every selected dataset row against its prediction (missing → the empty
+//! prediction, counted and named), every metric of [`super::metrics`] and [`super::execute`] per
+//! row, then the means over rows (totals) and per database / split / difficulty / variant kind.
+//!
+//! A metric that does not apply to a row is absent from it (`null` in `rows.jsonl`) and is
+//! averaged only over the rows it applies to: completion needs a gold answer and an executable
+//! dataset, the BFCL AST check a `bfcl` row with gold calls, irrelevance a row without gold
+//! calls, the drift pass rate a drift variant row.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::execute::Runner;
+use super::metrics::{self, Prf};
+use super::predictions::{Prediction, Predictions, Problem};
+use super::rows::{EvalRow, EvalSet, SETUP_TOOL};
+
+/// One row's scores (`rows.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowResult {
+    /// Example id.
+    pub id: String,
+    /// Split.
+    pub split: String,
+    /// Database id.
+    pub db_id: Option<String>,
+    /// BIRD difficulty.
+    pub difficulty: Option<String>,
+    /// Variant kind of a variant row.
+    pub variant_kind: Option<String>,
+    /// `scored`, or `missing` (no prediction line: scored as no call).
+    pub status: String,
+    /// Gold calls (setup step excluded).
+    pub gold_calls: usize,
+    /// Predicted calls (well-formed ones).
+    pub predicted_calls: usize,
+    /// Live API-Bench §4.1.1 position-aware intent.
+    pub intent: Prf,
+    /// Live API-Bench §4.1.1 slot, conditional on the matched intent.
+    pub slot: Prf,
+    /// API-BLEND §5.4 API-F1.
+    pub api: Prf,
+    /// API-BLEND §5.4 Parameter-F1.
+    pub parameter: Prf,
+    /// API-BLEND §5.4 LCS-F1.
+    pub lcs: Prf,
+    /// API-BLEND §5.4 exact match.
+    pub exact_match: bool,
+    /// Live API-Bench completion (executed answer equals `gold_answer`).
+    pub completion: Option<bool>,
+    /// BFCL AST check.
+    pub bfcl_ast: Option<bool>,
+    /// BFCL irrelevance (no gold call, no predicted call).
+    pub irrelevance: Option<bool>,
+    /// DynamicToolBench: the prediction succeeds against A_new.
+    pub drift_pass: Option<bool>,
+    /// Why checks failed, and malformed calls.
+    pub errors: Vec<String>,
+}
+
+/// A metric averaged over the rows it applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Mean {
+    /// Mean over the rows (a rate for pass/fail metrics), in [0, 1].
+    pub mean: f64,
+    /// Rows it applies to.
+    pub n: usize,
+}
+
+/// The means of every metric over a group of rows, by metric name (see [`RowResult::values`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Rows in the group.
+    pub rows: usize,
+    /// Rows without a prediction line.
+    pub missing: usize,
+    /// Metric name → mean.
+    pub metrics: BTreeMap<String, Mean>,
+}
+
+impl RowResult {
+    /// This row's value of each metric that applies to it.
+    pub fn values(&self) -> Vec<(&'static str, f64)> {
+        let b = |x: bool| if x { 1.0 } else { 0.0 };
+        let mut v = vec![
+            ("intent_p", self.intent.p),
+            ("intent_r", self.intent.r),
+            ("intent_f1", self.intent.f1),
+            ("slot_p", self.slot.p),
+            ("slot_r", self.slot.r),
+            ("slot_f1", self.slot.f1),
+            ("api_p", self.api.p),
+            ("api_r", self.api.r),
+            ("api_f1", self.api.f1),
+            ("parameter_p", self.parameter.p),
+            ("parameter_r", self.parameter.r),
+            ("parameter_f1", self.parameter.f1),
+            ("lcs_p", self.lcs.p),
+            ("lcs_r", self.lcs.r),
+            ("lcs_f1", self.lcs.f1),
+            ("exact_match", b(self.exact_match)),
+        ];
+        for (k, x) in [
+            ("completion", self.completion),
+            ("bfcl_ast", self.bfcl_ast),
+            ("irrelevance", self.irrelevance),
+            ("drift_pass", self.drift_pass),
+        ] {
+            if let Some(x) = x {
+                v.push((k, b(x)));
+            }
+        }
+        v
+    }
+}
+
+/// Means over `rows` (module docs).
+pub fn summarise<'a>(rows: impl IntoIterator<Item = &'a RowResult>) -> Summary {
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    let mut s = Summary::default();
+    for r in rows {
+        s.rows += 1;
+        s.missing += (r.status == "missing") as usize;
+        for (k, x) in r.values() {
+            let e = sums.entry(k.to_string()).or_insert((0.0, 0));
+            e.0 += x;
+            e.1 += 1;
+        }
+    }
+    s.metrics = sums
+        .into_iter()
+        .map(|(k, (sum, n))| {
+            (
+                k,
+                Mean {
+                    mean: sum / n as f64,
+                    n,
+                },
+            )
+        })
+        .collect();
+    s
+}
+
+/// Scores one row against its prediction (`None`: missing).
+pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> RowResult {
+    let empty = Prediction::default();
+    let p = pred.unwrap_or(&empty);
+    let mut errors = p.problems.clone();
+    // A prediction in the old row shape may start with the setup step: it is the framework's.
+    let calls: &[crate::tools::Call] = match p.calls.first() {
+        Some(c) if c.name == SETUP_TOOL && row.setup.is_some() => &p.calls[1..],
+        _ => &p.calls,
+    };
+    let gold = &row.gold;
+    let completion = runner.completion(row, calls);
+    let is_drift = row.variant_kind() == Some("drift");
+    if let Some(Err(e)) = &completion {
+        errors.push(format!("completion: {e}"));
+    }
+    let bfcl = metrics::bfcl::ast_check(&row.tools, &row.meta, calls);
+    if let Some(Err(e)) = &bfcl {
+        errors.push(format!("bfcl_ast: {e}"));
+    }
+    RowResult {
+        id: row.id.clone(),
+        split: row.split.clone(),
+        db_id: row.db_id.clone(),
+        difficulty: row.difficulty.clone(),
+        variant_kind: row.variant_kind().map(String::from),
+        status: if pred.is_some() { "scored" } else { "missing" }.into(),
+        gold_calls: gold.len(),
+        predicted_calls: calls.len(),
+        intent: metrics::intent::intent_prf(gold, calls),
+        slot: metrics::intent::slot_prf(gold, calls),
+        api: metrics::blend::api_prf(gold, calls),
+        parameter: metrics::blend::parameter_prf(gold, calls),
+        lcs: metrics::blend::lcs_prf(gold, calls),
+        exact_match: metrics::blend::exact_match(gold, calls),
+        drift_pass: if is_drift {
+            completion.as_ref().map(Result::is_ok)
+        } else {
+            None
+        },
+        completion: completion.map(|c| c.is_ok()),
+        bfcl_ast: bfcl.map(|c| c.is_ok()),
+        irrelevance: metrics::irrelevance::irrelevance(gold, calls),
+        errors,
+    }
+}
+
+/// The scores of a whole predictions file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Scored {
+    /// Per-row results, in dataset order.
+    pub rows: Vec<RowResult>,
+    /// Problems of the predictions file (malformed lines and calls, duplicate and unknown ids).
+    pub problems: Vec<Problem>,
+    /// Totals.
+    pub totals: Summary,
+    /// Breakdowns: `database`, `split`, `difficulty`, `variant_kind` → group value → summary
+    /// (rows without the field are not in that breakdown; non-variant rows are `original`).
+    pub by: BTreeMap<String, BTreeMap<String, Summary>>,
+}
+
+/// Selects rows: the ids given (in dataset order), else every row; then the first `limit`.
+pub fn select<'a>(set: &'a EvalSet, ids: Option<&BTreeSet<String>>, limit: Option<usize>) -> Vec<&'a EvalRow> {
+    set.rows
+        .iter()
+        .filter(|r| ids.is_none_or(|ids| ids.contains(&r.id)))
+        .take(limit.unwrap_or(usize::MAX))
+        .collect()
+}
+
+/// Scores `predictions` over `rows` of `set` (rayon across rows).
+pub fn score(set: &EvalSet, rows: &[&EvalRow], predictions: &Predictions) -> Scored {
+    let runner = Runner::new(set);
+    let results: Vec<RowResult> = rows
+        .par_iter()
+        .map(|r| score_row(&runner, r, predictions.by_id.get(&r.id)))
+        .collect();
+    let mut problems = predictions.problems.clone();
+    let known: BTreeSet<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    for id in predictions.by_id.keys().filter(|id| !known.contains(id.as_str())) {
+        problems.push(Problem {
+            kind: "unknown_id".into(),
+            line: 0,
+            id: Some(id.clone()),
+            detail: format!("no row {id:?} in {} (or not selected)", set.name),
+        });
+    }
+    let mut by: BTreeMap<String, BTreeMap<String, Vec<&RowResult>>> = BTreeMap::new();
+    for r in &results {
+        let mut add = |k: &str, v: Option<&str>| {
+            if let Some(v) = v {
+                by.entry(k.into()).or_default().entry(v.into()).or_default().push(r);
+            }
+        };
+        add("database", r.db_id.as_deref());
+        add("split", Some(&r.split));
+        add("difficulty", r.difficulty.as_deref());
+        add("variant_kind", Some(r.variant_kind.as_deref().unwrap_or("original")));
+    }
+    let by = by
+        .into_iter()
+        .map(|(k, groups)| (k, groups.into_iter().map(|(g, rs)| (g, summarise(rs))).collect()))
+        .collect();
+    Scored {
+        totals: summarise(&results),
+        rows: results,
+        problems,
+        by,
+    }
+}
+
+/// Where a run writes and which rows it takes.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Only these ids (dataset order kept).
+    pub ids: Option<BTreeSet<String>>,
+    /// At most this many rows (after `ids`).
+    pub limit: Option<usize>,
+}
+
+/// `toolforge eval score`: loads the predictions file, scores it over the selected rows of
+/// `set`, writes `out_dir` ([`super::report::write`]) and returns the report.
+pub fn score_file(
+    set: &EvalSet,
+    predictions: &std::path::Path,
+    selection: &Selection,
+    run: &str,
+    out_dir: &std::path::Path,
+) -> anyhow::Result<super::report::Report> {
+    use anyhow::Context as _;
+    let text = std::fs::read_to_string(predictions).with_context(|| format!("reading {}", predictions.display()))?;
+    let parsed = super::predictions::parse(&text);
+    let rows = select(set, selection.ids.as_ref(), selection.limit);
+    let scored = score(set, &rows, &parsed);
+    let model = predictions
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let report = super::report::Report::new(run, &set.name, &model, "file", &scored);
+    super::report::write(out_dir, &scored.rows, &report)?;
+    Ok(report)
+}

@@ -1,0 +1,222 @@
+//! `toolforge eval run` end to end against a REAL OpenAI-compatible server on 127.0.0.1 (the
+//! node-llama-cpp + SmolLM2-135M test server of `tests/llm-server`, started by
+//! `tests/llm-server/setup.sh --start`; skipped LOUDLY when node/npm/python3 are absent), on 20
+//! rows each of slot-spider, rest-spider and bfcl, in direct and agent mode.
+//!
+//! Asserted (the accounting, not the quality — a 135M model calls tools poorly): every row is
+//! run and scored; the client's request count equals the server's; the report, Markdown table
+//! and charts are written; re-running the finished run resumes every row and makes no request;
+//! the same model and prompts under a new run name are answered from the store (no request,
+//! one cache hit per model turn of the first run).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use serde_json::Value;
+use toolforge::emit::build_and_emit;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The running server; killed on drop.
+struct Server {
+    pid: u32,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.pid.to_string()).status();
+    }
+}
+
+fn start_server(tmp: &Path) -> Option<Server> {
+    for tool in ["node", "npm", "python3"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            eprintln!(
+                "\n\n!!!!! SKIPPING the eval LLM test: `{tool}` is not installed, so tests/llm-server/setup.sh cannot run !!!!!\n\n"
+            );
+            return None;
+        }
+    }
+    let out = Command::new("bash")
+        .arg(root().join("tests/llm-server/setup.sh"))
+        .arg("--start")
+        .env("TOOLFORGE_LLM_LOG", tmp.join("server.log"))
+        .output()
+        .expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "setup.sh failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let get = |k: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap_or_else(|| panic!("setup.sh printed no {k}=: {stdout}"))
+            .to_string()
+    };
+    Some(Server {
+        pid: get("PID").parse().unwrap(),
+        port: get("PORT").parse().unwrap(),
+    })
+}
+
+fn server_requests(port: u16) -> u64 {
+    let v: Value = ureq::get(&format!("http://127.0.0.1:{port}/stats"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_json()
+        .unwrap();
+    v["requests"].as_u64().unwrap()
+}
+
+fn eval_run(dataset: &Path, port: u16, mode: &str, out: &Path, run: &str, store: &Path) -> Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+        .args(["eval", "run"])
+        .arg(dataset)
+        .args([
+            "--model",
+            "smollm2-135m-instruct",
+            "--mode",
+            mode,
+            "--limit",
+            "20",
+            "--max-steps",
+            "2",
+        ])
+        .args(["--max-tokens", "64", "--concurrency", "2", "--quiet", "--run", run])
+        .arg("--base-url")
+        .arg(format!("http://127.0.0.1:{port}/v1"))
+        .arg("--databases")
+        .arg(root().join("../shared/corpora/spider/database"))
+        .arg("--out")
+        .arg(out)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "eval run {mode} failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprint!("{}", String::from_utf8_lossy(&o.stdout));
+    serde_json::from_slice(&std::fs::read(out.join(run).join("report.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn eval_run_against_a_real_server_in_both_modes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path();
+    let Some(server) = start_server(tmp) else { return };
+    let out = tmp.join("eval");
+    let store = tmp.join("llm-store");
+    let mut runs = Vec::new();
+    for recipe in ["slot-spider", "rest-spider", "bfcl"] {
+        build_and_emit(
+            &root().join("recipes").join(format!("{recipe}.toml")),
+            Some(&tmp.join("out")),
+            Some(&tmp.join("store")),
+            false,
+        )
+        .unwrap();
+        let dataset = tmp.join("out").join(recipe);
+        for mode in ["direct", "agent"] {
+            let t = Instant::now();
+            let run = format!("{recipe}-{mode}");
+            let before = server_requests(server.port);
+            let r = eval_run(&dataset, server.port, mode, &out, &run, &store);
+            let acc = &r["accounting"];
+            let requests = acc["requests"].as_u64().unwrap();
+            eprintln!(
+                "{run}: {:.0} s, {requests} requests, {} model turns, mean steps {}",
+                t.elapsed().as_secs_f64(),
+                acc["model_turns"],
+                acc["mean_steps"]
+            );
+            assert_eq!(
+                server_requests(server.port) - before,
+                requests,
+                "client and server count alike"
+            );
+            assert_eq!(
+                (r["rows"].as_u64(), r["missing"].as_u64()),
+                (Some(20), Some(0)),
+                "every row scored"
+            );
+            assert_eq!(acc["rows_run"], 20);
+            assert_eq!(acc["failed_requests"], 0);
+            assert!(requests >= 20, "{requests}");
+            let turns = acc["model_turns"].as_u64().unwrap();
+            assert_eq!(requests, turns + acc["retries"].as_u64().unwrap());
+            if mode == "direct" {
+                assert_eq!(turns, 20);
+            } else {
+                assert!((20..=40).contains(&turns), "{turns}");
+            }
+            let dir = out.join(&run);
+            let lines = std::fs::read_to_string(dir.join("rows.jsonl")).unwrap().lines().count();
+            assert_eq!(lines, 20);
+            assert_eq!(
+                std::fs::read_to_string(dir.join("predictions.jsonl"))
+                    .unwrap()
+                    .lines()
+                    .count(),
+                20
+            );
+            assert!(
+                std::fs::read_to_string(dir.join("report.md"))
+                    .unwrap()
+                    .contains("| Intent F1 |")
+            );
+            assert!(
+                std::fs::read_to_string(dir.join("charts/metrics.svg"))
+                    .unwrap()
+                    .starts_with("<svg")
+            );
+            if recipe != "bfcl" {
+                assert_eq!(r["totals"]["metrics"]["completion"]["n"], 20, "every row executed");
+            } else {
+                assert_eq!(r["totals"]["metrics"]["bfcl_ast"]["n"], 20);
+            }
+
+            // Re-run: resumed, no request.
+            let predictions = std::fs::read(dir.join("predictions.jsonl")).unwrap();
+            let again = eval_run(&dataset, server.port, mode, &out, &run, &store);
+            assert_eq!(again["accounting"]["rows_resumed"], 20);
+            assert_eq!(again["accounting"]["requests"], 0);
+            assert_eq!(again["totals"], r["totals"]);
+            assert_eq!(std::fs::read(dir.join("predictions.jsonl")).unwrap(), predictions);
+            // A new run name: every answer from the store.
+            let cached = eval_run(&dataset, server.port, mode, &out, &format!("{run}-cached"), &store);
+            assert_eq!(cached["accounting"]["requests"], 0);
+            assert_eq!(cached["accounting"]["cache_hits"].as_u64(), Some(turns));
+            assert_eq!(cached["totals"], r["totals"]);
+            assert_eq!(
+                std::fs::read(out.join(format!("{run}-cached")).join("predictions.jsonl")).unwrap(),
+                predictions
+            );
+            runs.push(dir);
+        }
+    }
+    // The cross-model table and per-metric charts.
+    let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+        .args(["eval", "report"])
+        .args(&runs)
+        .arg("--out")
+        .arg(tmp.join("compare"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = std::fs::read_to_string(tmp.join("compare/table.md")).unwrap();
+    assert_eq!(table.lines().count(), 2 + runs.len(), "{table}");
+    assert!(tmp.join("compare/charts/intent_f1.svg").is_file());
+    assert!(tmp.join("compare/charts/completion.svg").is_file());
+}
