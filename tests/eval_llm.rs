@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use serde_json::Value;
-use toolforge::emit::build_and_emit;
+use toolforge::pipeline::build_and_emit;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -103,7 +103,7 @@ impl<'s> Runner<'s> {
         }
         let mut calls = pred.to_vec();
         if row.variant_kind() == Some("obfuscate") {
-            calls = crate::variants::toolkit::deobfuscate(&calls, &row.meta["variant"]["mapping"]);
+            calls = crate::variants::obfuscate::deobfuscate(&calls, &row.meta["variant"]["mapping"]);
         }
         if row.variant_kind() == Some("drift") && self.set.format != "rest" {
             let drift = self.set.drift.as_ref().ok_or("drift row but no tools/drift.json")?;
