@@ -293,6 +293,8 @@ fn return_slug(item: &SelectItem) -> String {
 fn expr_slug(e: &Expr) -> String {
     match e {
         Expr::Identifier(id) => slug(&id.value),
+        // The `sort_order` exposure's `CASE WHEN ?1 = 'asc' THEN key END`: the key.
+        Expr::Case { conditions, .. } if !conditions.is_empty() => expr_slug(&conditions[0].result),
         Expr::CompoundIdentifier(p) => p.last().map(|p| slug(&p.value)).unwrap_or_default(),
         Expr::Function(f) => {
             let name = f.name.to_string().to_lowercase();
@@ -403,6 +405,9 @@ fn template_of(q: Query, parameters: Vec<Parameter>, values: Vec<Json>) -> Templ
             .collect(),
         _ => vec![],
     };
+    // The `sort_order` exposure sorts by one key twice (ascending and descending branch).
+    let mut order_by = order_by;
+    order_by.dedup_by(|b, a| b.trim_end_matches("_desc") == a.trim_end_matches("_desc"));
     let limit = match &q.limit_clause {
         Some(sqlparser::ast::LimitClause::LimitOffset {
             limit: Some(Expr::Value(v)),

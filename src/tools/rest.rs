@@ -408,7 +408,18 @@ pub fn fit_segments(segments: &[String], max: usize) -> String {
 
 /// Content words of a summary, slugged, in order (for naming a difference).
 fn summary_words(s: &str) -> Vec<String> {
-    s.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+    // Parameter placeholders (`{city_2}`) are not words of the meaning.
+    let mut text = String::new();
+    let mut depth = 0;
+    for ch in s.chars() {
+        match ch {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            c if depth == 0 => text.push(c),
+            _ => {}
+        }
+    }
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| w.len() > 2)
         .map(|w| w.to_lowercase())
         .filter(|w| !CONNECTIVES.contains(&w.as_str()) && !["the", "returns", "rows", "where"].contains(&w.as_str()))
