@@ -429,7 +429,17 @@ fn rest_spider_variants() {
             })
             .collect();
         let parent_args = &v.output[0].arguments;
-        if let Some((from, to)) = renames.iter().find(|(_, to)| parent_args.contains_key(to.as_str())) {
+        // Only a required parameter is "missing" under its old name: an optional one (a REST
+        // `limit` / `sort_order` with a default) is read as omitted, as FastAPI does.
+        let required = |name: &str| {
+            d.new.parameters["required"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|x| x == name))
+        };
+        if let Some((from, to)) = renames
+            .iter()
+            .find(|(_, to)| parent_args.contains_key(to.as_str()) && required(to))
+        {
             // The old-style call: the parameter under its A_old name.
             let mut old = parent_args.clone();
             let val = old.remove(to.as_str()).unwrap();

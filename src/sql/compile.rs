@@ -261,6 +261,22 @@ fn rest_summary(build: &mut Build, endpoints: &[Endpoint], counts: RestCounts) {
         )),
     );
     build.stats.insert("examples_with_empty_answer".into(), json!(empty));
+    // Distinguishability: endpoints whose summary no other endpoint of their database has.
+    let mut summaries: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for e in endpoints {
+        *summaries.entry((e.db_id.as_str(), e.summary.as_str())).or_default() += 1;
+    }
+    let unique = endpoints
+        .iter()
+        .filter(|e| summaries[&(e.db_id.as_str(), e.summary.as_str())] == 1)
+        .count();
+    build.stats.insert(
+        "parameterless_endpoints".into(),
+        json!(endpoints.iter().filter(|e| e.parameters.is_empty()).count()),
+    );
+    build
+        .stats
+        .insert("distinguishability".into(), json!(ratio(unique, endpoints.len(), 4)));
     build
         .stats
         .insert("endpoints_if_shared_by_sql_text".into(), json!(counts.by_text));

@@ -7,6 +7,7 @@
 //! lacks).
 
 pub mod compile;
+pub mod describe;
 pub mod expose;
 pub mod normalise;
 pub mod plan;

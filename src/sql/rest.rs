@@ -72,6 +72,8 @@ pub struct Template {
     pub order_by: Vec<String>,
     /// The top-level LIMIT, if a number.
     pub limit: Option<String>,
+    /// What the query computes, in words ([`crate::sql::describe::summary`]).
+    pub summary: String,
 }
 
 /// Lower-case snake_case identifier made of ASCII letters, digits and `_`.
@@ -192,7 +194,7 @@ impl Rewriter<'_> {
         self.parameters.push(Parameter {
             name,
             kind: kind.into(),
-            description: format!("{role} {what}"),
+            description: format!("{role} {what}; {}.", format_of(kind)),
             ..Parameter::default()
         });
         self.values.push(value);
@@ -217,12 +219,12 @@ impl Rewriter<'_> {
                     (o, _) => o,
                 };
                 let (prefix, role) = match op {
-                    Eq => ("", "Value of"),
-                    NotEq => ("excluded_", "Value excluded from"),
-                    Gt => ("min_", "Exclusive lower bound on"),
-                    GtEq => ("min_", "Inclusive lower bound on"),
-                    Lt => ("max_", "Exclusive upper bound on"),
-                    LtEq => ("max_", "Inclusive upper bound on"),
+                    Eq => ("", "Exact value (=) of"),
+                    NotEq => ("excluded_", "Value excluded (<>) from"),
+                    Gt => ("min_", "Exclusive lower bound (>) on"),
+                    GtEq => ("min_", "Inclusive lower bound (>=) on"),
+                    Lt => ("max_", "Exclusive upper bound (<) on"),
+                    LtEq => ("max_", "Inclusive upper bound (<=) on"),
                     _ => return,
                 };
                 let slot = if col_side_left { right.as_mut() } else { left.as_mut() };
@@ -235,22 +237,22 @@ impl Rewriter<'_> {
                         &col,
                         "",
                         "_pattern",
-                        "SQL LIKE pattern (% any text, _ one character) for",
+                        "SQL LIKE pattern (% any text, _ one character; case-insensitive for ASCII) matched against",
                     );
                 }
             }
             Expr::Between { expr, low, high, .. } => {
                 if let Some(col) = self.column(expr) {
-                    self.bind(low, &col, "min_", "", "Inclusive lower bound on");
-                    self.bind(high, &col, "max_", "", "Inclusive upper bound on");
+                    self.bind(low, &col, "min_", "", "Inclusive lower bound (BETWEEN) on");
+                    self.bind(high, &col, "max_", "", "Inclusive upper bound (BETWEEN) on");
                 }
             }
             Expr::InList { expr, list, negated } => {
                 if let Some(col) = self.column(expr) {
                     let role = if *negated {
-                        "A value excluded from"
+                        "A value excluded (NOT IN) from"
                     } else {
-                        "One accepted value of"
+                        "One accepted value (IN) of"
                     };
                     for item in list.iter_mut() {
                         self.bind(item, &col, "", "", role);
@@ -291,6 +293,8 @@ fn return_slug(item: &SelectItem) -> String {
 fn expr_slug(e: &Expr) -> String {
     match e {
         Expr::Identifier(id) => slug(&id.value),
+        // The `sort_order` exposure's `CASE WHEN ?1 = 'asc' THEN key END`: the key.
+        Expr::Case { conditions, .. } if !conditions.is_empty() => expr_slug(&conditions[0].result),
         Expr::CompoundIdentifier(p) => p.last().map(|p| slug(&p.value)).unwrap_or_default(),
         Expr::Function(f) => {
             let name = f.name.to_string().to_lowercase();
@@ -302,6 +306,7 @@ fn expr_slug(e: &Expr) -> String {
                 .unwrap_or("")
                 .to_string();
             let word = match name.as_str() {
+                "count" if arg.to_uppercase().contains("DISTINCT") => "count_distinct",
                 "count" => return "count".into(),
                 "avg" => "average",
                 "sum" => "total",
@@ -315,6 +320,15 @@ fn expr_slug(e: &Expr) -> String {
             }
         }
         _ => "value".into(),
+    }
+}
+
+/// The value format a parameter description states.
+fn format_of(kind: &str) -> &'static str {
+    match kind {
+        "integer" => "an integer",
+        "number" => "a number",
+        _ => "text",
     }
 }
 
@@ -391,6 +405,9 @@ fn template_of(q: Query, parameters: Vec<Parameter>, values: Vec<Json>) -> Templ
             .collect(),
         _ => vec![],
     };
+    // The `sort_order` exposure sorts by one key twice (ascending and descending branch).
+    let mut order_by = order_by;
+    order_by.dedup_by(|b, a| b.trim_end_matches("_desc") == a.trim_end_matches("_desc"));
     let limit = match &q.limit_clause {
         Some(sqlparser::ast::LimitClause::LimitOffset {
             limit: Some(Expr::Value(v)),
@@ -401,7 +418,10 @@ fn template_of(q: Query, parameters: Vec<Parameter>, values: Vec<Json>) -> Templ
     let sql = q.to_string();
     let named: Vec<(String, String)> = parameters.iter().map(|p| (p.name.clone(), p.kind.clone())).collect();
     let key = super::normalise::key(&q, &named);
+    let names: Vec<String> = named.into_iter().map(|(n, _)| n).collect();
+    let summary = super::describe::summary(&q, &names);
     Template {
+        summary,
         sql,
         key,
         parameters,

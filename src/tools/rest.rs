@@ -406,24 +406,75 @@ pub fn fit_segments(segments: &[String], max: usize) -> String {
     out
 }
 
-/// Builds the endpoints of one database from its distinct templates (in first-question order),
-/// naming each uniquely within the database: `get_<table>_<returns>[_by_<parameters>][_per_<group>][_sorted_by_<keys>]`,
-/// at most [`MAX_NAME`] characters less room for a `_<n>` suffix, whole segments or words dropped
-/// rather than cut, `_2`, `_3`, … on collision; the path mirrors the
-/// name under `/v1/<source>/<db_id>/<table>/`.
-pub fn name_endpoints(source: &str, db_id: &str, templates: &[&Template]) -> Vec<Endpoint> {
-    let mut used: BTreeSet<String> = BTreeSet::new();
-    let mut out = Vec::new();
-    let room = MAX_NAME - 3;
-    for t in templates {
-        let base = fit_segments(&name_segments(t), room);
-        let mut name = base.clone();
-        let mut n = 2;
-        while used.contains(&name) {
-            name = format!("{base}_{n}");
-            n += 1;
+/// Content words of a summary, slugged, in order (for naming a difference).
+fn summary_words(s: &str) -> Vec<String> {
+    // Parameter placeholders (`{city_2}`) are not words of the meaning.
+    let mut text = String::new();
+    let mut depth = 0;
+    for ch in s.chars() {
+        match ch {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            c if depth == 0 => text.push(c),
+            _ => {}
         }
-        used.insert(name.clone());
+    }
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| w.len() > 2)
+        .map(|w| w.to_lowercase())
+        .filter(|w| !CONNECTIVES.contains(&w.as_str()) && !["the", "returns", "rows", "where"].contains(&w.as_str()))
+        .collect()
+}
+
+/// Builds the endpoints of one database from its distinct templates (in first-question order).
+/// Names: `get_<table>_<returns>[_by_<parameters>][_per_<group>][_sorted_by_<keys>]`, at most
+/// [`MAX_NAME`] characters, whole segments or words dropped rather than cut. Where that name is
+/// taken, the name says the difference: `_via_<w>` with the first words of this endpoint's summary
+/// that the other's lacks (e.g. `…_via_destairport` vs the `sourceairport` one), or
+/// `_without_<w>` with the first words the other has and this one lacks; a number only when
+/// neither exists. The summary is [`Template::summary`]; the path mirrors
+/// the name under `/v1/<source>/<db_id>/<table>/`.
+pub fn name_endpoints(source: &str, db_id: &str, templates: &[&Template]) -> Vec<Endpoint> {
+    let mut used: BTreeMap<String, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for t in templates {
+        let segments = name_segments(t);
+        let base = fit_segments(&segments, MAX_NAME);
+        let mut name = base.clone();
+        if let Some(other) = used.get(&base) {
+            let theirs: BTreeSet<String> = summary_words(other).into_iter().collect();
+            let mut diff: Vec<String> = Vec::new();
+            for w in summary_words(&t.summary) {
+                if !theirs.contains(&w) && !diff.contains(&w) {
+                    diff.push(slug(&w));
+                }
+            }
+            // Nothing of its own: say what it lacks (`…_without_treatments`).
+            let mut word = "via";
+            if diff.is_empty() {
+                word = "without";
+                let mine: BTreeSet<String> = summary_words(&t.summary).into_iter().collect();
+                for w in summary_words(other) {
+                    if !mine.contains(&w) && !diff.contains(&w) {
+                        diff.push(slug(&w));
+                    }
+                }
+            }
+            for take in 1..=diff.len().min(3) {
+                let suffix = format!("_{word}_{}", diff[..take].join("_"));
+                let candidate = format!("{}{suffix}", fit_segments(&segments, MAX_NAME - suffix.len().min(40)));
+                if candidate.len() <= MAX_NAME && !used.contains_key(&candidate) {
+                    name = candidate;
+                    break;
+                }
+            }
+            let mut n = 2;
+            while used.contains_key(&name) {
+                name = format!("{}_{n}", fit_segments(&segments, MAX_NAME - 3));
+                n += 1;
+            }
+        }
+        used.insert(name.clone(), t.summary.clone());
         let tail = name
             .strip_prefix(&format!("get_{}_", t.table))
             .unwrap_or(&name)
@@ -432,57 +483,13 @@ pub fn name_endpoints(source: &str, db_id: &str, templates: &[&Template]) -> Vec
             db_id: db_id.into(),
             name,
             path: format!("/v1/{}/{}/{}/{}", slug(source), db_id, t.table, tail),
-            summary: legacy_summary(t),
+            summary: t.summary.clone(),
             sql: t.sql.clone(),
             parameters: t.parameters.clone(),
             ordered: t.ordered,
         });
     }
     out
-}
-
-fn legacy_summary(t: &Template) -> String {
-    let what = t
-        .returns
-        .iter()
-        .take(3)
-        .map(|r| r.replace('_', " "))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut summary = format!(
-        "Get the {} of {} records",
-        if what.is_empty() { "rows".into() } else { what },
-        t.table.replace('_', " ")
-    );
-    if !t.parameters.is_empty() {
-        summary.push_str(&format!(
-            " filtered by {}",
-            t.parameters
-                .iter()
-                .map(|p| p.name.replace('_', " "))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if !t.group_by.is_empty() {
-        summary.push_str(&format!(", one row per {}", t.group_by.join(", ").replace('_', " ")));
-    }
-    if !t.order_by.is_empty() {
-        let keys: Vec<String> = t
-            .order_by
-            .iter()
-            .map(|k| match k.strip_suffix("_desc") {
-                Some(k) => format!("{} (descending)", k.replace('_', " ")),
-                None => k.replace('_', " "),
-            })
-            .collect();
-        summary.push_str(&format!(", sorted by {}", keys.join(", ")));
-    }
-    if let Some(n) = &t.limit {
-        summary.push_str(&format!(", first {n} only"));
-    }
-    summary.push('.');
-    summary
 }
 
 #[cfg(test)]
