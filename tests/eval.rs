@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-use toolforge::emit::build_and_emit;
+use toolforge::pipeline::build_and_emit;
 use toolforge::eval::metrics::Prf;
 use toolforge::eval::predictions::{self, line};
 use toolforge::eval::rows::EvalSet;
