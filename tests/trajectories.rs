@@ -216,6 +216,10 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
             rows.len()
         );
         assert!(faulted.len() * 10 >= clean.len(), "{recipe}: {} faulted", faulted.len());
+        // The size cap (default 64,000 characters per JSON line) holds for every line written.
+        for t in clean.iter().chain(&faulted) {
+            assert!(t.to_string().len() <= 64_000, "{}: over the size cap", t["id"]);
+        }
         let mut kinds: HashMap<String, usize> = HashMap::new();
         let mut bad = Vec::new();
         for t in clean.iter().chain(&faulted) {

@@ -23,7 +23,7 @@
 //!
 //! The final assistant message is the answer read back from the shown results ([`answer`]): it
 //! never contains a value no tool message showed, and when a result was cut it states the total
-//! and which rows it lists. A trajectory whose messages exceed `max_chars` characters is not
+//! and which rows it lists. A trajectory whose JSON line exceeds `max_chars` characters is not
 //! written; the skip is counted by reason in `report/verification.json` (`trajectories`).
 
 pub mod answer;
@@ -325,9 +325,9 @@ pub fn trajectories(
             }
         };
         messages.push(json!({"role": "assistant", "content": text}));
-        let chars: usize = messages.iter().map(|m| m.to_string().len()).sum();
-        (chars <= cfg.max_chars)
-            .then(|| json!({"id": e.id, "messages": messages, "tools": tools, "gold_answer": gold, "faults": faults}))
+        let record = json!({"id": e.id, "messages": messages, "tools": tools, "gold_answer": gold, "faults": faults});
+        // The cap is on the whole JSON line (messages, tools and the gold answer alike).
+        (record.to_string().len() <= cfg.max_chars).then_some(record)
     };
     let mut built = Built::default();
     let mut clean = head.clone();
