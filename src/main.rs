@@ -77,9 +77,13 @@ enum Command {
         /// Output format.
         #[arg(long, value_parser = ["openai", "sharegpt"], default_value = "sharegpt")]
         format: String,
-        /// Output file (default: standard output).
+        /// Output file of the clean trajectories (default: standard output); the faulted ones go
+        /// to a sibling `<stem>.faults.jsonl`, never into the same file.
         #[arg(long, short)]
         output: Option<PathBuf>,
+        /// Write the faulted trajectories (`*.faults.jsonl`) instead of the clean ones.
+        #[arg(long)]
+        faults: bool,
     },
     /// Check a built dataset: SLOT/SEL rows are re-executed through the executor, REST rows are
     /// sent as HTTP requests to a live server on 127.0.0.1; each result is compared with the
@@ -221,7 +225,12 @@ fn dataset_dir(r: &str, out: Option<&std::path::Path>) -> PathBuf {
 }
 
 /// Converts every trajectory file of `dir` (clean and faulted, in name order) to `format`.
-fn write_trajectories(dir: &std::path::Path, format: &str, output: Option<&std::path::Path>) -> anyhow::Result<()> {
+fn write_trajectories(
+    dir: &std::path::Path,
+    format: &str,
+    output: Option<&std::path::Path>,
+    faults_only: bool,
+) -> anyhow::Result<()> {
     use anyhow::Context as _;
     use std::io::Write as _;
     let tdir = dir.join("trajectories");
@@ -236,27 +245,41 @@ fn write_trajectories(dir: &std::path::Path, format: &str, output: Option<&std::
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect();
     files.sort();
-    let mut out: Vec<u8> = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-        for (i, line) in text.lines().enumerate() {
-            let t: serde_json::Value =
-                serde_json::from_str(line).with_context(|| format!("{} line {}: not JSON", f.display(), i + 1))?;
-            let row = if format == "sharegpt" {
-                toolforge::emit::trajectories::to_sharegpt(&t)
-            } else {
-                t
-            };
-            serde_json::to_writer(&mut out, &row)?;
-            out.push(b'\n');
+    let is_faults = |p: &PathBuf| p.to_string_lossy().ends_with(".faults.jsonl");
+    let render = |want_faults: bool| -> anyhow::Result<Vec<u8>> {
+        let mut out: Vec<u8> = Vec::new();
+        for f in files.iter().filter(|f| is_faults(f) == want_faults) {
+            let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+            for (i, line) in text.lines().enumerate() {
+                let t: serde_json::Value =
+                    serde_json::from_str(line).with_context(|| format!("{} line {}: not JSON", f.display(), i + 1))?;
+                let row = if format == "sharegpt" {
+                    toolforge::emit::trajectories::to_sharegpt(&t)
+                } else {
+                    t
+                };
+                serde_json::to_writer(&mut out, &row)?;
+                out.push(b'\n');
+            }
         }
+        Ok(out)
+    };
+    let out = render(faults_only)?;
+    let write_file = |p: &std::path::Path, bytes: &[u8]| -> anyhow::Result<()> {
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, p).with_context(|| format!("renaming to {}", p.display()))
+    };
+    if let (Some(p), false) = (output, faults_only) {
+        let stem = p
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let sibling = p.with_file_name(format!("{stem}.faults.jsonl"));
+        write_file(&sibling, &render(true)?)?;
     }
     match output {
-        Some(p) => {
-            let tmp = p.with_extension("tmp");
-            std::fs::write(&tmp, &out).with_context(|| format!("writing {}", tmp.display()))?;
-            std::fs::rename(&tmp, p).with_context(|| format!("renaming to {}", p.display()))?;
-        }
+        Some(p) => write_file(p, &out)?,
         None => {
             let _ = std::io::stdout().write_all(&out);
         }
@@ -447,7 +470,12 @@ fn main() -> ExitCode {
             })
         }
         Command::Eval { command } => eval(command),
-        Command::Trajectories { dir, format, output } => write_trajectories(&dir, &format, output.as_deref()),
+        Command::Trajectories {
+            dir,
+            format,
+            output,
+            faults,
+        } => write_trajectories(&dir, &format, output.as_deref(), faults),
         Command::Verify { dir, databases } => {
             let rest = toolforge::emit::read_manifest(&dir).is_ok_and(|m| m["format"] == "rest");
             let result = if rest {

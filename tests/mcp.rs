@@ -95,6 +95,19 @@ async fn stdio_mcp_client_lists_and_calls_slot_tools() {
         .await
         .unwrap();
     assert_eq!(bad.is_error, Some(true));
+    // An unknown aggregation_type names the allowed values (not "`median` needs a key_name").
+    let median = client
+        .call_tool(CallToolRequestParams::new("aggregate_data").with_arguments(args(json!({
+            "session_id": sid, "data_source": "$starting_table_var$", "aggregation_type": "median"
+        }))))
+        .await
+        .unwrap();
+    assert_eq!(median.is_error, Some(true));
+    let text = serde_json::to_string(&median.content).unwrap();
+    assert!(
+        text.contains("unknown aggregation_type") && text.contains("`mean`"),
+        "{text}"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -126,7 +139,7 @@ fn rpc(agent: &ureq::Agent, url: &str, session: Option<&str>, body: Value) -> (O
 }
 
 #[test]
-fn streamable_http_mcp_calls_a_rest_endpoint() {
+fn streamable_http_mcp_rest_result_is_a_structured_object() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = build("rest-spider", tmp.path());
     let toolkit = toolforge::serve::Toolkit::load(&dir, Some(&dbs())).unwrap();
@@ -164,7 +177,14 @@ fn streamable_http_mcp_calls_a_rest_endpoint() {
         "name": "get_ship_count_by_disposition_of_ship", "arguments": {"disposition_of_ship": "Captured"}}}),
     );
     let result = &call.unwrap()["result"];
-    assert_eq!(result["structuredContent"], json!([[4]]), "{result}");
+    // MCP: structuredContent is an object (the SDK clients reject an array), matching outputSchema.
+    assert_eq!(result["structuredContent"], json!({"result": [[4]]}), "{result}");
+    assert_eq!(result["content"][0]["text"], json!({"result": [[4]]}).to_string());
+    let listed = tools
+        .iter()
+        .find(|t| t["name"] == "get_ship_count_by_disposition_of_ship")
+        .unwrap();
+    assert_eq!(listed["outputSchema"]["type"], "object");
     let (_, bad) = rpc(
         &agent,
         &url,

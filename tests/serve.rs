@@ -322,6 +322,13 @@ fn injected_faults_on_request() {
     assert_eq!(call(Some("rate_limit")).0, 429);
     assert_eq!(call(Some("rate_limit")).2.as_deref(), Some("1"));
     assert_eq!(call(Some("unavailable")).0, 503);
+    // 503 says when to come back, too (an agent backs off by Retry-After).
+    assert_eq!(call(Some("unavailable")).2.as_deref(), Some("2"));
+    // Constraint-level fault: the row limit changes mid-task, and the response says so.
+    let (s, inj, _, text) = call(Some("constraint_changed"));
+    assert_eq!((s, inj.as_deref()), (200, Some("constraint_changed")));
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(v["constraint"].as_str().unwrap().contains("row limit"), "{text}");
     assert_eq!(call(Some("timeout")).0, 504);
     let (s, inj, _, text) = call(Some("truncated_result"));
     assert_eq!((s, inj.as_deref()), (200, Some("truncated_result")));

@@ -1,15 +1,19 @@
 //! The card emitter: `README.md`, a Hugging Face dataset card.
 //!
-//! Schema: a YAML header (`license` (SPDX-style id or `other`), `pretty_name`,
-//! `task_categories`, `tags` (tool-calling, function-calling and the family tag),
+//! Schema: a YAML header in the Hugging Face dataset-card metadata format (`license` (SPDX-style
+//! id, or `other` with `license_name` and `license_link`), `language`, `size_categories`,
+//! `pretty_name`, `task_categories`, `tags` (tool-calling, function-calling and the family tag),
 //! `configs` (one Parquet data file per split), `dataset_info` (`features`: the row schema of
-//! [`super::rows`], `splits` with `num_examples`)), then the description, the source (title,
-//! homepage, license), the counts, the family paragraph (what `output` is and how it was checked),
-//! the variants paragraph when the build has variant rows, and the source's BibTeX citation.
+//! [`super::rows`]; `splits` with `num_bytes` (Arrow in-memory bytes) and `num_examples`;
+//! `download_size` (Parquet bytes) and `dataset_size`)), then the description, the source (title,
+//! homepage, license), the counts (every row, variant rows included), the family paragraph (what
+//! `output` is and how it was checked), the variants paragraph when the build has variant rows, a
+//! table describing every column, a table of drop reasons, and the source's BibTeX citation.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use arrow_schema::DataType;
+use arrow_schema::{DataType, Field};
 
 use super::report::{Counts, pct};
 use super::rows::row_schema;
@@ -68,10 +72,89 @@ fn hf_license(text: &str) -> String {
     }
 }
 
-/// The card text of a build.
-pub(super) fn card(build: &Build, c: &Counts) -> String {
+/// Sizes of one split's data, for the card's `dataset_info`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SplitSize {
+    /// Arrow in-memory bytes of the rows (the `num_bytes` of Hugging Face `datasets`).
+    pub num_bytes: usize,
+    /// Bytes of `data/<split>.parquet`.
+    pub parquet_bytes: usize,
+}
+
+/// The Hugging Face `size_categories` bucket of a row count.
+fn size_category(n: usize) -> &'static str {
+    match n {
+        0..1_000 => "n<1K",
+        1_000..10_000 => "1K<n<10K",
+        10_000..100_000 => "10K<n<100K",
+        100_000..1_000_000 => "100K<n<1M",
+        1_000_000..10_000_000 => "1M<n<10M",
+        _ => "10M<n<100M",
+    }
+}
+
+/// What a column holds (the card's column table).
+fn column_description(name: &str) -> &'static str {
+    match name {
+        "id" => "Row id, `<dataset>/<n>` (variant rows add a suffix).",
+        "dataset" => "The dataset (recipe) name.",
+        "split" => "The split the row belongs to.",
+        "db_id" => "The source database (text-to-SQL families), else null.",
+        "input" => "The user request: the natural-language question or utterance.",
+        "evidence" => "External knowledge given with the question (BIRD), else null.",
+        "sql" => "The gold SQL the calls were verified against, else null.",
+        "output" => {
+            "The gold tool calls in order: `name`, `arguments` (JSON text), `label` (later calls refer to the output as `$label$`)."
+        }
+        "initialization_step" => {
+            "The framework's setup call (SLOT/SEL join step, label `starting_table_var`), run before the model's calls; never shown to the model."
+        }
+        "gold_answer" => "The gold answer as JSON rows (the SQL result), else null.",
+        "ordered" => "Whether `gold_answer` is compared in order (the SQL has ORDER BY).",
+        "tools" => "The tools available to this row, OpenAI function format (JSON text).",
+        "key_values_and_descriptions" => "Argument values and column descriptions the calls use (JSON text).",
+        "difficulty" => "The source's difficulty label, else null.",
+        "meta" => "Family details as JSON text (endpoint, variant, lint findings, …), else null.",
+        _ => "See the dataset's documentation.",
+    }
+}
+
+/// One feature of `dataset_info.features` (Hugging Face YAML: `dtype`, `list`, `struct`).
+fn feature_yaml(s: &mut String, f: &Field, indent: usize) {
+    let pad = " ".repeat(indent);
+    let _ = writeln!(s, "{pad}- name: {}", f.name());
+    match f.data_type() {
+        DataType::List(item) => match item.data_type() {
+            DataType::Struct(fields) => {
+                let _ = writeln!(s, "{pad}  list:");
+                for c in fields {
+                    feature_yaml(s, c, indent + 2);
+                }
+            }
+            _ => {
+                let _ = writeln!(s, "{pad}  sequence: string");
+            }
+        },
+        DataType::Struct(fields) => {
+            let _ = writeln!(s, "{pad}  struct:");
+            for c in fields {
+                feature_yaml(s, c, indent + 2);
+            }
+        }
+        DataType::Boolean => {
+            let _ = writeln!(s, "{pad}  dtype: bool");
+        }
+        _ => {
+            let _ = writeln!(s, "{pad}  dtype: string");
+        }
+    }
+}
+
+/// The card text of a build; `sizes` has one entry per split.
+pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize>) -> String {
     let m = &build.source.manifest;
     let license = hf_license(&m.license);
+    let rows: usize = c.per_split.values().sum();
     let mut s = String::new();
     let tag = match build.recipe.format.as_str() {
         "seq" => "api-sequences",
@@ -79,9 +162,20 @@ pub(super) fn card(build: &Build, c: &Counts) -> String {
         "bfcl" => "function-calling-evaluation",
         _ => "text-to-sql",
     };
+    let _ = writeln!(s, "---\nlicense: {license}");
+    if license == "other" {
+        // YAML-quoted: the license text may hold `:` or `#`.
+        let _ = writeln!(
+            s,
+            "license_name: {}\nlicense_link: {}",
+            serde_json::to_string(&license_slug(&m.license)).expect("string"),
+            serde_json::to_string(&m.homepage).expect("string")
+        );
+    }
     let _ = writeln!(
         s,
-        "---\nlicense: {license}\npretty_name: {}\ntask_categories:\n- text-generation\ntags:\n- tool-calling\n- function-calling\n- {tag}\nconfigs:\n- config_name: default\n  data_files:",
+        "language:\n- en\nsize_categories:\n- {}\npretty_name: {}\ntask_categories:\n- text-generation\ntags:\n- tool-calling\n- function-calling\n- {tag}\nconfigs:\n- config_name: default\n  data_files:",
+        size_category(rows),
         build.recipe.name
     );
     for split in c.per_split.keys() {
@@ -89,26 +183,23 @@ pub(super) fn card(build: &Build, c: &Counts) -> String {
     }
     let _ = writeln!(s, "dataset_info:\n  features:");
     for f in row_schema().fields() {
-        match f.data_type() {
-            DataType::List(_) => {
-                let _ = writeln!(
-                    s,
-                    "  - name: {}\n    list:\n    - name: name\n      dtype: string\n    - name: arguments\n      dtype: string\n    - name: label\n      dtype: string",
-                    f.name()
-                );
-            }
-            DataType::Boolean => {
-                let _ = writeln!(s, "  - name: {}\n    dtype: bool", f.name());
-            }
-            _ => {
-                let _ = writeln!(s, "  - name: {}\n    dtype: string", f.name());
-            }
-        }
+        feature_yaml(&mut s, f, 2);
     }
     let _ = writeln!(s, "  splits:");
     for (split, n) in &c.per_split {
-        let _ = writeln!(s, "  - name: {split}\n    num_examples: {n}");
+        let bytes = sizes.get(split).copied().unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  - name: {split}\n    num_bytes: {}\n    num_examples: {n}",
+            bytes.num_bytes
+        );
     }
+    let _ = writeln!(
+        s,
+        "  download_size: {}\n  dataset_size: {}",
+        sizes.values().map(|z| z.parquet_bytes).sum::<usize>(),
+        sizes.values().map(|z| z.num_bytes).sum::<usize>()
+    );
     let _ = writeln!(s, "---\n");
     let _ = writeln!(s, "# {}\n\n{}\n", build.recipe.name, build.recipe.description);
     let _ = writeln!(
@@ -119,17 +210,25 @@ pub(super) fn card(build: &Build, c: &Counts) -> String {
         m.homepage,
         m.license
     );
+    let per_split: Vec<String> = c.per_split.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+    let variants = rows - c.verified;
     let _ = writeln!(
         s,
-        "- items attempted: {}\n- examples kept: {} ({:.1}%)\n- skipped input records: {}\n",
+        "- rows: {rows} ({})\n- items attempted: {}\n- examples kept: {} ({:.1}%){}\n- skipped input records: {}\n",
+        per_split.join(", "),
         c.attempted,
         c.verified,
         pct(c.verified, c.attempted),
+        if variants > 0 {
+            format!("\n- variant rows (generated from kept examples): {variants}")
+        } else {
+            String::new()
+        },
         build.bad_records.len()
     );
     let _ = writeln!(
         s,
-        "{} Drops and their reasons are in `report/verification.json`.\n",
+        "{} Drops and their reasons are listed below and, row by row, in `report/verification.json`.\n",
         family_paragraph(&build.recipe.format)
     );
     if let Some(v) = build.stats.get("variants") {
@@ -139,6 +238,42 @@ pub(super) fn card(build: &Build, c: &Counts) -> String {
             v["rows"]
         );
     }
+    let _ = writeln!(s, "## Columns\n\n| column | type | description |\n|---|---|---|");
+    for f in row_schema().fields() {
+        let ty = match f.data_type() {
+            DataType::List(_) => "list of {name, arguments, label}",
+            DataType::Struct(_) => "struct",
+            DataType::Boolean => "bool",
+            _ => "string",
+        };
+        let _ = writeln!(s, "| `{}` | {ty} | {} |", f.name(), column_description(f.name()));
+    }
+    let _ = writeln!(s, "\n## Dropped items by reason\n");
+    if c.reasons.is_empty() {
+        let _ = writeln!(s, "No item was dropped.\n");
+    } else {
+        let mut reasons: Vec<_> = c.reasons.iter().collect();
+        reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let _ = writeln!(s, "| reason | items | share of attempted |\n|---|---:|---:|");
+        for (r, n) in reasons {
+            let _ = writeln!(s, "| `{r}` | {n} | {:.1}% |", pct(*n, c.attempted));
+        }
+        let _ = writeln!(s);
+    }
     let _ = writeln!(s, "## Source citation\n\n```bibtex\n{}\n```", m.citation.trim());
     s
+}
+
+/// The `license_name` of a non-SPDX license: its text lowercased, runs of other characters as `-`
+/// (the Hub expects a slug, e.g. `ms-pl`, `other-research-only`).
+fn license_slug(text: &str) -> String {
+    let mut slug = String::new();
+    for ch in text.to_lowercase().chars() {
+        if ch.is_ascii_alphanumeric() {
+            slug.push(ch);
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
+        }
+    }
+    slug.trim_end_matches('-').to_string()
 }

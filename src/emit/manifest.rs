@@ -3,7 +3,8 @@
 //!
 //! `MANIFEST.json` schema: `{"dataset", "recipe", "format", "toolforge_version", "build_key",
 //! "recipe_hash" (blake3 of the recipe file), "source" (source name), "source_hashes": {input
-//! file: blake3}, "files": {relative path: blake3 of every other file of the dataset}}`. The
+//! file: blake3}, "databases" (SQL families only, see [`databases_reference`]), "files": {relative
+//! path: blake3 of every other file of the dataset}}`. The
 //! `build_key` covers the recipe, the bad records and every stage digest (which include the code
 //! fingerprint, see [`crate::dataset::code_fingerprint`]).
 
@@ -26,7 +27,35 @@ pub(super) fn manifest(build: &Build, recipe_hash: &str, files: &BTreeMap<String
         "recipe_hash": recipe_hash,
         "source": build.source.manifest.name,
         "source_hashes": build.source_hashes,
+        "databases": databases_reference(build),
         "files": files,
+    })
+}
+
+/// How to find the databases of a built SQL-family dataset from wherever it is copied:
+/// `{"source", "env", "search_paths", "database_dir"}` — the source name, the environment variable
+/// naming the corpus root, the corpus search paths relative to a project root (as in
+/// `sources/<source>.toml`), and the database directory relative to the corpus root. Never an
+/// absolute path, so the manifest is byte-identical across machines. `null` for families without
+/// databases.
+fn databases_reference(build: &Build) -> serde_json::Value {
+    let m = &build.source.manifest;
+    if m.database_dirs.is_empty() {
+        return serde_json::Value::Null;
+    }
+    let database_dir = build
+        .source
+        .databases
+        .strip_prefix(&build.source.root)
+        .ok()
+        .and_then(Path::to_str)
+        .unwrap_or_default()
+        .replace('\\', "/");
+    json!({
+        "source": m.name,
+        "env": m.env,
+        "search_paths": m.search_paths,
+        "database_dir": database_dir,
     })
 }
 
@@ -56,7 +85,11 @@ pub fn read_manifest(dir: &Path) -> Result<serde_json::Value> {
     Ok(serde_json::from_slice(&bytes)?)
 }
 
-/// The database root of a built dataset: `databases` if given, else its recipe's source.
+/// The database root of a built dataset, tried in order: `databases` if given; the recipe's
+/// source when the dataset sits in a project's `out/` (`<project>/out/<name>`); the manifest's
+/// `databases` reference ([`databases_reference`]): `$env`, then each search path relative to the
+/// dataset's grandparent and to the current directory. The error names every place tried and
+/// the `--databases DIR` override.
 pub fn database_root(dir: &Path, databases: Option<&Path>) -> Result<PathBuf> {
     if let Some(d) = databases {
         return Ok(d.to_path_buf());
@@ -65,12 +98,40 @@ pub fn database_root(dir: &Path, databases: Option<&Path>) -> Result<PathBuf> {
     let recipe = manifest["recipe"].as_str().context("MANIFEST.json: no recipe")?;
     let root = dir.parent().and_then(Path::parent).unwrap_or(Path::new("."));
     let recipe_path = root.join("recipes").join(format!("{recipe}.toml"));
-    let (_, source) = crate::recipe::load_with_source(&recipe_path).with_context(|| {
-        format!(
-            "{}: cannot locate the databases through {}; pass --databases DIR",
-            dir.display(),
-            recipe_path.display()
-        )
-    })?;
-    Ok(source.databases)
+    if let Ok((_, source)) = crate::recipe::load_with_source(&recipe_path) {
+        return Ok(source.databases);
+    }
+    let mut tried = vec![recipe_path.display().to_string()];
+    let reference = &manifest["databases"];
+    if reference.is_object() {
+        let database_dir = reference["database_dir"].as_str().unwrap_or_default();
+        let env = reference["env"].as_str().unwrap_or_default();
+        let mut corpus_roots = Vec::new();
+        if let Some(v) = Some(env).filter(|e| !e.is_empty()).and_then(std::env::var_os) {
+            corpus_roots.push(PathBuf::from(v));
+        }
+        let bases = [root.to_path_buf(), PathBuf::from(".")];
+        for p in reference["search_paths"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.as_str())
+        {
+            corpus_roots.extend(bases.iter().map(|b| b.join(p)));
+        }
+        for corpus in corpus_roots {
+            let candidate = corpus.join(database_dir);
+            if candidate.is_dir() {
+                return Ok(candidate);
+            }
+            tried.push(candidate.display().to_string());
+        }
+    }
+    anyhow::bail!(
+        "{}: cannot locate the databases of source {} (tried {}); set ${} or pass --databases DIR",
+        dir.display(),
+        reference["source"].as_str().unwrap_or("?"),
+        tried.join(", "),
+        reference["env"].as_str().unwrap_or("<source env>")
+    )
 }

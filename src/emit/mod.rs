@@ -53,27 +53,53 @@ pub fn write(build: &Build, out_dir: &Path, recipe_path: &Path) -> Result<bool> 
     let trajectories = trajectories::Trajectories::new(build)?;
     // Splits in parallel; each file is written as soon as it exists, so at most a split's
     // files are in memory at once.
-    let split_files: Vec<Vec<(String, String)>> = by_split
+    type SplitOut = (String, card::SplitSize, BTreeMap<String, usize>, Vec<(String, String)>);
+    let split_files: Vec<SplitOut> = by_split
         .par_iter()
-        .map(|(split, examples)| -> Result<Vec<(String, String)>> {
+        .map(|(split, examples)| -> Result<SplitOut> {
             let rows = rows::encode_rows(examples, &build.catalog);
             let (parquet, jsonl) = rayon::join(
-                || rows::parquet_bytes(&rows::record_batch(&rows)),
+                || {
+                    let batch = rows::record_batch(&rows);
+                    let num_bytes: usize = batch
+                        .columns()
+                        .iter()
+                        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+                        .sum();
+                    rows::parquet_bytes(&batch).map(|p| (num_bytes, p))
+                },
                 || rows::jsonl_bytes(&rows),
             );
+            let (num_bytes, parquet) = parquet?;
+            let size = card::SplitSize {
+                num_bytes,
+                parquet_bytes: parquet.len(),
+            };
             let mut written = vec![
-                staging.put(&format!("data/{split}.parquet"), &parquet?)?,
+                staging.put(&format!("data/{split}.parquet"), &parquet)?,
                 staging.put(&format!("data/{split}.jsonl"), &jsonl)?,
             ];
+            let mut skipped = BTreeMap::new();
             if let Some(t) = &trajectories {
-                let (clean, faulted) = t.write(examples)?;
+                let (clean, faulted, s) = t.write(examples)?;
+                skipped = s;
                 written.push(staging.put(&format!("trajectories/{split}.jsonl"), &clean)?);
                 written.push(staging.put(&format!("trajectories/{split}.faults.jsonl"), &faulted)?);
             }
-            Ok(written)
+            Ok((split.to_string(), size, skipped, written))
         })
         .collect::<Result<_>>()?;
-    let mut hashes: BTreeMap<String, String> = split_files.into_iter().flatten().collect();
+    let sizes: BTreeMap<String, card::SplitSize> = split_files.iter().map(|(k, z, _, _)| (k.clone(), *z)).collect();
+    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, _, s, _) in &split_files {
+        for (r, n) in s {
+            *skipped.entry(r.clone()).or_default() += n;
+        }
+    }
+    let trajectory_stats = trajectories
+        .as_ref()
+        .map(|_| serde_json::json!({"skipped_by_reason": skipped}));
+    let mut hashes: BTreeMap<String, String> = split_files.into_iter().flat_map(|(_, _, _, w)| w).collect();
     let mut put = |rel: &str, bytes: &[u8]| -> Result<()> {
         let (k, v) = staging.put(rel, bytes)?;
         hashes.insert(k, v);
@@ -83,8 +109,11 @@ pub fn write(build: &Build, out_dir: &Path, recipe_path: &Path) -> Result<bool> 
         "tools/functions.json",
         &pretty(&crate::tools::functions_json(&build.catalog)),
     )?;
-    put("report/verification.json", &pretty(&report::report(build, &c)))?;
-    put("README.md", card::card(build, &c).as_bytes())?;
+    put(
+        "report/verification.json",
+        &pretty(&report::report(build, &c, trajectory_stats)),
+    )?;
+    put("README.md", card::card(build, &c, &sizes).as_bytes())?;
     for (k, v) in &build.extra_files {
         put(k, v)?;
     }

@@ -4,7 +4,8 @@
 //! "per_split": {split: rows}, "bad_records": n, "dropped_by_reason": {reason: n},
 //! "group_kind": "database" | "split" | …, "per_group": {group: {"attempted", "kept",
 //! "dropped_by_reason"}}, "stats": {family numbers, `variants`; never `llm_run`},
-//! "bad_record_list": [{"file", "record", "message"}], "dropped_list": [{"id", "reason", "detail", …}]}`.
+//! "bad_record_list": [{"file", "record", "message"}], "dropped_list": [{"id", "reason", "detail", …}],
+//! "trajectories" (executable families): {"skipped_by_reason": {reason: n}}}`.
 //! `attempted = kept + dropped` counts compiled examples; variant rows are not counted as kept.
 
 use std::collections::BTreeMap;
@@ -54,10 +55,11 @@ pub(super) fn counts(build: &Build) -> Counts {
     c
 }
 
-/// The `report/verification.json` document (module docs).
-pub(super) fn report(build: &Build, c: &Counts) -> serde_json::Value {
+/// The `report/verification.json` document (module docs); `trajectories` (executable families:
+/// `{"skipped_by_reason": {reason: n}}`) is added when given.
+pub(super) fn report(build: &Build, c: &Counts, trajectories: Option<serde_json::Value>) -> serde_json::Value {
     let drops: Vec<_> = build.groups.values().flat_map(|o| &o.drops).collect();
-    json!({
+    let mut doc = json!({
         "dataset": build.recipe.name,
         "format": build.recipe.format,
         "attempted": c.attempted,
@@ -73,7 +75,11 @@ pub(super) fn report(build: &Build, c: &Counts) -> serde_json::Value {
         "stats": build.stats.iter().filter(|(k, _)| k.as_str() != "llm_run").map(|(k, v)| (k.clone(), v.clone())).collect::<serde_json::Map<_, _>>(),
         "bad_record_list": build.bad_records,
         "dropped_list": drops,
-    })
+    });
+    if let Some(t) = trajectories {
+        doc["trajectories"] = t;
+    }
+    doc
 }
 
 /// `a` as a percentage of `b` (0 when `b` is 0).
@@ -109,7 +115,9 @@ pub fn summary(build: &Build, out_dir: &Path, wrote: bool, secs: f64) -> String 
     }
     let mut reasons: Vec<_> = c.reasons.iter().collect();
     reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let _ = writeln!(s, "  dropped by reason:");
+    if !reasons.is_empty() {
+        let _ = writeln!(s, "  dropped by reason:");
+    }
     for (r, n) in reasons {
         let _ = writeln!(s, "    {r:<40} {n:>6}");
     }

@@ -113,6 +113,9 @@ pub struct TrajectoryConfig {
     /// Rows of a table (values of a list) shown in a tool message; the rest is cut and the total
     /// stated.
     pub max_rows: usize,
+    /// Size cap of one trajectory: characters of its JSON line; a trajectory over it is not
+    /// written and is counted under `over_size_cap` in the report.
+    pub max_chars: usize,
 }
 
 impl Default for TrajectoryConfig {
@@ -121,6 +124,7 @@ impl Default for TrajectoryConfig {
             fault_rate: 0.25,
             seed: 0,
             max_rows: 20,
+            max_chars: 64_000,
         }
     }
 }

@@ -2,9 +2,13 @@
 //! trajectory corpora, [`crate::emit::trajectories::FAULT_KINDS`]): a request to a tool or
 //! endpoint with header `X-Toolforge-Fault: <kind>`, or a random share `--fault-rate` of them
 //! (seeded by `--fault-seed`), gets the fault instead of (or on top of) its answer: `timeout`
-//! (504), `rate_limit` (429 with `Retry-After: 1`), `unavailable` (503), `truncated_result` /
-//! `corrupted_result` (200 with the body cut in half / garbled), `session_expired` (the session is
-//! ended, 404). The response carries `X-Toolforge-Fault-Injected: <kind>`; an unknown kind is 400.
+//! (504), `rate_limit` (429 with `Retry-After: 1`), `unavailable` (503 with `Retry-After: 2`),
+//! `truncated_result` / `corrupted_result` (200 with the body cut in half / garbled),
+//! `session_expired` (the session is ended, 404), and the constraint-level `constraint_changed`
+//! (the server's row limit drops to 1 mid-task: 200 with
+//! `{"rows": [first row], "total_rows": n, "truncated": true, "constraint": …}` and header
+//! `X-Toolforge-Constraint: max_rows=1`). The response carries
+//! `X-Toolforge-Fault-Injected: <kind>`; an unknown kind is 400.
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -65,10 +69,42 @@ pub(super) async fn inject_fault(State(state): State<Shared>, req: Request, next
                 .insert("retry-after", axum::http::HeaderValue::from_static("1"));
             r
         }
-        "unavailable" => detail(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the service is temporarily unavailable (injected fault)",
-        ),
+        "unavailable" => {
+            let mut r = detail(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the service is temporarily unavailable; retry after 2 s (injected fault)",
+            );
+            r.headers_mut()
+                .insert("retry-after", axum::http::HeaderValue::from_static("2"));
+            r
+        }
+        "constraint_changed" => {
+            let resp = next.run(req).await;
+            let (mut parts, body) = resp.into_parts();
+            let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+            let v: Json = serde_json::from_slice(&bytes).unwrap_or(Json::Null);
+            // REST rows, or a SLOT/SEL `{"label", "output"}` whose output is limited alike.
+            let limited = match v {
+                Json::Array(rows) => serde_json::json!({
+                    "rows": rows.iter().take(1).collect::<Vec<_>>(), "total_rows": rows.len(), "truncated": rows.len() > 1,
+                    "constraint": "the server's row limit changed to 1 row per response mid-task (injected fault)"
+                }),
+                Json::Object(mut m) => {
+                    m.insert(
+                        "constraint".into(),
+                        "the server's row limit changed to 1 row per response mid-task (injected fault)".into(),
+                    );
+                    Json::Object(m)
+                }
+                other => other,
+            };
+            parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+            parts.headers.insert(
+                "x-toolforge-constraint",
+                axum::http::HeaderValue::from_static("max_rows=1"),
+            );
+            Response::from_parts(parts, axum::body::Body::from(limited.to_string()))
+        }
         "session_expired" => {
             let (parts, body) = req.into_parts();
             let bytes = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();

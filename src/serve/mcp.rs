@@ -5,9 +5,15 @@
 //! Tools: REST datasets list every endpoint (input schema = its query parameters; a name shared
 //! by several databases is qualified `<db_id>__<name>`). SLOT/SEL datasets list
 //! `create_session` (`{"id"}` of an example, or `{"arguments"}` of a join step) and every tool of
-//! the catalog with two extra arguments, `session_id` (required) and `label` (optional). A call's
-//! result is one text block with the JSON the HTTP route returns (also as structured content);
-//! a failed call is a tool error (`isError: true`) whose text says why.
+//! the catalog with two extra arguments, `session_id` (required) and `label` (optional).
+//!
+//! A call's result is a JSON object, sent as `structuredContent` and, serialised, as the one text
+//! block (MCP 2025-06-18, tools/call "Structured Content": `structuredContent` is an object, and a
+//! tool with an `outputSchema` must conform to it; the Python SDK client validates it). REST rows
+//! (a JSON array of arrays on the HTTP route) are wrapped as `{"result": [[…], …]}`, the key the
+//! Python SDK's FastMCP uses for non-object results; SLOT/SEL results are already objects
+//! (`{"label", "output"}`, `create_session` adds `session_id`). Every tool declares the matching
+//! `outputSchema`. A failed call is a tool error (`isError: true`) whose text says why.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -43,6 +49,35 @@ fn object(v: Json) -> Arc<Map<String, Json>> {
     Arc::new(v.as_object().cloned().unwrap_or_default())
 }
 
+/// The `outputSchema` of a REST endpoint: `{"result": [[cell, …], …]}`.
+fn rest_output_schema() -> Arc<Map<String, Json>> {
+    object(json!({"type": "object", "properties": {
+        "result": {"type": "array", "items": {"type": "array"}, "description": "The endpoint's rows, each an array of cells."}
+    }, "required": ["result"]}))
+}
+
+/// The `outputSchema` of a SLOT/SEL tool (`with_session` adds `session_id` for `create_session`).
+fn session_output_schema(with_session: bool) -> Arc<Map<String, Json>> {
+    let mut props = json!({
+        "label": {"type": "string", "description": "The label later calls refer to as $label$."},
+        "output": {"description": "The tool's output (a table is its first rows)."}
+    });
+    let mut required = vec![json!("label"), json!("output")];
+    if with_session {
+        props["session_id"] = json!({"type": "string", "description": "The session to pass to every tool."});
+        required.push(json!("session_id"));
+    }
+    object(json!({"type": "object", "properties": props, "required": required}))
+}
+
+/// A result as MCP structured content: objects as they are, anything else as `{"result": v}`.
+fn structured(v: Json) -> Map<String, Json> {
+    match v {
+        Json::Object(m) => m,
+        other => Map::from_iter([("result".to_string(), other)]),
+    }
+}
+
 impl McpServer {
     /// Lists the toolkit's tools (see the module doc).
     pub(crate) fn new(state: Shared) -> McpServer {
@@ -61,18 +96,22 @@ impl McpServer {
                     e.name.clone()
                 };
                 let spec = e.tool_spec();
-                tools.push(Tool::new(name.clone(), spec.description, object(spec.parameters)));
+                let mut tool = Tool::new(name.clone(), spec.description, object(spec.parameters));
+                tool.output_schema = Some(rest_output_schema());
+                tools.push(tool);
                 targets.insert(name, Target::Endpoint(i));
             }
         } else {
-            tools.push(Tool::new(
+            let mut session = Tool::new(
                 "create_session",
                 "Run an example's join step and open a session; returns session_id and the first rows of the joined table (label starting_table_var).",
                 object(json!({"type": "object", "properties": {
                     "id": {"type": "string", "description": "Example id whose join step to run."},
                     "arguments": {"type": "object", "description": "initialize_active_data arguments (instead of id)."}
                 }})),
-            ));
+            );
+            session.output_schema = Some(session_output_schema(true));
+            tools.push(session);
             targets.insert("create_session".to_string(), Target::Session);
             for t in &tk.catalog {
                 let mut params = t.parameters.clone();
@@ -86,7 +125,9 @@ impl McpServer {
                 if let Some(req) = params["required"].as_array_mut() {
                     req.push(json!("session_id"));
                 }
-                tools.push(Tool::new(t.name.clone(), t.description.clone(), object(params)));
+                let mut tool = Tool::new(t.name.clone(), t.description.clone(), object(params));
+                tool.output_schema = Some(session_output_schema(false));
+                tools.push(tool);
                 targets.insert(t.name.clone(), Target::Tool(t.name.clone()));
             }
         }
@@ -159,6 +200,7 @@ impl ServerHandler for McpServer {
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(match result {
             Ok(v) => {
+                let v = Json::Object(structured(v));
                 let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
                 r.structured_content = Some(v);
                 r

@@ -513,8 +513,18 @@ fn aggregate(values: Vec<Datum>, how: &str, count_rows: bool) -> R<Datum> {
                 (Some((_, d)), false) => d.clone(),
             }
         }
-        other => return Err(format!("unknown aggregation_type `{other}`")),
+        other => return Err(unknown_aggregation(other)),
     })
+}
+
+/// The `aggregation_type` values [`aggregate_data`] accepts.
+pub const AGGREGATION_TYPES: [&str; 8] = ["min", "max", "sum", "mean", "count", "std", "argmin", "argmax"];
+
+fn unknown_aggregation(how: &str) -> String {
+    format!(
+        "unknown aggregation_type `{how}`; expected one of {}",
+        AGGREGATION_TYPES.map(|t| format!("`{t}`")).join(", ")
+    )
 }
 
 /// `aggregate_data(data_source, aggregation_type, key_name="", distinct=false, limit=-1)`:
@@ -525,6 +535,9 @@ fn aggregate(values: Vec<Datum>, how: &str, count_rows: bool) -> R<Datum> {
 /// `aggregation_type`.
 fn aggregate_data(args: &Args) -> R<Value> {
     let how = args.str("aggregation_type")?;
+    if !AGGREGATION_TYPES.contains(&how) {
+        return Err(unknown_aggregation(how));
+    }
     let key = args.opt("key_name").and_then(Json::as_str).filter(|k| !k.is_empty());
     let distinct = args.bool_or("distinct", false)?;
     let limit = args.limit()?;

@@ -1,0 +1,528 @@
+//! The trajectories emitter: `trajectories/<split>.jsonl` and `trajectories/<split>.faults.jsonl`,
+//! fine-tuning trajectory corpora of the executable families (SLOT, SEL, REST), with ToolGym-style
+//! injected faults ([`faults`]).
+//!
+//! One trajectory per example, in the OpenAI chat fine-tuning format:
+//! `{"id", "messages": [system, user, (assistant with one tool_call, tool)…, assistant answer],
+//! "tools": [OpenAI functions], "gold_answer", "faults": []}`. Each assistant message makes one
+//! call (`content` is `""` — never null, which chat templates such as SmolLM2's and Qwen's reject
+//! — or a short recovery sentence; `tool_calls: [{"id", "type": "function", "function": {"name",
+//! "arguments" (JSON text)}}]`, the id 9 alphanumeric characters as Mistral's template requires)
+//! because later calls need earlier results; each `tool` message holds the **real result** of
+//! executing the call on the data:
+//! - SLOT/SEL: `{"label": L, "output": …}` — later calls refer to it as `"$L$"`; tables show at
+//!   most `max_rows` rows, lists at most `max_rows` values, with the total stated
+//!   ([`crate::tools::executor::value_json`]);
+//! - REST: the endpoint's response rows; over `max_rows` rows,
+//!   `{"rows": [first max_rows], "total_rows": n, "truncated": true}`.
+//!
+//! The SLOT/SEL setup step (`initialize_active_data`: [`Example::initialization_step`], or
+//! `output[0]` in the older row shape) is a framework step, never shown to the model: it is run
+//! before the first call and the system prompt states the active table (`$starting_table_var$`,
+//! the joined tables, its columns and row count).
+//!
+//! The final assistant message is the answer read back from the shown results ([`answer`]): it
+//! never contains a value no tool message showed, and when a result was cut it states the total
+//! and which rows it lists. A trajectory whose JSON line exceeds `max_chars` characters is not
+//! written; the skip is counted by reason in `report/verification.json` (`trajectories`).
+
+pub mod answer;
+pub mod faults;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use anyhow::Result;
+use rayon::prelude::*;
+use serde_json::{Value as Json, json};
+
+use crate::dataset::{Build, Example};
+use crate::recipe::TrajectoryConfig;
+use crate::tools::executor::{Executor, Session, value_json};
+use crate::tools::rest::{Endpoint, Limits};
+use crate::tools::{Call, ToolSpec};
+
+pub use faults::FAULT_KINDS;
+
+/// Skip reason of a trajectory over the size cap.
+pub const OVER_SIZE_CAP: &str = "over_size_cap";
+/// Skip reason of a SLOT/SEL example whose only call is the setup step (nothing for the model).
+pub const NO_MODEL_CALLS: &str = "no_model_calls";
+
+/// The setup step of a SLOT/SEL example and the calls the model makes: the row's
+/// `initialization_step` when set, else `output[0]` when it is `initialize_active_data`.
+pub fn setup_and_calls(e: &Example) -> (Option<&Call>, &[Call]) {
+    match &e.initialization_step {
+        Some(s) => (Some(s), &e.output),
+        None => match e.output.first() {
+            Some(c) if c.name == "initialize_active_data" => (Some(c), &e.output[1..]),
+            _ => (None, &e.output),
+        },
+    }
+}
+
+/// A tool-call id: 9 alphanumeric characters (Mistral's chat template rule), derived from the
+/// example id and the call's position, so rebuilds are byte-identical.
+pub fn call_id(example_id: &str, n: usize) -> String {
+    let h = blake3::hash(format!("{example_id}\u{1f}{n}").as_bytes());
+    h.to_hex()[..9].to_string()
+}
+
+/// What executes the calls of one family.
+pub enum Runner<'a> {
+    /// SLOT/SEL: the Arrow executor.
+    Tools(&'a Executor),
+    /// REST: the endpoints by (database, function name), and the database root.
+    Rest(&'a HashMap<(String, String), Endpoint>, &'a Path),
+}
+
+/// The active table as the system prompt states it: the joined tables and how, its columns and
+/// row count.
+fn active_table(setup: &Call, table: &Json) -> String {
+    let tables: Vec<String> = setup.arguments["alias_to_table_dict"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, t)| {
+            t["original_table_name"]
+                .as_str()
+                .or(t.as_str())
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    let joins: Vec<String> = setup.arguments["condition_sequence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| Some(format!("{} = {}", c[0].as_str()?, c[1].as_str()?)))
+        .collect();
+    let columns: Vec<&str> = table["columns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Json::as_str)
+        .collect();
+    format!(
+        "The active table is already loaded as \"$starting_table_var$\": {}{} ({} rows) with columns {}.",
+        if tables.len() == 1 {
+            format!("table {}", tables[0])
+        } else {
+            format!("the join of {}", tables.join(", "))
+        },
+        if joins.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", joins.join(" and "))
+        },
+        table["total_rows"],
+        columns.join(", ")
+    )
+}
+
+fn system_prompt(e: &Example, active: Option<&str>) -> String {
+    let db = e.db_id.as_deref().unwrap_or("the");
+    match active {
+        None => format!(
+            "You answer questions about the `{db}` database by calling its REST API functions. Call the function that answers the question with the values the question gives, then reply with the answer only."
+        ),
+        Some(active) => format!(
+            "You answer questions about the `{db}` database by calling tools. {active} Each tool result is stored under the label shown in the result; refer to an earlier result in a later call as \"$LABEL$\". When the last result answers the question, reply with the answer only."
+        ),
+    }
+}
+
+/// Executes the setup step (if any) and `calls` in order; returns the active table (columns and
+/// total rows; `Null` without a setup step) and each tool message's content (JSON text).
+fn execute(
+    runner: &Runner,
+    e: &Example,
+    setup: Option<&Call>,
+    calls: &[Call],
+    max_rows: usize,
+    conn: &mut Option<(String, rusqlite::Connection)>,
+) -> Result<(Json, Vec<String>), String> {
+    match runner {
+        Runner::Tools(executor) => {
+            let mut session = Session::default();
+            let table = match setup {
+                Some(s) => value_json(executor.step(&mut session, s)?, 0),
+                None => Json::Null,
+            };
+            let results = calls
+                .iter()
+                .map(|c| {
+                    let v = executor.step(&mut session, c)?;
+                    Ok(json!({"label": c.label, "output": value_json(v, max_rows)}).to_string())
+                })
+                .collect::<Result<_, String>>()?;
+            Ok((table, results))
+        }
+        Runner::Rest(endpoints, root) => {
+            let db = e.db_id.clone().unwrap_or_default();
+            let results = calls
+                .iter()
+                .map(|c| {
+                    let ep = endpoints
+                        .get(&(db.clone(), c.name.clone()))
+                        .ok_or_else(|| format!("no endpoint {} in {db}", c.name))?;
+                    let values = ep
+                        .arguments_from_json(&c.arguments)
+                        .map_err(|errs| Json::Array(errs).to_string())?;
+                    if conn.as_ref().is_none_or(|(d, _)| *d != db) {
+                        let path = root.join(&db).join(format!("{db}.sqlite"));
+                        *conn = Some((
+                            db.clone(),
+                            crate::tools::table::open_read_only(&path).map_err(|e| e.to_string())?,
+                        ));
+                    }
+                    let rows = ep
+                        .execute(&mut conn.as_mut().expect("opened").1, &values, Limits::default())
+                        .map_err(|e| e.to_string())?;
+                    Ok(if rows.len() > max_rows {
+                        json!({"rows": rows[..max_rows], "total_rows": rows.len(), "truncated": true}).to_string()
+                    } else {
+                        serde_json::to_string(&rows).unwrap_or_default()
+                    })
+                })
+                .collect::<Result<_, String>>()?;
+            Ok((Json::Null, results))
+        }
+    }
+}
+
+/// A seeded choice in [0, 2^64) for (seed, id, purpose).
+fn draw(seed: u64, id: &str, purpose: &str) -> u64 {
+    let h = blake3::hash(format!("{seed}\u{1f}{id}\u{1f}{purpose}").as_bytes());
+    u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// The fault of an example's faulted copy, if it gets one: (kind, call index). `calls` is the
+/// number of model calls, `rest` whether sessions exist (not for REST), `answer_rows` the rows the
+/// answer shows (a constraint change needs at least 2, and comes at or before `last_sink`, the
+/// last call whose result is part of the answer).
+pub fn fault_plan(
+    e: &Example,
+    cfg: &TrajectoryConfig,
+    rest: bool,
+    calls: usize,
+    answer_rows: usize,
+    last_sink: usize,
+) -> Option<(&'static str, usize)> {
+    if calls == 0 || (draw(cfg.seed, &e.id, "faulted") % 1_000_000) as f64 >= cfg.fault_rate * 1_000_000.0 {
+        return None;
+    }
+    let kinds: Vec<&'static str> = FAULT_KINDS
+        .iter()
+        .copied()
+        .filter(|k| match *k {
+            "session_expired" => !rest && calls >= 2,
+            "constraint_changed" => answer_rows >= 2,
+            _ => true,
+        })
+        .collect();
+    let kind = kinds[(draw(cfg.seed, &e.id, "kind") % kinds.len() as u64) as usize];
+    let at = if kind == "session_expired" {
+        1 + (draw(cfg.seed, &e.id, "call") % (calls as u64 - 1)) as usize
+    } else if kind == "constraint_changed" {
+        (draw(cfg.seed, &e.id, "call") % (last_sink as u64 + 1)) as usize
+    } else {
+        (draw(cfg.seed, &e.id, "call") % calls as u64) as usize
+    };
+    Some((kind, at))
+}
+
+fn assistant_call(id: &str, c: &Call, text: &str) -> Json {
+    json!({"role": "assistant", "content": text, "tool_calls": [{"id": id, "type": "function", "function": {"name": c.name, "arguments": Json::Object(c.arguments.clone()).to_string()}}]})
+}
+
+fn tool_message(id: &str, content: &str) -> Json {
+    json!({"role": "tool", "tool_call_id": id, "content": content})
+}
+
+/// The trajectories of one example: the clean one and, when the seeded plan gives it one, its
+/// faulted copy; each `None` with a skip reason when it is not written.
+#[derive(Debug, Default)]
+pub struct Built {
+    /// The clean trajectory.
+    pub clean: Option<Json>,
+    /// The faulted copy.
+    pub faulted: Option<Json>,
+    /// Why a trajectory was not written ([`OVER_SIZE_CAP`], [`NO_MODEL_CALLS`]), one per skip.
+    pub skipped: Vec<&'static str>,
+}
+
+/// The trajectories of `e` (see [`Built`]). `catalog` resolves [`ToolSpec::reference`]s; `conn`
+/// caches a REST connection as (database, connection). Errors: a call that does not execute
+/// (never for a verified example).
+pub fn trajectories(
+    e: &Example,
+    catalog: &HashMap<&str, &ToolSpec>,
+    runner: &Runner,
+    cfg: &TrajectoryConfig,
+    conn: &mut Option<(String, rusqlite::Connection)>,
+) -> Result<Built, String> {
+    let rest = matches!(runner, Runner::Rest(..));
+    let (setup, calls) = setup_and_calls(e);
+    if calls.is_empty() {
+        return Ok(Built {
+            skipped: vec![NO_MODEL_CALLS],
+            ..Built::default()
+        });
+    }
+    let (table, results) = execute(runner, e, setup, calls, cfg.max_rows, conn)?;
+    let mut tools: Vec<Json> = Vec::new();
+    for t in &e.tools {
+        let spec = match catalog.get(t.name.as_str()) {
+            Some(s) if t.is_reference() => *s,
+            _ => t,
+        };
+        if spec.name == "initialize_active_data" {
+            continue;
+        }
+        tools.push(json!({"type": "function", "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters}}));
+    }
+    let user = match &e.evidence {
+        Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", e.input),
+        _ => e.input.clone(),
+    };
+    let active = setup.map(|s| active_table(s, &table));
+    let head = vec![
+        json!({"role": "system", "content": system_prompt(e, active.as_deref())}),
+        json!({"role": "user", "content": user}),
+    ];
+    let args: Vec<(&str, Json)> = calls
+        .iter()
+        .map(|c| (c.label.as_str(), Json::Object(c.arguments.clone())))
+        .collect();
+    let sinks = answer::sinks(&args);
+    let shown_of = |results: &[String]| {
+        if rest {
+            answer::shown_rest(results.last().expect("a call"))
+        } else {
+            answer::shown_tools(&sinks.iter().map(|&i| results[i].as_str()).collect::<Vec<_>>())
+        }
+    };
+    let shown = shown_of(&results);
+    let gold = e.gold_answer.clone().unwrap_or_default();
+    // `constrained_from`: the call from which results were limited to one row (constraint fault).
+    let finish = |mut messages: Vec<Json>, faults: Json, constrained_from: Option<usize>| -> Option<Json> {
+        let text = match constrained_from {
+            None => answer::answer_text(&shown, None),
+            Some(from) => {
+                let limited: Vec<String> = results
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| if i >= from { faults::constrain(r) } else { r.clone() })
+                    .collect();
+                let cut = shown_of(&limited);
+                let text = answer::answer_text(&cut, None);
+                if cut.rows.len() < shown.rows.len() {
+                    format!("{}{text}", faults::constraint_answer_prefix())
+                } else {
+                    text
+                }
+            }
+        };
+        messages.push(json!({"role": "assistant", "content": text}));
+        let record = json!({"id": e.id, "messages": messages, "tools": tools, "gold_answer": gold, "faults": faults});
+        // The cap is on the whole JSON line (messages, tools and the gold answer alike).
+        (record.to_string().len() <= cfg.max_chars).then_some(record)
+    };
+    let mut built = Built::default();
+    let mut clean = head.clone();
+    for (i, (c, r)) in calls.iter().zip(&results).enumerate() {
+        let id = call_id(&e.id, i);
+        clean.push(assistant_call(&id, c, ""));
+        clean.push(tool_message(&id, r));
+    }
+    built.clean = finish(clean, json!([]), None);
+    if built.clean.is_none() {
+        built.skipped.push(OVER_SIZE_CAP);
+    }
+    let last_sink = sinks.iter().copied().max().unwrap_or(0);
+    if let Some((kind, at)) = fault_plan(e, cfg, rest, calls.len(), shown.rows.len(), last_sink) {
+        built.faulted = faulted(e, &head, calls, &results, kind, at, cfg, &finish);
+        if built.faulted.is_none() {
+            built.skipped.push(OVER_SIZE_CAP);
+        }
+    }
+    Ok(built)
+}
+
+/// The faulted copy: the calls up to `at`, the fault, the recovery, the rest of the calls.
+#[allow(clippy::too_many_arguments)]
+fn faulted(
+    e: &Example,
+    head: &[Json],
+    calls: &[Call],
+    results: &[String],
+    kind: &'static str,
+    at: usize,
+    cfg: &TrajectoryConfig,
+    finish: &dyn Fn(Vec<Json>, Json, Option<usize>) -> Option<Json>,
+) -> Option<Json> {
+    let mut m = head.to_vec();
+    let mut next = 0usize;
+    let mut id = || {
+        next += 1;
+        call_id(&e.id, next - 1)
+    };
+    if kind == "constraint_changed" {
+        // ToolGym's constraint-level fault: from call `at` on, results show at most one row.
+        for (i, (c, r)) in calls.iter().zip(results).enumerate() {
+            let cid = id();
+            m.push(assistant_call(&cid, c, ""));
+            m.push(tool_message(
+                &cid,
+                &if i >= at { faults::constrain(r) } else { r.clone() },
+            ));
+        }
+        let record = json!([{"kind": kind, "call_index": at, "recovery": "answer_within_new_limit"}]);
+        return finish(m, record, Some(at));
+    }
+    for (c, r) in calls.iter().zip(results).take(at) {
+        let cid = id();
+        m.push(assistant_call(&cid, c, ""));
+        m.push(tool_message(&cid, r));
+    }
+    let wait = faults::retry_after(draw(cfg.seed, &e.id, "retry_after"));
+    let fid = id();
+    m.push(assistant_call(&fid, &calls[at], ""));
+    m.push(tool_message(&fid, &faults::fault_content(kind, &results[at], wait)));
+    let (recovery, from) = match kind {
+        "session_expired" => ("redo_calls_in_new_session", 0),
+        "rate_limit" | "unavailable" => ("wait_retry_after_then_retry", at),
+        "truncated_result" | "corrupted_result" => ("requery", at),
+        _ => ("retry", at),
+    };
+    for (i, (c, r)) in calls.iter().zip(results).enumerate().skip(from) {
+        let text = if i == from {
+            faults::recovery_text(kind, wait)
+        } else {
+            String::new()
+        };
+        let cid = id();
+        m.push(assistant_call(&cid, c, &text));
+        m.push(tool_message(&cid, r));
+    }
+    let mut record = json!({"kind": kind, "call_index": at, "tool_call_id": fid, "recovery": recovery});
+    if matches!(kind, "rate_limit" | "unavailable") {
+        record["waited_s"] = json!(wait);
+    }
+    finish(m, json!([record]), None)
+}
+
+/// An OpenAI-format trajectory in the ShareGPT / Hermes function-calling style that open
+/// fine-tuning stacks read: `{"id", "conversations": [{"from": "system"|"human"|"gpt"|"tool",
+/// "value"}]}`, tools in `<tools>` in the system turn, calls as `<tool_call>{"name",
+/// "arguments"}</tool_call>`, results as `<tool_response>…</tool_response>`.
+pub fn to_sharegpt(t: &Json) -> Json {
+    let tools: Vec<Json> = t["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| f["function"].clone())
+        .collect();
+    let mut conv = Vec::new();
+    for m in t["messages"].as_array().into_iter().flatten() {
+        match m["role"].as_str() {
+            Some("system") => conv.push(json!({"from": "system", "value": format!(
+                "{}\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\nFor each function call return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{{\"name\": <function-name>, \"arguments\": <args-json-object>}}\n</tool_call>",
+                m["content"].as_str().unwrap_or_default(),
+                tools.iter().map(|t| t.to_string()).collect::<Vec<_>>().join("\n")
+            )})),
+            Some("user") => conv.push(json!({"from": "human", "value": m["content"]})),
+            Some("tool") => conv.push(json!({"from": "tool", "value": format!("<tool_response>\n{}\n</tool_response>", m["content"].as_str().unwrap_or_default())})),
+            Some("assistant") => match m["tool_calls"].as_array() {
+                Some(calls) => {
+                    let blocks: Vec<String> = calls
+                        .iter()
+                        .map(|c| {
+                            let args: Json = serde_json::from_str(c["function"]["arguments"].as_str().unwrap_or("{}")).unwrap_or(Json::Null);
+                            format!("<tool_call>\n{}\n</tool_call>", json!({"name": c["function"]["name"], "arguments": args}))
+                        })
+                        .collect();
+                    let text = m["content"].as_str().unwrap_or_default();
+                    let value = if text.is_empty() { blocks.join("\n") } else { format!("{text}\n{}", blocks.join("\n")) };
+                    conv.push(json!({"from": "gpt", "value": value}));
+                }
+                None => conv.push(json!({"from": "gpt", "value": m["content"]})),
+            },
+            _ => {}
+        }
+    }
+    json!({"id": t["id"], "conversations": conv, "faults": t["faults"]})
+}
+
+/// The trajectory writer of an executable build (SLOT, SEL, REST); `None` for other families.
+pub(super) struct Trajectories<'b> {
+    build: &'b Build,
+    executor: Executor,
+    endpoints: HashMap<(String, String), crate::tools::rest::Endpoint>,
+}
+
+impl<'b> Trajectories<'b> {
+    /// The writer of `build`, `None` when its family is not executable.
+    pub(super) fn new(build: &'b Build) -> Result<Option<Trajectories<'b>>> {
+        if !["slot", "sel", "rest"].contains(&build.recipe.format.as_str()) {
+            return Ok(None);
+        }
+        let endpoints = match build.extra_files.get("tools/endpoints.json") {
+            Some(bytes) => serde_json::from_slice::<Vec<crate::tools::rest::Endpoint>>(bytes)?
+                .into_iter()
+                .map(|e| ((e.db_id.clone(), e.name.clone()), e))
+                .collect(),
+            None => HashMap::new(),
+        };
+        Ok(Some(Trajectories {
+            build,
+            executor: Executor::new(&build.source.databases),
+            endpoints,
+        }))
+    }
+
+    /// The clean and faulted JSON lines of one split's examples (in example order), and the
+    /// trajectories not written, counted by reason.
+    pub(super) fn write(&self, examples: &[&Example]) -> Result<(Vec<u8>, Vec<u8>, BTreeMap<String, usize>)> {
+        let catalog: HashMap<&str, &crate::tools::ToolSpec> =
+            self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
+        let runner = if self.build.recipe.format == "rest" {
+            Runner::Rest(&self.endpoints, &self.build.source.databases)
+        } else {
+            Runner::Tools(&self.executor)
+        };
+        let cfg = &self.build.recipe.trajectories;
+        // Variant rows (drifted, obfuscated, … calls) are not directly executable; trajectories
+        // cover the verified examples themselves.
+        let originals: Vec<&&Example> = examples
+            .iter()
+            .filter(|e| e.meta.as_ref().is_none_or(|m| m.get("variant_of").is_none()))
+            .collect();
+        let built: Vec<Built> = originals
+            .par_iter()
+            .map_init(
+                || None,
+                |conn, e| {
+                    trajectories(e, &catalog, &runner, cfg, conn)
+                        .map_err(|m| anyhow::anyhow!("{}: trajectory: {m}", e.id))
+                },
+            )
+            .collect::<Result<_>>()?;
+        let (mut clean, mut faulted) = (Vec::new(), Vec::new());
+        let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
+        for b in built {
+            for (t, out) in [(b.clean, &mut clean), (b.faulted, &mut faulted)] {
+                if let Some(t) = t {
+                    out.extend_from_slice(t.to_string().as_bytes());
+                    out.push(b'\n');
+                }
+            }
+            for r in b.skipped {
+                *skipped.entry(r.to_string()).or_default() += 1;
+            }
+        }
+        Ok((clean, faulted, skipped))
+    }
+}

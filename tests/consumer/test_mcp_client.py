@@ -1,0 +1,147 @@
+"""The official MCP Python SDK client (PyPI `mcp`) against `toolforge serve`, over stdio
+(`serve DIR --mcp`) and over streamable HTTP (`/mcp` of the HTTP server): it lists the tools of
+rest-spider and slot-spider, validates every result against the tool's `outputSchema` (the SDK
+does this itself and rejects a `structuredContent` that is not an object), calls every gold call
+of rest-spider and compares the result with the row's gold answer, and runs 50 SLOT rows through
+sessions (`create_session`, then the row's calls with their labels)."""
+import asyncio
+import json
+import os
+import subprocess
+
+import pyarrow.parquet as pq
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+try:  # mcp >= 2 (snake_case models, as .ci/run installs)
+    from mcp.client.streamable_http import streamable_http_client as http_client
+except ImportError:  # pragma: no cover
+    from mcp.client.streamable_http import streamablehttp_client as http_client
+
+from answers import same
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.join(ROOT, "target", "release", "toolforge")
+SLOT_ROWS = 50
+
+
+def rows(dataset):
+    return pq.read_table(os.path.join(ROOT, "out", dataset, "data", "dev.parquet")).to_pylist()
+
+
+async def all_tools(session):
+    tools, cursor = [], None
+    while True:
+        page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+def tool_name(listed, call, db_id):
+    """The MCP name of a gold call: the same name as functions.json, or `<db_id>__<name>` where a
+    server still qualifies names shared by several databases."""
+    if call["name"] in listed:
+        return call["name"]
+    return f"{db_id}__{call['name']}"
+
+
+async def check_rest(session):
+    listed = {t.name: t for t in await all_tools(session)}
+    assert len(listed) >= 500, len(listed)
+    assert all(t.output_schema and t.output_schema["type"] == "object" for t in listed.values())
+    failures, checked = [], 0
+    for row in rows("rest-spider"):
+        call = row["output"][0]
+        result = await session.call_tool(tool_name(listed, call, row["db_id"]), json.loads(call["arguments"]))
+        gold = json.loads(row["gold_answer"])
+        got = result.structured_content
+        if result.is_error or not isinstance(got, dict) or not same(gold, got["result"], row["ordered"]):
+            failures.append(row["id"])
+        # The text block is the same JSON (MCP: structured content is also serialised as text).
+        elif json.loads(result.content[0].text) != got:
+            failures.append(row["id"] + " (text)")
+        checked += 1
+    assert checked > 0
+    assert not failures, f"{len(failures)} of {checked} gold calls differ: {failures[:10]}"
+    bad = await session.call_tool(next(iter(listed)), {"no_such_argument": 1})
+    assert bad.is_error and bad.content[0].text
+    return checked
+
+
+def slot_steps(row):
+    """The row's calls after its join step (either shape: `initialization_step` set, or the join
+    step as output[0])."""
+    calls = row["output"]
+    if row.get("initialization_step") is None and calls and calls[0]["name"] == "initialize_active_data":
+        calls = calls[1:]
+    return calls
+
+
+async def check_slot(session):
+    listed = {t.name for t in await all_tools(session)}
+    assert {"create_session", "filter_data", "retrieve_data", "aggregate_data"} <= listed, listed
+    checked = 0
+    for row in rows("slot-spider"):
+        gold = json.loads(row["gold_answer"])
+        calls = slot_steps(row)
+        # Rows whose answer is one column produced by the last call, small enough to be shown whole.
+        if len(calls) < 2 or not gold or len(gold[0]) != 1 or len(gold) > 50:
+            continue
+        last = calls[-1]["label"]
+        if any(f"${last}$" in c["arguments"] for c in calls):
+            continue
+        opened = await session.call_tool("create_session", {"id": row["id"]})
+        assert not opened.is_error, (row["id"], opened.content)
+        sid = opened.structured_content["session_id"]
+        for c in calls:
+            args = dict(json.loads(c["arguments"]), session_id=sid, label=c["label"])
+            result = await session.call_tool(c["name"], args)
+            assert not result.is_error, (row["id"], c["name"], result.content)
+        out = result.structured_content["output"]
+        column = out if isinstance(out, list) else [out]
+        assert same(gold, [[v] for v in column], row["ordered"]), row["id"]
+        checked += 1
+        if checked == SLOT_ROWS:
+            break
+    assert checked == SLOT_ROWS, checked
+    return checked
+
+
+CHECKS = {"rest-spider": check_rest, "slot-spider": check_slot}
+
+
+async def over_stdio(dataset):
+    params = StdioServerParameters(command=BIN, args=["serve", os.path.join("out", dataset), "--mcp"], cwd=ROOT)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "toolforge"
+            return await CHECKS[dataset](session)
+
+
+async def over_http(dataset):
+    proc = subprocess.Popen([BIN, "serve", dataset, "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "http://" in line, line
+        url = line.strip().split("listening on ")[1] + "/mcp"
+        async with http_client(url) as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await CHECKS[dataset](session)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+
+
+@pytest.mark.parametrize("dataset", sorted(CHECKS))
+def test_mcp_sdk_client_over_stdio(dataset):
+    assert asyncio.run(over_stdio(dataset)) > 0
+
+
+@pytest.mark.parametrize("dataset", sorted(CHECKS))
+def test_mcp_sdk_client_over_streamable_http(dataset):
+    assert asyncio.run(over_http(dataset)) > 0
