@@ -11,8 +11,9 @@
 //!
 //! Row schema (the same for every family; `?` = null where the family has no such field):
 //! `id, dataset, split, db_id?, input, evidence?, sql?` (strings),
-//! `output: list<struct<name, arguments (JSON text), label>>`, `gold_answer?` (JSON text: list of
-//! rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
+//! `output: list<struct<name, arguments (JSON text), label>>` (what a model predicts),
+//! `initialization_step?` (JSON text `{name, arguments, label}`: the setup call the framework runs
+//! first, SLOT/SEL's join step), `gold_answer?` (JSON text: list of rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
 //! `key_values_and_descriptions` (JSON text), `difficulty?`, `meta?` (JSON text; variant rows
 //! hold `variant_of`, `variant_kind` and `variant` there, see [`crate::variants`]).
 //! Family-specific files (e.g. `tools/openapi.json`) come from [`Build::extra_files`].
@@ -38,7 +39,7 @@ use crate::dataset::{Build, Example};
 use crate::pipeline::{compile, load_recipe, project_root};
 use crate::tools::Call;
 use crate::tools::executor::Executor;
-use crate::verify::{Answer, answers_match};
+use crate::verify::Answer;
 
 fn call_fields() -> Fields {
     Fields::from(vec![
@@ -63,6 +64,7 @@ fn row_schema() -> Schema {
             DataType::List(Arc::new(Field::new("item", DataType::Struct(call_fields()), false))),
             false,
         ),
+        s("initialization_step", true),
         s("gold_answer", true),
         Field::new("ordered", DataType::Boolean, false),
         s("tools", false),
@@ -80,6 +82,7 @@ fn to_json<T: serde::Serialize>(v: &T) -> String {
 pub struct EncodedRow<'a> {
     example: &'a Example,
     arguments: Vec<String>,
+    initialization_step: Option<String>,
     gold_answer: Option<String>,
     tools: Arc<str>,
     keys: String,
@@ -123,6 +126,7 @@ pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSp
             EncodedRow {
                 example: e,
                 arguments: e.output.iter().map(|c| to_json(&c.arguments)).collect(),
+                initialization_step: e.initialization_step.as_ref().map(to_json),
                 gold_answer: e.gold_answer.as_ref().map(to_json),
                 tools,
                 keys: to_json(&e.key_values_and_descriptions),
@@ -176,6 +180,7 @@ pub fn record_batch(rows: &[EncodedRow]) -> RecordBatch {
         opt(rows, &|r| r.example.evidence.as_deref()),
         opt(rows, &|r| r.example.sql.as_deref()),
         Arc::new(output),
+        opt(rows, &|r| r.initialization_step.as_deref()),
         opt(rows, &|r| r.gold_answer.as_deref()),
         Arc::new(rows.iter().map(|r| Some(r.example.ordered)).collect::<BooleanArray>()),
         strs(rows, &|r| &r.tools),
@@ -214,6 +219,7 @@ struct JsonRow<'a> {
     evidence: Option<&'a str>,
     sql: Option<&'a str>,
     output: Vec<JsonCall<'a>>,
+    initialization_step: Option<&'a str>,
     gold_answer: Option<&'a str>,
     ordered: bool,
     tools: &'a str,
@@ -245,6 +251,7 @@ fn jsonl_bytes(rows: &[EncodedRow]) -> Vec<u8> {
                     label: &c.label,
                 })
                 .collect(),
+            initialization_step: r.initialization_step.as_deref(),
             gold_answer: r.gold_answer.as_deref(),
             ordered: e.ordered,
             tools: &r.tools,
@@ -320,7 +327,7 @@ fn report(build: &Build, c: &Counts) -> serde_json::Value {
 fn family_paragraph(format: &str) -> &'static str {
     match format {
         "slot" => {
-            "Each example's `output` is a sequence of SLOT tool calls (`initialize_active_data` first: the setup step that materialises the query's joins). Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result."
+            "Each example's `output` is a sequence of SLOT tool calls; `initialization_step` is the setup call the framework runs before them (`initialize_active_data`, label `starting_table_var`: it materialises the query's joins and is not part of the tools given to a model). Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result."
         }
         "sel" => {
             "Each example's `output` is a sequence of SEL tool calls: the SLOT sequence with categorical arguments bound into function names (`select_data_equal_to`, `sort_data_descending`, `compute_data_count`, one `get_<column>` getter per column of the joined table), so every instance carries its own toolkit in `tools`. Verified like SLOT: the calls, executed on the real database, reproduce the gold SQL result; `gold_answer` is the SQL result."
@@ -755,12 +762,16 @@ pub struct StoredRow {
     pub db_id: Option<String>,
     /// Gold calls.
     pub output: Vec<Call>,
+    /// The setup call (`initialization_step` column; absent in datasets built before it).
+    pub initialization_step: Option<Call>,
     /// Gold answer, if the family has one.
     pub gold_answer: Option<Answer>,
     /// Whether the answer is ordered.
     pub ordered: bool,
     /// For a variant row (`meta.variant_of`), its parent's id.
     pub variant_of: Option<String>,
+    /// Tie runs of an ordered gold answer (`meta.order_ties`, [`crate::verify::compare`]).
+    pub ties: Option<Vec<usize>>,
 }
 
 fn string_column<'b>(batch: &'b RecordBatch, file: &Path, name: &str) -> Result<&'b StringArray> {
@@ -792,6 +803,7 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
             let dbs = string_column(&batch, &file, "db_id")?;
             let gold = string_column(&batch, &file, "gold_answer")?;
             let meta = string_column(&batch, &file, "meta")?;
+            let init = string_column(&batch, &file, "initialization_step").ok();
             let ordered = batch
                 .column_by_name("ordered")
                 .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
@@ -825,12 +837,21 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
                     id: ids.value(r).into(),
                     db_id: (!null(dbs)).then(|| dbs.value(r).to_string()),
                     output: seq,
+                    initialization_step: match init.filter(|c| !null(c)) {
+                        Some(c) => Some(serde_json::from_str(c.value(r))?),
+                        None => None,
+                    },
                     gold_answer: if null(gold) {
                         None
                     } else {
                         Some(serde_json::from_str(gold.value(r))?)
                     },
                     ordered: ordered.value(r),
+                    ties: if null(meta) {
+                        None
+                    } else {
+                        crate::verify::ties_from_meta(Some(&serde_json::from_str(meta.value(r))?))
+                    },
                     variant_of: if null(meta) {
                         None
                     } else {
@@ -883,12 +904,15 @@ pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> 
         if row.variant_of.is_some() {
             continue; // variant rows run only through their migration (tests/variants.rs)
         }
-        match executor.run(&row.output) {
-            Ok(got) if answers_match(expected, &got, row.ordered) => ok += 1,
-            Ok(_) => {
-                eprintln!("{}: answer differs from gold_answer", row.id);
-                bad += 1;
-            }
+        let (setup, calls) = crate::tools::setup_and_calls(row.initialization_step.as_ref(), &row.output);
+        match executor.run_with_setup(setup, calls) {
+            Ok(got) => match crate::verify::compare(expected, &got, row.ordered, row.ties.as_deref()) {
+                Ok(()) => ok += 1,
+                Err(d) => {
+                    eprintln!("{}: answer differs from gold_answer: {d}", row.id);
+                    bad += 1;
+                }
+            },
             Err(e) => {
                 eprintln!("{}: {e}", row.id);
                 bad += 1;

@@ -3,7 +3,10 @@
 //!
 //! One trajectory per example, in the OpenAI chat fine-tuning format:
 //! `{"id", "messages": [system, user, (assistant with one tool_call, tool)…, assistant answer],
-//! "tools": [OpenAI functions], "gold_answer", "faults": []}`. Each assistant message makes one
+//! "tools": [OpenAI functions], "initialization_step", "gold_answer", "faults": []}`. SLOT/SEL:
+//! the framework runs the row's setup call (`initialization_step`, the join step labelled
+//! `starting_table_var`) before the first message; it is recorded in the trajectory (null for
+//! REST) but is neither a message nor one of the `tools` (Live API-Bench App. D.1). Each assistant message makes one
 //! call (`tool_calls: [{"id": "call_<i>", "type": "function", "function": {"name", "arguments"
 //! (JSON text)}}]`) because later calls need earlier results; each `tool` message holds the
 //! **real result** of executing the call on the data:
@@ -19,8 +22,8 @@
 //! of the examples also get a faulted copy in `<split>.faults.jsonl` with one fault at one call —
 //! tool-level `timeout`, `rate_limit` (429), `unavailable` (503); state-level `truncated_result`,
 //! `corrupted_result` (the result text cut or garbled), `session_expired` (SLOT/SEL) — followed by
-//! the recovery: the same call again, or for an expired session the setup and every earlier call
-//! again. The trajectory still ends at the verified answer; `faults` records kind, call index,
+//! the recovery: the same call again, or for an expired session (the framework re-runs the setup)
+//! every earlier call again. The trajectory still ends at the verified answer; `faults` records kind, call index,
 //! the faulted `tool_call_id` and the recovery.
 
 use std::collections::HashMap;
@@ -44,20 +47,6 @@ pub const FAULT_KINDS: [&str; 6] = [
     "corrupted_result",
     "session_expired",
 ];
-
-/// The spec of the SLOT/SEL setup step as a tool a trajectory calls.
-pub fn setup_tool() -> ToolSpec {
-    ToolSpec {
-        name: "initialize_active_data".into(),
-        description: "Load the data the question is about: join the named tables of the database and return the joined table (label `starting_table_var`).".into(),
-        parameters: json!({"type": "object", "properties": {
-            "condition_sequence": {"type": "array", "description": "Join conditions [left_column, right_column, kind], in order."},
-            "alias_to_table_dict": {"type": "object", "description": "Table alias → table name."},
-            "database_path": {"type": "string", "description": "The database file, relative to the database root."}
-        }, "required": ["condition_sequence", "alias_to_table_dict", "database_path"]}),
-        output_parameters: json!({}),
-    }
-}
 
 /// What executes the calls of one family.
 pub enum Runner<'a> {
@@ -87,7 +76,7 @@ fn system_prompt(e: &Example, rest: bool) -> String {
         )
     } else {
         format!(
-            "You answer questions about the `{db}` database by calling tools. Start with initialize_active_data to load the data. Each tool result is stored under the label shown in the result; refer to an earlier result in a later call as \"$LABEL$\". When the last result answers the question, reply with the answer only."
+            "You answer questions about the `{db}` database by calling tools. The data the question is about is already loaded under the label `starting_table_var`: refer to it as \"$starting_table_var$\". Each tool result is stored under the label shown in the result; refer to an earlier result in a later call as \"$LABEL$\". When the last result answers the question, reply with the answer only."
         )
     }
 }
@@ -103,6 +92,9 @@ fn execute(
     match runner {
         Runner::Tools(executor) => {
             let mut session = Session::default();
+            if let Some(setup) = &e.initialization_step {
+                executor.step(&mut session, setup)?;
+            }
             calls
                 .iter()
                 .map(|c| {
@@ -178,7 +170,7 @@ fn fault_content(kind: &str, real: &str) -> String {
             let garbled: String = real.chars().map(|c| if c.is_ascii_digit() || c == '"' { '\u{fffd}' } else { c }).collect();
             format!("\u{fffd}{garbled}")
         }
-        _ => json!({"error": {"type": "session_expired", "message": "the session expired; call initialize_active_data again and repeat the earlier calls"}}).to_string(),
+        _ => json!({"error": {"type": "session_expired", "message": "the session expired; the data was reloaded as starting_table_var: repeat the earlier calls"}}).to_string(),
     }
 }
 
@@ -203,10 +195,6 @@ pub fn trajectories(
     let rest = matches!(runner, Runner::Rest(..));
     let results = execute(runner, e, &e.output, cfg.max_rows, conn)?;
     let mut tools: Vec<Json> = Vec::new();
-    if !rest {
-        let t = setup_tool();
-        tools.push(json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}));
-    }
     for t in &e.tools {
         let spec = match catalog.get(t.name.as_str()) {
             Some(s) if t.is_reference() => *s,
@@ -225,7 +213,7 @@ pub fn trajectories(
     let answer = e.gold_answer.clone().unwrap_or_default();
     let finish = |mut messages: Vec<Json>, faults: Json| {
         messages.push(json!({"role": "assistant", "content": answer_text(&answer)}));
-        json!({"id": e.id, "messages": messages, "tools": tools, "gold_answer": answer, "faults": faults})
+        json!({"id": e.id, "messages": messages, "tools": tools, "initialization_step": e.initialization_step, "gold_answer": answer, "faults": faults})
     };
     let mut clean = head.clone();
     for (i, (c, r)) in e.output.iter().zip(&results).enumerate() {

@@ -11,7 +11,7 @@ use toolforge::tools::Call;
 use toolforge::tools::executor::{Executor, Session, value_json};
 use toolforge::tools::rest::{Endpoint, Limits};
 use toolforge::trajectory::{answer_text, to_sharegpt};
-use toolforge::verify::{Answer, answers_match};
+use toolforge::verify::{Answer, answers_match, answers_match_ties};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -41,8 +41,11 @@ fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Replays one trajectory; returns the calls after the last setup (the effective sequence).
+/// Replays one trajectory: the framework's setup call (`initialization_step`, SLOT/SEL) first and
+/// again after an expired session, then the model's calls; returns the calls after the last
+/// setup (the effective sequence).
 fn replay(t: &Value, run: &mut dyn FnMut(&Call, &mut Session) -> String) -> Vec<Call> {
+    let setup: Option<Call> = serde_json::from_value(t["initialization_step"].clone()).unwrap();
     let faults: HashMap<&str, &str> = t["faults"]
         .as_array()
         .unwrap()
@@ -53,6 +56,9 @@ fn replay(t: &Value, run: &mut dyn FnMut(&Call, &mut Session) -> String) -> Vec<
     assert_eq!(messages[0]["role"], "system");
     assert_eq!(messages[1]["role"], "user");
     let mut session = Session::default();
+    if let Some(s) = &setup {
+        run(s, &mut session);
+    }
     let mut effective: Vec<Call> = Vec::new();
     let mut i = 2;
     while i + 1 < messages.len() {
@@ -67,6 +73,9 @@ fn replay(t: &Value, run: &mut dyn FnMut(&Call, &mut Session) -> String) -> Vec<
         match faults.get(id) {
             Some(&"session_expired") => {
                 session = Session::default();
+                if let Some(s) = &setup {
+                    run(s, &mut session);
+                }
                 effective.clear();
             }
             Some(_) => {}
@@ -76,9 +85,10 @@ fn replay(t: &Value, run: &mut dyn FnMut(&Call, &mut Session) -> String) -> Vec<
                     .and_then(|v| v["label"].as_str().map(String::from))
                     .unwrap_or_else(|| format!("{name}_0"));
                 let c = Call { name, arguments, label };
-                if c.name == "initialize_active_data" {
-                    effective.clear();
-                }
+                assert_ne!(
+                    c.name, "initialize_active_data",
+                    "the setup is the framework's, not a model call"
+                );
                 assert_eq!(run(&c, &mut session), content, "{} {id}", t["id"]);
                 effective.push(c);
             }
@@ -94,10 +104,10 @@ fn every_trajectory_replays_to_its_gold_answer() {
     let tmp = tempfile::tempdir().unwrap();
     for recipe in ["slot-spider", "sel-spider", "rest-spider"] {
         let dir = build(recipe, tmp.path());
-        let gold: HashMap<String, (Answer, bool)> = read_rows(&dir)
+        let gold: HashMap<String, (Answer, bool, Option<Vec<usize>>)> = read_rows(&dir)
             .unwrap()
             .into_iter()
-            .map(|r| (r.id, (r.gold_answer.unwrap(), r.ordered)))
+            .map(|r| (r.id, (r.gold_answer.unwrap(), r.ordered, r.ties)))
             .collect();
         let executor = Executor::new(dbs());
         let endpoints: HashMap<(String, String), Endpoint> = std::fs::read(dir.join("tools/endpoints.json"))
@@ -114,7 +124,7 @@ fn every_trajectory_replays_to_its_gold_answer() {
         let mut kinds: HashMap<String, usize> = HashMap::new();
         for t in clean.iter().chain(&faulted) {
             let id = t["id"].as_str().unwrap();
-            let (want, ordered) = &gold[id];
+            let (want, ordered, ties) = &gold[id];
             let db = id_db(&dir, id);
             let mut run = |c: &Call, s: &mut Session| -> String {
                 if recipe == "rest-spider" {
@@ -134,13 +144,23 @@ fn every_trajectory_replays_to_its_gold_answer() {
                 }
             };
             let effective = replay(t, &mut run);
+            let setup: Option<Call> = serde_json::from_value(t["initialization_step"].clone()).unwrap();
+            assert_eq!(setup.is_some(), recipe != "rest-spider", "{id}");
+            assert!(
+                t["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|f| f["function"]["name"] != "initialize_active_data"),
+                "{id}: the setup step is not a tool given to the model"
+            );
             for f in t["faults"].as_array().unwrap() {
                 *kinds.entry(f["kind"].as_str().unwrap().into()).or_default() += 1;
             }
             // The effective calls end at the gold answer; so does the final message.
             if recipe != "rest-spider" {
-                let got = executor.run(&effective).unwrap();
-                assert!(answers_match(want, &got, *ordered), "{id}");
+                let got = executor.run_with_setup(setup.as_ref(), &effective).unwrap();
+                assert!(answers_match_ties(want, &got, *ordered, ties.as_deref()), "{id}");
             }
             assert_eq!(
                 t["messages"].as_array().unwrap().last().unwrap()["content"],

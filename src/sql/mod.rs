@@ -7,6 +7,7 @@
 //! lacks).
 
 pub mod compile;
+pub mod gold;
 pub mod plan;
 pub mod rest;
 pub mod schema;
