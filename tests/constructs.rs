@@ -228,7 +228,7 @@ fn unsupported_constructs_get_named_reasons() {
             "unsupported:subquery_other_tables",
         ),
         (
-            "SELECT first_name FROM member AS m WHERE zip = (SELECT max(zip) FROM member WHERE last_name = m.last_name)",
+            "SELECT first_name FROM member AS m WHERE zip = (SELECT max(zip) FROM member WHERE m.score IS NOT NULL)",
             "unsupported:correlated_subquery",
         ),
         (
