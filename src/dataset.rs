@@ -49,12 +49,14 @@ pub struct Example {
     pub evidence: Option<String>,
     /// Gold SQL (text-to-SQL families).
     pub sql: Option<String>,
-    /// Gold calls, in execution order (SLOT/SEL: the join step first).
+    /// Gold calls, in execution order: what a model predicts (SLOT/SEL: the first call reads the
+    /// join step's output `$starting_table_var$`).
     pub output: Vec<Call>,
     /// The setup call the framework runs before the model's calls (SLOT/SEL: the join step
     /// `initialize_active_data`, label `starting_table_var`), never part of what a model
-    /// predicts (Live API-Bench App. D.1, Listing 10). `None` where the family has none, or
-    /// while the setup call is still `output[0]`.
+    /// predicts (Live API-Bench App. D.1, Listing 10). `None` where the family has none.
+    /// Readers accept older rows whose `output[0]` is the join step
+    /// ([`crate::tools::setup_and_calls`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initialization_step: Option<Call>,
     /// The verified answer: the SQL result (text-to-SQL families).

@@ -5,7 +5,9 @@
 //! project's own executor. They match when
 //! - the row counts are equal, and
 //! - the rows are equal as a **multiset**, or in **order** when the SQL has a top-level
-//!   `ORDER BY`;
+//!   `ORDER BY` — where rows tied on the ORDER BY keys may come in any order among themselves:
+//!   the gold answer's *tie runs* (sizes of the runs of consecutive rows with equal keys, summing
+//!   to the row count) are compared run by run as multisets;
 //! - cells compare by value: integers and reals are equal by value (`1 == 1.0`), reals within a
 //!   relative tolerance of 1e-9; `NULL`, NaN and a missing value are one value; text is compared
 //!   byte for byte.
@@ -97,19 +99,131 @@ fn rows_eq(a: &[Datum], b: &[Datum]) -> bool {
 }
 
 /// Compares a candidate answer with the gold answer; `ordered` when the gold SQL has a
-/// top-level `ORDER BY`.
+/// top-level `ORDER BY` (strict order: no tie runs known).
 pub fn answers_match(gold: &[Vec<Datum>], candidate: &[Vec<Datum>], ordered: bool) -> bool {
+    compare(gold, candidate, ordered, None).is_ok()
+}
+
+/// [`compare`] as a yes/no.
+pub fn answers_match_ties(
+    gold: &[Vec<Datum>],
+    candidate: &[Vec<Datum>],
+    ordered: bool,
+    ties: Option<&[usize]>,
+) -> bool {
+    compare(gold, candidate, ordered, ties).is_ok()
+}
+
+fn multiset_eq(gold: &[Vec<Datum>], candidate: &[Vec<Datum>]) -> bool {
     if gold.len() != candidate.len() {
         return false;
-    }
-    if ordered {
-        return gold.iter().zip(candidate).all(|(g, c)| rows_eq(g, c));
     }
     let mut g: Vec<&Vec<Datum>> = gold.iter().collect();
     let mut c: Vec<&Vec<Datum>> = candidate.iter().collect();
     g.sort_by(|a, b| row_order(a, b));
     c.sort_by(|a, b| row_order(a, b));
     g.iter().zip(&c).all(|(g, c)| rows_eq(g, c))
+}
+
+fn row_text(row: &[Datum]) -> String {
+    serde_json::to_string(row).unwrap_or_default()
+}
+
+/// The first row of `a` (as a multiset) with no partner in `b`.
+fn first_unmatched<'r>(a: &'r [Vec<Datum>], b: &[Vec<Datum>]) -> Option<&'r Vec<Datum>> {
+    let mut used = vec![false; b.len()];
+    a.iter()
+        .find(|row| match (0..b.len()).find(|&j| !used[j] && rows_eq(row, &b[j])) {
+            Some(j) => {
+                used[j] = true;
+                false
+            }
+            None => true,
+        })
+}
+
+/// Compares a candidate answer with the gold answer (rule in the module docs). `ties` are the
+/// gold answer's tie runs when ordered (`None`: every run has one row). The error says what
+/// differs, for a drop detail: the row counts, a value (the first gold row the candidate lacks,
+/// or the first extra candidate row), or only the order (the first differing position).
+pub fn compare(
+    gold: &[Vec<Datum>],
+    candidate: &[Vec<Datum>],
+    ordered: bool,
+    ties: Option<&[usize]>,
+) -> Result<(), String> {
+    if !multiset_eq(gold, candidate) {
+        let what = match (first_unmatched(gold, candidate), first_unmatched(candidate, gold)) {
+            (Some(g), _) => format!("first gold row missing from the calls' answer: {}", row_text(g)),
+            (None, Some(c)) => format!("first calls' row not in the gold answer: {}", row_text(c)),
+            (None, None) => "values differ".to_string(),
+        };
+        return Err(format!(
+            "values differ (gold {} rows, calls {} rows); {what}",
+            gold.len(),
+            candidate.len()
+        ));
+    }
+    if !ordered {
+        return Ok(());
+    }
+    let one = vec![1; gold.len()];
+    let runs = ties.filter(|t| t.iter().sum::<usize>() == gold.len()).unwrap_or(&one);
+    let mut start = 0;
+    for &n in runs {
+        let (g, c) = (&gold[start..start + n], &candidate[start..start + n]);
+        if !multiset_eq(g, c) {
+            let i = (0..n).find(|&i| !rows_eq(&g[i], &c[i])).unwrap_or(0) + start;
+            return Err(format!(
+                "same rows, different order: first differing position {i}: gold {}, calls {}",
+                row_text(&gold[i]),
+                row_text(&candidate[i])
+            ));
+        }
+        start += n;
+    }
+    Ok(())
+}
+
+/// The sizes of the runs of consecutive rows whose `keys` are equal (cell rule above): the tie
+/// runs of an ordered answer whose ORDER BY key values are `keys` (one entry per row).
+pub fn tie_runs(keys: &[Vec<Datum>]) -> Vec<usize> {
+    let mut runs: Vec<usize> = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        match runs.last_mut() {
+            Some(n) if i > 0 && rows_eq(&keys[i - 1], k) => *n += 1,
+            _ => runs.push(1),
+        }
+    }
+    runs
+}
+
+/// Why a gold answer proves little, if it does: any call chain that filters everything away or
+/// computes nothing reproduces it. `Some(detail)` for an empty answer (`"empty"`), a single 0,
+/// a single NULL, or an answer whose cells are all NULL.
+pub fn degenerate(gold: &[Vec<Datum>]) -> Option<&'static str> {
+    if gold.is_empty() {
+        return Some("empty");
+    }
+    if let [row] = gold {
+        if let [cell] = row.as_slice() {
+            if cell.as_f64() == Some(0.0) {
+                return Some("a single 0");
+            }
+            if matches!(cell, Datum::Null) {
+                return Some("a single NULL");
+            }
+        }
+    }
+    if gold.iter().all(|r| r.iter().all(|c| matches!(c, Datum::Null))) {
+        return Some("every cell NULL");
+    }
+    None
+}
+
+/// The tie runs a row records in `meta.order_ties` (absent: strict order).
+pub fn ties_from_meta(meta: Option<&serde_json::Value>) -> Option<Vec<usize>> {
+    serde_json::from_value(meta?.get("order_ties")?.clone()).ok()
 }
 
 #[cfg(test)]
@@ -135,6 +249,42 @@ mod tests {
         let fewer = vec![vec![Int(1)], vec![Int(2)], vec![Int(1)]];
         assert!(!answers_match(&gold, &fewer, false), "multiplicity matters");
         assert!(!answers_match(&gold, &gold[..2], false));
+    }
+
+    #[test]
+    fn ties_may_come_in_any_order_within_their_run() {
+        let gold = vec![vec![Int(3)], vec![Int(2)], vec![Int(1)]];
+        let swapped = vec![vec![Int(2)], vec![Int(3)], vec![Int(1)]];
+        assert!(!answers_match(&gold, &swapped, true));
+        assert!(answers_match_ties(&gold, &swapped, true, Some(&[2, 1])));
+        assert!(!answers_match_ties(&gold, &swapped, true, Some(&[1, 2])));
+        let err = compare(&gold, &swapped, true, None).unwrap_err();
+        assert!(
+            err.starts_with("same rows, different order: first differing position 0"),
+            "{err}"
+        );
+        let err = compare(&gold, &gold[..2], false, None).unwrap_err();
+        assert!(
+            err.contains("values differ (gold 3 rows, calls 2 rows)") && err.contains("[1]"),
+            "{err}"
+        );
+        assert_eq!(
+            tie_runs(&[vec![Int(1)], vec![Real(1.0)], vec![Null], vec![Null]]),
+            vec![2, 2]
+        );
+    }
+
+    #[test]
+    fn degenerate_answers_are_named() {
+        assert_eq!(degenerate(&[]), Some("empty"));
+        assert_eq!(degenerate(&[vec![Int(0)]]), Some("a single 0"));
+        assert_eq!(degenerate(&[vec![Null]]), Some("a single NULL"));
+        assert_eq!(
+            degenerate(&[vec![Null, Null], vec![Null, Null]]),
+            Some("every cell NULL")
+        );
+        assert_eq!(degenerate(&[vec![Int(0)], vec![Int(0)]]), None);
+        assert_eq!(degenerate(&[vec![Int(0), Null]]), None);
     }
 
     #[test]

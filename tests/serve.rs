@@ -177,13 +177,14 @@ fn rest_server_verifies_validates_and_resists_injection() {
     assert_eq!(db_hashes(), before, "a database file changed");
 }
 
-/// Runs a row's calls one by one over HTTP and returns the last call's output.
+/// Opens a session from the row's id (the server runs its setup, `initialization_step`), runs
+/// the row's calls one by one over HTTP and returns the last call's output.
 fn run_over_http(a: &ureq::Agent, base: &str, id: &str, calls: &[toolforge::tools::Call]) -> Value {
     let (s, session) = post(a, &format!("{base}/sessions"), &json!({"id": id}));
     assert_eq!(s, 200, "{session}");
     let sid = session["session_id"].as_str().unwrap();
     let mut last = Value::Null;
-    for c in &calls[1..] {
+    for c in calls {
         let (s, out) = post(
             a,
             &format!("{base}/tools/{}", c.name),
@@ -211,7 +212,7 @@ fn slot_and_sel_sessions_reproduce_gold_over_http() {
         let a = agent();
         // Rows whose answer is one column produced by the last call.
         let mut checked = 0;
-        for row in rows.iter().filter(|r| r.output.len() >= 3) {
+        for row in rows.iter().filter(|r| r.output.len() >= 2) {
             let gold = row.gold_answer.as_ref().unwrap();
             if gold.first().is_none_or(|r| r.len() != 1) {
                 continue;
@@ -235,7 +236,7 @@ fn slot_and_sel_sessions_reproduce_gold_over_http() {
                 .map(|v| vec![serde_json::from_value(v).unwrap()])
                 .collect();
             assert!(
-                toolforge::verify::answers_match(&want, &got_rows, row.ordered),
+                toolforge::verify::answers_match_ties(&want, &got_rows, row.ordered, row.ties.as_deref()),
                 "{}",
                 row.id
             );

@@ -112,8 +112,11 @@ impl Runner {
         if self.format != "rest" {
             return self
                 .executor
-                .run(calls)
-                .is_ok_and(|got| answers_match(gold, &got, e.ordered));
+                .run_with_setup(e.initialization_step.as_ref(), calls)
+                .is_ok_and(|got| {
+                    let ties = toolforge::verify::ties_from_meta(e.meta.as_ref());
+                    toolforge::verify::answers_match_ties(gold, &got, e.ordered, ties.as_deref())
+                });
         }
         let db = e.db_id.clone().unwrap();
         let ep = &self.endpoints[&(db.clone(), calls[0].name.clone())];
@@ -323,7 +326,7 @@ fn check_live_tools(build: &Build, dir: &Path, max_rows: usize) {
             .iter()
             .map(|x| x.as_u64().unwrap())
             .collect();
-        for (i, c) in v.output.iter().enumerate().skip(1) {
+        for (i, c) in v.output.iter().enumerate() {
             let old = &parent.output[i];
             if loud.contains(&(i as u64)) {
                 let (s, body) = post(

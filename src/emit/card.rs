@@ -23,7 +23,7 @@ use crate::dataset::Build;
 fn family_paragraph(format: &str) -> &'static str {
     match format {
         "slot" => {
-            "Each example's `output` is a sequence of SLOT tool calls (`initialize_active_data` first: the setup step that materialises the query's joins). Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result."
+            "Each example's `output` is a sequence of SLOT tool calls; `initialization_step` is the setup call the framework runs before them (`initialize_active_data`, label `starting_table_var`: it materialises the query's joins and is not part of the tools given to a model). Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result."
         }
         "sel" => {
             "Each example's `output` is a sequence of SEL tool calls: the SLOT sequence with categorical arguments bound into function names (`select_data_equal_to`, `sort_data_descending`, `compute_data_count`, one `get_<column>` getter per column of the joined table), so every instance carries its own toolkit in `tools`. Verified like SLOT: the calls, executed on the real database, reproduce the gold SQL result; `gold_answer` is the SQL result."

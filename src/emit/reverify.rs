@@ -9,7 +9,6 @@ use anyhow::Result;
 use super::manifest::database_root;
 use super::rows::read_rows;
 use crate::tools::executor::Executor;
-use crate::verify::answers_match;
 
 /// Reads `dir/data/*.parquet` back and re-executes each row's calls through the executor (SLOT,
 /// SEL) and compares with its `gold_answer`; rows without a gold answer are skipped. Returns
@@ -23,12 +22,15 @@ pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> 
         if row.variant_of.is_some() {
             continue; // variant rows run only through their migration (tests/variants.rs)
         }
-        match executor.run(&row.output) {
-            Ok(got) if answers_match(expected, &got, row.ordered) => ok += 1,
-            Ok(_) => {
-                eprintln!("{}: answer differs from gold_answer", row.id);
-                bad += 1;
-            }
+        let (setup, calls) = crate::tools::setup_and_calls(row.initialization_step.as_ref(), &row.output);
+        match executor.run_with_setup(setup, calls) {
+            Ok(got) => match crate::verify::compare(expected, &got, row.ordered, row.ties.as_deref()) {
+                Ok(()) => ok += 1,
+                Err(d) => {
+                    eprintln!("{}: answer differs from gold_answer: {d}", row.id);
+                    bad += 1;
+                }
+            },
             Err(e) => {
                 eprintln!("{}: {e}", row.id);
                 bad += 1;

@@ -3,8 +3,9 @@
 //!
 //! Row schema (the same for every family; `?` = null where the family has no such field):
 //! `id, dataset, split, db_id?, input, evidence?, sql?` (strings),
-//! `output: list<struct<name, arguments (JSON text), label>>`, `gold_answer?` (JSON text: list of
-//! rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
+//! `output: list<struct<name, arguments (JSON text), label>>` (what a model predicts),
+//! `initialization_step?` (JSON text `{name, arguments, label}`: the setup call the framework runs
+//! first, SLOT/SEL's join step), `gold_answer?` (JSON text: list of rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
 //! `key_values_and_descriptions` (JSON text), `difficulty?`, `meta?` (JSON text; variant rows
 //! hold `variant_of`, `variant_kind` and `variant` there, see [`crate::variants`]).
 //! The JSONL file has the same fields with the same JSON-text encodings, one row per line.
@@ -47,6 +48,7 @@ pub(super) fn row_schema() -> Schema {
             DataType::List(Arc::new(Field::new("item", DataType::Struct(call_fields()), false))),
             false,
         ),
+        s("initialization_step", true),
         s("gold_answer", true),
         Field::new("ordered", DataType::Boolean, false),
         s("tools", false),
@@ -64,6 +66,7 @@ fn to_json<T: serde::Serialize>(v: &T) -> String {
 pub struct EncodedRow<'a> {
     example: &'a Example,
     arguments: Vec<String>,
+    initialization_step: Option<String>,
     gold_answer: Option<String>,
     tools: Arc<str>,
     keys: String,
@@ -107,6 +110,7 @@ pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSp
             EncodedRow {
                 example: e,
                 arguments: e.output.iter().map(|c| to_json(&c.arguments)).collect(),
+                initialization_step: e.initialization_step.as_ref().map(to_json),
                 gold_answer: e.gold_answer.as_ref().map(to_json),
                 tools,
                 keys: to_json(&e.key_values_and_descriptions),
@@ -160,6 +164,7 @@ pub fn record_batch(rows: &[EncodedRow]) -> RecordBatch {
         opt(rows, &|r| r.example.evidence.as_deref()),
         opt(rows, &|r| r.example.sql.as_deref()),
         Arc::new(output),
+        opt(rows, &|r| r.initialization_step.as_deref()),
         opt(rows, &|r| r.gold_answer.as_deref()),
         Arc::new(rows.iter().map(|r| Some(r.example.ordered)).collect::<BooleanArray>()),
         strs(rows, &|r| &r.tools),
@@ -218,6 +223,7 @@ struct JsonRow<'a> {
     evidence: Option<&'a str>,
     sql: Option<&'a str>,
     output: Vec<JsonCall<'a>>,
+    initialization_step: Option<&'a str>,
     gold_answer: Option<&'a str>,
     ordered: bool,
     tools: &'a str,
@@ -249,6 +255,7 @@ pub(super) fn jsonl_bytes(rows: &[EncodedRow]) -> Vec<u8> {
                     label: &c.label,
                 })
                 .collect(),
+            initialization_step: r.initialization_step.as_deref(),
             gold_answer: r.gold_answer.as_deref(),
             ordered: e.ordered,
             tools: &r.tools,
@@ -271,12 +278,16 @@ pub struct StoredRow {
     pub db_id: Option<String>,
     /// Gold calls.
     pub output: Vec<Call>,
+    /// The setup call (`initialization_step` column; absent in datasets built before it).
+    pub initialization_step: Option<Call>,
     /// Gold answer, if the family has one.
     pub gold_answer: Option<Answer>,
     /// Whether the answer is ordered.
     pub ordered: bool,
     /// For a variant row (`meta.variant_of`), its parent's id.
     pub variant_of: Option<String>,
+    /// Tie runs of an ordered gold answer (`meta.order_ties`, [`crate::verify::compare`]).
+    pub ties: Option<Vec<usize>>,
 }
 
 fn string_column<'b>(batch: &'b RecordBatch, file: &Path, name: &str) -> Result<&'b StringArray> {
@@ -308,6 +319,7 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
             let dbs = string_column(&batch, &file, "db_id")?;
             let gold = string_column(&batch, &file, "gold_answer")?;
             let meta = string_column(&batch, &file, "meta")?;
+            let init = string_column(&batch, &file, "initialization_step").ok();
             let ordered = batch
                 .column_by_name("ordered")
                 .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
@@ -341,12 +353,21 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
                     id: ids.value(r).into(),
                     db_id: (!null(dbs)).then(|| dbs.value(r).to_string()),
                     output: seq,
+                    initialization_step: match init.filter(|c| !null(c)) {
+                        Some(c) => Some(serde_json::from_str(c.value(r))?),
+                        None => None,
+                    },
                     gold_answer: if null(gold) {
                         None
                     } else {
                         Some(serde_json::from_str(gold.value(r))?)
                     },
                     ordered: ordered.value(r),
+                    ties: if null(meta) {
+                        None
+                    } else {
+                        crate::verify::ties_from_meta(Some(&serde_json::from_str(meta.value(r))?))
+                    },
                     variant_of: if null(meta) {
                         None
                     } else {

@@ -110,8 +110,8 @@ impl Toolkit {
             let setups = read_rows(dir)?
                 .into_iter()
                 .filter_map(|r| {
-                    let first = r.output.into_iter().next()?;
-                    (first.name == "initialize_active_data").then_some((r.id, first))
+                    let (setup, _) = crate::tools::setup_and_calls(r.initialization_step.as_ref(), &r.output);
+                    Some((r.id.clone(), setup?.clone()))
                 })
                 .collect();
             (

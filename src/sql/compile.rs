@@ -12,7 +12,14 @@
 //!   is the same share one endpoint ([`crate::tools::rest::name_endpoints`]).
 //!
 //! Drop reason codes: `db_missing`, `db_invalid`, `sql_error`, `parse_error`, `schema_mismatch`,
-//! `unsupported:<construct>`, `execution_error`, `mismatch`, `empty_gold_answer`.
+//! `unsupported:<construct>`, `execution_error`, `mismatch`, `empty_gold_answer`, and for SLOT/SEL
+//! the answers that cannot verify anything ([`crate::sql::gold`]): `degenerate_gold_answer` (a
+//! single 0, a single NULL, every cell NULL; kept with the recipe knob
+//! `keep_degenerate_answers`), `tie_ambiguous_limit` (the LIMIT cut falls inside a tie, so the
+//! gold rows are the engine's arbitrary pick), `affinity_sensitive` (a filter's result depends on
+//! SQLite comparing number-like text as text). The gold-answer drops come before the lowering
+//! ones, so "informative" = attempted minus `empty_gold_answer`, `degenerate_gold_answer`,
+//! `tie_ambiguous_limit`, `affinity_sensitive`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,12 +35,12 @@ use crate::recipe::{Recipe, ResolvedSource};
 use crate::sql::{self, rest::Template, schema::Schema};
 use crate::store::{Lookup, StageKey, Store, hash_file};
 use crate::tools::pool::{KeyDescription, slot_tools};
-use crate::tools::executor::Executor;
+use crate::tools::executor::{Executor, Session, Value};
 use crate::tools::rest::{Endpoint, Limits, name_endpoints, qualify_across_databases};
 use crate::tools::sel::{bind, sel_tools};
 use crate::tools::table::{self, safe_name};
 use crate::tools::{Call, ToolSpec};
-use crate::verify::{Answer, answers_match};
+use crate::verify::{self, Answer, answers_match};
 
 /// Version of the compile stage; bump when its output for the same inputs changes.
 pub const COMPILE_VERSION: u32 = 4;
@@ -84,7 +91,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             let key = StageKey {
                 stage: format!("compile-{}", recipe.format),
                 version: COMPILE_VERSION,
-                config: json!({"dataset": recipe.name, "split": recipe.split, "keep_empty_answers": recipe.keep_empty_answers, "source": source.manifest.format, "code": code_fingerprint()}),
+                config: json!({"dataset": recipe.name, "split": recipe.split, "keep_empty_answers": recipe.keep_empty_answers, "keep_degenerate_answers": recipe.keep_degenerate_answers, "source": source.manifest.format, "code": code_fingerprint()}),
                 inputs: vec![
                     blake3::hash(&serde_json::to_vec(qs).expect("serialise")).to_hex().to_string(),
                     db_hash.clone().unwrap_or_else(|| "missing".into()),
@@ -311,6 +318,8 @@ fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbS
 /// What one question compiled to, before REST endpoints are shared.
 enum Compiled {
     Calls {
+        setup: Call,
+        ties: Option<Vec<usize>>,
         calls: Vec<Call>,
         tools: Vec<ToolSpec>,
         keys: Vec<KeyDescription>,
@@ -376,7 +385,22 @@ fn compile_db(
                 if gold.is_empty() && !recipe.keep_empty_answers {
                     return Err(drop("empty_gold_answer".into(), "the gold SQL returns no rows".into()));
                 }
+                let calls_family = format != "rest";
+                if let Some(what) = verify::degenerate(&gold).filter(|_| calls_family && !gold.is_empty()) {
+                    if !recipe.keep_degenerate_answers {
+                        return Err(drop(
+                            "degenerate_gold_answer".into(),
+                            format!("the gold answer is {what}: any call sequence that computes nothing reproduces it"),
+                        ));
+                    }
+                }
                 let stmt = sql::parse(&q.sql).map_err(|e| drop(e.reason(), e.to_string()))?;
+                let order = if calls_family {
+                    sql::gold::subquery_ties(conn, &stmt).map_err(|d| drop("tie_ambiguous_limit".into(), d))?;
+                    sql::gold::order_ties(conn, &stmt).map_err(|d| drop("tie_ambiguous_limit".into(), d))?
+                } else {
+                    sql::gold::OrderFacts::default()
+                };
                 if format == "rest" {
                     let template = sql::rest::parameterise(&stmt, &schema, descriptions)
                         .map_err(|e| drop(e.reason(), e.to_string()))?;
@@ -421,16 +445,22 @@ fn compile_db(
                 } else {
                     lowered.calls
                 };
+                let setup = lowered.setup;
+                let mut session = Session::default();
+                let joined = executor
+                    .step(&mut session, &setup)
+                    .map_err(|e| drop("execution_error".into(), format!("join step: {e}")))?;
+                if let Value::Table(t) = joined {
+                    if let Some(d) = sql::gold::affinity_sensitive(&plan, t) {
+                        return Err(drop("affinity_sensitive".into(), d));
+                    }
+                }
                 let candidate = executor
-                    .run(&calls)
+                    .run_in(&mut session, &calls)
                     .map_err(|e| drop("execution_error".into(), e.to_string()))?;
                 let ordered = !plan.order_by.is_empty();
-                if !answers_match(&gold, &candidate, ordered) {
-                    return Err(drop(
-                        "mismatch".into(),
-                        format!("gold {} rows, calls {} rows", gold.len(), candidate.len()),
-                    ));
-                }
+                verify::compare(&gold, &candidate, ordered, order.ties.as_deref())
+                    .map_err(|d| drop("mismatch".into(), d))?;
                 let keys = key_descriptions(&plan, &schema, descriptions);
                 let tools = if format == "sel" {
                     sel_tools(Some(&keys))
@@ -438,6 +468,8 @@ fn compile_db(
                     slot_tools(Some(&keys))
                 };
                 Ok(Compiled::Calls {
+                    setup,
+                    ties: order.ties,
                     calls,
                     tools,
                     keys,
@@ -513,6 +545,8 @@ fn compile_db(
         match r {
             Err(d) => out.drops.push(d),
             Ok(Compiled::Calls {
+                setup,
+                ties,
                 calls,
                 tools,
                 keys,
@@ -520,6 +554,8 @@ fn compile_db(
                 ordered,
             }) => out.examples.push(Example {
                 output: calls,
+                initialization_step: Some(setup),
+                meta: ties.map(|t| json!({"order_ties": t})),
                 gold_answer: Some(gold),
                 ordered,
                 tools,

@@ -9,6 +9,7 @@
 pub mod compile;
 pub mod describe;
 pub mod expose;
+pub mod gold;
 pub mod normalise;
 pub mod plan;
 pub mod rest;

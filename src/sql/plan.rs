@@ -148,10 +148,56 @@ pub struct QueryPlan {
     pub distinct: bool,
     /// LIMIT.
     pub limit: Option<i64>,
+    /// Uncorrelated subqueries over the same joined table, in the order their placeholders
+    /// `$SUBQUERY_<i>$` appear as condition values: a scalar subquery's single value
+    /// (`x > (SELECT avg(x) …)`) or a list (`x [NOT] IN (SELECT y …)`).
+    pub subqueries: Vec<QueryPlan>,
+    /// Compound SELECT: the operations (`union`, `union_all`, `intersect`, `except`) applied
+    /// left to right with the SELECTs of the same joined table that follow this one.
+    pub set_ops: Vec<(&'static str, QueryPlan)>,
 }
 
-/// Rejects, up front, constructs no lowering handles: set operations, CTEs, subqueries,
-/// window functions.
+impl QueryPlan {
+    /// What the join step materialises, independent of aliases: each table instance as
+    /// `table/prefix`, each join condition as `prefix.column=prefix.column kind`. Two plans with
+    /// the same signature read the same joined table (`$starting_table_var$`).
+    pub fn join_signature(&self) -> Vec<String> {
+        let prefix = |qualified: &str| -> String {
+            match qualified.split_once('.') {
+                Some((alias, col)) => {
+                    let p = self
+                        .tables
+                        .iter()
+                        .find(|t| t.alias.eq_ignore_ascii_case(alias))
+                        .map_or(alias, |t| t.prefix.as_str());
+                    format!("{}.{}", p.to_lowercase(), col.to_lowercase())
+                }
+                None => qualified.to_lowercase(),
+            }
+        };
+        let mut sig: Vec<String> = self
+            .tables
+            .iter()
+            .map(|t| format!("{}/{}", t.table.to_lowercase(), t.prefix.to_lowercase()))
+            .collect();
+        let mut joins: Vec<String> = self
+            .joins
+            .iter()
+            .map(|j| {
+                let (mut a, mut b) = (prefix(&j.0), prefix(&j.1));
+                if a > b {
+                    std::mem::swap(&mut a, &mut b);
+                }
+                format!("{a}={b} {}", j.2)
+            })
+            .collect();
+        joins.sort();
+        sig.extend(joins);
+        sig
+    }
+}
+
+/// Rejects, up front, constructs no lowering handles: CTEs, EXISTS, window functions.
 fn reject_unsupported(stmt: &Statement) -> Result<(), LowerError> {
     let Statement::Query(q) = stmt else {
         return Err(unsupported("not_a_query", stmt));
@@ -159,12 +205,9 @@ fn reject_unsupported(stmt: &Statement) -> Result<(), LowerError> {
     if q.with.is_some() {
         return Err(unsupported("cte", "WITH"));
     }
-    if !matches!(*q.body, SetExpr::Select(_)) {
-        return Err(unsupported("set_operation", &q.body));
-    }
     let flow = visit_expressions(stmt, |e| {
         let code = match e {
-            Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => Some("subquery"),
+            Expr::Exists { .. } => Some("exists_subquery"),
             Expr::Function(f) if f.over.is_some() => Some("window"),
             _ => None,
         };
@@ -185,10 +228,76 @@ pub fn build(stmt: &Statement, schema: &Schema) -> Result<QueryPlan, LowerError>
     let Statement::Query(q) = stmt else {
         unreachable!("checked above")
     };
-    let SetExpr::Select(select) = &*q.body else {
-        unreachable!("checked above")
-    };
-    Builder::new(schema, select)?.build(q, select)
+    build_query(q, schema)
+}
+
+/// The SELECTs of a compound query in SQLite's evaluation order (left to right, one
+/// precedence), with the operation joining each to the ones before; `None` for a tree that is
+/// not left-deep (parenthesised or precedence-regrouped operands).
+fn compound<'q>(body: &'q SetExpr, out: &mut Vec<(&'static str, &'q Select)>) -> Option<()> {
+    match body {
+        SetExpr::Select(s) => {
+            out.push(("", s));
+            Some(())
+        }
+        SetExpr::SetOperation {
+            op,
+            set_quantifier,
+            left,
+            right,
+        } => {
+            compound(left, out)?;
+            let SetExpr::Select(r) = &**right else { return None };
+            let all = matches!(set_quantifier, sqlparser::ast::SetQuantifier::All);
+            let name = match (op, all) {
+                (sqlparser::ast::SetOperator::Union, true) => "union_all",
+                (sqlparser::ast::SetOperator::Union, false) => "union",
+                (sqlparser::ast::SetOperator::Intersect, false) => "intersect",
+                (sqlparser::ast::SetOperator::Except, false) => "except",
+                _ => return None,
+            };
+            out.push((name, r));
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// Builds the plan of one query (top level or a subquery).
+fn build_query(q: &Query, schema: &Schema) -> Result<QueryPlan, LowerError> {
+    if q.with.is_some() {
+        return Err(unsupported("cte", "WITH"));
+    }
+    if let SetExpr::Select(select) = &*q.body {
+        return Builder::new(schema, select)?.build(Some(q), select);
+    }
+    let mut parts = Vec::new();
+    if compound(&q.body, &mut parts).is_none() {
+        return Err(unsupported("set_operation", &q.body));
+    }
+    if q.order_by.is_some() || q.limit_clause.is_some() {
+        return Err(unsupported(
+            "set_operation_order_by",
+            "ORDER BY/LIMIT over a compound SELECT",
+        ));
+    }
+    let mut first = Builder::new(schema, parts[0].1)?.build(None, parts[0].1)?;
+    for (op, select) in &parts[1..] {
+        let side = Builder::new(schema, select)?.build(None, select)?;
+        if side.join_signature() != first.join_signature() {
+            return Err(unsupported(
+                "set_operation_other_tables",
+                format!("{op} of SELECTs over different joined tables"),
+            ));
+        }
+        if side.projection.len() != first.projection.len() {
+            return Err(LowerError::Schema(format!(
+                "{op} of SELECTs with different column counts"
+            )));
+        }
+        first.set_ops.push((op, side));
+    }
+    Ok(first)
 }
 
 struct Builder<'s> {
@@ -197,6 +306,7 @@ struct Builder<'s> {
     joins: Vec<JoinCondition>,
     aliases: Vec<(String, Measure)>,
     transforms: Vec<Transform>,
+    subqueries: Vec<QueryPlan>,
 }
 
 fn ident_name(name: &sqlparser::ast::ObjectName) -> String {
@@ -229,6 +339,7 @@ impl<'s> Builder<'s> {
             joins: vec![],
             aliases: vec![],
             transforms: vec![],
+            subqueries: vec![],
         };
         match select.from.as_slice() {
             [] => return Err(unsupported("no_from", "SELECT without FROM")),
@@ -484,7 +595,19 @@ impl<'s> Builder<'s> {
                     BinaryOperator::Or => return Err(unsupported("nested_or", e)),
                     _ => return Err(unsupported("operator", op)),
                 };
-                if let Some(value) = self.literal(right) {
+                if let Expr::Subquery(q) = &**right {
+                    let value = self.subquery(q, e)?;
+                    let key = self.filter_key(left)?;
+                    out.push(Condition { key, condition, value });
+                } else if let Expr::Subquery(q) = &**left {
+                    let value = self.subquery(q, e)?;
+                    let key = self.filter_key(right)?;
+                    out.push(Condition {
+                        key,
+                        condition: flip(condition),
+                        value,
+                    });
+                } else if let Some(value) = self.literal(right) {
                     let key = self.filter_key(left)?;
                     out.push(Condition { key, condition, value });
                 } else if let Some(value) = self.literal(left) {
@@ -575,6 +698,38 @@ impl<'s> Builder<'s> {
                 }
                 Ok(())
             }
+            Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => {
+                let value = self.subquery(subquery, e)?;
+                let key = self.filter_key(expr)?;
+                out.push(Condition {
+                    key,
+                    condition: if *negated { "not_in" } else { "is_in" },
+                    value,
+                });
+                Ok(())
+            }
+            Expr::Like {
+                negated: true,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => {
+                let Some(value) = self.literal(pattern) else {
+                    return Err(unsupported("like_pattern", e));
+                };
+                let key = self.filter_key(expr)?;
+                out.push(Condition {
+                    key,
+                    condition: "not_like",
+                    value,
+                });
+                Ok(())
+            }
             Expr::Like { negated: true, .. } => Err(unsupported("not_like", e)),
             Expr::Between { negated: true, .. } => Err(unsupported("not_between", e)),
             Expr::UnaryOp {
@@ -584,6 +739,30 @@ impl<'s> Builder<'s> {
             Expr::Case { .. } => Err(unsupported("case", e)),
             _ => Err(unsupported("predicate", e)),
         }
+    }
+
+    /// Plans an uncorrelated subquery over this query's joined table and returns the
+    /// placeholder `$SUBQUERY_<i>$` its value is referred to by. A subquery naming a column of
+    /// the outer query is `correlated_subquery`; one over other tables or joins
+    /// `subquery_other_tables`.
+    fn subquery(&mut self, q: &Query, e: &Expr) -> Result<Json, LowerError> {
+        let plan = build_query(q, self.schema).map_err(|err| match err {
+            LowerError::Schema(_) => unsupported("correlated_subquery", e),
+            other => other,
+        })?;
+        let outer = QueryPlan {
+            tables: self.tables.clone(),
+            joins: self.joins.clone(),
+            ..empty_plan()
+        };
+        if plan.join_signature() != outer.join_signature() {
+            return Err(unsupported("subquery_other_tables", e));
+        }
+        if plan.projection.len() != 1 || !plan.set_ops.is_empty() {
+            return Err(unsupported("subquery_shape", e));
+        }
+        self.subqueries.push(plan);
+        Ok(json!(format!("$SUBQUERY_{}$", self.subqueries.len() - 1)))
     }
 
     /// Splits a disjunction into branches of AND-ed conditions (an `IN` list is one branch per
@@ -693,6 +872,7 @@ impl<'s> Builder<'s> {
             }
             Expr::CompoundIdentifier(_) => Ok(Measure::Column(self.column_key(e)?)),
             Expr::Function(f) => self.aggregate(e, f),
+            Expr::Subquery(_) => Err(unsupported("subquery_in_select", e)),
             Expr::Case { .. } => Err(unsupported("case", e)),
             _ => Err(unsupported("expression", e)),
         }
@@ -794,7 +974,9 @@ impl<'s> Builder<'s> {
         }))
     }
 
-    fn build(mut self, q: &Query, select: &Select) -> Result<QueryPlan, LowerError> {
+    /// The plan of `select`; `q` carries its ORDER BY and LIMIT (`None` for a compound
+    /// SELECT's operand).
+    fn build(mut self, q: Option<&Query>, select: &Select) -> Result<QueryPlan, LowerError> {
         let mut filters = Vec::new();
         let mut branches = Vec::new();
         if let Some(w) = &select.selection {
@@ -856,6 +1038,9 @@ impl<'s> Builder<'s> {
                 let Expr::BinaryOp { left, op, right } = part else {
                     return Err(unsupported("having", part));
                 };
+                if matches!(**right, Expr::Subquery(_)) || matches!(**left, Expr::Subquery(_)) {
+                    return Err(unsupported("subquery_in_having", part));
+                }
                 let condition = match op {
                     BinaryOperator::Eq => "equal_to",
                     BinaryOperator::NotEq => "not_equal_to",
@@ -878,7 +1063,7 @@ impl<'s> Builder<'s> {
             }
         }
         let mut order_by = Vec::new();
-        if let Some(ob) = &q.order_by {
+        if let Some(ob) = q.and_then(|q| q.order_by.as_ref()) {
             let OrderByKind::Expressions(exprs) = &ob.kind else {
                 return Err(unsupported("order_by", ob));
             };
@@ -893,7 +1078,7 @@ impl<'s> Builder<'s> {
                 });
             }
         }
-        let limit = match &q.limit_clause {
+        let limit = match q.and_then(|q| q.limit_clause.as_ref()) {
             None => None,
             Some(LimitClause::LimitOffset {
                 limit,
@@ -929,6 +1114,8 @@ impl<'s> Builder<'s> {
             projection,
             distinct,
             limit,
+            subqueries: self.subqueries,
+            set_ops: vec![],
         };
         if plan.group_by.is_none() && !plan.having.is_empty() {
             return Err(unsupported("having_without_group_by", "HAVING"));
@@ -943,6 +1130,24 @@ impl<'s> Builder<'s> {
             ));
         }
         Ok(plan)
+    }
+}
+
+fn empty_plan() -> QueryPlan {
+    QueryPlan {
+        tables: vec![],
+        joins: vec![],
+        transforms: vec![],
+        filters: vec![],
+        branches: vec![],
+        group_by: None,
+        having: vec![],
+        order_by: vec![],
+        projection: vec![],
+        distinct: false,
+        limit: None,
+        subqueries: vec![],
+        set_ops: vec![],
     }
 }
 

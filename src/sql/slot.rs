@@ -1,8 +1,11 @@
 //! Plan → SLOT call sequence (Live API-Bench §3 "SLOT"; labels as the reference builds them).
 //!
-//! Order of calls: `initialize_active_data` → `starting_table_var`; transforms
+//! The join step `initialize_active_data` (label `starting_table_var`) is the instance's setup,
+//! kept apart in [`Lowered::setup`] in the reference's argument shapes (Live API-Bench Listing
+//! 10): the framework runs it, a model never predicts it. Order of the gold calls: transforms
 //! (`TRANSFORMED_DF_i`) and filters (`FILTERED_DF_i`, one counter `i` for both); one disjunction
-//! as one filter chain per branch joined by `concatenate_data` (`CONCAT_DATA`); then either
+//! as one filter chain per branch joined by `combine_data(operation="either")` (`COMBINED_DF`:
+//! a row matching several branches appears once, as in SQL); then either
 //! - grouped: `group_data_by` (`GROUPED`), `aggregate_data` per distinct aggregate (label the
 //!   aggregation in upper case, a table with the group's first row plus the aggregate column),
 //!   HAVING as `filter_data` on it, ORDER BY as `sort_data`, and `retrieve_data` per SELECT item;
@@ -14,23 +17,50 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value as Json, json};
+use serde_json::{Value as Json, json};
 
 use super::plan::{Condition, Measure, QueryPlan};
 use super::{LowerError, unsupported};
-use crate::tools::{Call, label_ref};
+use crate::tools::table::alias_to_table_dict;
+use crate::tools::{Call, as_label_ref, label_ref};
 
-/// The lowered instance: its setup + gold calls.
+/// The label of the join step's output, which the first gold call reads.
+pub const STARTING_TABLE_VAR: &str = "starting_table_var";
+
+/// The lowered instance: its setup call and its gold calls.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lowered {
-    /// The call sequence, `initialize_active_data` first.
+    /// The join step `initialize_active_data(condition_sequence, alias_to_table_dict,
+    /// database_path)` labelled `starting_table_var`: `condition_sequence` is
+    /// `[["<alias>.<column>", "<alias>.<column>", "INNER"|"LEFT"], …]`, `alias_to_table_dict`
+    /// `{alias: {original_table_name, modified_table_name}}`.
+    pub setup: Call,
+    /// The gold calls a model predicts; the first reads `$starting_table_var$`.
     pub calls: Vec<Call>,
+}
+
+/// The join step of a plan (see [`Lowered::setup`]).
+pub fn setup_call(plan: &QueryPlan, database_path: &str) -> Call {
+    let conditions: Vec<Json> = plan.joins.iter().map(|c| json!([c.0, c.1, c.2])).collect();
+    let aliases = alias_to_table_dict(&plan.tables);
+    let Json::Object(arguments) =
+        json!({"condition_sequence": conditions, "alias_to_table_dict": aliases, "database_path": database_path})
+    else {
+        unreachable!("an object")
+    };
+    Call {
+        name: "initialize_active_data".into(),
+        arguments,
+        label: STARTING_TABLE_VAR.into(),
+    }
 }
 
 struct Emitter {
     calls: Vec<Call>,
     used: HashMap<String, usize>,
     counter: usize,
+    /// `$SUBQUERY_<i>$` placeholders of the SELECT being lowered → its subquery chains' labels.
+    placeholders: HashMap<String, String>,
 }
 
 impl Emitter {
@@ -60,9 +90,13 @@ impl Emitter {
     fn filter(&mut self, source: &str, c: &Condition) -> String {
         let label = format!("FILTERED_DF_{}", self.counter);
         self.counter += 1;
+        let value = match c.value.as_str().and_then(|v| self.placeholders.get(v)) {
+            Some(l) => json!(l),
+            None => c.value.clone(),
+        };
         self.call(
             "filter_data",
-            json!({"data_source": label_ref(source), "key_name": c.key, "value": c.value, "condition": c.condition}),
+            json!({"data_source": label_ref(source), "key_name": c.key, "value": value, "condition": c.condition}),
             label,
         )
     }
@@ -85,14 +119,76 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         calls: vec![],
         used: HashMap::new(),
         counter: 0,
+        placeholders: HashMap::new(),
     };
-    let conditions: Vec<Json> = plan.joins.iter().map(|c| json!([c.0, c.1, c.2])).collect();
-    let aliases: Map<String, Json> = plan.tables.iter().map(|t| (t.alias.clone(), json!(t.table))).collect();
-    let mut cur = em.call(
-        "initialize_active_data",
-        json!({"condition_sequence": conditions, "alias_to_table_dict": aliases, "database_path": database_path}),
-        "starting_table_var".into(),
-    );
+    let setup = setup_call(plan, database_path);
+    em.used.insert(setup.label.clone(), 1);
+    let mut sinks = segment(&mut em, |em| lower_select(em, plan, &setup.label))?;
+    for (op, side) in &plan.set_ops {
+        let right = segment(&mut em, |em| lower_select(em, side, &setup.label))?;
+        let source = |labels: &[String]| match labels {
+            [one] if one.starts_with("COMBINED_DF") => json!(label_ref(one)),
+            many => json!(many.iter().map(|l| label_ref(l)).collect::<Vec<_>>()),
+        };
+        let label = em.label("COMBINED_DF");
+        em.call(
+            "combine_data",
+            json!({"data_source_1": source(&sinks), "data_source_2": source(&right), "operation": op}),
+            label.clone(),
+        );
+        sinks = vec![label];
+    }
+    Ok(Lowered { setup, calls: em.calls })
+}
+
+/// Runs `emit` and returns the labels of the calls it emitted that no later call it emitted
+/// refers to (the segment's outputs), in call order.
+fn segment(
+    em: &mut Emitter,
+    emit: impl FnOnce(&mut Emitter) -> Result<(), LowerError>,
+) -> Result<Vec<String>, LowerError> {
+    let start = em.calls.len();
+    emit(em)?;
+    let calls = &em.calls[start..];
+    let referenced: Vec<&str> = calls
+        .iter()
+        .flat_map(|c| c.arguments.values())
+        .flat_map(|v| match v {
+            Json::Array(items) => items.iter().collect::<Vec<_>>(),
+            other => vec![other],
+        })
+        .filter_map(as_label_ref)
+        .collect();
+    Ok(calls
+        .iter()
+        .filter(|c| !referenced.contains(&c.label.as_str()))
+        .map(|c| c.label.clone())
+        .collect())
+}
+
+/// Emits the calls of one SELECT reading the joined table `start`: its subqueries' chains
+/// first (each chain's output relabelled `SUBQUERY_<i>`, the placeholder its conditions use),
+/// then transforms, filters, the disjunction, and the grouped or flat tail.
+fn lower_select(em: &mut Emitter, plan: &QueryPlan, start: &str) -> Result<(), LowerError> {
+    let mut placeholders = HashMap::new();
+    for (i, sub) in plan.subqueries.iter().enumerate() {
+        let outs = segment(em, |em| lower_select(em, sub, start))?;
+        let [out] = outs.as_slice() else {
+            return Err(unsupported("subquery_shape", "a subquery with several outputs"));
+        };
+        let name = em.label(&format!("SUBQUERY_{i}"));
+        let call = em.calls.iter_mut().rev().find(|c| &c.label == out).expect("emitted");
+        call.label = name.clone();
+        placeholders.insert(format!("$SUBQUERY_{i}$"), label_ref(&name));
+    }
+    let outer = std::mem::replace(&mut em.placeholders, placeholders);
+    let done = lower_body(em, plan, start);
+    em.placeholders = outer;
+    done
+}
+
+fn lower_body(em: &mut Emitter, plan: &QueryPlan, start: &str) -> Result<(), LowerError> {
+    let mut cur = start.to_string();
     for t in &plan.transforms {
         let label = format!("TRANSFORMED_DF_{}", em.counter);
         em.counter += 1;
@@ -117,19 +213,18 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         }
         cur = outs[0].clone();
         for other in &outs[1..] {
-            let label = em.label("CONCAT_DATA");
+            let label = em.label("COMBINED_DF");
             cur = em.call(
-                "concatenate_data",
-                json!({"data_source_1": label_ref(&cur), "data_source_2": label_ref(other)}),
+                "combine_data",
+                json!({"data_source_1": label_ref(&cur), "data_source_2": label_ref(other), "operation": "either"}),
                 label,
             );
         }
     }
     match &plan.group_by {
-        Some(key) => lower_grouped(&mut em, plan, cur, key)?,
-        None => lower_flat(&mut em, plan, cur)?,
+        Some(key) => lower_grouped(em, plan, cur, key),
+        None => lower_flat(em, plan, cur),
     }
-    Ok(Lowered { calls: em.calls })
 }
 
 fn limit(plan: &QueryPlan) -> i64 {

@@ -13,7 +13,14 @@
 //!   (`%`, `_`, ASCII case-insensitive);
 //! - sorts are stable; NULL sorts before every value (SQLite), so first ascending, last
 //!   descending; `sort_data` defaults to descending like the reference;
-//! - groups and distinct values keep first-appearance order.
+//! - groups and distinct values keep first-appearance order;
+//! - a `filter_data` value may be the `$LABEL$` of an earlier single value (a scalar subquery's
+//!   chain) or, with `is_in`/`not_in`, of an earlier list (`[NOT] IN (SELECT …)`, SQL's NULL
+//!   rules: `not_in` a list holding NULL keeps no row);
+//! - `combine_data` combines two tables, or two lists of columns, as SQL set operations do
+//!   (`union`, `intersect`, `except` keep distinct rows; `union_all` keeps every row) or as an
+//!   OR of two filters of one table does (`either`: each row as often as in the input holding it
+//!   more often, so a row matching both branches appears once).
 //!
 //! The **final answer** of a sequence is built from the outputs nobody refers to (the sink
 //! calls), in call order: each contributes columns (a list one, a scalar one of length 1, a
@@ -70,7 +77,8 @@ pub struct ExecError {
 type R<T> = Result<T, String>;
 
 /// The SLOT tool names the executor runs directly (SEL names are mapped by [`super::sel::unbind`]).
-const SLOT_TOOLS: [&str; 11] = [
+const SLOT_TOOLS: [&str; 12] = [
+    "combine_data",
     "filter_data",
     "retrieve_data",
     "aggregate_data",
@@ -155,19 +163,43 @@ impl Executor {
 
     /// Executes `calls` in order and returns the final answer (see the module docs).
     pub fn run(&self, calls: &[Call]) -> Result<Answer, ExecError> {
+        self.run_with_setup(None, calls)
+    }
+
+    /// Runs the instance's setup call (the join step, `initialization_step`) when given, then
+    /// `calls`, and returns the final answer built from `calls`' sinks (the setup call is never
+    /// part of the answer). An error in the setup call has index 0 and its tool name.
+    pub fn run_with_setup(&self, setup: Option<&Call>, calls: &[Call]) -> Result<Answer, ExecError> {
         let mut session = Session::default();
+        if let Some(call) = setup {
+            self.step(&mut session, call).map_err(|message| ExecError {
+                index: 0,
+                tool: call.name.clone(),
+                message,
+            })?;
+        }
+        self.run_in(&mut session, calls)
+    }
+
+    /// Runs `calls` in `session` (whose earlier outputs, e.g. the setup's, they may read) and
+    /// returns the final answer built from `calls`' sinks.
+    pub fn run_in(&self, session: &mut Session, calls: &[Call]) -> Result<Answer, ExecError> {
         for (index, call) in calls.iter().enumerate() {
             let err = |message: String| ExecError {
                 index,
                 tool: call.name.clone(),
                 message,
             };
-            self.step(&mut session, call).map_err(err)?;
+            self.step(session, call).map_err(err)?;
         }
-        let env = session.outputs;
+        let env = &session.outputs;
         let referenced: Vec<&str> = calls
             .iter()
             .flat_map(|c| c.arguments.values())
+            .flat_map(|v| match v {
+                Json::Array(items) => items.iter().collect::<Vec<_>>(),
+                other => vec![other],
+            })
             .filter_map(as_label_ref)
             .collect();
         let sinks: Vec<&Call> = calls
@@ -225,6 +257,7 @@ impl Executor {
             "transform_data" => transform_data(&args),
             "select_unique_values" => select_unique_values(&args),
             "concatenate_data" => concatenate_data(&args),
+            "combine_data" => combine_data(&args),
             "calculate" => calculate(&args),
             "truncate" => truncate(&args),
             other => Err(format!("unknown tool `{other}`")),
@@ -381,13 +414,44 @@ fn take(t: &RecordBatch, rows: &[u32]) -> R<RecordBatch> {
 
 /// `filter_data(data_source, key_name, value, condition)` → table of the rows whose `key_name`
 /// cell satisfies `condition` against `value`; conditions `equal_to`, `not_equal_to`,
-/// `greater_than`, `less_than`, `greater_than_equal_to`, `less_than_equal_to`, `contains`, `like`.
+/// `greater_than`, `less_than`, `greater_than_equal_to`, `less_than_equal_to`, `contains`,
+/// `like`, `not_like`, and `is_in`/`not_in` against a list. `value` may be the `$LABEL$` of an
+/// earlier single value; a NULL one (an empty subquery) matches no row, as in SQL.
 fn filter_data(args: &Args) -> R<Value> {
     let t = args.table("data_source")?;
     let (_, col) = column(t, args.str("key_name")?)?;
-    let value = json_to_datum(args.json("value")?)?;
     let condition = args.str("condition")?;
+    if condition == "is_in" || condition == "not_in" {
+        let list = match args.value("value")? {
+            Value::Column(a) => datums(a.as_ref()),
+            Value::Scalar(d) => vec![d.clone()],
+            other => return Err(format!("`{condition}` needs a list as `value`, got {}", kind(other))),
+        };
+        let has_null = list.iter().any(|d| matches!(d, Datum::Null));
+        let member = |c: &Datum| list.iter().any(|v| compare(c, v) == Some(Ordering::Equal));
+        let rows: Vec<u32> = (0..t.num_rows())
+            .filter(|&r| {
+                let c = datum_at(col.as_ref(), r);
+                match condition {
+                    "is_in" => member(&c),
+                    _ => !matches!(c, Datum::Null) && !has_null && !member(&c),
+                }
+            })
+            .map(|r| r as u32)
+            .collect();
+        return take(t, &rows).map(Value::Table);
+    }
+    let value = match args.json("value")? {
+        v if as_label_ref(v).is_some() => match args.value("value")? {
+            Value::Scalar(d) => d.clone(),
+            Value::Column(a) if a.len() == 1 => datum_at(a.as_ref(), 0),
+            Value::Column(a) if a.is_empty() => Datum::Null,
+            other => return Err(format!("`value` must be a single value, got {}", kind(other))),
+        },
+        v => json_to_datum(v)?,
+    };
     let test: Box<dyn Fn(&Datum) -> bool> = match (condition, &value) {
+        (_, Datum::Null) if args.json("value").ok().and_then(as_label_ref).is_some() => Box::new(|_| false),
         ("equal_to", Datum::Null) => Box::new(|c| matches!(c, Datum::Null)),
         ("not_equal_to", Datum::Null) => Box::new(|c| !matches!(c, Datum::Null)),
         ("equal_to", v) => Box::new(move |c| compare(c, v) == Some(Ordering::Equal)),
@@ -403,6 +467,10 @@ fn filter_data(args: &Args) -> R<Value> {
         ("like", v) => {
             let pattern = cell_text(v).ok_or("`like` needs a pattern")?;
             Box::new(move |c| cell_text(c).is_some_and(|s| like(&s, &pattern)))
+        }
+        ("not_like", v) => {
+            let pattern = cell_text(v).ok_or("`not_like` needs a pattern")?;
+            Box::new(move |c| cell_text(c).is_some_and(|s| !like(&s, &pattern)))
         }
         (other, _) => return Err(format!("unknown condition `{other}`")),
     };
@@ -754,6 +822,106 @@ fn concatenate_data(args: &Args) -> R<Value> {
         cells.extend(datums(bc.as_ref()));
         columns.push(cells);
     }
+    Ok(Value::Table(batch_from_columns(&names, columns)))
+}
+
+/// The rows of a `combine_data` input: a table's rows, or the zip of a list of `$LABEL$`s of
+/// lists / single values (a single value counts as a one-row column).
+fn combine_input(args: &Args, name: &str) -> R<(Vec<String>, Vec<Vec<Datum>>)> {
+    let v = args.json(name)?;
+    let columns: Vec<(String, Vec<Datum>)> = match v {
+        Json::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let label = as_label_ref(item).ok_or_else(|| format!("`{name}` items must be $LABEL$ references"))?;
+                let cells = match args.env.get(label) {
+                    Some(Value::Column(a)) => datums(a.as_ref()),
+                    Some(Value::Scalar(d)) => vec![d.clone()],
+                    Some(other) => return Err(format!("`{name}`: `{label}` must be a list, got {}", kind(other))),
+                    None => return Err(format!("`{name}`: no earlier output labelled `{label}`")),
+                };
+                Ok((format!("column_{i}"), cells))
+            })
+            .collect::<R<_>>()?,
+        _ => match args.value(name)? {
+            Value::Table(t) => t
+                .schema()
+                .fields()
+                .iter()
+                .zip(t.columns())
+                .map(|(f, a)| (f.name().clone(), datums(a.as_ref())))
+                .collect(),
+            Value::Column(a) => vec![("column_0".into(), datums(a.as_ref()))],
+            Value::Scalar(d) => vec![("column_0".into(), vec![d.clone()])],
+            other => return Err(format!("`{name}` must be a table or lists, got {}", kind(other))),
+        },
+    };
+    let n = columns.first().map_or(0, |c| c.1.len());
+    if columns.iter().any(|c| c.1.len() != n) {
+        return Err(format!("`{name}`: the lists have different lengths"));
+    }
+    let names = columns.iter().map(|c| c.0.clone()).collect();
+    let rows = (0..n)
+        .map(|r| columns.iter().map(|c| c.1[r].clone()).collect())
+        .collect();
+    Ok((names, rows))
+}
+
+/// `combine_data(data_source_1, data_source_2, operation)` (toolforge extension) → a table: each
+/// source is a table or a list of `$LABEL$`s of lists (its columns); both have the same number
+/// of columns, and rows compare cell by cell as in grouping (numbers by value, NULL equals
+/// NULL). `union`: the distinct rows of both; `union_all`: every row of the first, then of the
+/// second; `intersect`: the distinct rows of the first that the second holds; `except`: the
+/// distinct rows of the first that the second lacks; `either`: every row of the first, then the
+/// rows of the second beyond the number of times the first holds them (two filters of one table
+/// combined as an OR). Rows keep first-appearance order; columns are named after the first.
+fn combine_data(args: &Args) -> R<Value> {
+    let (names, a) = combine_input(args, "data_source_1")?;
+    let (_, b) = combine_input(args, "data_source_2")?;
+    if a.first().zip(b.first()).is_some_and(|(x, y)| x.len() != y.len()) {
+        return Err("the sources to combine have different numbers of columns".into());
+    }
+    let key = |r: &Vec<Datum>| r.iter().map(datum_key).collect::<Vec<_>>();
+    let op = args.str("operation")?;
+    let mut out: Vec<Vec<Datum>> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let in_b: std::collections::HashSet<_> = b.iter().map(key).collect();
+    match op {
+        "union_all" => out = a.into_iter().chain(b).collect(),
+        "union" => {
+            for r in a.into_iter().chain(b) {
+                if seen.insert(key(&r)) {
+                    out.push(r);
+                }
+            }
+        }
+        "intersect" | "except" => {
+            for r in a {
+                let k = key(&r);
+                if in_b.contains(&k) == (op == "intersect") && seen.insert(k) {
+                    out.push(r);
+                }
+            }
+        }
+        "either" => {
+            let mut count: HashMap<Vec<(u8, u64, String)>, usize> = HashMap::new();
+            for r in &a {
+                *count.entry(key(r)).or_insert(0) += 1;
+            }
+            out = a;
+            for r in b {
+                match count.get_mut(&key(&r)) {
+                    Some(n) if *n > 0 => *n -= 1,
+                    _ => out.push(r),
+                }
+            }
+        }
+        other => return Err(format!("unknown operation `{other}`")),
+    }
+    let columns: Vec<Vec<Datum>> = (0..names.len())
+        .map(|c| out.iter().map(|r| r[c].clone()).collect())
+        .collect();
     Ok(Value::Table(batch_from_columns(&names, columns)))
 }
 

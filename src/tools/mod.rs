@@ -66,6 +66,20 @@ impl ToolSpec {
     }
 }
 
+/// The setup call and the predicted calls of a row, accepting both row shapes: the row's
+/// `initialization_step` when set, else `output[0]` when it is the join step
+/// `initialize_active_data` (rows built before the setup moved out of `output`).
+pub fn setup_and_calls<'c>(
+    initialization_step: Option<&'c Call>,
+    output: &'c [Call],
+) -> (Option<&'c Call>, &'c [Call]) {
+    match (initialization_step, output.first()) {
+        (Some(s), _) => (Some(s), output),
+        (None, Some(first)) if first.name == "initialize_active_data" => (Some(first), &output[1..]),
+        _ => (None, output),
+    }
+}
+
 /// The `$LABEL$` reference a call argument uses for the output labelled `label`.
 pub fn label_ref(label: &str) -> String {
     format!("${label}$")

@@ -2,8 +2,10 @@
 //! [`ToolSpec`]; per-instance toolkits differ only in the `key_name` enum and its description
 //! (the instance's joined-table columns), the dataset-level catalog has no enum.
 //!
-//! `concatenate_data` (the reference's OR step) and `calculate` (arithmetic between aggregates
-//! or columns) extend the reference's seven tools; `initialize_active_data` is the instance's
+//! `concatenate_data` (the reference's OR step), `combine_data` (SQL set operations, and OR
+//! without duplicated rows) and `calculate` (arithmetic between aggregates or columns) extend
+//! the reference's seven tools, as do the `filter_data` conditions `not_like`, `is_in` and
+//! `not_in` (membership in an earlier list: `[NOT] IN (SELECT …)`); `initialize_active_data` is the instance's
 //! setup step and is not part of the toolkit shown to a model.
 
 use serde_json::{Value, json};
@@ -15,7 +17,7 @@ use super::ToolSpec;
 pub const AGGREGATE_COLUMNS: [&str; 6] = ["min", "max", "sum", "mean", "count", "std"];
 
 /// The conditions of `filter_data`.
-pub const CONDITIONS: [&str; 8] = [
+pub const CONDITIONS: [&str; 11] = [
     "equal_to",
     "not_equal_to",
     "greater_than",
@@ -24,7 +26,13 @@ pub const CONDITIONS: [&str; 8] = [
     "less_than_equal_to",
     "contains",
     "like",
+    "not_like",
+    "is_in",
+    "not_in",
 ];
+
+/// The operations of `combine_data`.
+pub const COMBINE_OPERATIONS: [&str; 5] = ["union", "union_all", "intersect", "except", "either"];
 
 /// The aggregation types of `aggregate_data`.
 pub const AGGREGATIONS: [&str; 8] = ["min", "max", "sum", "mean", "count", "std", "argmin", "argmax"];
@@ -80,11 +88,11 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
     vec![
         spec(
             "filter_data",
-            "Keep the rows of a table whose column value satisfies a condition against a value. NULL cells never satisfy a comparison; a null value tests IS NULL (equal_to) or IS NOT NULL (not_equal_to). `contains` is a case-insensitive substring test, `like` is SQL LIKE.",
+            "Keep the rows of a table whose column value satisfies a condition against a value. NULL cells never satisfy a comparison; a null value tests IS NULL (equal_to) or IS NOT NULL (not_equal_to). `contains` is a case-insensitive substring test, `like`/`not_like` are SQL LIKE / NOT LIKE. The value may be the `$LABEL$` of an earlier single value; `is_in`/`not_in` test membership in an earlier list given as its `$LABEL$` (`not_in` a list holding null keeps no row, as in SQL).",
             json!({
                 "data_source": data_source("The table to filter"),
                 "key_name": key_name(keys, true),
-                "value": {"type": ["string", "number", "integer", "null"], "description": "The value to compare with."},
+                "value": {"type": ["string", "number", "integer", "null"], "description": "The value to compare with, or the `$LABEL$` of an earlier single value or (is_in, not_in) list."},
                 "condition": {"type": "string", "enum": CONDITIONS, "description": "The comparison to apply."},
             }),
             &["data_source", "key_name", "value", "condition"],
@@ -158,6 +166,17 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             json!({"data_source_1": data_source("The first table"), "data_source_2": data_source("The second table")}),
             &["data_source_1", "data_source_2"],
             "The concatenated table.",
+        ),
+        spec(
+            "combine_data",
+            "Combine two tables (or two sets of lists, each a row-aligned list of `$LABEL$`s) row-wise like SQL set operations: `union` (distinct rows of both), `union_all` (all rows of both), `intersect` (distinct rows of the first also in the second), `except` (distinct rows of the first not in the second), or `either` (the rows of two filters of one table, each row once: an OR).",
+            json!({
+                "data_source_1": {"type": ["string", "array"], "items": {"type": "string"}, "description": "The first table as its `$LABEL$`, or its columns as a list of `$LABEL$`s of lists."},
+                "data_source_2": {"type": ["string", "array"], "items": {"type": "string"}, "description": "The second table or columns, in the same form."},
+                "operation": {"type": "string", "enum": COMBINE_OPERATIONS, "description": "How to combine the rows."},
+            }),
+            &["data_source_1", "data_source_2", "operation"],
+            "The combined table.",
         ),
         spec(
             "calculate",

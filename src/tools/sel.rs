@@ -6,6 +6,7 @@
 //! | `filter_data(…, condition=c)`                    | `select_data_<c>(data_source, key_name, value)`  |
 //! | `sort_data(…, ascending=true/false)`             | `sort_data_ascending` / `sort_data_descending`   |
 //! | `aggregate_data(…, aggregation_type=a)`          | `compute_data_<a>(data_source, key_name, distinct)` |
+//! | `combine_data(…, operation=o)`                   | `combine_data_<o>(data_source_1, data_source_2)` |
 //! | `retrieve_data(data_source, key_name=k, distinct, limit)` | `get_<k>s(data_source)`, then `select_unique_values` when distinct, then `truncate(truncate_array, n)` when limited |
 //!
 //! Every other tool keeps its name and arguments. A model sees one getter per column of the
@@ -18,7 +19,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::pool::{AGGREGATE_COLUMNS, AGGREGATIONS, CONDITIONS, KeyDescription, slot_tools};
+use super::pool::{AGGREGATE_COLUMNS, AGGREGATIONS, COMBINE_OPERATIONS, CONDITIONS, KeyDescription, slot_tools};
 use super::{Call, ToolSpec, as_label_ref, label_ref};
 
 /// The getter name of a column: `get_<key>s` (the reference's plural form).
@@ -51,9 +52,13 @@ pub fn bind(slot: &[Call]) -> Vec<Call> {
             .arguments
             .iter()
             .map(|(k, v)| {
-                let v = match as_label_ref(v).and_then(|l| renamed.get(l)) {
+                let redirect = |v: &Value| match as_label_ref(v).and_then(|l| renamed.get(l)) {
                     Some(new) => json!(label_ref(new)),
                     None => v.clone(),
+                };
+                let v = match v {
+                    Value::Array(items) => Value::Array(items.iter().map(redirect).collect()),
+                    other => redirect(other),
                 };
                 (k.clone(), v)
             })
@@ -67,6 +72,15 @@ pub fn bind(slot: &[Call]) -> Vec<Call> {
                 push(
                     &mut out,
                     format!("select_data_{}", cond.unwrap_or_default()),
+                    args,
+                    c.label.clone(),
+                );
+            }
+            "combine_data" => {
+                let op = args.remove("operation").and_then(|v| v.as_str().map(String::from));
+                push(
+                    &mut out,
+                    format!("combine_data_{}", op.unwrap_or_default()),
                     args,
                     c.label.clone(),
                 );
@@ -157,6 +171,13 @@ pub fn unbind(call: &Call) -> Call {
         args.insert("ascending".into(), json!(dir == "ascending"));
         return slot("sort_data", args);
     }
+    if let Some(op) = name
+        .strip_prefix("combine_data_")
+        .filter(|o| COMBINE_OPERATIONS.contains(o))
+    {
+        args.insert("operation".into(), json!(op));
+        return slot("combine_data", args);
+    }
     if let Some(agg) = name.strip_prefix("compute_data_").filter(|a| AGGREGATIONS.contains(a)) {
         args.insert("aggregation_type".into(), json!(agg));
         return slot("aggregate_data", args);
@@ -166,6 +187,16 @@ pub fn unbind(call: &Call) -> Call {
         return slot("retrieve_data", args);
     }
     call.clone()
+}
+
+fn combine_description(op: &str) -> &'static str {
+    match op {
+        "union" => "the distinct rows of both (SQL UNION)",
+        "union_all" => "every row of both (SQL UNION ALL)",
+        "intersect" => "the distinct rows of the first that the second holds (SQL INTERSECT)",
+        "except" => "the distinct rows of the first that the second lacks (SQL EXCEPT)",
+        _ => "the rows of two filters of one table, each row once (an OR of the filters)",
+    }
 }
 
 fn without(spec: &ToolSpec, name: String, description: String, drop: &[&str]) -> ToolSpec {
@@ -221,6 +252,18 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             format!("compute_data_{a}"),
             format!("Return the {a} of the values of a column (NULLs skipped); on grouped data, a table with one {a} per group in a column named `{a}`."),
             &["aggregation_type", "limit"],
+        ));
+    }
+    let combine = find("combine_data");
+    for o in COMBINE_OPERATIONS {
+        out.push(without(
+            &combine,
+            format!("combine_data_{o}"),
+            format!(
+                "Combine two tables (or two row-aligned lists of `$LABEL$`s of lists) row-wise: {}.",
+                combine_description(o)
+            ),
+            &["operation"],
         ));
     }
     out.push(ToolSpec {

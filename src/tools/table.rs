@@ -130,19 +130,35 @@ pub struct JoinTable {
     pub prefix: String,
 }
 
-/// The table instances of an `alias_to_table_dict` (alias → table, in join order).
+/// The table instances of an `alias_to_table_dict`, in join order. Each value is the
+/// reference's `{"original_table_name": t, "modified_table_name": prefix}` (Live API-Bench
+/// Listing 10); a plain table-name string (rows built before the reference shape) is read as
+/// `{original_table_name: t}` with the prefix `<table>`, or `<table>_<n>` for the n-th repeated
+/// use of a table.
 pub fn join_tables(aliases: &serde_json::Map<String, serde_json::Value>) -> Result<Vec<JoinTable>, JoinError> {
     let mut uses: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut out = Vec::new();
-    for (alias, table) in aliases {
-        let table = table
-            .as_str()
-            .ok_or_else(|| JoinError::Invalid(format!("table of alias {alias:?} must be a string")))?;
+    for (alias, entry) in aliases {
+        let (table, modified) = match entry {
+            serde_json::Value::String(t) => (t.as_str(), None),
+            serde_json::Value::Object(o) => {
+                let field = |k: &str| o.get(k).and_then(serde_json::Value::as_str);
+                let table = field("original_table_name").ok_or_else(|| {
+                    JoinError::Invalid(format!("alias {alias:?}: `original_table_name` must be a string"))
+                })?;
+                (table, field("modified_table_name"))
+            }
+            _ => {
+                return Err(JoinError::Invalid(format!(
+                    "alias {alias:?}: expected {{original_table_name, modified_table_name}}"
+                )));
+            }
+        };
         let n = uses.entry(table.to_lowercase()).or_insert(0);
-        let prefix = if *n == 0 {
-            table.to_string()
-        } else {
-            format!("{table}_{n}")
+        let prefix = match modified {
+            Some(m) => m.to_string(),
+            None if *n == 0 => table.to_string(),
+            None => format!("{table}_{n}"),
         };
         *n += 1;
         out.push(JoinTable {
@@ -152,6 +168,20 @@ pub fn join_tables(aliases: &serde_json::Map<String, serde_json::Value>) -> Resu
         });
     }
     Ok(out)
+}
+
+/// The reference's `alias_to_table_dict` of table instances:
+/// `{alias: {"original_table_name": table, "modified_table_name": prefix}}` (Listing 10).
+pub fn alias_to_table_dict(tables: &[JoinTable]) -> serde_json::Map<String, serde_json::Value> {
+    tables
+        .iter()
+        .map(|t| {
+            (
+                t.alias.clone(),
+                serde_json::json!({"original_table_name": t.table, "modified_table_name": t.prefix}),
+            )
+        })
+        .collect()
 }
 
 /// One equality of a join condition, serialised as the reference's triple

@@ -52,13 +52,7 @@ pub const NO_MODEL_CALLS: &str = "no_model_calls";
 /// The setup step of a SLOT/SEL example and the calls the model makes: the row's
 /// `initialization_step` when set, else `output[0]` when it is `initialize_active_data`.
 pub fn setup_and_calls(e: &Example) -> (Option<&Call>, &[Call]) {
-    match &e.initialization_step {
-        Some(s) => (Some(s), &e.output),
-        None => match e.output.first() {
-            Some(c) if c.name == "initialize_active_data" => (Some(c), &e.output[1..]),
-            _ => (None, &e.output),
-        },
-    }
+    crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.output)
 }
 
 /// A tool-call id: 9 alphanumeric characters (Mistral's chat template rule), derived from the

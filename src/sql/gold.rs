@@ -1,0 +1,252 @@
+//! What the gold SQL says about how its answer may be compared (issue 11, "answers that cannot
+//! be fooled"):
+//! - **tie runs** of an ordered answer: the runs of consecutive rows with equal ORDER BY keys,
+//!   whose order SQLite leaves unspecified ([`crate::verify::compare`] accepts any order inside
+//!   a run);
+//! - **LIMIT inside a tie**: when the row after the LIMIT cut ties with the last kept row (or
+//!   there is a LIMIT without ORDER BY and more rows than the limit), *which* rows the gold answer
+//!   holds is the engine's arbitrary choice: reason code `tie_ambiguous_limit`;
+//! - **affinity-sensitive comparisons**: a filter comparing a text cell that reads as a number
+//!   with a numeric literal (`Days_held < 100` on a TEXT column) is decided by SQLite's type
+//!   affinity (text order: `'90' > '100'`), not by the values: reason code `affinity_sensitive`
+//!   when any cell's result differs from the numeric comparison.
+
+use std::cmp::Ordering;
+
+use arrow_array::RecordBatch;
+use sqlparser::ast::{Expr, LimitClause, OrderByKind, Query, SelectItem, SetExpr, Statement, Value};
+
+use super::plan::{Condition, Measure, QueryPlan};
+use crate::tools::table::{datums, number_text, query_rows};
+use crate::verify::{Datum, tie_runs};
+
+/// How the gold answer of an ordered query may be compared.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OrderFacts {
+    /// Tie runs of the gold answer (`None`: no ORDER BY, or no run longer than one row, or the
+    /// keys could not be read).
+    pub ties: Option<Vec<usize>>,
+}
+
+/// The ORDER BY expressions of `select` as projectable expressions: a positional `ORDER BY 2`
+/// becomes the second SELECT item, an alias its expression.
+fn order_keys(items: &[SelectItem], keys: &[Expr]) -> Option<Vec<Expr>> {
+    keys.iter()
+        .map(|k| match k {
+            Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => match items.get(n.parse::<usize>().ok()?.checked_sub(1)?)? {
+                    SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e.clone()),
+                    _ => None,
+                },
+                _ => Some(k.clone()),
+            },
+            Expr::Identifier(id) => Some(
+                items
+                    .iter()
+                    .find_map(|i| match i {
+                        SelectItem::ExprWithAlias { expr, alias } if alias.value.eq_ignore_ascii_case(&id.value) => {
+                            Some(expr.clone())
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| k.clone()),
+            ),
+            other => Some(other.clone()),
+        })
+        .collect()
+}
+
+/// Tie runs of the gold answer and whether a LIMIT cut falls inside a tie. Runs the gold query
+/// once more with its ORDER BY keys appended to the SELECT list and without its LIMIT.
+/// `Err(detail)` for a LIMIT cut inside a tie; `Ok` with no runs when the query has no ORDER BY
+/// and no LIMIT, or when its shape (set operation, DISTINCT over other columns, OFFSET) keeps
+/// the keys from being read (strict comparison then).
+pub fn order_ties(conn: &rusqlite::Connection, stmt: &Statement) -> Result<OrderFacts, String> {
+    let Statement::Query(q) = stmt else {
+        return Ok(OrderFacts::default());
+    };
+    let SetExpr::Select(select) = &*q.body else {
+        return Ok(OrderFacts::default());
+    };
+    let limit = match &q.limit_clause {
+        None => None,
+        Some(LimitClause::LimitOffset {
+            limit: Some(Expr::Value(v)),
+            offset: None,
+            ..
+        }) => match &v.value {
+            Value::Number(n, _) => n.parse::<usize>().ok(),
+            _ => return Ok(OrderFacts::default()),
+        },
+        Some(_) => return Ok(OrderFacts::default()),
+    };
+    let keys = match &q.order_by {
+        Some(ob) => match &ob.kind {
+            OrderByKind::Expressions(exprs) => exprs.iter().map(|o| o.expr.clone()).collect::<Vec<_>>(),
+            _ => return Ok(OrderFacts::default()),
+        },
+        None => vec![],
+    };
+    if keys.is_empty() && limit.is_none() {
+        return Ok(OrderFacts::default());
+    }
+    let Some(keys) = order_keys(&select.projection, &keys) else {
+        return Ok(OrderFacts::default());
+    };
+    let mut q2 = (**q).clone();
+    q2.limit_clause = None;
+    if let SetExpr::Select(s2) = &mut *q2.body {
+        if s2.distinct.is_some()
+            && !keys.iter().all(|k| {
+                select.projection.iter().any(
+                    |i| matches!(i, SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } if e == k),
+                )
+            })
+        {
+            return Ok(OrderFacts::default());
+        }
+        s2.projection.extend(keys.iter().cloned().map(SelectItem::UnnamedExpr));
+    }
+    let Ok(rows) = query_rows(conn, &q2.to_string()) else {
+        return Ok(OrderFacts::default());
+    };
+    let key_cols = keys.len();
+    let key_of = |r: &Vec<Datum>| r[r.len().saturating_sub(key_cols)..].to_vec();
+    if let Some(l) = limit {
+        if rows.len() > l {
+            if keys.is_empty() {
+                return Err(format!(
+                    "LIMIT {l} without ORDER BY keeps an arbitrary {l} of {} rows",
+                    rows.len()
+                ));
+            }
+            // The key columns are the last ones (after any wildcard's columns).
+            if l > 0 && keys_eq(&key_of(&rows[l - 1]), &key_of(&rows[l])) {
+                return Err(format!(
+                    "LIMIT {l} cuts inside a tie: rows {} and {} have the same ORDER BY keys {}",
+                    l,
+                    l + 1,
+                    serde_json::to_string(&key_of(&rows[l])).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    if keys.is_empty() {
+        return Ok(OrderFacts::default());
+    }
+    let kept = limit.map_or(rows.len(), |l| l.min(rows.len()));
+    let runs = tie_runs(&rows[..kept].iter().map(key_of).collect::<Vec<_>>());
+    Ok(OrderFacts {
+        ties: runs.iter().any(|&n| n > 1).then_some(runs),
+    })
+}
+
+/// [`order_ties`] of every subquery of `stmt` (a scalar subquery's `ORDER BY … LIMIT 1` picks
+/// arbitrarily inside a tie just as a top-level one does): `Err(detail)` for the first LIMIT cut
+/// inside a tie.
+pub fn subquery_ties(conn: &rusqlite::Connection, stmt: &Statement) -> Result<(), String> {
+    let mut subqueries: Vec<Query> = Vec::new();
+    let _ = sqlparser::ast::visit_expressions(stmt, |e| {
+        match e {
+            Expr::Subquery(q) | Expr::InSubquery { subquery: q, .. } => subqueries.push((**q).clone()),
+            _ => {}
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    for q in subqueries {
+        order_ties(conn, &Statement::Query(Box::new(q))).map_err(|d| format!("in a subquery: {d}"))?;
+    }
+    Ok(())
+}
+
+fn keys_eq(a: &[Datum], b: &[Datum]) -> bool {
+    tie_runs(&[a.to_vec(), b.to_vec()]).len() == 1
+}
+
+/// The numeric comparison of the filter `condition` (`Some(true)` when it holds).
+fn holds(condition: &str, o: Ordering) -> Option<bool> {
+    Some(match condition {
+        "equal_to" => o == Ordering::Equal,
+        "not_equal_to" => o != Ordering::Equal,
+        "greater_than" => o == Ordering::Greater,
+        "less_than" => o == Ordering::Less,
+        "greater_than_equal_to" => o != Ordering::Less,
+        "less_than_equal_to" => o != Ordering::Greater,
+        _ => return None,
+    })
+}
+
+/// The first filter of `plan` whose result on some cell of the joined table `table` depends on
+/// comparing a number-like text cell with a numeric literal as text (SQLite's affinity) rather
+/// than as numbers; `Some(detail)` naming the column, the literal and the cell.
+pub fn affinity_sensitive(plan: &QueryPlan, table: &RecordBatch) -> Option<String> {
+    for sub in plan.subqueries.iter().chain(plan.set_ops.iter().map(|(_, p)| p)) {
+        if let Some(d) = affinity_sensitive(sub, table) {
+            return Some(d);
+        }
+    }
+    let mut conditions: Vec<&Condition> = plan.filters.iter().chain(plan.branches.iter().flatten()).collect();
+    let mut measures: Vec<&Measure> = plan
+        .projection
+        .iter()
+        .chain(plan.order_by.iter().map(|o| &o.measure))
+        .collect();
+    while let Some(m) = measures.pop() {
+        match m {
+            Measure::Aggregate { filters, .. } => conditions.extend(filters),
+            Measure::Arith(a, _, b) => measures.extend([&**a, &**b]),
+            _ => {}
+        }
+    }
+    for c in conditions {
+        let Some(v) = c.value.as_f64().filter(|_| c.value.is_number()) else {
+            continue;
+        };
+        let literal = if let Some(i) = c.value.as_i64() {
+            Datum::Int(i)
+        } else {
+            Datum::Real(v)
+        };
+        let Some(text) = number_text(&literal) else {
+            continue;
+        };
+        let schema = table.schema();
+        let Some(idx) = schema
+            .fields()
+            .iter()
+            .position(|f| f.name().eq_ignore_ascii_case(&c.key))
+        else {
+            continue;
+        };
+        for cell in datums(table.column(idx).as_ref()) {
+            let Datum::Text(s) = &cell else { continue };
+            let Ok(x) = s.trim().parse::<f64>() else { continue };
+            let as_text = holds(c.condition, s.as_bytes().cmp(text.as_bytes()));
+            let as_number = x.partial_cmp(&v).and_then(|o| holds(c.condition, o));
+            if as_text != as_number {
+                return Some(format!(
+                    "{} {} {}: the text cell '{s}' compares as text (SQLite affinity), not as the number {x}",
+                    c.key,
+                    sql_operator(c.condition),
+                    c.value
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The SQL operator of a `filter_data` condition (for details).
+pub fn sql_operator(condition: &str) -> &'static str {
+    match condition {
+        "equal_to" => "=",
+        "not_equal_to" => "!=",
+        "greater_than" => ">",
+        "less_than" => "<",
+        "greater_than_equal_to" => ">=",
+        "less_than_equal_to" => "<=",
+        "contains" => "CONTAINS",
+        "like" => "LIKE",
+        _ => "?",
+    }
+}
