@@ -13,7 +13,8 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::Value;
-use toolforge::emit::{build_and_emit, read_rows};
+use toolforge::emit::read_rows;
+use toolforge::pipeline::build_and_emit;
 use toolforge::verify::{Answer, answers_match};
 
 fn root() -> PathBuf {
