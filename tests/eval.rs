@@ -303,6 +303,14 @@ fn drift_rows_pass_only_in_the_a_new_form() {
             let old = parents[r.meta["variant_of"].as_str().unwrap()];
             text += &(line(&r.id, old) + "\n");
             let only_types = old.iter().all(|c| {
+                // The A_old parameter spec of the called endpoint (its default, if optional).
+                let default_of = |p: &str| -> Option<Value> {
+                    let spec = set.catalog.get(&c.name)?;
+                    let required = spec.parameters["required"]
+                        .as_array()
+                        .is_some_and(|req| req.iter().any(|x| x == p));
+                    (!required).then(|| spec.parameters["properties"][p]["default"].clone())
+                };
                 r.meta["variant"]["changes"][&c.name]
                     .as_array()
                     .into_iter()
@@ -310,6 +318,15 @@ fn drift_rows_pass_only_in_the_a_new_form() {
                     .all(|ch| {
                         ch["operator"] == "type_drift"
                             || (ch["operator"] == "required_swap" && ch["now_required"] == false)
+                            // An optional parameter renamed: the server ignores the old name and
+                            // uses the default, which is silent when the call passed the default
+                            // (or nothing) under the old name.
+                            || (ch["operator"] == "parameter_rename"
+                                && ch["from"].as_str().is_some_and(|from| {
+                                    default_of(from).is_some_and(|d| {
+                                        c.arguments.get(from).is_none_or(|v| !d.is_null() && *v == d)
+                                    })
+                                }))
                     })
             });
             if only_types {

@@ -241,7 +241,11 @@ fn ast_check_agrees_with_bfcls_own_checker() {
     )
     .unwrap();
     let set = EvalSet::load(&out.join("bfcl"), None).unwrap();
-    let rows = select(&set, None, None);
+    // Irrelevance rows (gold "no call") are scored by the irrelevance metric, not the AST checker.
+    let rows: Vec<_> = select(&set, None, None)
+        .into_iter()
+        .filter(|r| r.meta["expected"] != "no_call")
+        .collect();
     assert!(rows.len() >= 500, "{}", rows.len());
     let mut items = String::new();
     let mut ours: Vec<(String, usize, bool)> = Vec::new();
