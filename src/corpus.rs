@@ -2,9 +2,13 @@
 //! and Spider (`db_id, question, query`) question files, plus column descriptions (BIRD
 //! `database_description/<table>.csv`, Spider `tables.json` column names).
 //!
-//! A record that is not an object with the expected fields is reported as a [`BadRecord`]
-//! (file, 0-based record index, what was expected) and skipped; a file that is not JSON at all
-//! is an error naming the file, line and column.
+//! A record that is not an object with the expected fields, or that holds invalid UTF-8, is
+//! reported as a [`BadRecord`] (file, 0-based record index, what was expected) and skipped; a
+//! file that is not JSON at all is an error naming the file, line and column.
+//!
+//! The record-level decoding shared by every source reader lives here too: [`read_json_lossy`]
+//! and [`read_text`] decode invalid UTF-8 as [`INVALID_UTF8_MARK`] so one bad record never stops a build, and
+//! [`invalid_record`] / [`invalid_line`] turn such a record into a bad-record message.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,7 +48,7 @@ pub struct BadRecord {
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
     /// IO on a corpus file.
-    #[error("{path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -73,9 +77,105 @@ pub fn read_json(path: &Path) -> Result<Json, CorpusError> {
     })
 }
 
-/// Reads a question file of the given `format` (`bird` or `spider`).
+/// The character an invalid UTF-8 byte sequence is decoded as by [`read_text`]: U+FDD0, a
+/// Unicode noncharacter (reserved for a program's internal use, never in interchanged text), so
+/// it cannot be confused with a U+FFFD that the corpus itself contains (MixSNIPS does).
+pub const INVALID_UTF8_MARK: char = '\u{fdd0}';
+
+/// Reads a JSON file of records whose text may hold invalid UTF-8: invalid byte sequences are
+/// decoded as [`INVALID_UTF8_MARK`] (so the file still parses) and each record reader rejects the records that
+/// hold one with [`invalid_record`] — one bad record, counted and skipped, never a fatal error.
+/// Errors: IO, or a file that is not JSON even so (file, line and column).
+pub fn read_json_lossy(path: &Path) -> Result<Json, CorpusError> {
+    let text = read_text(path)?;
+    serde_json::from_str(&text).map_err(|e| CorpusError::Malformed {
+        path: path.into(),
+        message: format!("not valid JSON: {e}"),
+    })
+}
+
+/// Reads a text file for a line-based reader (TSV, IOB, JSON Lines): each invalid UTF-8
+/// sequence becomes [`INVALID_UTF8_MARK`], and the reader rejects the lines that hold one with
+/// [`invalid_line`]. Errors: IO.
+pub fn read_text(path: &Path) -> Result<String, CorpusError> {
+    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
+        path: path.into(),
+        source,
+    })?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let mut text = String::with_capacity(e.as_bytes().len());
+            for chunk in e.as_bytes().utf8_chunks() {
+                text.push_str(chunk.valid());
+                if !chunk.invalid().is_empty() {
+                    text.push(INVALID_UTF8_MARK);
+                }
+            }
+            text
+        }
+    })
+}
+
+/// Splits JSON Lines text (from [`read_text`]) into records: (0-based line number, the line's
+/// value, or why the line is bad: invalid UTF-8 or not valid JSON). Blank lines are skipped.
+pub fn json_lines(text: &str) -> Vec<(usize, Result<Json, String>)> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            let value = match invalid_line(l) {
+                Some(message) => Err(message),
+                None => serde_json::from_str(l).map_err(|e| format!("not valid JSON: {e}")),
+            };
+            (i, value)
+        })
+        .collect()
+}
+
+/// The bad-record message for a line holding [`INVALID_UTF8_MARK`] (invalid UTF-8 in the source, see
+/// [`read_text`]), with its 1-based column; `None` for a clean line.
+pub fn invalid_line(line: &str) -> Option<String> {
+    line.chars()
+        .position(|c| c == INVALID_UTF8_MARK)
+        .map(|col| format!("invalid UTF-8 at column {}", col + 1))
+}
+
+/// The bad-record message for a JSON record holding [`INVALID_UTF8_MARK`] in a string or key (invalid UTF-8 in
+/// the source, see [`read_json_lossy`]), naming the first such field; `None` for a clean record.
+pub fn invalid_record(rec: &Json) -> Option<String> {
+    fn find(v: &Json, path: &str) -> Option<String> {
+        match v {
+            Json::String(s) if s.contains(INVALID_UTF8_MARK) => Some(path.to_string()),
+            Json::Array(a) => a.iter().enumerate().find_map(|(i, x)| find(x, &format!("{path}[{i}]"))),
+            Json::Object(o) => o.iter().find_map(|(k, x)| {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                if k.contains(INVALID_UTF8_MARK) {
+                    Some(p)
+                } else {
+                    find(x, &p)
+                }
+            }),
+            _ => None,
+        }
+    }
+    find(rec, "").map(|field| {
+        if field.is_empty() {
+            "invalid UTF-8".to_string()
+        } else {
+            format!("invalid UTF-8 in field `{field}`")
+        }
+    })
+}
+
+/// Reads a question file of the given `format` (`bird` or `spider`). A record holding invalid
+/// UTF-8 is a [`BadRecord`] like a record missing a field.
 pub fn read_questions(path: &Path, format: &str) -> Result<(Vec<Question>, Vec<BadRecord>), CorpusError> {
-    let value = read_json(path)?;
+    let value = read_json_lossy(path)?;
     let Json::Array(records) = value else {
         return Err(CorpusError::Malformed {
             path: path.into(),
@@ -86,7 +186,7 @@ pub fn read_questions(path: &Path, format: &str) -> Result<(Vec<Question>, Vec<B
     let mut questions = Vec::new();
     let mut bad = Vec::new();
     for (i, rec) in records.iter().enumerate() {
-        match question(rec, i, format) {
+        match invalid_record(rec).map_or_else(|| question(rec, i, format), Err) {
             Ok(q) => questions.push(q),
             Err(message) => bad.push(BadRecord {
                 file: file.clone(),
@@ -242,6 +342,46 @@ mod tests {
             bad[1]
         );
         assert!(bad[2].message.contains("missing field `question`"));
+    }
+
+    #[test]
+    fn invalid_utf8_in_one_question_is_one_bad_record() {
+        // A temp copy of the real Spider dev.json with one byte of question 3 made invalid.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev.json");
+        let real = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/spider/dev.json");
+        let mut bytes = std::fs::read(&real).unwrap();
+        let (want, _) = read_questions(&real, "spider").unwrap();
+        let needle = b"\"question\": \"";
+        let at = (0..bytes.len() - needle.len())
+            .filter(|&i| &bytes[i..i + needle.len()] == needle)
+            .nth(3)
+            .unwrap();
+        bytes[at + needle.len() + 1] = 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let (qs, bad) = read_questions(&path, "spider").unwrap();
+        assert_eq!(qs.len(), want.len() - 1);
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        assert_eq!(bad[0].record, 3);
+        assert!(
+            bad[0].message.contains("invalid UTF-8 in field `question`"),
+            "{:?}",
+            bad[0]
+        );
+        assert_eq!(qs[3].id, "4", "later records keep their ids");
+    }
+
+    #[test]
+    fn invalid_line_and_record_messages() {
+        assert_eq!(
+            invalid_line("ab\u{fdd0}c").as_deref(),
+            Some("invalid UTF-8 at column 3")
+        );
+        // A U+FFFD in the corpus itself (MixSNIPS has some) is text, not a decoding error.
+        assert_eq!(invalid_line("ab\u{fffd}c"), None);
+        assert_eq!(invalid_line("abc"), None);
+        let rec: Json = serde_json::json!({"a": {"b": ["x", "y\u{fdd0}"]}});
+        assert_eq!(invalid_record(&rec).as_deref(), Some("invalid UTF-8 in field `a.b[1]`"));
     }
 
     #[test]

@@ -165,16 +165,9 @@ pub fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
     files
 }
 
-fn io_err(path: &Path, source: std::io::Error) -> CorpusError {
-    CorpusError::Io {
-        path: path.into(),
-        source,
-    }
-}
-
 /// Reads an AGIF file: `token TAG` lines, an intent line, a blank line.
 fn read_agif(path: &Path, bad: &mut Vec<BadRecord>) -> Result<Vec<Record>, CorpusError> {
-    let text = std::fs::read_to_string(path).map_err(|e| io_err(path, e))?;
+    let text = crate::corpus::read_text(path)?;
     Ok(parse_agif(&text, &path.display().to_string(), bad))
 }
 
@@ -193,6 +186,11 @@ fn parse_agif(text: &str, file: &str, bad: &mut Vec<BadRecord>) -> Vec<Record> {
         *index += 1;
     };
     for (n, line) in text.lines().enumerate() {
+        // Invalid UTF-8 in a token or intent line: the whole record is bad (flushed at its end).
+        if let Some(message) = crate::corpus::invalid_line(line) {
+            error.get_or_insert(format!("line {}: {message}", n + 1));
+            continue;
+        }
         let fields: Vec<&str> = line.split_whitespace().collect();
         match fields.len() {
             0 => {
@@ -261,7 +259,7 @@ fn read_glgin(
     label: &Path,
     bad: &mut Vec<BadRecord>,
 ) -> Result<Vec<Record>, CorpusError> {
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| io_err(p, e));
+    let read = |p: &Path| crate::corpus::read_text(p);
     let ins = read(seq_in)?;
     let outs = seq_out.map(read).transpose()?;
     let labels = read(label)?;
@@ -285,7 +283,13 @@ fn read_glgin(
         if tokens.is_empty() && intent.is_empty() && tags.as_ref().is_none_or(Vec::is_empty) {
             continue;
         }
-        let problem = if tokens.is_empty() {
+        let invalid = [ins.get(i), labels.get(i), outs.as_ref().and_then(|o| o.get(i))]
+            .into_iter()
+            .flatten()
+            .find_map(|l| crate::corpus::invalid_line(l));
+        let problem = if let Some(message) = invalid {
+            Some(message)
+        } else if tokens.is_empty() {
             Some("no tokens in seq.in".to_string())
         } else if intent.is_empty() || intent.contains(char::is_whitespace) {
             Some(format!("label line {intent:?} is not one `#`-joined intent list"))

@@ -461,7 +461,7 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
         files_per_split.insert(sp.to_string(), json!(files.len()));
         let parsed: Vec<(String, Value)> = files
             .par_iter()
-            .map(|f| read_json(f).map(|v| (rel(root, f), v)))
+            .map(|f| crate::corpus::read_json_lossy(f).map(|v| (rel(root, f), v)))
             .collect::<Result<_, _>>()?;
         let mut outcome = Outcome::default();
         for (file, value) in parsed {
@@ -472,7 +472,7 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
                 });
             };
             for (i, rec) in records.iter().enumerate() {
-                let d = match parse_dialogue(rec) {
+                let d = match crate::corpus::invalid_record(rec).map_or_else(|| parse_dialogue(rec), Err) {
                     Ok(d) => d,
                     Err(message) => {
                         conversion.bad_records.push(BadRecord {
