@@ -3,8 +3,8 @@
 //! endpoint with header `X-Toolforge-Fault: <kind>`, or a random share `--fault-rate` of them
 //! (seeded by `--fault-seed`), gets the fault instead of (or on top of) its answer: `timeout`
 //! (504), `rate_limit` (429 with `Retry-After: 1`), `unavailable` (503), `truncated_result` /
-//! `corrupted_result` (200 with the body cut in half / garbled), `session_expired` (the session is
-//! ended, 404). The response carries `X-Toolforge-Fault-Injected: <kind>`; an unknown kind is 400.
+//! `corrupted_result` (200 with the body cut in half / garbled), `session_expired` (SLOT/SEL: the
+//! session is ended, 404; REST: 401). The response carries `X-Toolforge-Fault-Injected: <kind>`; an unknown kind is 400.
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -68,6 +68,11 @@ pub(super) async fn inject_fault(State(state): State<Shared>, req: Request, next
         "unavailable" => detail(
             StatusCode::SERVICE_UNAVAILABLE,
             "the service is temporarily unavailable (injected fault)",
+        ),
+        // REST endpoints have no session: the fault is an expired credential, 401.
+        "session_expired" if !path.starts_with("/tools/") => detail(
+            StatusCode::UNAUTHORIZED,
+            "the session expired (injected fault); authenticate again and repeat the request",
         ),
         "session_expired" => {
             let (parts, body) = req.into_parts();

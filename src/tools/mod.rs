@@ -10,6 +10,7 @@
 
 pub mod catalog;
 pub mod executor;
+pub mod lax;
 pub mod openapi;
 pub mod rest;
 pub mod sel;
