@@ -1,44 +1,51 @@
-# toolforge tasks. `just --list` shows them.
+# toolforge tasks. `just --list` shows them, one line each.
+#
+# `just test` runs `cargo test --release` first: that builds target/release/toolforge (the
+# integration tests run it); a separate `cargo build` would rebuild half the dependency tree for
+# the dev-dependency feature set. Then every recipe is built and the executable ones verified.
 
 # Every recipe `just test` builds.
 recipes := "slot-spider slot-bird sel-spider sel-bird rest-spider rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl"
 # The datasets whose rows `toolforge verify` re-executes (REST through the live server).
 executable := "slot-spider slot-bird sel-spider sel-bird rest-spider rest-bird"
 
+# Install the `toolforge` command into ~/.cargo/bin (cargo install --path . --locked).
+install:
+    @cargo install --quiet --path . --locked
+    @echo "installed: $(command -v toolforge || echo "$HOME/.cargo/bin/toolforge (add ~/.cargo/bin to PATH)")"
+
 # Build a dataset from recipes/RECIPE.toml into out/RECIPE/ (release mode).
 build-dataset RECIPE:
-    cargo run --release --quiet -- build {{RECIPE}}
+    @cargo run --release --quiet -- build {{RECIPE}}
 
 # Serve a built dataset's tools on 127.0.0.1:8000 (REST endpoints or SLOT/SEL sessions).
 serve RECIPE:
-    cargo run --release --quiet -- serve {{RECIPE}}
+    @cargo run --release --quiet -- serve {{RECIPE}}
 
-# Run the whole test suite: Rust unit + integration tests, every recipe built and verified, then
-# the pyarrow/sqlite3 consumer, live-server and FastAPI conformance tests.
+# Whole test suite: cargo tests, every recipe built and verified, Python consumer/conformance tests.
 test:
-    cargo test --release
-    # `cargo test` built target/release/toolforge (the integration tests run it); a separate
-    # `cargo build` would rebuild half the dependency tree for the dev-dependency feature set.
-    for r in {{recipes}}; do target/release/toolforge build $r --quiet > /dev/null; done
-    for r in {{executable}}; do target/release/toolforge verify out/$r; done
-    python3 -m pytest tests/consumer tests/conformance -q
+    @cargo test --release
+    @for r in {{recipes}}; do echo "build $r"; target/release/toolforge build $r --quiet > /dev/null; done
+    @for r in {{executable}}; do printf '%s ' $r; target/release/toolforge verify out/$r; done
+    @python3 -m pytest tests/consumer tests/conformance -q
 
 # The LLM integration test alone (tests/llm-server: node-llama-cpp + SmolLM2 on 127.0.0.1).
 test-llm:
-    bash tests/llm-server/setup.sh
-    cargo test --release --test llm -- --nocapture
+    @bash tests/llm-server/setup.sh
+    @cargo test --release --test llm -- --nocapture
 
 # Time cold builds, no-op rebuilds, peak RSS, the live server under load (wrk), and evaluation
 # (scoring throughput on 10,000 predictions, agent-mode overhead per step without the model).
 bench:
-    bash benches/bench.sh
-    bash benches/serve.sh
-    bash benches/eval.sh
+    @bash benches/bench.sh
+    @bash benches/serve.sh
+    @bash benches/sessions.sh
+    @bash benches/eval.sh
 
-# The evaluation benchmark alone.
+# The evaluation benchmark alone (scoring throughput, agent-mode overhead per step).
 bench-eval:
-    bash benches/eval.sh
+    @bash benches/eval.sh
 
-# What CI runs.
+# What CI runs (.ci/run: installs the test dependencies, then `just test`).
 ci:
-    bash .ci/run
+    @bash .ci/run

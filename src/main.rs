@@ -7,7 +7,14 @@ use clap::{Parser, Subcommand};
 /// toolforge: compile annotated corpora (text-to-SQL, NLU, dialogue) into verified
 /// tool-calling datasets, and serve their tools live.
 #[derive(Parser)]
-#[command(version, about, long_about = None)]
+#[command(
+    version,
+    about,
+    long_about = None,
+    after_help = "Each command's flags: `toolforge <command> --help` (e.g. `toolforge serve --help`).\n\
+                  Recipes are `recipes/<name>.toml` of the project (found from any directory);\n\
+                  corpora are looked up as each `sources/<name>.toml` says (../shared/corpora or $TOOLFORGE_*)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -200,28 +207,25 @@ enum EvalCommand {
     },
 }
 
-fn recipe_path(r: &str) -> PathBuf {
-    let p = PathBuf::from(r);
-    if p.exists() || r.ends_with(".toml") {
-        p
-    } else {
-        PathBuf::from("recipes").join(format!("{r}.toml"))
-    }
+/// A recipe argument as a file: see [`toolforge::recipe::resolve_recipe`] (names resolve against
+/// the project root from any directory; unknown names list the available recipes).
+fn recipe_path(r: &str) -> Result<PathBuf, toolforge::recipe::RecipeError> {
+    toolforge::recipe::resolve_recipe(r)
 }
 
 /// A built dataset directory: `r` itself if it holds a MANIFEST.json, else `<out>/<recipe name>`.
-fn dataset_dir(r: &str, out: Option<&std::path::Path>) -> PathBuf {
+fn dataset_dir(r: &str, out: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
     let p = PathBuf::from(r);
     if p.join("MANIFEST.json").is_file() {
-        return p;
+        return Ok(p);
     }
-    let path = recipe_path(r);
+    let path = recipe_path(r)?;
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let root = toolforge::pipeline::project_root(&path);
-    out.map(PathBuf::from).unwrap_or_else(|| root.join("out")).join(name)
+    Ok(out.map(PathBuf::from).unwrap_or_else(|| root.join("out")).join(name))
 }
 
 /// Converts every trajectory file of `dir` (clean and faulted, in name order) to `format`.
@@ -427,15 +431,14 @@ fn main() -> ExitCode {
             out,
             store,
             quiet,
-        } => {
-            let path = recipe_path(&recipe);
+        } => recipe_path(&recipe).map_err(anyhow::Error::from).and_then(|path| {
             toolforge::pipeline::build_and_emit(&path, out.as_deref(), store.as_deref(), !quiet)
                 .map(|summary| {
                     use std::io::Write as _;
                     let _ = writeln!(std::io::stdout(), "{summary}");
                 })
                 .map_err(anyhow::Error::from)
-        }
+        }),
         Command::Serve {
             recipe,
             host,
@@ -448,9 +451,9 @@ fn main() -> ExitCode {
             fault_rate,
             fault_seed,
             mcp,
-        } => {
-            let dir = dataset_dir(&recipe, out.as_deref());
-            toolforge::serve::Toolkit::load(&dir, databases.as_deref()).and_then(|toolkit| {
+        } => dataset_dir(&recipe, out.as_deref())
+            .and_then(|dir| toolforge::serve::Toolkit::load(&dir, databases.as_deref()))
+            .and_then(|toolkit| {
                 let run = if mcp {
                     toolforge::serve::mcp::run_stdio
                 } else {
@@ -467,8 +470,7 @@ fn main() -> ExitCode {
                         fault_seed,
                     },
                 )
-            })
-        }
+            }),
         Command::Eval { command } => eval(command),
         Command::Trajectories {
             dir,

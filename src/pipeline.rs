@@ -43,6 +43,16 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
             });
         }
     };
+    // Corrupt store entries met by the compile stages: named in the summary, kept out of the
+    // files (a rebuild must give the same bytes).
+    let dirty = store.dirty();
+    if !dirty.is_empty() {
+        let list: Vec<String> = dirty.iter().map(ToString::to_string).collect();
+        build.stats.insert(
+            crate::store::REPAIRED_STAT.into(),
+            format!("{} corrupt entries recomputed: {}", dirty.len(), list.join("; ")).into(),
+        );
+    }
     // ToolGym task synthesis for MCP bundles (an LLM endpoint, else skipped with one line).
     if build.recipe.format == "catalog" {
         let llm = build.recipe.catalog.as_ref().and_then(|k| k.llm.clone());

@@ -29,7 +29,7 @@ use serde::Serialize;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// An IO operation on a store path failed.
-    #[error("store {path}: {source}")]
+    #[error("store {path}")]
     Io {
         /// The file or directory that failed.
         path: PathBuf,
@@ -77,10 +77,39 @@ pub enum Lookup {
     Corrupt,
 }
 
+/// The `Build::stats` key under which the pipeline names the corrupt entries [`Store::get`] met
+/// (printed in the build summary, kept out of the written report).
+pub const REPAIRED_STAT: &str = "store_repaired";
+
+/// Why a stored entry was not used and its stage recomputed (cf. cargo's `DirtyReason`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dirty {
+    /// The stage name of the key, e.g. `compile-slot`.
+    pub stage: String,
+    /// The entry's file name (hex digest of the key).
+    pub digest: String,
+    /// What was wrong: `truncated to N bytes` or `payload hash mismatch`.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Dirty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}…: {}",
+            self.stage,
+            &self.digest[..12.min(self.digest.len())],
+            self.reason
+        )
+    }
+}
+
 /// A content-addressed store rooted at a directory (default `out/.store`).
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    /// Corrupt entries met by [`Store::get`] since the store was opened (shared by clones).
+    dirty: std::sync::Arc<std::sync::Mutex<Vec<Dirty>>>,
 }
 
 impl Store {
@@ -103,7 +132,16 @@ impl Store {
                 }
             }
         }
-        Ok(Store { root })
+        Ok(Store {
+            root,
+            dirty: Default::default(),
+        })
+    }
+
+    /// The corrupt entries [`Store::get`] met and removed (so their stages were recomputed), in
+    /// the order met.
+    pub fn dirty(&self) -> Vec<Dirty> {
+        self.dirty.lock().map(|d| d.clone()).unwrap_or_default()
     }
 
     /// The store's root directory.
@@ -116,18 +154,30 @@ impl Store {
     }
 
     /// Looks up the entry for `key`, checking its integrity.
+    /// A corrupt entry is removed and recorded in [`Store::dirty`].
     pub fn get(&self, key: &StageKey) -> Lookup {
-        let path = self.entry_path(&key.digest());
+        let digest = key.digest();
+        let path = self.entry_path(&digest);
         let Ok(bytes) = fs::read(&path) else {
             return Lookup::Missing;
         };
-        if bytes.len() >= 32 {
+        let reason = if bytes.len() >= 32 {
             let (stored, payload) = bytes.split_at(32);
             if blake3::hash(payload).as_bytes() == stored {
                 return Lookup::Hit(payload.to_vec());
             }
-        }
+            "payload hash mismatch".to_string()
+        } else {
+            format!("truncated to {} bytes", bytes.len())
+        };
         let _ = fs::remove_file(&path);
+        if let Ok(mut d) = self.dirty.lock() {
+            d.push(Dirty {
+                stage: key.stage.clone(),
+                digest,
+                reason,
+            });
+        }
         Lookup::Corrupt
     }
 
@@ -156,6 +206,38 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     file.sync_all().map_err(io_err(&tmp))?;
     drop(file);
     fs::rename(&tmp, path).map_err(io_err(path))
+}
+
+/// Removes the staging directories `<parent>/.<name>.tmp-<pid>` (and their `.old` siblings)
+/// left by builds whose process `pid` is no longer running (killed mid-emit), as the store sweeps
+/// its temp files on open. Directories of live processes are left alone. Returns how many were
+/// removed. Liveness is read from `/proc/<pid>`; without `/proc` nothing is removed.
+pub fn sweep_stale_dirs(parent: &Path) -> usize {
+    if !Path::new("/proc/self").exists() {
+        return 0;
+    }
+    let Ok(entries) = fs::read_dir(parent) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with('.') {
+            continue;
+        }
+        let Some((_, pid)) = name.rsplit_once(".tmp-") else {
+            continue;
+        };
+        let pid = pid.strip_suffix(".old").unwrap_or(pid);
+        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        if fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Hex blake3 hash of a file's bytes. Errors: the file cannot be read.
@@ -203,6 +285,27 @@ mod tests {
         store.put(&key(1), b"hello world").unwrap();
         fs::write(&path, &fs::read(&path).unwrap()[..20]).unwrap();
         assert_eq!(store.get(&key(1)), Lookup::Corrupt);
+        let dirty = store.dirty();
+        assert_eq!(dirty.len(), 2);
+        assert_eq!(
+            (dirty[0].stage.as_str(), dirty[0].reason.as_str()),
+            ("t", "payload hash mismatch")
+        );
+        assert_eq!(dirty[1].reason, "truncated to 20 bytes");
+    }
+
+    #[test]
+    fn sweep_removes_only_dead_processes_temp_dirs() {
+        let dir = tempfile::tempdir().unwrap();
+        // A pid that cannot be alive (above the kernel's pid_max of 2^22) and our own, live one.
+        let dead = dir.path().join(".slot-bird.tmp-99999999");
+        let live = dir.path().join(format!(".slot-bird.tmp-{}", std::process::id()));
+        let other = dir.path().join("slot-bird");
+        for d in [&dead, &live, &other] {
+            fs::create_dir_all(d.join("data")).unwrap();
+        }
+        assert_eq!(sweep_stale_dirs(dir.path()), 1);
+        assert!(!dead.exists() && live.exists() && other.exists());
     }
 
     #[test]

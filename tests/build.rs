@@ -74,6 +74,31 @@ fn slot_bird_reports_missing_databases_and_meets_superhero_yield() {
         false,
     )
     .unwrap();
+    // The headline counts questions whose database is present; the absent ones are named, with
+    // the download, on one line.
+    let summary = build_and_emit(
+        &root().join("recipes/slot-bird.toml"),
+        Some(&tmp.path().join("out2")),
+        Some(&tmp.path().join("store")),
+        false,
+    )
+    .unwrap();
+    let first = summary.lines().next().unwrap();
+    assert!(
+        first.contains("/52 questions verified") && first.contains("database present; 448 more are db_missing"),
+        "{summary}"
+    );
+    let line = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with("db_missing:"))
+        .unwrap();
+    assert!(
+        line.contains("448 questions over 10 absent databases")
+            && line.contains("california_schools")
+            && line.contains("bird-bench")
+            && line.contains("TOOLFORGE_BIRD_DEV"),
+        "{line}"
+    );
     let r = report(&out, "slot-bird");
     assert_eq!(r["attempted"], 500);
     let hero = &r["per_group"]["superhero"];
@@ -100,6 +125,12 @@ fn corrupt_store_entries_are_rebuilt() {
     std::fs::remove_dir_all(&out).unwrap();
     let summary = build_and_emit(&recipe, Some(&out), Some(&store), false).unwrap();
     assert!(summary.contains("0 stages from the store, 11 computed"), "{summary}");
+    // Why they were recomputed, per entry (cf. cargo's DirtyReason).
+    assert!(
+        summary.contains("store_repaired: 11 corrupt entries recomputed: compile-slot ")
+            && (summary.contains("truncated to ") || summary.contains("payload hash mismatch")),
+        "{summary}"
+    );
     assert_eq!(std::fs::read(out.join("slot-bird/data/dev.parquet")).unwrap(), good);
 }
 

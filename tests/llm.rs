@@ -41,6 +41,12 @@ impl Drop for Server {
 }
 
 fn start_server(tmp: &Path) -> Option<Server> {
+    // `.ci/run` sets this when the optional server could not be installed (no node >= 20, no npm
+    // registry): the test is skipped loudly instead of failing the main suite.
+    if let Ok(why) = std::env::var("TOOLFORGE_LLM_SKIP") {
+        eprintln!("\n\n!!!!! SKIPPING the LLM integration test: {why} !!!!!\n\n");
+        return None;
+    }
     for tool in ["node", "npm", "python3"] {
         if Command::new(tool).arg("--version").output().is_err() {
             eprintln!(

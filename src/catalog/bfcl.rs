@@ -129,16 +129,7 @@ pub fn inputs(root: &Path) -> Vec<PathBuf> {
 /// Reads JSON Lines: (0-based line number, the line's value or a message for a bad line); blank
 /// lines are skipped.
 fn read_jsonl(path: &Path) -> Result<Vec<(usize, Result<Value, String>)>, CorpusError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CorpusError::Io {
-        path: path.into(),
-        source,
-    })?;
-    Ok(text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| (i, serde_json::from_str(l).map_err(|e| format!("not valid JSON: {e}"))))
-        .collect())
+    Ok(crate::corpus::json_lines(&crate::corpus::read_text(path)?))
 }
 
 /// BFCL's OpenAI-compatible function name: `.` → `_`, then sanitised to `^[a-zA-Z0-9_-]{1,64}$`.

@@ -237,31 +237,20 @@ pub fn parse_record(rec: &Value, file_stem: &str, origin: &str, several: bool) -
 /// Reads the records of one file (array, `{servers: [...]}`, single object or JSON Lines), each
 /// with its index (JSON Lines: the 0-based line number; blank lines are skipped).
 fn file_records(path: &Path) -> Result<Vec<(usize, Result<Value, String>)>, CorpusError> {
-    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
-        path: path.into(),
-        source,
-    })?;
     if path.extension().is_some_and(|e| e == "jsonl") {
-        return Ok(String::from_utf8_lossy(&bytes)
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| (i, serde_json::from_str(l).map_err(|e| format!("not valid JSON: {e}"))))
-            .collect());
+        return Ok(crate::corpus::json_lines(&crate::corpus::read_text(path)?));
     }
-    let v: Value = serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
-        path: path.into(),
-        message: format!("not valid JSON: {e}"),
-    })?;
+    let v: Value = crate::corpus::read_json_lossy(path)?;
+    let checked = |v: Value| crate::corpus::invalid_record(&v).map_or(Ok(v), Err);
     Ok(match v {
-        Value::Array(a) => a.into_iter().map(Ok).enumerate().collect(),
+        Value::Array(a) => a.into_iter().map(checked).enumerate().collect(),
         Value::Object(mut o) if o.len() == 1 && o.get("servers").is_some_and(Value::is_array) => {
             let Some(Value::Array(a)) = o.remove("servers") else {
                 unreachable!()
             };
-            a.into_iter().map(Ok).enumerate().collect()
+            a.into_iter().map(checked).enumerate().collect()
         }
-        other => vec![(0, Ok(other))],
+        other => vec![(0, checked(other))],
     })
 }
 

@@ -10,6 +10,7 @@
 //! The seq and catalog families read their own source formats (`seq::*`, `catalog::*`) with
 //! [`read_json`], [`BadRecord`] and [`CorpusError`] from here.
 
+pub mod decode;
 pub mod descriptions;
 pub mod questions;
 
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+pub use decode::{INVALID_UTF8_MARK, invalid_line, invalid_record, json_lines, read_json_lossy, read_text};
 pub use descriptions::{Descriptions, bird_descriptions, spider_descriptions};
 pub use questions::{Question, read_questions};
 
@@ -36,7 +38,7 @@ pub struct BadRecord {
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
     /// IO on a corpus file.
-    #[error("{path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,

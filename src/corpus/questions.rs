@@ -25,9 +25,11 @@ pub struct Question {
     pub difficulty: Option<String>,
 }
 
-/// Reads a question file of the given `format` (`bird` or `spider`).
+
+/// Reads a question file of the given `format` (`bird` or `spider`). A record holding invalid
+/// UTF-8 is a [`BadRecord`] like a record missing a field.
 pub fn read_questions(path: &Path, format: &str) -> Result<(Vec<Question>, Vec<BadRecord>), CorpusError> {
-    let value = read_json(path)?;
+    let value = read_json_lossy(path)?;
     let Json::Array(records) = value else {
         return Err(CorpusError::Malformed {
             path: path.into(),
@@ -38,7 +40,7 @@ pub fn read_questions(path: &Path, format: &str) -> Result<(Vec<Question>, Vec<B
     let mut questions = Vec::new();
     let mut bad = Vec::new();
     for (i, rec) in records.iter().enumerate() {
-        match question(rec, i, format) {
+        match invalid_record(rec).map_or_else(|| question(rec, i, format), Err) {
             Ok(q) => questions.push(q),
             Err(message) => bad.push(BadRecord {
                 file: file.clone(),
@@ -108,6 +110,46 @@ mod tests {
             bad[1]
         );
         assert!(bad[2].message.contains("missing field `question`"));
+    }
+
+    #[test]
+    fn invalid_utf8_in_one_question_is_one_bad_record() {
+        // A temp copy of the real Spider dev.json with one byte of question 3 made invalid.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev.json");
+        let real = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/spider/dev.json");
+        let mut bytes = std::fs::read(&real).unwrap();
+        let (want, _) = read_questions(&real, "spider").unwrap();
+        let needle = b"\"question\": \"";
+        let at = (0..bytes.len() - needle.len())
+            .filter(|&i| &bytes[i..i + needle.len()] == needle)
+            .nth(3)
+            .unwrap();
+        bytes[at + needle.len() + 1] = 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let (qs, bad) = read_questions(&path, "spider").unwrap();
+        assert_eq!(qs.len(), want.len() - 1);
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        assert_eq!(bad[0].record, 3);
+        assert!(
+            bad[0].message.contains("invalid UTF-8 in field `question`"),
+            "{:?}",
+            bad[0]
+        );
+        assert_eq!(qs[3].id, "4", "later records keep their ids");
+    }
+
+    #[test]
+    fn invalid_line_and_record_messages() {
+        assert_eq!(
+            invalid_line("ab\u{fdd0}c").as_deref(),
+            Some("invalid UTF-8 at column 3")
+        );
+        // A U+FFFD in the corpus itself (MixSNIPS has some) is text, not a decoding error.
+        assert_eq!(invalid_line("ab\u{fffd}c"), None);
+        assert_eq!(invalid_line("abc"), None);
+        let rec: Json = serde_json::json!({"a": {"b": ["x", "y\u{fdd0}"]}});
+        assert_eq!(invalid_record(&rec).as_deref(), Some("invalid UTF-8 in field `a.b[1]`"));
     }
 
     #[test]

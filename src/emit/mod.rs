@@ -149,6 +149,8 @@ impl Staging {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // Staging directories of killed builds (`kill -9` mid-emit) are swept first.
+        crate::store::sweep_stale_dirs(parent);
         let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         Ok(Staging {
@@ -175,7 +177,14 @@ impl Staging {
 
     /// Replaces the dataset directory by the staged one.
     fn finish(mut self) -> Result<()> {
-        let old = self.tmp.with_extension("old");
+        // `.<name>.tmp-<pid>.old`: per process, so the sweep can tell a dead build's leftovers.
+        let old = self.tmp.with_file_name(format!(
+            "{}.old",
+            self.tmp
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ));
         if self.dir.exists() {
             std::fs::rename(&self.dir, &old).with_context(|| format!("moving {} aside", self.dir.display()))?;
         }

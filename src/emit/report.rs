@@ -6,6 +6,7 @@
 //! "dropped_by_reason"}}, "stats": {family numbers, `variants`; never `llm_run`},
 //! "bad_record_list": [{"file", "record", "message"}], "dropped_list": [{"id", "reason", "detail", …}],
 //! "trajectories" (executable families): {"skipped_by_reason": {reason: n}}}`.
+//! `llm_run` and `store_repaired` (corrupt store entries recomputed) are printed, never written.
 //! `attempted = kept + dropped` counts compiled examples; variant rows are not counted as kept.
 
 use std::collections::BTreeMap;
@@ -72,7 +73,7 @@ pub(super) fn report(build: &Build, c: &Counts, trajectories: Option<serde_json:
         "per_group": c.per_group.iter().map(|(g, (a, v, r))| (g.clone(), json!({"attempted": a, "kept": v, "dropped_by_reason": r}))).collect::<serde_json::Map<_, _>>(),
         // `llm_run` (requests made vs answers from the store) differs between a build and its
         // rebuild: printed in the summary, kept out of the files.
-        "stats": build.stats.iter().filter(|(k, _)| k.as_str() != "llm_run").map(|(k, v)| (k.clone(), v.clone())).collect::<serde_json::Map<_, _>>(),
+        "stats": build.stats.iter().filter(|(k, _)| !matches!(k.as_str(), "llm_run" | crate::store::REPAIRED_STAT)).map(|(k, v)| (k.clone(), v.clone())).collect::<serde_json::Map<_, _>>(),
         "bad_record_list": build.bad_records,
         "dropped_list": drops,
     });
@@ -87,6 +88,14 @@ pub(super) fn pct(a: usize, b: usize) -> f64 {
     if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 }
 }
 
+/// The groups (databases) whose questions were all dropped as `db_missing`, with their counts.
+fn missing_databases(c: &Counts) -> Vec<(String, usize)> {
+    c.per_group
+        .iter()
+        .filter_map(|(g, (_, _, reasons))| reasons.get("db_missing").map(|n| (g.clone(), *n)))
+        .collect()
+}
+
 /// The human summary of a build: counts per group, drops by reason, stats, bad records, and
 /// whether `out_dir` was written (`wrote`) or found up to date; `secs` is the wall time so far.
 pub fn summary(build: &Build, out_dir: &Path, wrote: bool, secs: f64) -> String {
@@ -98,17 +107,38 @@ pub fn summary(build: &Build, out_dir: &Path, wrote: bool, secs: f64) -> String 
         "bfcl" => ("questions", "converted"),
         _ => ("questions", "verified"),
     };
+    // Questions whose database is absent are not a yield problem: count them apart.
+    let missing = missing_databases(c);
+    let n_missing: usize = missing.iter().map(|(_, n)| n).sum();
+    let present = c.attempted - n_missing;
     let _ = writeln!(
         s,
-        "{}: {}/{} {items} {verb} ({:.1}%) in {:.2} s [{} stages from the store, {} computed]",
+        "{}: {}/{} {items} {verb} ({:.1}%){} in {:.2} s [{} stages from the store, {} computed]",
         build.recipe.name,
         c.verified,
-        c.attempted,
-        pct(c.verified, c.attempted),
+        present,
+        pct(c.verified, present),
+        if n_missing > 0 {
+            format!(" with their database present; {n_missing} more are db_missing")
+        } else {
+            String::new()
+        },
         secs,
         build.cache_hits,
         build.cache_misses
     );
+    if n_missing > 0 {
+        let m = &build.source.manifest;
+        let names: Vec<&str> = missing.iter().map(|(g, _)| g.as_str()).collect();
+        let _ = writeln!(
+            s,
+            "  db_missing: {n_missing} questions over {} absent databases ({}): download {} and set {}=/path/to/root",
+            names.len(),
+            names.join(", "),
+            m.download,
+            m.env
+        );
+    }
     let _ = writeln!(s, "  per {} ({verb}/attempted):", build.group_kind);
     for (g, (a, v, _)) in &c.per_group {
         let _ = writeln!(s, "    {g:<32} {v:>6}/{a:<6} {:>5.1}%", pct(*v, *a));
@@ -122,7 +152,14 @@ pub fn summary(build: &Build, out_dir: &Path, wrote: bool, secs: f64) -> String 
         let _ = writeln!(s, "    {r:<40} {n:>6}");
     }
     for (k, v) in &build.stats {
-        let _ = writeln!(s, "  {k}: {v}");
+        match v.as_str() {
+            Some(text) if k == crate::store::REPAIRED_STAT => {
+                let _ = writeln!(s, "  {k}: {text}");
+            }
+            _ => {
+                let _ = writeln!(s, "  {k}: {v}");
+            }
+        }
     }
     if !build.bad_records.is_empty() {
         let _ = writeln!(s, "  skipped {} bad input records:", build.bad_records.len());

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
     /// The file cannot be read.
-    #[error("{path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -30,6 +30,23 @@ pub enum RecipeError {
         path: PathBuf,
         /// What was expected.
         message: String,
+    },
+    /// A recipe name that is not a file and not `<project>/recipes/<name>.toml`.
+    #[error(
+        "unknown recipe {name:?}{}; available recipes in {}: {}",
+        nearest.as_ref().map(|n| format!(" (did you mean {n:?}?)")).unwrap_or_default(),
+        dir.display(),
+        available.join(", ")
+    )]
+    UnknownRecipe {
+        /// The name asked for.
+        name: String,
+        /// The `recipes/` folder searched.
+        dir: PathBuf,
+        /// Every recipe name there, sorted.
+        available: Vec<String>,
+        /// The closest available name (Jaro–Winkler ≥ 0.8), if any.
+        nearest: Option<String>,
     },
     /// No corpus root was found.
     #[error(
@@ -309,6 +326,66 @@ pub fn project_root(recipe_path: &Path) -> PathBuf {
     }
 }
 
+/// The project root for recipe names: the nearest ancestor of the working directory holding
+/// `recipes/` and `Cargo.toml`, else `$TOOLFORGE_ROOT`, else the checkout toolforge was built
+/// from (so an installed `toolforge` finds its recipes from any directory).
+pub fn find_project_root() -> PathBuf {
+    let is_root = |d: &Path| d.join("recipes").is_dir() && d.join("Cargo.toml").is_file();
+    if let Ok(cwd) = std::env::current_dir() {
+        if let Some(d) = cwd.ancestors().find(|d| is_root(d)) {
+            return d.to_path_buf();
+        }
+    }
+    if let Some(root) = std::env::var_os("TOOLFORGE_ROOT") {
+        return PathBuf::from(root);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The recipe names (file stems) in `<root>/recipes/`, sorted.
+pub fn available_recipes(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("recipes"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Resolves a recipe argument: an existing file path as given; otherwise a name looked up as
+/// `recipes/<name>.toml` (a `.toml` suffix and a `recipes/` prefix are allowed) under
+/// [`find_project_root`]. An unknown name is [`RecipeError::UnknownRecipe`], listing the
+/// available recipes and the nearest name.
+pub fn resolve_recipe(arg: &str) -> Result<PathBuf, RecipeError> {
+    let p = PathBuf::from(arg);
+    if p.is_file() {
+        return Ok(p);
+    }
+    let root = find_project_root();
+    let name = arg.strip_prefix("recipes/").unwrap_or(arg);
+    let name = name.strip_suffix(".toml").unwrap_or(name);
+    let path = root.join("recipes").join(format!("{name}.toml"));
+    if path.is_file() {
+        return Ok(path);
+    }
+    let available = available_recipes(&root);
+    let nearest = available
+        .iter()
+        .map(|a| (strsim::jaro_winkler(name, a), a))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, a)| a.clone());
+    Err(RecipeError::UnknownRecipe {
+        name: arg.to_string(),
+        dir: root.join("recipes"),
+        available,
+        nearest,
+    })
+}
+
 /// Reads a recipe and locates its source corpus: the manifest `<root>/sources/<source>.toml`
 /// ([`project_root`]), resolved with [`SourceManifest::resolve`].
 pub fn load_with_source(recipe_path: &Path) -> Result<(Recipe, ResolvedSource), RecipeError> {
@@ -389,6 +466,22 @@ mod tests {
             err.contains("r.toml") && err.contains("fromat") && err.contains("line 6"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn unknown_recipe_lists_available_and_nearest() {
+        let err = resolve_recipe("slot-brid").unwrap_err().to_string();
+        assert!(err.contains("did you mean \"slot-bird\""), "{err}");
+        assert!(err.contains("slot-spider") && err.contains("seq-atis"), "{err}");
+        assert!(!err.contains("os error"), "{err}");
+    }
+
+    #[test]
+    fn recipe_names_resolve_from_any_directory() {
+        // From the crate root (the test's working directory); other directories: tests/build.rs.
+        let p = resolve_recipe("slot-bird").unwrap();
+        assert!(p.is_absolute() && p.ends_with("recipes/slot-bird.toml"), "{p:?}");
+        assert!(resolve_recipe("slot-bird.toml").unwrap() == p);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! (seeded by `--fault-seed`), gets the fault instead of (or on top of) its answer: `timeout`
 //! (504), `rate_limit` (429 with `Retry-After: 1`), `unavailable` (503 with `Retry-After: 2`),
 //! `truncated_result` / `corrupted_result` (200 with the body cut in half / garbled),
-//! `session_expired` (the session is ended, 404), and the constraint-level `constraint_changed`
+//! `session_expired` (SLOT/SEL: the session is ended, 404; REST: 401), and the constraint-level `constraint_changed`
 //! (the server's row limit drops to 1 mid-task: 200 with
 //! `{"rows": [first row], "total_rows": n, "truncated": true, "constraint": …}` and header
 //! `X-Toolforge-Constraint: max_rows=1`). The response carries
@@ -105,6 +105,11 @@ pub(super) async fn inject_fault(State(state): State<Shared>, req: Request, next
             );
             Response::from_parts(parts, axum::body::Body::from(limited.to_string()))
         }
+        // REST endpoints have no session: the fault is an expired credential, 401.
+        "session_expired" if !path.starts_with("/tools/") => detail(
+            StatusCode::UNAUTHORIZED,
+            "the session expired (injected fault); authenticate again and repeat the request",
+        ),
         "session_expired" => {
             let (parts, body) = req.into_parts();
             let bytes = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();

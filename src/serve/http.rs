@@ -1,11 +1,19 @@
 //! The HTTP routes (axum) over the shared state ([`super::state`]); the table of routes is in the
 //! [`crate::serve`] module doc. Handlers parse and check the request (FastAPI-shaped 422s, A_new
 //! under drift), then run the blocking core on tokio's blocking pool.
+//!
+//! Request bodies are read as FastAPI reads a pydantic-model body: a body that is empty, not
+//! `application/json`, not JSON or not an object is a 422 with FastAPI's `detail` list
+//! (`missing`, `model_attributes_type`, `json_invalid`); so are missing or mistyped fields.
+//! Every route answers 413 to a body over 64 KiB (GET included) and 405 with
+//! `{"detail": "Method Not Allowed"}` and an `Allow` header, as FastAPI does.
 
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, Query, Request, State};
+use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -55,14 +63,107 @@ async fn rest_endpoint(
     )
 }
 
-async fn create_session(
-    State(state): State<Shared>,
-    body: Result<axum::Json<Json>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    let body = match body {
-        Ok(axum::Json(b)) => b,
-        Err(e) => return detail(e.status(), e.body_text()),
+/// The most bytes a request body may have (413 past it, on every route).
+pub(super) const MAX_BODY: usize = 64 * 1024;
+
+/// A FastAPI-shaped 422: `{"detail": [{"type", "loc", "msg", "input", "ctx"?}]}`.
+fn unprocessable(errors: Vec<Json>) -> Response {
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        axum::Json(json!({ "detail": errors })),
+    )
+        .into_response()
+}
+
+fn field_error(kind: &str, loc: &[&str], msg: &str, input: &Json) -> Json {
+    json!({"type": kind, "loc": loc, "msg": msg, "input": input})
+}
+
+/// A JSON object request body, checked as FastAPI checks a pydantic-model body (module docs);
+/// the error is the 422 response.
+fn json_object(headers: &HeaderMap, bytes: &Bytes) -> Result<serde_json::Map<String, Json>, Response> {
+    if bytes.is_empty() {
+        return Err(unprocessable(vec![field_error(
+            "missing",
+            &["body"],
+            "Field required",
+            &Json::Null,
+        )]));
+    }
+    // FastAPI's test: `application/json` or `application/*+json`, parameters ignored.
+    let is_json = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let essence = v.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            essence
+                .split_once('/')
+                .is_some_and(|(t, sub)| t == "application" && (sub == "json" || sub.ends_with("+json")))
+        });
+    let not_object = |input: Json| {
+        unprocessable(vec![field_error(
+            "model_attributes_type",
+            &["body"],
+            "Input should be a valid dictionary or object to extract fields from",
+            &input,
+        )])
     };
+    if !is_json {
+        return Err(not_object(Json::String(String::from_utf8_lossy(bytes).into_owned())));
+    }
+    match serde_json::from_slice::<Json>(bytes) {
+        Ok(Json::Object(o)) => Ok(o),
+        Ok(other) => Err(not_object(other)),
+        Err(e) => {
+            // FastAPI's `loc` is ["body", <character offset of the error>].
+            let text = String::from_utf8_lossy(bytes);
+            let offset: usize = text
+                .lines()
+                .take(e.line().saturating_sub(1))
+                .map(|l| l.chars().count() + 1)
+                .sum::<usize>()
+                + e.column().saturating_sub(1);
+            Err(unprocessable(vec![json!({
+                "type": "json_invalid",
+                "loc": ["body", offset],
+                "msg": "JSON decode error",
+                "input": {},
+                "ctx": {"error": e.to_string()}
+            })]))
+        }
+    }
+}
+
+async fn create_session(State(state): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
+    let body = match json_object(&headers, &bytes) {
+        Ok(b) => Json::Object(b),
+        Err(r) => return r,
+    };
+    let (id, arguments) = (body.get("id"), body.get("arguments"));
+    if id.is_none() && arguments.is_none() {
+        return unprocessable(vec![field_error(
+            "missing",
+            &["body", "id"],
+            "Field required (or `arguments`)",
+            &body,
+        )]);
+    }
+    if let Some(v) = id.filter(|v| !v.is_string()) {
+        return unprocessable(vec![field_error(
+            "string_type",
+            &["body", "id"],
+            "Input should be a valid string",
+            v,
+        )]);
+    }
+    if let Some(v) = arguments.filter(|v| !v.is_object()) {
+        return unprocessable(vec![field_error(
+            "dict_type",
+            &["body", "arguments"],
+            "Input should be a valid dictionary",
+            v,
+        )]);
+    }
     let st = state.clone();
     respond(tokio::task::spawn_blocking(move || open_session(&st, &body).map(|v| axum::Json(v).into_response())).await)
 }
@@ -76,12 +177,45 @@ async fn delete_session(State(state): State<Shared>, UrlPath(id): UrlPath<String
 async fn call_tool(
     State(state): State<Shared>,
     UrlPath(name): UrlPath<String>,
-    body: Result<axum::Json<Json>, axum::extract::rejection::JsonRejection>,
+    headers: HeaderMap,
+    bytes: Bytes,
 ) -> Response {
-    let body = match body {
-        Ok(axum::Json(b)) => b,
-        Err(e) => return detail(e.status(), e.body_text()),
+    let body = match json_object(&headers, &bytes) {
+        Ok(b) => Json::Object(b),
+        Err(r) => return r,
     };
+    let mut errors = Vec::new();
+    match body.get("session_id") {
+        None => errors.push(field_error("missing", &["body", "session_id"], "Field required", &body)),
+        Some(v) if !v.is_string() => errors.push(field_error(
+            "string_type",
+            &["body", "session_id"],
+            "Input should be a valid string",
+            v,
+        )),
+        _ => {}
+    }
+    match body.get("arguments") {
+        None => errors.push(field_error("missing", &["body", "arguments"], "Field required", &body)),
+        Some(v) if !v.is_object() => errors.push(field_error(
+            "dict_type",
+            &["body", "arguments"],
+            "Input should be a valid dictionary",
+            v,
+        )),
+        _ => {}
+    }
+    if let Some(v) = body.get("label").filter(|v| !v.is_string()) {
+        errors.push(field_error(
+            "string_type",
+            &["body", "label"],
+            "Input should be a valid string",
+            v,
+        ));
+    }
+    if !errors.is_empty() {
+        return unprocessable(errors);
+    }
     let drifted = state
         .toolkit
         .drift
@@ -131,12 +265,58 @@ async fn call_tool(
         .await,
     )
 }
-/// 414 for request URIs over 8 KiB.
+/// 414 for request URIs over 8 KiB; 413 for bodies over [`MAX_BODY`] on every route and method
+/// (a declared `Content-Length`, or a streamed body read up to the limit).
 pub(super) async fn limit_uri(req: Request, next: Next) -> Response {
     if req.uri().to_string().len() > 8192 {
         return detail(StatusCode::URI_TOO_LONG, "request URI longer than 8192 bytes");
     }
-    next.run(req).await
+    // The unread body is left on the wire: the connection is closed after the answer, so a
+    // client's next request does not land in the middle of it.
+    let too_large = || {
+        let mut r = detail(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body larger than {MAX_BODY} bytes"),
+        );
+        r.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+        r
+    };
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return too_large();
+    }
+    if declared.is_none() && req.headers().contains_key(axum::http::header::TRANSFER_ENCODING) {
+        let (parts, body) = req.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+            return too_large();
+        };
+        return json_405(
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await,
+        );
+    }
+    json_405(next.run(req).await)
+}
+
+/// axum's 405s have an empty body; FastAPI's is `{"detail": "Method Not Allowed"}` (the `Allow`
+/// header is kept).
+fn json_405(resp: Response) -> Response {
+    if resp.status() != StatusCode::METHOD_NOT_ALLOWED {
+        return resp;
+    }
+    let allow = resp.headers().get(axum::http::header::ALLOW).cloned();
+    let mut out = detail(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    if let Some(a) = allow {
+        out.headers_mut().insert(axum::http::header::ALLOW, a);
+    }
+    out
 }
 
 /// The tool routes over `state`: one `GET` per REST endpoint (its A_new path under drift),

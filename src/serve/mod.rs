@@ -57,6 +57,9 @@ pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
         .with_state(state)
 }
 
+/// The most threads running blocking work (queries, join steps) at once; more requests wait.
+const MAX_BLOCKING_THREADS: usize = 32;
+
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -75,7 +78,12 @@ async fn shutdown_signal() {
 /// Serves `toolkit` on `config.addr` until SIGINT/SIGTERM; prints the bound address first (one
 /// line, `listening on http://<addr>`), so `--port 0` can be used by tests.
 pub fn run(toolkit: Toolkit, config: ServeConfig) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // Blocking work (SQLite, the join step) is bounded by the cores; a small pool keeps a burst
+    // of requests from starting hundreds of threads, each with its own allocator arena.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
@@ -108,6 +116,7 @@ pub fn spawn(toolkit: Toolkit, mut config: ServeConfig) -> Result<SocketAddr> {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
+            .max_blocking_threads(MAX_BLOCKING_THREADS)
             .enable_all()
             .build()
             .expect("tokio runtime");

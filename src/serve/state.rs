@@ -148,6 +148,11 @@ pub(crate) struct AppState {
     pool: Mutex<HashMap<String, Vec<rusqlite::Connection>>>,
     /// Live SLOT/SEL sessions by id, with their last use.
     pub(crate) sessions: Mutex<HashMap<String, (Instant, Arc<Mutex<Session>>)>>,
+    /// The immutable joined tables of the join steps run so far, by database path and join
+    /// signature (canonical JSON of `condition_sequence` and `alias_to_table_dict`): every session
+    /// of the same join holds a clone sharing the Arrow buffers, so a session costs only its
+    /// own later outputs.
+    pub(crate) joined: Mutex<HashMap<String, crate::tools::executor::Value>>,
     /// Request counter (session ids, default labels, the fault draw).
     pub(crate) counter: std::sync::atomic::AtomicU64,
 }
@@ -161,6 +166,20 @@ pub(crate) fn detail(status: StatusCode, message: impl Into<String>) -> Response
 }
 
 impl AppState {
+    /// `message` without the server's absolute database root (an error never shows where the
+    /// server's files are): the root, as given and canonical, becomes `<databases>`.
+    pub(crate) fn redact(&self, message: String) -> String {
+        let root = &self.toolkit.database_root;
+        let mut out = message;
+        for r in [Some(root.clone()), root.canonicalize().ok()].into_iter().flatten() {
+            let text = r.display().to_string();
+            if !text.is_empty() && text != "." {
+                out = out.replace(&text, "<databases>");
+            }
+        }
+        out
+    }
+
     fn connection(&self, db: &str) -> Result<rusqlite::Connection, CallError> {
         if let Some(c) = self.pool.lock().expect("pool").get_mut(db).and_then(Vec::pop) {
             return Ok(c);
@@ -169,7 +188,7 @@ impl AppState {
         crate::tools::table::open_read_only(&path).map_err(|e| {
             (
                 StatusCode::SERVICE_UNAVAILABLE,
-                format!("database {db} unavailable: {e}"),
+                self.redact(format!("database {db} unavailable: {e}")),
             )
         })
     }
@@ -210,7 +229,10 @@ pub(crate) fn run_endpoint(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("the result has more than {n} rows (response-size cap); narrow the parameters"),
         ),
-        RunError::Database(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("query failed: {e}")),
+        RunError::Database(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            state.redact(format!("query failed: {e}")),
+        ),
     })
 }
 
@@ -243,6 +265,12 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
         .get("database_path")
         .and_then(Json::as_str)
         .unwrap_or_default();
+    if db_path.split(['/', '\\']).any(|c| c == "..") {
+        return Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("database_path {db_path:?} is rejected: `..` would leave the database root (path traversal)"),
+        ));
+    }
     if !safe_database_path(db_path) {
         return Err((
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -250,11 +278,30 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
         ));
     }
     let mut session = Session::default();
-    let out = state
-        .executor
-        .step(&mut session, &setup)
-        .map(|v| value_json(v, 5))
-        .map_err(|e| (StatusCode::UNPROCESSABLE_ENTITY, e))?;
+    let signature = serde_json::to_string(&[
+        setup.arguments.get("condition_sequence"),
+        setup.arguments.get("alias_to_table_dict"),
+    ])
+    .unwrap_or_default();
+    let key = format!("{db_path}\n{signature}");
+    let shared = state.joined.lock().expect("joined").get(&key).cloned();
+    let out = match shared {
+        Some(table) => {
+            let out = value_json(&table, 5);
+            session.insert(&setup.label, table);
+            out
+        }
+        None => {
+            let table = state
+                .executor
+                .step(&mut session, &setup)
+                .map_err(|e| (StatusCode::UNPROCESSABLE_ENTITY, state.redact(e)))?
+                .clone();
+            let out = value_json(&table, 5);
+            state.joined.lock().expect("joined").insert(key, table);
+            out
+        }
+    };
     let id = session_id(state);
     let mut sessions = state.sessions.lock().expect("sessions");
     if sessions.len() >= state.config.max_sessions {
@@ -309,7 +356,7 @@ pub(crate) fn run_tool(
     let mut session = session.lock().expect("session");
     match state.executor.step(&mut session, &call) {
         Ok(v) => Ok(json!({"label": call.label, "output": value_json(v, state.config.max_rows)})),
-        Err(e) => Err((StatusCode::UNPROCESSABLE_ENTITY, e)),
+        Err(e) => Err((StatusCode::UNPROCESSABLE_ENTITY, state.redact(e))),
     }
 }
 fn session_id(state: &AppState) -> String {
@@ -344,6 +391,7 @@ pub(crate) fn shared(toolkit: Toolkit, config: ServeConfig) -> Shared {
         executor,
         pool: Mutex::new(HashMap::new()),
         sessions: Mutex::new(HashMap::new()),
+        joined: Mutex::new(HashMap::new()),
         counter: std::sync::atomic::AtomicU64::new(0),
     })
 }

@@ -99,6 +99,13 @@ pub struct Session {
 }
 
 impl Session {
+    /// Stores `value` under `label` as if a call had produced it (the live server shares one
+    /// joined table between the sessions of a database and join: a [`Value`] clone shares the
+    /// Arrow buffers).
+    pub fn insert(&mut self, label: &str, value: Value) {
+        self.outputs.insert(label.to_string(), value);
+    }
+
     /// The output stored under `label`.
     pub fn get(&self, label: &str) -> Option<&Value> {
         self.outputs.get(label)

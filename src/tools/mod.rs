@@ -12,6 +12,7 @@
 
 pub mod check;
 pub mod executor;
+pub mod lax;
 pub mod openapi;
 pub mod pool;
 pub mod rest;

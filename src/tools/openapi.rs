@@ -106,9 +106,14 @@ pub fn document(title: &str, version: &str, endpoints: &[&Endpoint]) -> Json {
 
 /// The OpenAPI document of a SLOT/SEL tool server: `POST /sessions` (the join step) and one
 /// `POST /tools/<name>` per tool, whose request body carries the session, the tool's arguments
-/// (its JSON Schema) and an optional output label.
+/// (its JSON Schema) and an optional output label. Every response the server gives is described:
+/// 200; 404 (unknown session, tool or example id) and 413 (body over 64 KiB, result over the row
+/// cap) with `{"detail": <text>}`; 422 with FastAPI's `detail` list (malformed body, missing or
+/// mistyped fields) or `{"detail": <text>}` (arguments the tool cannot run with).
 pub fn tools_document(title: &str, version: &str, catalog: &[crate::tools::ToolSpec]) -> Json {
     let mut paths = Map::new();
+    let error = |description: &str, schema: Json| json!({"description": description, "content": {"application/json": {"schema": schema}}});
+    let http_error = json!({"$ref": "#/components/schemas/HTTPError"});
     let post = |name: &str, summary: &str, body: Json| {
         json!({"post": {
             "summary": summary,
@@ -116,8 +121,9 @@ pub fn tools_document(title: &str, version: &str, catalog: &[crate::tools::ToolS
             "requestBody": {"required": true, "content": {"application/json": {"schema": body}}},
             "responses": {
                 "200": {"description": "Successful Response", "content": {"application/json": {"schema": {}}}},
-                "404": {"description": "Unknown session or tool"},
-                "422": {"description": "Invalid arguments"}
+                "404": error("Unknown session, tool or example id", http_error.clone()),
+                "413": error("Request body over 64 KiB, or a result over the row cap", http_error.clone()),
+                "422": error("Validation Error: a malformed body, missing or mistyped fields (a `detail` list), or arguments the tool cannot run with (a `detail` text)", json!({"anyOf": [{"$ref": "#/components/schemas/HTTPValidationError"}, http_error.clone()]}))
             }
         }})
     };
@@ -126,9 +132,11 @@ pub fn tools_document(title: &str, version: &str, catalog: &[crate::tools::ToolS
         post(
             "create_session_sessions",
             "Run an instance's join step and open a session",
-            json!({"type": "object", "properties": {
-                "id": {"type": "string", "description": "Example id whose join step to run."},
-                "arguments": {"type": "object", "description": "initialize_active_data arguments (alternative to id)."}
+            // `id` is required in the document: arbitrary `arguments` objects are not join steps
+            // the server can run (422), so they are documented as an alternative, not generated.
+            json!({"type": "object", "required": ["id"], "properties": {
+                "id": {"type": "string", "description": "Example id whose join step to run (404 when the dataset has no such example). Alternatively, send no id and `arguments`: the initialize_active_data arguments of a join step."},
+                "arguments": {"type": "object", "description": "initialize_active_data arguments (used when `id` is absent)."}
             }}),
         ),
     );
@@ -146,5 +154,12 @@ pub fn tools_document(title: &str, version: &str, catalog: &[crate::tools::ToolS
             ),
         );
     }
-    json!({"openapi": "3.1.0", "info": {"title": title, "version": version}, "paths": paths})
+    let mut schemas = validation_components();
+    schemas["HTTPError"] = json!({
+        "properties": {"detail": {"type": "string", "title": "Detail"}},
+        "type": "object",
+        "required": ["detail"],
+        "title": "HTTPError"
+    });
+    json!({"openapi": "3.1.0", "info": {"title": title, "version": version}, "paths": paths, "components": {"schemas": schemas}})
 }

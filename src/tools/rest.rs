@@ -247,14 +247,9 @@ impl Endpoint {
 
 fn parse_typed(kind: &str, raw: &str) -> Option<Json> {
     match kind {
-        "integer" => raw.trim().parse::<i64>().ok().map(Json::from).or_else(|| {
-            raw.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|f| f.fract() == 0.0 && f.is_finite())
-                .map(|f| json!(f as i64))
-        }),
-        "number" => raw.trim().parse::<f64>().ok().filter(|f| f.is_finite()).map(Json::from),
+        // pydantic v2's lax rules, as FastAPI applies them to query parameters.
+        "integer" => super::lax::int(raw),
+        "number" => super::lax::float(raw).map(Json::from),
         _ => Some(json!(raw)),
     }
 }

@@ -420,7 +420,7 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
             continue;
         }
         let rel = path.strip_prefix(root).unwrap_or(&path).display().to_string();
-        let value = read_json(&path)?;
+        let value = crate::corpus::read_json_lossy(&path)?;
         let dialogues = value.as_object().ok_or_else(|| CorpusError::Malformed {
             path: path.clone(),
             message: "expected a JSON object {dialogue id: dialogue}".into(),
@@ -428,7 +428,7 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
         let source_split = file.trim_end_matches(".json");
         let mut outcome = Outcome::default();
         for (i, (dial_id, rec)) in dialogues.iter().enumerate() {
-            let turns = match parse_dialogue(rec) {
+            let turns = match crate::corpus::invalid_record(rec).map_or_else(|| parse_dialogue(rec), Err) {
                 Ok(t) => t,
                 Err(message) => {
                     conversion.bad_records.push(BadRecord {

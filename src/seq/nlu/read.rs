@@ -107,7 +107,7 @@ pub(super) fn io_err(path: &Path, source: std::io::Error) -> CorpusError {
 
 /// Reads an AGIF file: `token TAG` lines, an intent line, a blank line.
 pub(super) fn read_agif(path: &Path, bad: &mut Vec<BadRecord>) -> Result<Vec<Record>, CorpusError> {
-    let text = std::fs::read_to_string(path).map_err(|e| io_err(path, e))?;
+    let text = crate::corpus::read_text(path)?;
     Ok(parse_agif(&text, &path.display().to_string(), bad))
 }
 
@@ -126,6 +126,11 @@ pub(super) fn parse_agif(text: &str, file: &str, bad: &mut Vec<BadRecord>) -> Ve
         *index += 1;
     };
     for (n, line) in text.lines().enumerate() {
+        // Invalid UTF-8 in a token or intent line: the whole record is bad (flushed at its end).
+        if let Some(message) = crate::corpus::invalid_line(line) {
+            error.get_or_insert(format!("line {}: {message}", n + 1));
+            continue;
+        }
         let fields: Vec<&str> = line.split_whitespace().collect();
         match fields.len() {
             0 => {
@@ -194,7 +199,7 @@ pub(super) fn read_glgin(
     label: &Path,
     bad: &mut Vec<BadRecord>,
 ) -> Result<Vec<Record>, CorpusError> {
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| io_err(p, e));
+    let read = |p: &Path| crate::corpus::read_text(p);
     let ins = read(seq_in)?;
     let outs = seq_out.map(read).transpose()?;
     let labels = read(label)?;
@@ -218,7 +223,13 @@ pub(super) fn read_glgin(
         if tokens.is_empty() && intent.is_empty() && tags.as_ref().is_none_or(Vec::is_empty) {
             continue;
         }
-        let problem = if tokens.is_empty() {
+        let invalid = [ins.get(i), labels.get(i), outs.as_ref().and_then(|o| o.get(i))]
+            .into_iter()
+            .flatten()
+            .find_map(|l| crate::corpus::invalid_line(l));
+        let problem = if let Some(message) = invalid {
+            Some(message)
+        } else if tokens.is_empty() {
             Some("no tokens in seq.in".to_string())
         } else if intent.is_empty() || intent.contains(char::is_whitespace) {
             Some(format!("label line {intent:?} is not one `#`-joined intent list"))

@@ -57,7 +57,7 @@ use schema::{Schema, load_schema, tool_name};
 use text::render_request;
 
 use super::{Conversion, SeqKnobs};
-use crate::corpus::{BadRecord, CorpusError, read_json};
+use crate::corpus::{BadRecord, CorpusError};
 use crate::dataset::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
 use crate::tools::{Call, ToolSpec};
@@ -241,7 +241,7 @@ fn convert_file(
     keep_failed: bool,
 ) -> Result<FileOut, CorpusError> {
     let file = rel(root, path);
-    let Value::Array(records) = read_json(path)? else {
+    let Value::Array(records) = crate::corpus::read_json_lossy(path)? else {
         return Err(CorpusError::Malformed {
             path: path.to_path_buf(),
             message: "expected a JSON array of dialogues".into(),
@@ -249,7 +249,7 @@ fn convert_file(
     };
     let mut out = FileOut::default();
     for (i, rec) in records.iter().enumerate() {
-        let d = match parse_dialogue(rec) {
+        let d = match crate::corpus::invalid_record(rec).map_or_else(|| parse_dialogue(rec), Err) {
             Ok(d) => d,
             Err(message) => {
                 out.bad.push(BadRecord {

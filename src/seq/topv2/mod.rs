@@ -243,10 +243,7 @@ pub(super) struct FileResult {
 }
 
 fn convert_file(path: &Path, domain: &str, split: &str) -> Result<FileResult, CorpusError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CorpusError::Io {
-        path: path.into(),
-        source,
-    })?;
+    let text = crate::corpus::read_text(path)?;
     Ok(convert_text(&text, &path.display().to_string(), domain, split))
 }
 
@@ -280,6 +277,10 @@ fn convert_text(text: &str, file: &str, domain: &str, split: &str) -> FileResult
                 detail: format!("{file} line {}: {message}", n + 1),
             })
         };
+        if let Some(message) = crate::corpus::invalid_line(line) {
+            rows.push(fail(message, &mut bad));
+            continue;
+        }
         let fields: Vec<&str> = line.split('\t').collect();
         let [row_domain, utterance, parse_text] = fields.as_slice() else {
             rows.push(fail(

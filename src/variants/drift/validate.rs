@@ -142,13 +142,8 @@ impl Drift {
             };
             let t = p["type"].as_str().unwrap_or("string");
             let v = match t {
-                "integer" => raw.trim().parse::<i64>().ok().map(Value::from),
-                "number" => raw
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|f| f.is_finite())
-                    .map(Value::from),
+                "integer" => crate::tools::lax::int(raw),
+                "number" => crate::tools::lax::float(raw).map(Value::from),
                 _ => Some(json!(raw)),
             };
             match v {
