@@ -306,7 +306,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             predictions,
             common,
         } => {
-            let dir = dataset_dir(&dataset, None);
+            let dir = dataset_dir(&dataset, None)?;
             let set = EvalSet::load(&dir, common.databases.as_deref())?;
             let stem = predictions
                 .file_stem()
@@ -330,7 +330,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             Ok(())
         }
         EvalCommand::Replay { dataset, common } => {
-            let dir = dataset_dir(&dataset, None);
+            let dir = dataset_dir(&dataset, None)?;
             let set = EvalSet::load(&dir, common.databases.as_deref())?;
             let sel = eval_selection(&common);
             let rows = toolforge::eval::score::select(&set, sel.ids.as_ref(), sel.limit);
@@ -370,7 +370,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             quiet,
             common,
         } => {
-            let dir = dataset_dir(&dataset, None);
+            let dir = dataset_dir(&dataset, None)?;
             let set = EvalSet::load(&dir, common.databases.as_deref())?;
             let safe: String = model
                 .chars()

@@ -208,7 +208,7 @@ async fn every_gold_call_is_callable_under_its_one_catalog_name_over_http_and_mc
             let got: Option<Answer> = result
                 .structured_content
                 .clone()
-                .and_then(|v| serde_json::from_value(v).ok());
+                .and_then(|v| serde_json::from_value(v["result"].clone()).ok());
             let gold = row.gold_answer.as_ref().unwrap();
             if result.is_error == Some(true) || !got.is_some_and(|g| answers_match(gold, &g, row.ordered)) {
                 failures.insert(row.id.clone(), format!("{result:?}"));

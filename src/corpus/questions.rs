@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use super::{BadRecord, CorpusError, read_json, short};
+use super::decode::{invalid_record, read_json_lossy};
+use super::{BadRecord, CorpusError, short};
 use std::path::Path;
 
 /// One text-to-SQL question.
@@ -95,6 +96,7 @@ fn question(rec: &Json, index: usize, format: &str) -> Result<Question, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::corpus::invalid_line;
 
     #[test]
     fn bad_records_are_reported_and_skipped() {

@@ -21,7 +21,7 @@ const modelPath = process.env.MODEL;
 if (!modelPath) throw new Error("MODEL is not set");
 const llama = await getLlama({gpu: false});
 const model = await llama.loadModel({modelPath});
-const context = await model.createContext({contextSize: 2048, sequences: 1, threads: Number(process.env.THREADS || 1)});
+const context = await model.createContext({contextSize: Number(process.env.CONTEXT_SIZE || 8192), sequences: 1, threads: Number(process.env.THREADS || 1)});
 const sequence = context.getSequence();
 const modelId = process.env.MODEL_ID || "smollm2-135m-instruct";
 const injectStatus = Number(process.env.INJECT_STATUS || 0);

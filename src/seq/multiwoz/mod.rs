@@ -87,7 +87,7 @@ pub use db::norm;
 use super::stats::SeqStats;
 use crate::tools::check::Checker;
 use super::{Conversion, SeqKnobs};
-use crate::corpus::{BadRecord, CorpusError, read_json};
+use crate::corpus::{BadRecord, CorpusError};
 use crate::dataset::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
 use crate::tools::{Call, ToolSpec};

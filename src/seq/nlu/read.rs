@@ -98,13 +98,6 @@ pub fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
     files
 }
 
-pub(super) fn io_err(path: &Path, source: std::io::Error) -> CorpusError {
-    CorpusError::Io {
-        path: path.into(),
-        source,
-    }
-}
-
 /// Reads an AGIF file: `token TAG` lines, an intent line, a blank line.
 pub(super) fn read_agif(path: &Path, bad: &mut Vec<BadRecord>) -> Result<Vec<Record>, CorpusError> {
     let text = crate::corpus::read_text(path)?;

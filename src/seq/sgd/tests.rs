@@ -3,6 +3,7 @@
 use super::dialogue::*;
 use super::schema::*;
 use super::*;
+use crate::corpus::read_json;
 use crate::recipe::SourceManifest;
 
 fn corpus() -> PathBuf {
