@@ -349,7 +349,10 @@ fn drift_rows_pass_only_in_the_a_new_form() {
         passed, silent,
         "A_old calls pass exactly where A_new changed them silently"
     );
-    assert!(passed.len() * 20 < ids.len(), "{} of {}", passed.len(), ids.len());
+    // Most loud rows must fail in the A_old form. Since REST endpoints got optional parameters
+    // with defaults (issue 12), an optional parameter renamed while the call passed its default
+    // is silent too (measured: 71 of 838 loud rows), so the share allowed is under 10%.
+    assert!(passed.len() * 10 < ids.len(), "{} of {}", passed.len(), ids.len());
     // The failures say why, as the server would (404 renamed endpoint / 422 arguments).
     let r = s.rows.iter().find(|r| r.drift_pass == Some(false)).unwrap();
     assert!(
