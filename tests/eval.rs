@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-use toolforge::pipeline::build_and_emit;
 use toolforge::eval::metrics::Prf;
 use toolforge::eval::predictions::{self, line};
 use toolforge::eval::rows::EvalSet;
 use toolforge::eval::score::{RowResult, Scored, score, select};
+use toolforge::pipeline::build_and_emit;
 use toolforge::tools::Call;
 
 fn root() -> PathBuf {

@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{Map, Value, json};
-use toolforge::pipeline::build_and_emit;
 use toolforge::eval::predictions::{self, line};
 use toolforge::eval::rows::{EvalRow, EvalSet};
 use toolforge::eval::score::{score, select};
+use toolforge::pipeline::build_and_emit;
 use toolforge::tools::Call;
 
 fn root() -> PathBuf {

@@ -146,6 +146,20 @@ fn rest_server_limits_methods_integers_and_faults() {
     assert_eq!(get("99999999999999999999999").0, 200);
     let (s, b) = get("1e3");
     assert_eq!((s, b["detail"][0]["type"].clone()), (422, json!("int_parsing")));
+    // An integer beyond i64 as a LIMIT (`limit` parameter of a literal-free endpoint) is bound
+    // saturated, never as a float: SQLite answered "datatype mismatch" (500), found by
+    // schemathesis once REST endpoints exposed `limit`.
+    let limit_path = "/v1/spider/singer/singer/name_sorted_by_net_worth_millions_desc";
+    for v in ["-3718906617312974384564011008", "217286164365862436864"] {
+        let (s, b) = read(
+            agent()
+                .get(format!("{base}{limit_path}"))
+                .query("limit", v)
+                .call()
+                .unwrap(),
+        );
+        assert_eq!(s, 200, "limit={v}: {b}");
+    }
     // An injected session_expired answers REST with the fault (401), not a normal 200.
     let r = agent()
         .get(format!("{base}{path}"))

@@ -33,8 +33,8 @@ use serde_json::{Map, Value, json};
 
 use crate::dataset::{Build, Example};
 use crate::llm::{self, Completion, Llm, LlmConfig, LlmError, Message};
-use crate::tools::check::Checker;
 use crate::store::Store;
+use crate::tools::check::Checker;
 use crate::tools::{Call, ToolSpec};
 
 /// The generation prompt.

@@ -26,7 +26,6 @@ pub struct Question {
     pub difficulty: Option<String>,
 }
 
-
 /// Reads a question file of the given `format` (`bird` or `spider`). A record holding invalid
 /// UTF-8 is a [`BadRecord`] like a record missing a field.
 pub fn read_questions(path: &Path, format: &str) -> Result<(Vec<Question>, Vec<BadRecord>), CorpusError> {

@@ -37,4 +37,3 @@ impl SeqKnobs {
         serde_json::json!({"keep_failed_calls": self.keep_failed_calls, "keep_unverified_calls": self.keep_unverified_calls})
     }
 }
-

@@ -30,11 +30,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::tools::check::normalise;
 use crate::dataset::Build;
 use crate::llm::{self, Completion, Llm, LlmConfig, LlmError, Message};
 use crate::store::Store;
 use crate::tools::Call;
+use crate::tools::check::normalise;
 
 /// The prompt template.
 pub const TEMPLATE: &str = include_str!("../../templates/seq-request.j2");

@@ -203,12 +203,21 @@ impl Endpoint {
             let mut stmt = conn_ref
                 .prepare_cached(&self.sql)
                 .map_err(|e| RunError::Database(e.to_string()))?;
-            let params = values.iter().map(|v| match v {
-                Json::Number(n) if n.is_i64() => rusqlite::types::Value::Integer(n.as_i64().unwrap_or_default()),
-                Json::Number(n) => rusqlite::types::Value::Real(n.as_f64().unwrap_or_default()),
-                Json::String(s) => rusqlite::types::Value::Text(s.clone()),
-                _ => rusqlite::types::Value::Null,
-            });
+            let params = values
+                .iter()
+                .zip(self.parameters.iter().map(Some).chain(std::iter::repeat(None)))
+                .map(|(v, p)| match v {
+                    Json::Number(n) if n.is_i64() => rusqlite::types::Value::Integer(n.as_i64().unwrap_or_default()),
+                    // An `integer` parameter beyond i64 (pydantic accepts any size, see `lax`) binds
+                    // saturated to i64: it orders against every stored integer as the real value
+                    // does, and SQLite's LIMIT/OFFSET take only integers ("datatype mismatch").
+                    Json::Number(n) if p.is_some_and(|p| p.kind == "integer") => {
+                        rusqlite::types::Value::Integer(n.as_f64().unwrap_or_default() as i64)
+                    }
+                    Json::Number(n) => rusqlite::types::Value::Real(n.as_f64().unwrap_or_default()),
+                    Json::String(s) => rusqlite::types::Value::Text(s.clone()),
+                    _ => rusqlite::types::Value::Null,
+                });
             let mut rows = stmt
                 .query(rusqlite::params_from_iter(params))
                 .map_err(|e| RunError::Database(e.to_string()))?;

@@ -85,11 +85,11 @@ use text::render_request;
 pub use db::norm;
 
 use super::stats::SeqStats;
-use crate::tools::check::Checker;
 use super::{Conversion, SeqKnobs};
 use crate::corpus::{BadRecord, CorpusError};
 use crate::dataset::{Drop, Example, Outcome};
 use crate::recipe::ResolvedSource;
+use crate::tools::check::Checker;
 use crate::tools::{Call, ToolSpec};
 
 /// Split name → file under `MultiWOZ_2.1/`.

@@ -1,10 +1,10 @@
 //! Unit tests of the MultiWOZ conversion on real dialogues of ../shared/corpora/multiwoz.
 
-use crate::corpus::read_json;
 use super::db::{Databases, Execution, minutes, norm};
 use super::dialogue::*;
 use super::schema::*;
 use super::*;
+use crate::corpus::read_json;
 use crate::recipe::SourceManifest;
 
 fn corpus() -> PathBuf {
