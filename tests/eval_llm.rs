@@ -33,6 +33,11 @@ impl Drop for Server {
 }
 
 fn start_server(tmp: &Path) -> Option<Server> {
+    // .ci/run sets TOOLFORGE_LLM_SKIP when the LLM test server cannot be installed here.
+    if let Ok(why) = std::env::var("TOOLFORGE_LLM_SKIP") {
+        eprintln!("\n\n!!!!! SKIPPING the eval LLM test: {why} !!!!!\n\n");
+        return None;
+    }
     for tool in ["node", "npm", "python3"] {
         if Command::new(tool).arg("--version").output().is_err() {
             eprintln!(

@@ -31,6 +31,11 @@ impl Drop for Server {
 }
 
 fn start_server(tmp: &Path) -> Option<Server> {
+    // .ci/run sets TOOLFORGE_LLM_SKIP when the LLM test server cannot be installed here.
+    if let Ok(why) = std::env::var("TOOLFORGE_LLM_SKIP") {
+        eprintln!("\n\n!!!!! SKIPPING the seq request-writer test: {why} !!!!!\n\n");
+        return None;
+    }
     for tool in ["node", "npm", "python3"] {
         if Command::new(tool).arg("--version").output().is_err() {
             eprintln!("\n\n!!!!! SKIPPING the seq request-writer test: `{tool}` is not installed !!!!!\n\n");
