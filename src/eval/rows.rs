@@ -60,15 +60,9 @@ impl EvalRow {
 
 /// Splits the setup step off a row's calls: `initialization_step` if set, else `output[0]`
 /// when it is `initialize_active_data` (both row shapes of the brief).
-pub fn split_setup(initialization_step: Option<Call>, mut output: Vec<Call>) -> (Option<Call>, Vec<Call>) {
-    if initialization_step.is_some() {
-        return (initialization_step, output);
-    }
-    if output.first().is_some_and(|c| c.name == SETUP_TOOL) {
-        let setup = output.remove(0);
-        return (Some(setup), output);
-    }
-    (None, output)
+pub fn split_setup(initialization_step: Option<Call>, output: Vec<Call>) -> (Option<Call>, Vec<Call>) {
+    let (setup, calls) = crate::tools::setup_and_calls(initialization_step.as_ref(), &output);
+    (setup.cloned(), calls.to_vec())
 }
 
 /// A call from the JSONL shape (`arguments` a JSON string or an object).
