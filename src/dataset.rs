@@ -128,6 +128,18 @@ pub struct Build {
     pub stats: serde_json::Map<String, serde_json::Value>,
 }
 
+impl Build {
+    /// Folds `bytes` (e.g. the digest of every LLM answer a stage used) into the build key:
+    /// `build_key = blake3(build_key ‖ bytes)`, so outputs that depend on them never count as
+    /// up to date with a key computed without them.
+    pub fn fold_into_key(&mut self, bytes: &[u8]) {
+        let mut h = blake3::Hasher::new();
+        h.update(self.build_key.as_bytes());
+        h.update(bytes);
+        self.build_key = h.finalize().to_hex().to_string();
+    }
+}
+
 /// Errors that stop a build (bad recipe, missing corpus, unreadable input file, store IO).
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {

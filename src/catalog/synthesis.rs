@@ -372,10 +372,7 @@ pub fn apply(build: &mut Build, llm_cfg: Option<&LlmConfig>, store: &Store) {
             "templates": ["templates/task.j2", "templates/task_revise.j2"],
         }),
     );
-    let mut h = blake3::Hasher::new();
-    h.update(build.build_key.as_bytes());
-    h.update(answers.finalize().as_bytes());
-    build.build_key = h.finalize().to_hex().to_string();
+    build.fold_into_key(answers.finalize().as_bytes());
 }
 
 #[cfg(test)]

@@ -233,10 +233,7 @@ pub fn apply(build: &mut Build, llm_cfg: Option<&LlmConfig>, store: &Store) {
         "request_writer".into(),
         json!({"model": model, "attempted": attempted, "accepted": accepted, "rejected": attempted - accepted, "rejected_by_reason": by_reason, "rejected_samples": samples, "prompt": "templates/seq-request.j2"}),
     );
-    let mut h = blake3::Hasher::new();
-    h.update(build.build_key.as_bytes());
-    h.update(answers.finalize().as_bytes());
-    build.build_key = h.finalize().to_hex().to_string();
+    build.fold_into_key(answers.finalize().as_bytes());
 }
 
 #[cfg(test)]

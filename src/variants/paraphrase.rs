@@ -383,10 +383,7 @@ pub fn apply(build: &mut Build, cfg: &ParaphraseConfig, llm_cfg: Option<&LlmConf
     bytes.push(b'\n');
     // The outputs depend on the answers, which the recipe does not pin: fold them into the key
     // so a build whose answers changed (e.g. after failures) is not taken as up to date.
-    let mut h = blake3::Hasher::new();
-    h.update(build.build_key.as_bytes());
-    h.update(&bytes);
-    build.build_key = h.finalize().to_hex().to_string();
+    build.fold_into_key(&bytes);
     build.extra_files.insert("report/paraphrase.json".into(), bytes);
 }
 
