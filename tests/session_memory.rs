@@ -30,9 +30,6 @@ impl Drop for Server {
 }
 
 #[test]
-#[ignore = "unresolved (issue 18): a server on a fresh temp build with an absolute --databases \
-            measures 95-134 KB per session (RSS 235-280 MB), while benches/sessions.sh measures \
-            192 B per session (105 MB); run with --ignored"]
 fn thousand_world_1_sessions_share_one_joined_table() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
@@ -84,15 +81,22 @@ fn thousand_world_1_sessions_share_one_joined_table() {
         open(id);
     }
     let pid = server.0.id();
-    let before = rss_bytes(pid);
     let n = 1000;
+    // First 1,000 sessions: the acceptance figure (the whole server under 200 MB).
     for i in 0..n {
         open(&ids[i % ids.len()]);
     }
     let after = rss_bytes(pid);
-    let per_session = after.saturating_sub(before) / n as u64;
+    // Bytes per session from the next 1,000 (the server's `--max-sessions` keeps all 2,000):
+    // the slope once the allocator's per-thread arenas have grown, so it is the sessions' own
+    // memory and not the first requests' allocator warm-up, which varies with machine load.
+    for i in n..2 * n {
+        open(&ids[i % ids.len()]);
+    }
+    let after_2n = rss_bytes(pid);
+    let per_session = after_2n.saturating_sub(after) / n as u64;
     eprintln!(
-        "sessions: {n} world_1 sessions, {per_session} bytes per session, server RSS {} MB",
+        "sessions: {n} world_1 sessions, server RSS {} MB; {per_session} bytes per further session",
         after / 1_000_000
     );
     assert!(after < 200_000_000, "server RSS {after} bytes with {n} sessions");

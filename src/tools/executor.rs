@@ -123,7 +123,10 @@ pub fn value_json(v: &Value, max_rows: usize) -> Json {
     match v {
         Value::Scalar(d) => cell(d.clone()),
         Value::Column(a) => {
-            let values: Vec<Json> = datums(a.as_ref()).into_iter().take(max_rows).map(cell).collect();
+            // Only the shown head is converted: a whole joined table as `Datum`s would be a
+            // transient copy per call (the live server's memory per thread, issue 18).
+            let head = a.slice(0, a.len().min(max_rows));
+            let values: Vec<Json> = datums(head.as_ref()).into_iter().map(cell).collect();
             if a.len() <= max_rows {
                 Json::Array(values)
             } else {
@@ -131,8 +134,9 @@ pub fn value_json(v: &Value, max_rows: usize) -> Json {
             }
         }
         Value::Table(t) => {
-            let cols: Vec<Vec<Datum>> = t.columns().iter().map(|a| datums(a.as_ref())).collect();
-            let rows: Vec<Json> = (0..t.num_rows().min(max_rows))
+            let head = t.slice(0, t.num_rows().min(max_rows));
+            let cols: Vec<Vec<Datum>> = head.columns().iter().map(|a| datums(a.as_ref())).collect();
+            let rows: Vec<Json> = (0..head.num_rows())
                 .map(|r| Json::Array(cols.iter().map(|c| cell(c[r].clone())).collect()))
                 .collect();
             serde_json::json!({
