@@ -32,11 +32,6 @@ const ALLOWED_LONG: &[(&str, &str)] = &[
         "tools/executor.rs",
         "every SLOT tool in one file; sql helper (issue 11) splits it into tools/executor/",
     ),
-    // Grew past the limit with the exact MCP dedup (issue 15): registry readers vs dedup/naming.
-    (
-        "catalog/mcp.rs",
-        "MCP registry reading, exact dedup and naming; next split: readers apart from dedup",
-    ),
     // Grew past the limit with REST naming/exposure (issue 12) and setups (issue 11).
     (
         "sql/compile.rs",

@@ -128,131 +128,13 @@ pub struct Ingested {
     pub bad_records: Vec<BadRecord>,
 }
 
-/// The input files of an MCP source: every `*.json` / `*.jsonl` directly under the root, sorted.
-pub fn inputs(root: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    files.retain(|p| p.is_file() && p.extension().is_some_and(|e| e == "json" || e == "jsonl"));
-    files.sort();
-    files
-}
+mod names;
+mod registry;
 
-/// Sanitises a tool name to `^[a-zA-Z0-9_-]{1,64}$`: other characters become `_`; names longer
-/// than 64 keep 55 characters plus `_` and 8 hex digits of their blake3 hash (so distinct long
-/// names stay distinct). An empty name stays empty (the caller rejects it).
-pub fn sanitise_name(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.len() <= 64 {
-        return s;
-    }
-    let h = blake3::hash(name.as_bytes()).to_hex();
-    format!("{}_{}", &s[..55], &h[..8])
-}
-
-fn str_field(v: &Value, k: &str) -> Option<String> {
-    v.get(k).and_then(Value::as_str).map(str::to_string)
-}
-
-/// Splits one record into its server and tools; `Err` says what shape was expected.
-pub fn parse_record(rec: &Value, file_stem: &str, origin: &str, several: bool) -> Result<(Server, Vec<Value>), String> {
-    let Value::Object(o) = rec else {
-        return Err("expected an object (LiveMCPBench server, Smithery server or tools/list result)".into());
-    };
-    let tool_array = |v: &Value, what: &str| -> Result<Vec<Value>, String> {
-        v.as_array().cloned().ok_or_else(|| format!("{what} is not an array"))
-    };
-    if o.contains_key("jsonrpc") || o.contains_key("result") {
-        let tools = o
-            .get("result")
-            .and_then(|r| r.get("tools"))
-            .ok_or("tools/list response without result.tools")?;
-        let name = match (several, o.get("id")) {
-            (true, Some(id)) => format!(
-                "{file_stem}#{}",
-                id.as_str().map(str::to_string).unwrap_or_else(|| id.to_string())
-            ),
-            _ => file_stem.to_string(),
-        };
-        let server = Server {
-            name,
-            display_name: None,
-            description: String::new(),
-            homepage: None,
-            category: None,
-            shape: "tools_list".into(),
-            origin: origin.into(),
-        };
-        return Ok((server, tool_array(tools, "result.tools")?));
-    }
-    if let Some(q) = str_field(rec, "qualifiedName") {
-        let server = Server {
-            display_name: str_field(rec, "displayName").filter(|d| *d != q),
-            name: q,
-            description: str_field(rec, "description").unwrap_or_default(),
-            homepage: str_field(rec, "homepage"),
-            category: None,
-            shape: "smithery".into(),
-            origin: origin.into(),
-        };
-        let tools = o.get("tools").ok_or("Smithery server without tools")?;
-        return Ok((server, tool_array(tools, "tools")?));
-    }
-    let name = str_field(rec, "name").ok_or("server record without a string name (and not Smithery or tools/list)")?;
-    let server = Server {
-        name,
-        display_name: None,
-        description: str_field(rec, "description").unwrap_or_default(),
-        homepage: str_field(rec, "web"),
-        category: str_field(rec, "category"),
-        shape: "livemcpbench".into(),
-        origin: origin.into(),
-    };
-    let tools = match o.get("tools") {
-        Some(Value::Array(a)) => a.clone(),
-        Some(Value::Object(groups)) => {
-            let mut all = Vec::new();
-            for (key, g) in groups {
-                all.extend(tool_array(
-                    g.get("tools").unwrap_or(&Value::Null),
-                    &format!("tools.{key}.tools"),
-                )?);
-            }
-            all
-        }
-        _ => return Err("server record without tools (array or {key: {tools: [...]}})".into()),
-    };
-    Ok((server, tools))
-}
-
-/// Reads the records of one file (array, `{servers: [...]}`, single object or JSON Lines), each
-/// with its index (JSON Lines: the 0-based line number; blank lines are skipped).
-fn file_records(path: &Path) -> Result<Vec<(usize, Result<Value, String>)>, CorpusError> {
-    if path.extension().is_some_and(|e| e == "jsonl") {
-        return Ok(crate::corpus::json_lines(&crate::corpus::read_text(path)?));
-    }
-    let v: Value = crate::corpus::read_json_lossy(path)?;
-    let checked = |v: Value| crate::corpus::invalid_record(&v).map_or(Ok(v), Err);
-    Ok(match v {
-        Value::Array(a) => a.into_iter().map(checked).enumerate().collect(),
-        Value::Object(mut o) if o.len() == 1 && o.get("servers").is_some_and(Value::is_array) => {
-            let Some(Value::Array(a)) = o.remove("servers") else {
-                unreachable!()
-            };
-            a.into_iter().map(checked).enumerate().collect()
-        }
-        other => vec![(0, checked(other))],
-    })
-}
+use names::qualify_colliding_names;
+pub use names::sanitise_name;
+use registry::file_records;
+pub use registry::{inputs, parse_record};
 
 /// Reads every file, normalises and validates each tool, deduplicates. `root` is used to name
 /// files relative to the source root in bad records and origins.
@@ -380,39 +262,6 @@ pub fn normalise_tool(t: &RawTool) -> Result<McpTool, Rejected> {
         annotations: t.value.get("annotations").cloned().unwrap_or(Value::Null),
         fixes,
     })
-}
-
-/// Gives every tool whose sanitised name is shared with a different tool the name
-/// `<server>__<name>` (sanitised; `_2`, `_3`, … if that still collides), recording a
-/// `name_qualified` fix. Unique names are kept as they are.
-fn qualify_colliding_names(tools: &mut [McpTool]) {
-    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
-    for t in tools.iter() {
-        *by_name.entry(t.function.to_lowercase()).or_insert(0) += 1;
-    }
-    let mut used: std::collections::HashSet<String> = tools
-        .iter()
-        .filter(|t| by_name[&t.function.to_lowercase()] == 1)
-        .map(|t| t.function.to_lowercase())
-        .collect();
-    for t in tools.iter_mut() {
-        if by_name[&t.function.to_lowercase()] == 1 {
-            continue;
-        }
-        let base = sanitise_name(&format!("{}__{}", t.server, t.function));
-        let mut name = base.clone();
-        let mut n = 2;
-        while !used.insert(name.to_lowercase()) {
-            name = sanitise_name(&format!("{base}_{n}"));
-            n += 1;
-        }
-        t.fixes.push(Fix {
-            kind: "name_qualified".into(),
-            pointer: "name".into(),
-            detail: format!("{:?} is shared by different tools → {name:?}", t.function),
-        });
-        t.function = name;
-    }
 }
 
 /// `tools/mcp.json`: the catalog in MCP format, per server: `{"servers": [{name, description,
