@@ -34,8 +34,7 @@ test-llm:
     @bash tests/llm-server/setup.sh
     @cargo test --release --test llm -- --nocapture
 
-# Time cold builds, no-op rebuilds, peak RSS, the live server under load (wrk), and evaluation
-# (scoring throughput on 10,000 predictions, agent-mode overhead per step without the model).
+# Time builds (cold, no-op) with peak RSS, the live server (wrk), session memory, eval throughput.
 bench:
     @bash benches/bench.sh
     @bash benches/serve.sh
@@ -45,6 +44,10 @@ bench:
 # The evaluation benchmark alone (scoring throughput, agent-mode overhead per step).
 bench-eval:
     @bash benches/eval.sh
+
+# Fuzz every target SECONDS each (libFuzzer via cargo-fuzz, nightly; seeds from ../shared/corpora).
+fuzz SECONDS="600":
+    @bash fuzz/run.sh {{SECONDS}}
 
 # What CI runs (.ci/run: installs the test dependencies, then `just test`).
 ci:

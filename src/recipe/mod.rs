@@ -419,24 +419,10 @@ fn first_match(root: &Path, pattern: &str) -> Option<PathBuf> {
     hits.into_iter().next()
 }
 
-/// Whether `text` matches `pattern`, where `*` stands for any run of characters.
+/// Whether the file name `text` matches `pattern` as a shell glob (`glob` crate: `*`, `?`,
+/// `[...]`; a malformed pattern matches nothing).
 pub fn wildcard(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(i) => rest = &rest[i + mid.len()..],
-            None => return false,
-        }
-    }
-    true
+    glob::Pattern::new(pattern).is_ok_and(|p| p.matches(text))
 }
 
 #[cfg(test)]
