@@ -16,69 +16,10 @@ use std::time::Instant;
 use serde_json::Value;
 use toolforge::pipeline::build_and_emit;
 
+mod llm_server;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The running server; killed on drop.
-struct Server {
-    pid: u32,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg(self.pid.to_string()).status();
-    }
-}
-
-fn start_server(tmp: &Path) -> Option<Server> {
-    // .ci/run sets TOOLFORGE_LLM_SKIP when the LLM test server cannot be installed here.
-    if let Ok(why) = std::env::var("TOOLFORGE_LLM_SKIP") {
-        eprintln!("\n\n!!!!! SKIPPING the eval LLM test: {why} !!!!!\n\n");
-        return None;
-    }
-    for tool in ["node", "npm", "python3"] {
-        if Command::new(tool).arg("--version").output().is_err() {
-            eprintln!(
-                "\n\n!!!!! SKIPPING the eval LLM test: `{tool}` is not installed, so tests/llm-server/setup.sh cannot run !!!!!\n\n"
-            );
-            return None;
-        }
-    }
-    let out = Command::new("bash")
-        .arg(root().join("tests/llm-server/setup.sh"))
-        .arg("--start")
-        .env("TOOLFORGE_LLM_LOG", tmp.join("server.log"))
-        .output()
-        .expect("bash runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "setup.sh failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let get = |k: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{k}=")))
-            .unwrap_or_else(|| panic!("setup.sh printed no {k}=: {stdout}"))
-            .to_string()
-    };
-    Some(Server {
-        pid: get("PID").parse().unwrap(),
-        port: get("PORT").parse().unwrap(),
-    })
-}
-
-fn server_requests(port: u16) -> u64 {
-    let v: Value = ureq::get(&format!("http://127.0.0.1:{port}/stats"))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_json()
-        .unwrap();
-    v["requests"].as_u64().unwrap()
 }
 
 fn eval_run(dataset: &Path, port: u16, mode: &str, out: &Path, run: &str, store: &Path) -> Value {
@@ -120,7 +61,9 @@ fn eval_run(dataset: &Path, port: u16, mode: &str, out: &Path, run: &str, store:
 fn eval_run_against_a_real_server_in_both_modes() {
     let tmp = tempfile::tempdir().unwrap();
     let tmp = tmp.path();
-    let Some(server) = start_server(tmp) else { return };
+    let Some(server) = llm_server::start("the eval LLM test", tmp, &[]) else {
+        return;
+    };
     let out = tmp.join("eval");
     let store = tmp.join("llm-store");
     let mut runs = Vec::new();
@@ -136,7 +79,7 @@ fn eval_run_against_a_real_server_in_both_modes() {
         for mode in ["direct", "agent"] {
             let t = Instant::now();
             let run = format!("{recipe}-{mode}");
-            let before = server_requests(server.port);
+            let before = llm_server::requests(server.port);
             let r = eval_run(&dataset, server.port, mode, &out, &run, &store);
             let acc = &r["accounting"];
             let requests = acc["requests"].as_u64().unwrap();
@@ -147,7 +90,7 @@ fn eval_run_against_a_real_server_in_both_modes() {
                 acc["mean_steps"]
             );
             assert_eq!(
-                server_requests(server.port) - before,
+                llm_server::requests(server.port) - before,
                 requests,
                 "client and server count alike"
             );

@@ -15,7 +15,6 @@
 //!   and the other variants are still built.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -24,73 +23,10 @@ use toolforge::pipeline::compile;
 use toolforge::variants::gold_value_texts;
 use toolforge::variants::paraphrase::check;
 
+mod llm_server;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The running server; killed on drop.
-struct Server {
-    pid: u32,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg(self.pid.to_string()).status();
-    }
-}
-
-fn start_server(tmp: &Path) -> Option<Server> {
-    // `.ci/run` sets this when the optional server could not be installed (no node >= 20, no npm
-    // registry): the test is skipped loudly instead of failing the main suite.
-    if let Ok(why) = std::env::var("TOOLFORGE_LLM_SKIP") {
-        eprintln!("\n\n!!!!! SKIPPING the LLM integration test: {why} !!!!!\n\n");
-        return None;
-    }
-    for tool in ["node", "npm", "python3"] {
-        if Command::new(tool).arg("--version").output().is_err() {
-            eprintln!(
-                "\n\n!!!!! SKIPPING the LLM integration test: `{tool}` is not installed, so tests/llm-server/setup.sh cannot run !!!!!\n\n"
-            );
-            return None;
-        }
-    }
-    let t = Instant::now();
-    let out = Command::new("bash")
-        .arg(root().join("tests/llm-server/setup.sh"))
-        .arg("--start")
-        .env("INJECT_STATUS", "429")
-        .env("TOOLFORGE_LLM_LOG", tmp.join("server.log"))
-        .env("TOOLFORGE_LLM_REQUEST_LOG", tmp.join("requests.jsonl"))
-        .output()
-        .expect("bash runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "setup.sh failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let get = |k: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{k}=")))
-            .unwrap_or_else(|| panic!("setup.sh printed no {k}=: {stdout}"))
-            .to_string()
-    };
-    eprintln!("llm server up in {:.1} s", t.elapsed().as_secs_f64());
-    Some(Server {
-        pid: get("PID").parse().unwrap(),
-        port: get("PORT").parse().unwrap(),
-    })
-}
-
-fn server_stats(port: u16) -> Value {
-    ureq::get(&format!("http://127.0.0.1:{port}/stats"))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_json()
-        .unwrap()
 }
 
 /// A project root `tmp/<dir>` with the Spider source and the recipe `llm-paraphrase` (`variants`
@@ -149,7 +85,9 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 fn paraphrase_against_a_real_server() {
     let tmp = tempfile::tempdir().unwrap();
     let tmp = tmp.path();
-    let Some(server) = start_server(tmp) else { return };
+    let Some(server) = llm_server::start("the LLM integration test", tmp, &[("INJECT_STATUS", "429")]) else {
+        return;
+    };
     let store = tmp.join("store");
     let port = server.port;
     let recipe = project(
@@ -169,7 +107,7 @@ fn paraphrase_against_a_real_server() {
         t.elapsed().as_secs_f64()
     );
     let run = &b.stats["llm_run"];
-    let s1 = server_stats(port);
+    let s1 = llm_server::stats(port);
     eprintln!(
         "llm: {}\nllm_run: {run}\nserver: {s1}\nparaphrase: {:#}",
         b.stats["llm"], b.stats["paraphrase"]
@@ -236,7 +174,7 @@ fn paraphrase_against_a_real_server() {
     build_and_emit(&recipe, Some(&tmp.join("out1")), Some(&store), false).unwrap();
     build_and_emit(&recipe, Some(&tmp.join("out2")), Some(&store), false).unwrap();
     eprintln!("two cached builds in {:.1} s", t.elapsed().as_secs_f64());
-    assert_eq!(server_stats(port), s1, "a rebuild contacted the server");
+    assert_eq!(llm_server::stats(port), s1, "a rebuild contacted the server");
     let b2 = compile(&recipe, Some(&store), false).unwrap();
     assert_eq!(b2.stats["llm_run"]["http_requests"], 0);
     assert_eq!(b2.stats["llm_run"]["from_store"], attempted);
@@ -291,7 +229,7 @@ fn paraphrase_against_a_real_server() {
 
     // ToolGym task synthesis for MCP bundles through the same plumbing (issue 6), generate →
     // check → revise once with the checker's reasons (issue 15).
-    let before = server_stats(port);
+    let before = llm_server::stats(port);
     let mcp = tmp.join("mcp");
     std::fs::create_dir_all(mcp.join("recipes")).unwrap();
     std::fs::create_dir_all(mcp.join("sources")).unwrap();
@@ -338,7 +276,7 @@ fn paraphrase_against_a_real_server() {
         .map(|v| v.as_u64().unwrap())
         .sum();
     assert_eq!(by_reason, n("rejected"));
-    let after = server_stats(port);
+    let after = llm_server::stats(port);
     assert_eq!(
         after["completions"].as_u64().unwrap() - before["completions"].as_u64().unwrap(),
         bundles as u64 + n("revision_requests"),
@@ -363,6 +301,6 @@ fn paraphrase_against_a_real_server() {
     assert_eq!(synthesised, n("accepted"));
     let m2 = compile(&recipe, Some(&store), false).unwrap();
     assert_eq!(m2.stats["synthesis"], *syn);
-    assert_eq!(server_stats(port), after, "a rebuild contacted the server");
+    assert_eq!(llm_server::stats(port), after, "a rebuild contacted the server");
     drop(server);
 }

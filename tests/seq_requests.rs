@@ -8,75 +8,18 @@
 //! - the offline fallback reads as a sentence: no "..", no `with <slot> <value>` list.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 use toolforge::pipeline::compile;
 use toolforge::seq::request::check;
+
+mod llm_server;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The running server; killed on drop.
-struct Server {
-    pid: u32,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg(self.pid.to_string()).status();
-    }
-}
-
-fn start_server(tmp: &Path) -> Option<Server> {
-    // .ci/run sets TOOLFORGE_LLM_SKIP when the LLM test server cannot be installed here.
-    if let Ok(why) = std::env::var("TOOLFORGE_LLM_SKIP") {
-        eprintln!("\n\n!!!!! SKIPPING the seq request-writer test: {why} !!!!!\n\n");
-        return None;
-    }
-    for tool in ["node", "npm", "python3"] {
-        if Command::new(tool).arg("--version").output().is_err() {
-            eprintln!("\n\n!!!!! SKIPPING the seq request-writer test: `{tool}` is not installed !!!!!\n\n");
-            return None;
-        }
-    }
-    let out = Command::new("bash")
-        .arg(root().join("tests/llm-server/setup.sh"))
-        .arg("--start")
-        .env("TOOLFORGE_LLM_LOG", tmp.join("server.log"))
-        .output()
-        .expect("bash runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "setup.sh failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let get = |k: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{k}=")))
-            .unwrap_or_else(|| panic!("setup.sh printed no {k}=: {stdout}"))
-            .to_string()
-    };
-    Some(Server {
-        pid: get("PID").parse().unwrap(),
-        port: get("PORT").parse().unwrap(),
-    })
-}
-
-fn server_requests(port: u16) -> u64 {
-    let v: Value = ureq::get(&format!("http://127.0.0.1:{port}/stats"))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_json()
-        .unwrap();
-    v["requests"].as_u64().unwrap()
-}
-
 /// A project with `sources/<source>.toml` pointing at `corpus` and a recipe `seq-<source>-llm`.
 fn project(tmp: &Path, source: &str, corpus: &Path, seq_table: &str) -> PathBuf {
     let proj = tmp.join(format!("proj-{source}"));
@@ -174,7 +117,9 @@ fn seq_requests_written_by_a_real_llm_pass_the_value_check_and_rebuild_offline()
             assert!(e.input.ends_with('.'), "{}", e.input);
         }
     }
-    let Some(server) = start_server(tmp) else { return };
+    let Some(server) = llm_server::start("the seq request-writer test", tmp, &[]) else {
+        return;
+    };
     let port = server.port;
     let llm = format!(
         "\n[seq.llm]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"smollm2-135m-instruct\"\ntemperature = 0.7\nseed = 3\nmax_tokens = 120\nmax_concurrency = 2\nmax_attempts = 3\ninitial_backoff_ms = 20\ntimeout_secs = 120\n"
@@ -182,12 +127,12 @@ fn seq_requests_written_by_a_real_llm_pass_the_value_check_and_rebuild_offline()
     for (source, corpus) in [("sgd", sgd_subset(tmp, 3)), ("multiwoz", multiwoz_subset(tmp, 3))] {
         let recipe = project(tmp, source, &corpus, &llm);
         let store = tmp.join(format!("store-{source}"));
-        let before = server_requests(port);
+        let before = llm_server::requests(port);
         let b = compile(&recipe, Some(&store), false).unwrap();
         let w = &b.stats["request_writer"];
         eprintln!("{source}: {w:#}");
         let rows = &b.groups["dev"].examples;
-        assert!(server_requests(port) > before, "no request reached the server");
+        assert!(llm_server::requests(port) > before, "no request reached the server");
         assert_eq!(w["attempted"].as_u64().unwrap() as usize, rows.len());
         let (acc, rej) = (w["accepted"].as_u64().unwrap(), w["rejected"].as_u64().unwrap());
         assert_eq!(acc + rej, rows.len() as u64);
@@ -211,9 +156,9 @@ fn seq_requests_written_by_a_real_llm_pass_the_value_check_and_rebuild_offline()
         }
         assert_eq!(llm_rows as u64, acc);
         // Rebuild: every answer from the store, same rows.
-        let mid = server_requests(port);
+        let mid = llm_server::requests(port);
         let again = compile(&recipe, Some(&store), false).unwrap();
-        assert_eq!(server_requests(port), mid, "a rebuild must not query the server");
+        assert_eq!(llm_server::requests(port), mid, "a rebuild must not query the server");
         assert_eq!(again.groups["dev"].examples, b.groups["dev"].examples);
         assert_eq!(again.build_key, b.build_key);
     }
