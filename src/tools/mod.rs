@@ -18,6 +18,7 @@ pub mod pool;
 pub mod rest;
 pub mod sel;
 pub mod table;
+pub mod template;
 
 use serde::{Deserialize, Serialize};
 

@@ -38,7 +38,7 @@ pub fn validation_components() -> Json {
 /// A query parameter's schema as pydantic writes it: `T` → `{type}`; `Literal[...]` →
 /// `{enum, type}`; a default → `default` after the description; `Optional[T] = None` →
 /// `{anyOf: [{type}, {type: null}]}`.
-fn parameter_schema(p: &crate::sql::rest::Parameter) -> Json {
+fn parameter_schema(p: &crate::tools::template::Parameter) -> Json {
     let mut s = Map::new();
     if p.optional && p.default.is_none() {
         s.insert("anyOf".into(), json!([{"type": p.kind}, {"type": "null"}]));

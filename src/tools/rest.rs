@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json, json};
 
 use super::ToolSpec;
-use crate::sql::rest::{Parameter, Template, slug};
+use crate::tools::template::{Parameter, Template, slug};
 use crate::verify::{Answer, Datum};
 
 /// One synthesised GET endpoint.

@@ -1,0 +1,186 @@
+//! The REST family's part of the per-database compile stage: endpoints shared out per database
+//! and renamed across databases, the categorical columns an optional filter may expose, and the
+//! REST report numbers and files (`tools/endpoints.json`, the OpenAPI documents).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::ratio;
+use crate::dataset::{Build, Example, Outcome};
+use crate::sql::{rest::Template, schema::Schema};
+use crate::tools::ToolSpec;
+use crate::tools::rest::{Endpoint, qualify_across_databases};
+use crate::tools::table;
+
+/// REST sharing numbers of one database.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub(super) struct RestCounts {
+    /// Distinct parameterised SQL texts (lower-cased): the endpoint count of sharing by text.
+    pub(super) by_text: usize,
+    /// Questions served by an endpoint whose SQL text differs from their own (same normal form).
+    pub(super) merged: usize,
+    /// Questions whose normal form matched an endpoint that did not reproduce their result.
+    pub(super) merge_rejected: usize,
+}
+
+/// Makes REST function names unique across the catalog ([`qualify_across_databases`]) and
+/// renames the gold calls, labels, operation ids and toolkits of the examples to match.
+pub(super) fn rename_across_databases(endpoints: &mut [Endpoint], outcomes: &mut BTreeMap<String, Outcome>) {
+    let renames = qualify_across_databases(endpoints);
+    if renames.is_empty() {
+        return;
+    }
+    for (db, outcome) in outcomes.iter_mut() {
+        let new = |name: &str| renames.get(&(db.clone(), name.to_string())).cloned();
+        for e in &mut outcome.examples {
+            for call in &mut e.output {
+                if let Some(n) = new(&call.name) {
+                    call.label = format!("{n}_0");
+                    call.name = n.clone();
+                    if let Some(meta) = e.meta.as_mut() {
+                        meta["endpoint"]["operation_id"] = json!(n);
+                    }
+                }
+            }
+            for t in &mut e.tools {
+                if let Some(n) = new(&t.name) {
+                    t.name = n;
+                }
+            }
+        }
+    }
+}
+
+/// REST: catalog = every endpoint; `tools/endpoints.json` (with SQL), the combined and
+/// per-database OpenAPI documents; endpoint counts.
+pub(super) fn rest_summary(build: &mut Build, endpoints: &[Endpoint], counts: RestCounts) {
+    build.catalog = endpoints.iter().map(Endpoint::tool_spec).collect();
+    let version = env!("CARGO_PKG_VERSION");
+    let all: Vec<&Endpoint> = endpoints.iter().collect();
+    let title = format!("{} tools", build.recipe.name);
+    build
+        .extra_files
+        .insert("tools/endpoints.json".into(), pretty(&json!(endpoints)));
+    build.extra_files.insert(
+        "tools/openapi.json".into(),
+        pretty(&crate::tools::openapi::document(&title, version, &all)),
+    );
+    let mut per_db: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
+    for e in endpoints {
+        per_db.entry(e.db_id.as_str()).or_default().push(e);
+    }
+    for (db, eps) in &per_db {
+        let doc = crate::tools::openapi::document(&format!("{} {db} tools", build.recipe.name), version, eps);
+        build
+            .extra_files
+            .insert(format!("tools/openapi/{db}.json"), pretty(&doc));
+        let tools: Vec<ToolSpec> = eps.iter().map(|e| e.tool_spec()).collect();
+        build.extra_files.insert(
+            format!("tools/functions/{db}.json"),
+            pretty(&crate::tools::functions_json(&tools)),
+        );
+    }
+    let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
+    let empty = examples
+        .iter()
+        .filter(|e| e.gold_answer.as_ref().is_some_and(Vec::is_empty))
+        .count();
+    build.stats.insert("endpoints".into(), json!(endpoints.len()));
+    build.stats.insert(
+        "questions_per_endpoint".into(),
+        json!(ratio(examples.len(), endpoints.len(), 2)),
+    );
+    build.stats.insert(
+        "parameters_per_endpoint".into(),
+        json!(ratio(
+            endpoints.iter().map(|e| e.parameters.len()).sum(),
+            endpoints.len(),
+            2
+        )),
+    );
+    build.stats.insert("examples_with_empty_answer".into(), json!(empty));
+    // Distinguishability: endpoints whose summary no other endpoint of their database has.
+    let mut summaries: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for e in endpoints {
+        *summaries.entry((e.db_id.as_str(), e.summary.as_str())).or_default() += 1;
+    }
+    let unique = endpoints
+        .iter()
+        .filter(|e| summaries[&(e.db_id.as_str(), e.summary.as_str())] == 1)
+        .count();
+    build.stats.insert(
+        "parameterless_endpoints".into(),
+        json!(endpoints.iter().filter(|e| e.parameters.is_empty()).count()),
+    );
+    build
+        .stats
+        .insert("distinguishability".into(), json!(ratio(unique, endpoints.len(), 4)));
+    build
+        .stats
+        .insert("endpoints_if_shared_by_sql_text".into(), json!(counts.by_text));
+    build
+        .stats
+        .insert("questions_merged_by_normal_form".into(), json!(counts.merged));
+    build
+        .stats
+        .insert("merges_rejected_by_execution".into(), json!(counts.merge_rejected));
+}
+
+pub(super) fn pretty(v: &serde_json::Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(v).expect("serialisable");
+    b.push(b'\n');
+    b
+}
+
+/// Each table's categorical column (lower-cased table → column, OpenAPI type): the column with
+/// 2 to 50 distinct non-NULL values, text columns before others, fewest values first (first in
+/// declaration order on a tie), for [`crate::sql::expose`]'s optional filter.
+pub(super) fn categorical_columns(db_path: &Path, schema: &Schema) -> BTreeMap<String, (String, &'static str)> {
+    let mut out = BTreeMap::new();
+    let Ok(conn) = table::open_read_only(db_path) else {
+        return out;
+    };
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .unwrap_or_default();
+    for t in tables {
+        let Some((name, cols)) = schema.table(&t) else { continue };
+        let mut best: Option<((bool, i64), String, &'static str)> = None;
+        for c in cols {
+            let kind = schema.dtype(name, c);
+            let sql = format!(
+                "SELECT count(DISTINCT \"{}\") FROM \"{}\"",
+                c.replace('"', "\"\""),
+                name.replace('"', "\"\"")
+            );
+            let Ok(n) = conn.query_row(&sql, [], |r| r.get::<_, i64>(0)) else {
+                continue;
+            };
+            let rank = (kind != "string", n);
+            if (2..=50).contains(&n) && best.as_ref().is_none_or(|(r, _, _)| rank < *r) {
+                best = Some((rank, c.clone(), kind));
+            }
+        }
+        if let Some((_, c, kind)) = best {
+            out.insert(t.to_lowercase(), (c, kind));
+        }
+    }
+    out
+}
+
+/// An unnamed endpoint running `template`'s SQL (for verification before naming).
+pub(super) fn rest_endpoint(db_id: &str, template: &Template) -> Endpoint {
+    Endpoint {
+        db_id: db_id.into(),
+        name: String::new(),
+        path: String::new(),
+        summary: String::new(),
+        sql: template.sql.clone(),
+        parameters: template.parameters.clone(),
+        ordered: template.ordered,
+    }
+}

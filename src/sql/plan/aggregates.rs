@@ -1,0 +1,165 @@
+//! Grouping and aggregates: aggregate calls (with the CASE/IIF counting idiom), the GROUP BY
+//! key and HAVING comparisons.
+
+use sqlparser::ast::{
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Select, Value,
+};
+
+use super::*;
+use crate::sql::{LowerError, unsupported};
+
+impl<'s> Builder<'s> {
+    pub(super) fn aggregate(&mut self, e: &Expr, f: &sqlparser::ast::Function) -> Result<Measure, LowerError> {
+        let name = ident_name(&f.name).to_lowercase();
+        let agg = match name.as_str() {
+            "count" => Agg::Count,
+            "sum" => Agg::Sum,
+            "avg" => Agg::Mean,
+            "min" => Agg::Min,
+            "max" => Agg::Max,
+            _ => return Err(unsupported("function", e)),
+        };
+        if f.filter.is_some() {
+            return Err(unsupported("aggregate_filter", e));
+        }
+        let FunctionArguments::List(list) = &f.args else {
+            return Err(unsupported("function_arguments", e));
+        };
+        let distinct = matches!(
+            list.duplicate_treatment,
+            Some(sqlparser::ast::DuplicateTreatment::Distinct)
+        );
+        let arg = match list.args.as_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if agg == Agg::Count => None,
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] => Some(x),
+            _ => return Err(unsupported("function_arguments", e)),
+        };
+        let Some(arg) = arg else {
+            return Ok(Measure::Aggregate {
+                agg,
+                key: None,
+                distinct,
+                filters: vec![],
+            });
+        };
+        let arg = strip_numeric_cast(arg);
+        if let Some(m) = self.case_aggregate(agg, arg, distinct)? {
+            return Ok(m);
+        }
+        if self.literal(arg).is_some() && agg == Agg::Count {
+            return Ok(Measure::Aggregate {
+                agg,
+                key: None,
+                distinct,
+                filters: vec![],
+            });
+        }
+        let key = self.column_key(arg).map_err(|err| match err {
+            LowerError::Unsupported { .. } => unsupported("aggregate_expression", e),
+            other => other,
+        })?;
+        Ok(Measure::Aggregate {
+            agg,
+            key: Some(key),
+            distinct,
+            filters: vec![],
+        })
+    }
+
+    /// `COUNT(CASE WHEN c THEN x [ELSE NULL] END)`, `SUM(CASE WHEN c THEN 1 ELSE 0 END)` and the
+    /// `IIF(c, 1, 0)` spelling: an aggregate over the rows satisfying `c`.
+    pub(super) fn case_aggregate(
+        &mut self,
+        agg: Agg,
+        arg: &Expr,
+        distinct: bool,
+    ) -> Result<Option<Measure>, LowerError> {
+        let (cond, then, otherwise): (&Expr, &Expr, Option<&Expr>) = match arg {
+            Expr::Case {
+                operand: None,
+                conditions,
+                else_result,
+                ..
+            } if conditions.len() == 1 => (&conditions[0].condition, &conditions[0].result, else_result.as_deref()),
+            Expr::Function(f) if ident_name(&f.name).eq_ignore_ascii_case("iif") => {
+                match function_args(f)?.as_slice() {
+                    [c, t, o] => (*c, *t, Some(*o)),
+                    _ => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
+        };
+        let is_null = |x: Option<&Expr>| x.is_none_or(|x| matches!(x, Expr::Value(v) if v.value == Value::Null));
+        let lit = |b: &Self, x: &Expr| b.literal(x).and_then(|v| v.as_i64());
+        let mut filters = Vec::new();
+        let key = match agg {
+            Agg::Count if is_null(otherwise) => match self.literal(then) {
+                Some(_) => None,
+                None => Some(self.column_key(then)?),
+            },
+            Agg::Sum if lit(self, then) == Some(1) && otherwise.is_some_and(|o| lit(self, o) == Some(0)) => None,
+            _ => return Err(unsupported("case", arg)),
+        };
+        self.conditions(cond, &mut filters)
+            .map_err(|_| unsupported("case", arg))?;
+        Ok(Some(Measure::Aggregate {
+            agg: Agg::Count,
+            key,
+            distinct,
+            filters,
+        }))
+    }
+
+    /// The GROUP BY key (one column).
+    pub(super) fn group_by(&mut self, select: &Select) -> Result<Option<String>, LowerError> {
+        let group_by = match &select.group_by {
+            GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => match exprs.as_slice() {
+                [] => None,
+                [e] => match self.measure(e)? {
+                    Measure::Column(k) => Some(k),
+                    _ => return Err(unsupported("group_by_expression", e)),
+                },
+                _ => return Err(unsupported("group_by_multiple_keys", select.group_by.to_string())),
+            },
+            other => return Err(unsupported("group_by", other)),
+        };
+        Ok(group_by)
+    }
+
+    /// The HAVING comparisons, each on an aggregate against a literal.
+    pub(super) fn having(&mut self, select: &Select) -> Result<Vec<Having>, LowerError> {
+        let mut having = Vec::new();
+        if let Some(h) = &select.having {
+            let mut parts = Vec::new();
+            Self::conjuncts(h, &mut parts);
+            for part in parts {
+                let Expr::BinaryOp { left, op, right } = part else {
+                    return Err(unsupported("having", part));
+                };
+                if matches!(**right, Expr::Subquery(_)) || matches!(**left, Expr::Subquery(_)) {
+                    return Err(unsupported("subquery_in_having", part));
+                }
+                let condition = match op {
+                    BinaryOperator::Eq => "equal_to",
+                    BinaryOperator::NotEq => "not_equal_to",
+                    BinaryOperator::Gt => "greater_than",
+                    BinaryOperator::Lt => "less_than",
+                    BinaryOperator::GtEq => "greater_than_equal_to",
+                    BinaryOperator::LtEq => "less_than_equal_to",
+                    _ => return Err(unsupported("having", part)),
+                };
+                let value = self.literal(right).ok_or_else(|| unsupported("having", part))?;
+                let measure = self.measure(left)?;
+                if !matches!(measure, Measure::Aggregate { .. }) {
+                    return Err(unsupported("having", part));
+                }
+                having.push(Having {
+                    measure,
+                    condition,
+                    value,
+                });
+            }
+        }
+        Ok(having)
+    }
+}

@@ -1,0 +1,356 @@
+//! Filters: WHERE conjuncts as `filter_data` conditions (comparisons, BETWEEN, IS [NOT] NULL,
+//! [NOT] LIKE, NOT IN lists), one disjunction as branches, literals, and the column transforms
+//! (`substring`, `abs`, `strftime`) a comparison may read through.
+
+use serde_json::{Map, Value as Json, json};
+use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value};
+
+use super::*;
+use crate::sql::{LowerError, unsupported};
+
+impl<'s> Builder<'s> {
+    pub(super) fn literal(&self, e: &Expr) -> Option<Json> {
+        match e {
+            Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => number(n),
+                Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(json!(s)),
+                Value::Boolean(b) => Some(json!(*b as i64)),
+                _ => None,
+            },
+            // SQLite reads a double-quoted identifier that names no column as a string literal.
+            Expr::Identifier(id) if id.quote_style == Some('"') && self.resolve_raw(e).is_err() => {
+                Some(json!(id.value))
+            }
+            Expr::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr,
+            } => self.literal(expr).and_then(negate),
+            Expr::UnaryOp {
+                op: UnaryOperator::Plus,
+                expr,
+            } => self.literal(expr),
+            Expr::Nested(inner) => self.literal(inner),
+            _ => None,
+        }
+    }
+
+    /// The key a WHERE comparison reads: a column, or a transformed column.
+    pub(super) fn filter_key(&mut self, e: &Expr) -> Result<String, LowerError> {
+        match e {
+            Expr::Substring {
+                expr,
+                substring_from: Some(start),
+                substring_for,
+                ..
+            } => self.substring(expr, start, substring_for.as_deref(), e),
+            Expr::Substring { .. } => Err(unsupported("substring_arguments", e)),
+            Expr::Function(f) => {
+                let name = ident_name(&f.name).to_lowercase();
+                let args = function_args(f)?;
+                match (name.as_str(), args.as_slice()) {
+                    ("substr" | "substring", [x, start]) => self.substring(x, start, None, e),
+                    ("substr" | "substring", [x, start, len]) => self.substring(x, start, Some(len), e),
+                    ("abs", [x]) => {
+                        let key = self.column_key(x)?;
+                        self.add_transform(key.clone(), "abs", json!({}), e)?;
+                        Ok(key)
+                    }
+                    ("strftime", [fmt, x]) => {
+                        let pattern = self.literal(fmt).and_then(|v| v.as_str().map(str::to_string));
+                        match pattern.as_deref() {
+                            Some(p @ ("%Y" | "%m" | "%d")) => {
+                                let key = self.column_key(x)?;
+                                self.add_transform(key.clone(), "datetime", json!({"pattern": p}), e)?;
+                                Ok(key)
+                            }
+                            _ => Err(unsupported("strftime_format", e)),
+                        }
+                    }
+                    _ => Err(unsupported("function_in_filter", e)),
+                }
+            }
+            Expr::Cast { expr, data_type, .. } if is_numeric_cast(data_type) => self.filter_key(expr),
+            Expr::Nested(inner) => self.filter_key(inner),
+            _ => self.column_key(e),
+        }
+    }
+
+    /// `SUBSTR(x, start[, len])` (SQL: 1-based start) as a `substring` transform with a 0-based
+    /// `start_index` and an exclusive `end_index` (absent without `len`).
+    pub(super) fn substring(
+        &mut self,
+        x: &Expr,
+        start: &Expr,
+        len: Option<&Expr>,
+        e: &Expr,
+    ) -> Result<String, LowerError> {
+        let key = self.column_key(x)?;
+        let int = |b: &Self, v: &Expr| b.literal(v).and_then(|v| v.as_i64());
+        let start = int(self, start)
+            .filter(|s| *s >= 1)
+            .ok_or_else(|| unsupported("substring_arguments", e))?;
+        let mut args = Map::new();
+        args.insert("start_index".into(), json!(start - 1));
+        if let Some(len) = len {
+            let len = int(self, len).ok_or_else(|| unsupported("substring_arguments", e))?;
+            args.insert("end_index".into(), json!(start - 1 + len));
+        }
+        self.add_transform(key.clone(), "substring", Json::Object(args), e)?;
+        Ok(key)
+    }
+
+    pub(super) fn add_transform(
+        &mut self,
+        key: String,
+        operation: &'static str,
+        args: Json,
+        e: &Expr,
+    ) -> Result<(), LowerError> {
+        if self.transforms.iter().any(|t| t.key == key) {
+            return Err(unsupported("repeated_transform", e));
+        }
+        self.transforms.push(Transform { key, operation, args });
+        Ok(())
+    }
+
+    /// Lowers a conjunct of the WHERE (or a branch of an OR) to conditions.
+    pub(super) fn conditions(&mut self, e: &Expr, out: &mut Vec<Condition>) -> Result<(), LowerError> {
+        match e {
+            Expr::Nested(inner) => self.conditions(inner, out),
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => {
+                self.conditions(left, out)?;
+                self.conditions(right, out)
+            }
+            Expr::BinaryOp { left, op, right } => {
+                let flip = |c: &'static str| match c {
+                    "greater_than" => "less_than",
+                    "less_than" => "greater_than",
+                    "greater_than_equal_to" => "less_than_equal_to",
+                    "less_than_equal_to" => "greater_than_equal_to",
+                    c => c,
+                };
+                let condition = match op {
+                    BinaryOperator::Eq => "equal_to",
+                    BinaryOperator::NotEq => "not_equal_to",
+                    BinaryOperator::Gt => "greater_than",
+                    BinaryOperator::Lt => "less_than",
+                    BinaryOperator::GtEq => "greater_than_equal_to",
+                    BinaryOperator::LtEq => "less_than_equal_to",
+                    BinaryOperator::Or => return Err(unsupported("nested_or", e)),
+                    _ => return Err(unsupported("operator", op)),
+                };
+                if let Expr::Subquery(q) = &**right {
+                    let value = self.subquery(q, e)?;
+                    let key = self.filter_key(left)?;
+                    out.push(Condition { key, condition, value });
+                } else if let Expr::Subquery(q) = &**left {
+                    let value = self.subquery(q, e)?;
+                    let key = self.filter_key(right)?;
+                    out.push(Condition {
+                        key,
+                        condition: flip(condition),
+                        value,
+                    });
+                } else if let Some(value) = self.literal(right) {
+                    let key = self.filter_key(left)?;
+                    out.push(Condition { key, condition, value });
+                } else if let Some(value) = self.literal(left) {
+                    let key = self.filter_key(right)?;
+                    out.push(Condition {
+                        key,
+                        condition: flip(condition),
+                        value,
+                    });
+                } else {
+                    return Err(unsupported("column_comparison", e));
+                }
+                Ok(())
+            }
+            Expr::Between {
+                expr,
+                negated: false,
+                low,
+                high,
+            } => {
+                let (Some(lo), Some(hi)) = (self.literal(low), self.literal(high)) else {
+                    return Err(unsupported("between_expression", e));
+                };
+                let key = self.filter_key(expr)?;
+                out.push(Condition {
+                    key: key.clone(),
+                    condition: "greater_than_equal_to",
+                    value: lo,
+                });
+                out.push(Condition {
+                    key,
+                    condition: "less_than_equal_to",
+                    value: hi,
+                });
+                Ok(())
+            }
+            Expr::IsNull(x) => {
+                let key = self.filter_key(x)?;
+                out.push(Condition {
+                    key,
+                    condition: "equal_to",
+                    value: Json::Null,
+                });
+                Ok(())
+            }
+            Expr::IsNotNull(x) => {
+                let key = self.filter_key(x)?;
+                out.push(Condition {
+                    key,
+                    condition: "not_equal_to",
+                    value: Json::Null,
+                });
+                Ok(())
+            }
+            Expr::Like {
+                negated: false,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => {
+                let Some(value) = self.literal(pattern) else {
+                    return Err(unsupported("like_pattern", e));
+                };
+                let key = self.filter_key(expr)?;
+                out.push(Condition {
+                    key,
+                    condition: "like",
+                    value,
+                });
+                Ok(())
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated: true,
+            } => {
+                let key = self.filter_key(expr)?;
+                for item in list {
+                    let value = self
+                        .literal(item)
+                        .ok_or_else(|| unsupported("in_list_expression", item))?;
+                    out.push(Condition {
+                        key: key.clone(),
+                        condition: "not_equal_to",
+                        value,
+                    });
+                }
+                Ok(())
+            }
+            Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => {
+                let value = self.subquery(subquery, e)?;
+                let key = self.filter_key(expr)?;
+                out.push(Condition {
+                    key,
+                    condition: if *negated { "not_in" } else { "is_in" },
+                    value,
+                });
+                Ok(())
+            }
+            Expr::Like {
+                negated: true,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => {
+                let Some(value) = self.literal(pattern) else {
+                    return Err(unsupported("like_pattern", e));
+                };
+                let key = self.filter_key(expr)?;
+                out.push(Condition {
+                    key,
+                    condition: "not_like",
+                    value,
+                });
+                Ok(())
+            }
+            Expr::Like { negated: true, .. } => Err(unsupported("not_like", e)),
+            Expr::Between { negated: true, .. } => Err(unsupported("not_between", e)),
+            Expr::UnaryOp {
+                op: UnaryOperator::Not, ..
+            } => Err(unsupported("not", e)),
+            Expr::InList { .. } => Err(unsupported("nested_or", e)),
+            Expr::Case { .. } => Err(unsupported("case", e)),
+            _ => Err(unsupported("predicate", e)),
+        }
+    }
+
+    /// Splits a disjunction into branches of AND-ed conditions (an `IN` list is one branch per
+    /// value).
+    pub(super) fn branches(&mut self, e: &Expr, out: &mut Vec<Vec<Condition>>) -> Result<(), LowerError> {
+        match e {
+            Expr::Nested(inner) => self.branches(inner, out),
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Or,
+                right,
+            } => {
+                self.branches(left, out)?;
+                self.branches(right, out)
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } => {
+                let key = self.filter_key(expr)?;
+                for item in list {
+                    let value = self
+                        .literal(item)
+                        .ok_or_else(|| unsupported("in_list_expression", item))?;
+                    out.push(vec![Condition {
+                        key: key.clone(),
+                        condition: "equal_to",
+                        value,
+                    }]);
+                }
+                Ok(())
+            }
+            _ => {
+                let mut branch = Vec::new();
+                self.conditions(e, &mut branch)?;
+                out.push(branch);
+                Ok(())
+            }
+        }
+    }
+
+    pub(super) fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+        match e {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => {
+                Self::conjuncts(left, out);
+                Self::conjuncts(right, out);
+            }
+            Expr::Nested(inner)
+                if matches!(
+                    **inner,
+                    Expr::BinaryOp {
+                        op: BinaryOperator::And,
+                        ..
+                    }
+                ) =>
+            {
+                Self::conjuncts(inner, out)
+            }
+            other => out.push(other),
+        }
+    }
+}

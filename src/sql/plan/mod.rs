@@ -1,0 +1,316 @@
+//! The query-plan IR: a linear description of one SELECT that the tool pool can execute —
+//! join, column transforms, AND-ed filters with at most one disjunction, grouping, HAVING,
+//! ordering, projection, DISTINCT, LIMIT — and its builder from the sqlparser AST.
+//!
+//! The builder resolves every column against the [`Schema`] (case-insensitively) to its name in
+//! the joined table (`<table>_<column>`, see [`crate::tools::table::safe_name`]) and rejects what
+//! the tools cannot express faithfully with a named [`LowerError::Unsupported`] code.
+
+mod aggregates;
+mod filters;
+mod joins;
+mod ordering;
+mod select;
+mod subqueries;
+
+use self::subqueries::build_query;
+
+use std::ops::ControlFlow;
+
+use serde_json::{Value as Json, json};
+use sqlparser::ast::{DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Statement, visit_expressions};
+
+use super::schema::Schema;
+use super::{LowerError, unsupported};
+use crate::tools::table::{JoinCondition, JoinTable};
+
+/// A comparison `key <condition> value` (a `filter_data` call).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    /// Column of the joined table (or an aggregate column in HAVING).
+    pub key: String,
+    /// One of the `filter_data` conditions.
+    pub condition: &'static str,
+    /// The literal (JSON null for IS \[NOT\] NULL).
+    pub value: Json,
+}
+
+/// A column transformation applied before filtering (a `transform_data` call).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transform {
+    /// The column replaced by its transformation.
+    pub key: String,
+    /// `substring`, `abs` or `datetime`.
+    pub operation: &'static str,
+    /// The operation's arguments.
+    pub args: Json,
+}
+
+/// Aggregation functions (tool names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agg {
+    /// COUNT
+    Count,
+    /// SUM
+    Sum,
+    /// AVG → `mean`
+    Mean,
+    /// MIN
+    Min,
+    /// MAX
+    Max,
+}
+
+impl Agg {
+    /// The `aggregation_type` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Agg::Count => "count",
+            Agg::Sum => "sum",
+            Agg::Mean => "mean",
+            Agg::Min => "min",
+            Agg::Max => "max",
+        }
+    }
+}
+
+/// A value the query computes: a column, an aggregate, a literal, or arithmetic of these.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measure {
+    /// A column of the (filtered) joined table.
+    Column(String),
+    /// An aggregate; `key` None is `COUNT(*)`; `filters` restrict the rows first (the
+    /// `COUNT(CASE WHEN c THEN x END)` / `SUM(CASE WHEN c THEN 1 ELSE 0 END)` idiom).
+    Aggregate {
+        /// The function.
+        agg: Agg,
+        /// The aggregated column.
+        key: Option<String>,
+        /// `DISTINCT` inside the call.
+        distinct: bool,
+        /// Row filters applied before aggregating.
+        filters: Vec<Condition>,
+    },
+    /// A number.
+    Literal(Json),
+    /// `left <op> right` with op `add`, `subtract`, `multiply`, `divide`.
+    Arith(Box<Measure>, &'static str, Box<Measure>),
+}
+
+impl Measure {
+    /// Whether the measure is or contains an aggregate.
+    pub fn has_aggregate(&self) -> bool {
+        match self {
+            Measure::Aggregate { .. } => true,
+            Measure::Arith(a, _, b) => a.has_aggregate() || b.has_aggregate(),
+            _ => false,
+        }
+    }
+}
+
+/// One ORDER BY key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortKey {
+    /// What to sort by.
+    pub measure: Measure,
+    /// ASC (SQL's default) or DESC.
+    pub ascending: bool,
+}
+
+/// A HAVING comparison on an aggregate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Having {
+    /// The aggregate compared.
+    pub measure: Measure,
+    /// The `filter_data` condition.
+    pub condition: &'static str,
+    /// The literal.
+    pub value: Json,
+}
+
+/// The linear plan of one SELECT.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryPlan {
+    /// Table instances, in join order.
+    pub tables: Vec<JoinTable>,
+    /// Join equalities.
+    pub joins: Vec<JoinCondition>,
+    /// Column transforms, applied first.
+    pub transforms: Vec<Transform>,
+    /// AND-ed filters.
+    pub filters: Vec<Condition>,
+    /// One disjunction: each branch is AND-ed conditions; empty when the WHERE has no OR.
+    pub branches: Vec<Vec<Condition>>,
+    /// GROUP BY column.
+    pub group_by: Option<String>,
+    /// HAVING comparisons.
+    pub having: Vec<Having>,
+    /// ORDER BY keys, most significant first.
+    pub order_by: Vec<SortKey>,
+    /// SELECT items.
+    pub projection: Vec<Measure>,
+    /// SELECT DISTINCT.
+    pub distinct: bool,
+    /// LIMIT.
+    pub limit: Option<i64>,
+    /// Uncorrelated subqueries over the same joined table, in the order their placeholders
+    /// `$SUBQUERY_<i>$` appear as condition values: a scalar subquery's single value
+    /// (`x > (SELECT avg(x) …)`) or a list (`x [NOT] IN (SELECT y …)`).
+    pub subqueries: Vec<QueryPlan>,
+    /// Compound SELECT: the operations (`union`, `union_all`, `intersect`, `except`) applied
+    /// left to right with the SELECTs of the same joined table that follow this one.
+    pub set_ops: Vec<(&'static str, QueryPlan)>,
+}
+
+impl QueryPlan {
+    /// What the join step materialises, independent of aliases: each table instance as
+    /// `table/prefix`, each join condition as `prefix.column=prefix.column kind`. Two plans with
+    /// the same signature read the same joined table (`$starting_table_var$`).
+    pub fn join_signature(&self) -> Vec<String> {
+        let prefix = |qualified: &str| -> String {
+            match qualified.split_once('.') {
+                Some((alias, col)) => {
+                    let p = self
+                        .tables
+                        .iter()
+                        .find(|t| t.alias.eq_ignore_ascii_case(alias))
+                        .map_or(alias, |t| t.prefix.as_str());
+                    format!("{}.{}", p.to_lowercase(), col.to_lowercase())
+                }
+                None => qualified.to_lowercase(),
+            }
+        };
+        let mut sig: Vec<String> = self
+            .tables
+            .iter()
+            .map(|t| format!("{}/{}", t.table.to_lowercase(), t.prefix.to_lowercase()))
+            .collect();
+        let mut joins: Vec<String> = self
+            .joins
+            .iter()
+            .map(|j| {
+                let (mut a, mut b) = (prefix(&j.0), prefix(&j.1));
+                if a > b {
+                    std::mem::swap(&mut a, &mut b);
+                }
+                format!("{a}={b} {}", j.2)
+            })
+            .collect();
+        joins.sort();
+        sig.extend(joins);
+        sig
+    }
+}
+
+/// Rejects, up front, constructs no lowering handles: CTEs, EXISTS, window functions.
+fn reject_unsupported(stmt: &Statement) -> Result<(), LowerError> {
+    let Statement::Query(q) = stmt else {
+        return Err(unsupported("not_a_query", stmt));
+    };
+    if q.with.is_some() {
+        return Err(unsupported("cte", "WITH"));
+    }
+    let flow = visit_expressions(stmt, |e| {
+        let code = match e {
+            Expr::Exists { .. } => Some("exists_subquery"),
+            Expr::Function(f) if f.over.is_some() => Some("window"),
+            _ => None,
+        };
+        match code {
+            Some(code) => ControlFlow::Break(unsupported(code, e)),
+            None => ControlFlow::Continue(()),
+        }
+    });
+    match flow {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// Builds the plan of `stmt` against `schema`.
+pub fn build(stmt: &Statement, schema: &Schema) -> Result<QueryPlan, LowerError> {
+    reject_unsupported(stmt)?;
+    let Statement::Query(q) = stmt else {
+        unreachable!("checked above")
+    };
+    build_query(q, schema)
+}
+
+/// The state of one SELECT's lowering: the joined table built so far, SELECT aliases, column
+/// transforms and the subqueries planned for its conditions. Its methods live in the
+/// construct-family files below.
+struct Builder<'s> {
+    schema: &'s Schema,
+    tables: Vec<JoinTable>,
+    joins: Vec<JoinCondition>,
+    aliases: Vec<(String, Measure)>,
+    transforms: Vec<Transform>,
+    subqueries: Vec<QueryPlan>,
+}
+
+fn ident_name(name: &sqlparser::ast::ObjectName) -> String {
+    name.0
+        .iter()
+        .map(|p| p.to_string().trim_matches(['"', '`', '[', ']']).to_string())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn number(s: &str) -> Option<Json> {
+    if let Ok(i) = s.parse::<i64>() {
+        return Some(json!(i));
+    }
+    s.parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| json!(f))
+}
+
+fn negate(v: Json) -> Option<Json> {
+    if let Some(i) = v.as_i64() {
+        return Some(json!(-i));
+    }
+    v.as_f64().map(|f| json!(-f))
+}
+fn empty_plan() -> QueryPlan {
+    QueryPlan {
+        tables: vec![],
+        joins: vec![],
+        transforms: vec![],
+        filters: vec![],
+        branches: vec![],
+        group_by: None,
+        having: vec![],
+        order_by: vec![],
+        projection: vec![],
+        distinct: false,
+        limit: None,
+        subqueries: vec![],
+        set_ops: vec![],
+    }
+}
+
+fn is_numeric_cast(t: &DataType) -> bool {
+    let s = t.to_string().to_uppercase();
+    ["REAL", "FLOAT", "DOUBLE", "NUMERIC", "DECIMAL"]
+        .iter()
+        .any(|k| s.starts_with(k))
+}
+
+fn strip_numeric_cast(e: &Expr) -> &Expr {
+    match e {
+        Expr::Cast { expr, data_type, .. } if is_numeric_cast(data_type) => strip_numeric_cast(expr),
+        Expr::Nested(inner) => strip_numeric_cast(inner),
+        other => other,
+    }
+}
+
+fn function_args(f: &sqlparser::ast::Function) -> Result<Vec<&Expr>, LowerError> {
+    let FunctionArguments::List(list) = &f.args else {
+        return Err(unsupported("function_arguments", f));
+    };
+    list.args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
+            other => Err(unsupported("function_arguments", other)),
+        })
+        .collect()
+}

@@ -1,0 +1,145 @@
+//! Select and projection: measures (columns, aggregates, literals, arithmetic, aliases) and the
+//! assembly of one SELECT's plan from its WHERE, projection, grouping, ordering and DISTINCT.
+
+use sqlparser::ast::{BinaryOperator, CastKind, Distinct, Expr, Query, Select, SelectItem};
+
+use super::*;
+use crate::sql::{LowerError, unsupported};
+use crate::tools::table::safe_name;
+
+impl<'s> Builder<'s> {
+    /// A SELECT / ORDER BY / HAVING expression as a measure.
+    pub(super) fn measure(&mut self, e: &Expr) -> Result<Measure, LowerError> {
+        if let Some(v) = self.literal(e) {
+            return if v.is_number() {
+                Ok(Measure::Literal(v))
+            } else {
+                Err(unsupported("string_literal_select", e))
+            };
+        }
+        match e {
+            Expr::Nested(inner) => self.measure(inner),
+            Expr::Cast {
+                expr,
+                data_type,
+                kind: CastKind::Cast,
+                ..
+            } if is_numeric_cast(data_type) => self.measure(expr),
+            Expr::Cast { .. } => Err(unsupported("cast", e)),
+            Expr::BinaryOp { left, op, right } => {
+                let op = match op {
+                    BinaryOperator::Plus => "add",
+                    BinaryOperator::Minus => "subtract",
+                    BinaryOperator::Multiply => "multiply",
+                    BinaryOperator::Divide => "divide",
+                    _ => return Err(unsupported("operator", e)),
+                };
+                Ok(Measure::Arith(
+                    Box::new(self.measure(left)?),
+                    op,
+                    Box::new(self.measure(right)?),
+                ))
+            }
+            Expr::Identifier(id) => {
+                if let Some((_, m)) = self.aliases.iter().find(|(a, _)| a.eq_ignore_ascii_case(&id.value)) {
+                    if self.resolve_raw(e).is_err() {
+                        return Ok(m.clone());
+                    }
+                }
+                Ok(Measure::Column(self.column_key(e)?))
+            }
+            Expr::CompoundIdentifier(_) => Ok(Measure::Column(self.column_key(e)?)),
+            Expr::Function(f) => self.aggregate(e, f),
+            Expr::Subquery(_) => Err(unsupported("subquery_in_select", e)),
+            Expr::Case { .. } => Err(unsupported("case", e)),
+            _ => Err(unsupported("expression", e)),
+        }
+    }
+
+    /// The plan of `select`; `q` carries its ORDER BY and LIMIT (`None` for a compound
+    /// SELECT's operand).
+    pub(super) fn build(mut self, q: Option<&Query>, select: &Select) -> Result<QueryPlan, LowerError> {
+        let mut filters = Vec::new();
+        let mut branches = Vec::new();
+        if let Some(w) = &select.selection {
+            let mut parts = Vec::new();
+            Self::conjuncts(w, &mut parts);
+            for part in parts {
+                let is_or = matches!(
+                    part,
+                    Expr::BinaryOp {
+                        op: BinaryOperator::Or,
+                        ..
+                    }
+                ) || matches!(part, Expr::InList { negated: false, .. })
+                    || matches!(part, Expr::Nested(inner) if matches!(**inner, Expr::BinaryOp { op: BinaryOperator::Or, .. }));
+                if is_or {
+                    if !branches.is_empty() {
+                        return Err(unsupported("multiple_or", part));
+                    }
+                    self.branches(part, &mut branches)?;
+                } else {
+                    self.conditions(part, &mut filters)?;
+                }
+            }
+        }
+        let mut projection = Vec::new();
+        for item in &select.projection {
+            match item {
+                SelectItem::UnnamedExpr(e) => projection.push(self.measure(e)?),
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    let m = self.measure(expr)?;
+                    self.aliases.push((alias.value.clone(), m.clone()));
+                    projection.push(m);
+                }
+                SelectItem::Wildcard(_) => {
+                    for t in self.tables.clone() {
+                        let (_, cols) = self.schema.table(&t.table).expect("resolved");
+                        projection.extend(cols.iter().map(|c| Measure::Column(safe_name(&t.prefix, c))));
+                    }
+                }
+                SelectItem::QualifiedWildcard(..) => return Err(unsupported("qualified_wildcard", item)),
+            }
+        }
+        let group_by = self.group_by(select)?;
+        let having = self.having(select)?;
+        let order_by = self.order_by(q)?;
+        let limit = self.limit(q)?;
+        let distinct = match &select.distinct {
+            None => false,
+            Some(Distinct::Distinct) => true,
+            Some(other) => return Err(unsupported("distinct_on", other)),
+        };
+        if select.top.is_some() || select.qualify.is_some() || !select.sort_by.is_empty() {
+            return Err(unsupported("clause", "TOP/QUALIFY/SORT BY"));
+        }
+        let plan = QueryPlan {
+            tables: self.tables,
+            joins: self.joins,
+            transforms: self.transforms,
+            filters,
+            branches,
+            group_by,
+            having,
+            order_by,
+            projection,
+            distinct,
+            limit,
+            subqueries: self.subqueries,
+            set_ops: vec![],
+        };
+        if plan.group_by.is_none() && !plan.having.is_empty() {
+            return Err(unsupported("having_without_group_by", "HAVING"));
+        }
+        if plan.projection.iter().any(|m| m.has_aggregate())
+            && plan.group_by.is_none()
+            && plan.projection.iter().any(|m| matches!(m, Measure::Column(_)))
+        {
+            return Err(unsupported(
+                "bare_column_with_aggregate",
+                "SELECT mixes columns and aggregates without GROUP BY",
+            ));
+        }
+        Ok(plan)
+    }
+}

@@ -1,0 +1,105 @@
+//! Subqueries and set operations: compound SELECTs (`UNION [ALL]`, `INTERSECT`, `EXCEPT`) over
+//! the same joined table, and uncorrelated scalar / `[NOT] IN` subqueries planned as earlier
+//! chains referenced by placeholder.
+
+use serde_json::{Value as Json, json};
+use sqlparser::ast::{Expr, Query, Select, SetExpr};
+
+use super::*;
+use crate::sql::schema::Schema;
+use crate::sql::{LowerError, unsupported};
+
+/// The SELECTs of a compound query in SQLite's evaluation order (left to right, one
+/// precedence), with the operation joining each to the ones before; `None` for a tree that is
+/// not left-deep (parenthesised or precedence-regrouped operands).
+pub(super) fn compound<'q>(body: &'q SetExpr, out: &mut Vec<(&'static str, &'q Select)>) -> Option<()> {
+    match body {
+        SetExpr::Select(s) => {
+            out.push(("", s));
+            Some(())
+        }
+        SetExpr::SetOperation {
+            op,
+            set_quantifier,
+            left,
+            right,
+        } => {
+            compound(left, out)?;
+            let SetExpr::Select(r) = &**right else { return None };
+            let all = matches!(set_quantifier, sqlparser::ast::SetQuantifier::All);
+            let name = match (op, all) {
+                (sqlparser::ast::SetOperator::Union, true) => "union_all",
+                (sqlparser::ast::SetOperator::Union, false) => "union",
+                (sqlparser::ast::SetOperator::Intersect, false) => "intersect",
+                (sqlparser::ast::SetOperator::Except, false) => "except",
+                _ => return None,
+            };
+            out.push((name, r));
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// Builds the plan of one query (top level or a subquery).
+pub(super) fn build_query(q: &Query, schema: &Schema) -> Result<QueryPlan, LowerError> {
+    if q.with.is_some() {
+        return Err(unsupported("cte", "WITH"));
+    }
+    if let SetExpr::Select(select) = &*q.body {
+        return Builder::new(schema, select)?.build(Some(q), select);
+    }
+    let mut parts = Vec::new();
+    if compound(&q.body, &mut parts).is_none() {
+        return Err(unsupported("set_operation", &q.body));
+    }
+    if q.order_by.is_some() || q.limit_clause.is_some() {
+        return Err(unsupported(
+            "set_operation_order_by",
+            "ORDER BY/LIMIT over a compound SELECT",
+        ));
+    }
+    let mut first = Builder::new(schema, parts[0].1)?.build(None, parts[0].1)?;
+    for (op, select) in &parts[1..] {
+        let side = Builder::new(schema, select)?.build(None, select)?;
+        if side.join_signature() != first.join_signature() {
+            return Err(unsupported(
+                "set_operation_other_tables",
+                format!("{op} of SELECTs over different joined tables"),
+            ));
+        }
+        if side.projection.len() != first.projection.len() {
+            return Err(LowerError::Schema(format!(
+                "{op} of SELECTs with different column counts"
+            )));
+        }
+        first.set_ops.push((op, side));
+    }
+    Ok(first)
+}
+
+impl<'s> Builder<'s> {
+    /// Plans an uncorrelated subquery over this query's joined table and returns the
+    /// placeholder `$SUBQUERY_<i>$` its value is referred to by. A subquery naming a column of
+    /// the outer query is `correlated_subquery`; one over other tables or joins
+    /// `subquery_other_tables`.
+    pub(super) fn subquery(&mut self, q: &Query, e: &Expr) -> Result<Json, LowerError> {
+        let plan = build_query(q, self.schema).map_err(|err| match err {
+            LowerError::Schema(_) => unsupported("correlated_subquery", e),
+            other => other,
+        })?;
+        let outer = QueryPlan {
+            tables: self.tables.clone(),
+            joins: self.joins.clone(),
+            ..empty_plan()
+        };
+        if plan.join_signature() != outer.join_signature() {
+            return Err(unsupported("subquery_other_tables", e));
+        }
+        if plan.projection.len() != 1 || !plan.set_ops.is_empty() {
+            return Err(unsupported("subquery_shape", e));
+        }
+        self.subqueries.push(plan);
+        Ok(json!(format!("$SUBQUERY_{}$", self.subqueries.len() - 1)))
+    }
+}

@@ -1,0 +1,73 @@
+//! `calculate`: `add`, `subtract`, `multiply`, `divide` on numbers, single values or lists
+//! (elementwise, a single value broadcast); `divide` is real division, x/0 and NULL give NULL.
+
+use super::args::{Args, kind};
+use super::cells::*;
+use super::{R, Value};
+use crate::tools::as_label_ref;
+use crate::tools::table::{array_from_datums, datums};
+use crate::verify::Datum;
+
+/// `calculate(operand_a, operand_b, operator)` (toolforge extension): `add`, `subtract`,
+/// `multiply`, `divide` on numbers, single values or lists (elementwise; a single value is
+/// broadcast). Operands are numbers or `$LABEL$` references. Integers stay integers except under
+/// `divide`, which is always real division; division by zero and NULL operands give NULL.
+pub(super) fn calculate(args: &Args) -> R<Value> {
+    // An operand's values, and whether it is a single value (a number or a scalar output).
+    let operand = |name: &str| -> R<(Vec<Datum>, bool)> {
+        let v = args.json(name)?;
+        if as_label_ref(v).is_none() {
+            return Ok((vec![json_to_datum(v)?], true));
+        }
+        match args.value(name)? {
+            Value::Scalar(d) => Ok((vec![d.clone()], true)),
+            Value::Column(a) => Ok((datums(a.as_ref()), false)),
+            other => Err(format!("`{name}` must be a number or a list, got {}", kind(other))),
+        }
+    };
+    let ((a, a_scalar), (b, b_scalar)) = (operand("operand_a")?, operand("operand_b")?);
+    let op = args.str("operator")?;
+    let scalar = a_scalar && b_scalar;
+    let n = a.len().max(b.len());
+    if !(a.len() == n || a.len() == 1) || !(b.len() == n || b.len() == 1) {
+        return Err(format!("operands have lengths {} and {}", a.len(), b.len()));
+    }
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let (x, y) = (&a[i.min(a.len() - 1)], &b[i.min(b.len() - 1)]);
+        out.push(arith(x, y, op)?);
+    }
+    if scalar {
+        Ok(Value::Scalar(out.pop().unwrap_or(Datum::Null)))
+    } else {
+        Ok(Value::Column(array_from_datums(&out)))
+    }
+}
+
+pub(super) fn arith(x: &Datum, y: &Datum, op: &str) -> R<Datum> {
+    let (Some(fx), Some(fy)) = (x.as_f64(), y.as_f64()) else {
+        if matches!(x, Datum::Null) || matches!(y, Datum::Null) {
+            return Ok(Datum::Null);
+        }
+        return Err(format!("`calculate` needs numbers, got {x:?} and {y:?}"));
+    };
+    if let (Datum::Int(a), Datum::Int(b)) = (x, y) {
+        let r = match op {
+            "add" => a.checked_add(*b),
+            "subtract" => a.checked_sub(*b),
+            "multiply" => a.checked_mul(*b),
+            _ => None,
+        };
+        if let Some(r) = r {
+            return Ok(Datum::Int(r));
+        }
+    }
+    Ok(match op {
+        "add" => Datum::real(fx + fy),
+        "subtract" => Datum::real(fx - fy),
+        "multiply" => Datum::real(fx * fy),
+        "divide" if fy == 0.0 => Datum::Null,
+        "divide" => Datum::real(fx / fy),
+        other => return Err(format!("unknown operator `{other}`")),
+    })
+}

@@ -1,0 +1,108 @@
+//! Cell semantics every operator shares: JSON values as cells, SQL comparison of a cell with a
+//! value (NULL compares with nothing; a numeric string against a number compares as a number, a
+//! number against text as text — SQLite affinity), SQL `LIKE`, SQLite's ordering of values
+//! (NULL < numbers < text), and the identity rows are grouped and de-duplicated by (numbers by
+//! value, text by bytes, NULL one value).
+
+use std::cmp::Ordering;
+
+use arrow_array::{RecordBatch, UInt32Array};
+use serde_json::Value as Json;
+
+use super::R;
+use crate::tools::table;
+use crate::verify::Datum;
+
+pub(super) fn json_to_datum(v: &Json) -> R<Datum> {
+    Ok(match v {
+        Json::Null => Datum::Null,
+        Json::Bool(b) => Datum::Int(*b as i64),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => Datum::Int(i),
+            None => Datum::real(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Json::String(s) => Datum::Text(s.clone()),
+        other => return Err(format!("value must be a string, number or null, got {other}")),
+    })
+}
+
+/// SQL ordering of a cell against a comparison value, `None` when the cell is NULL.
+pub(super) fn compare(cell: &Datum, value: &Datum) -> Option<Ordering> {
+    match (cell, value) {
+        (Datum::Null, _) | (_, Datum::Null) => None,
+        (Datum::Text(a), Datum::Text(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
+        (Datum::Text(a), n) => Some(a.as_bytes().cmp(table::number_text(n)?.as_bytes())),
+        (n, Datum::Text(b)) => match b.trim().parse::<f64>() {
+            Ok(y) => n.as_f64()?.partial_cmp(&y),
+            Err(_) => Some(Ordering::Less),
+        },
+        (a, b) => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+/// SQL `LIKE`: `%` any run, `_` one character, ASCII case-insensitive, no escape character.
+pub fn like(text: &str, pattern: &str) -> bool {
+    fn go(t: &[char], p: &[char]) -> bool {
+        match p.split_first() {
+            None => t.is_empty(),
+            Some(('%', rest)) => (0..=t.len()).any(|i| go(&t[i..], rest)),
+            Some(('_', rest)) => !t.is_empty() && go(&t[1..], rest),
+            Some((c, rest)) => t.first().is_some_and(|x| x.eq_ignore_ascii_case(c)) && go(&t[1..], rest),
+        }
+    }
+    let t: Vec<char> = text.chars().collect();
+    let mut p: Vec<char> = Vec::new();
+    for c in pattern.chars() {
+        if !(c == '%' && p.last() == Some(&'%')) {
+            p.push(c);
+        }
+    }
+    go(&t, &p)
+}
+
+pub(super) fn cell_text(d: &Datum) -> Option<String> {
+    match d {
+        Datum::Null => None,
+        Datum::Text(t) => Some(t.clone()),
+        n => table::number_text(n),
+    }
+}
+
+pub(super) fn take(t: &RecordBatch, rows: &[u32]) -> R<RecordBatch> {
+    let idx = UInt32Array::from(rows.to_vec());
+    arrow_select::take::take_record_batch(t, &idx).map_err(|e| e.to_string())
+}
+
+pub(super) fn distinct_datums(values: Vec<Datum>) -> Vec<Datum> {
+    let mut seen: Vec<Datum> = Vec::new();
+    let mut keys = std::collections::HashSet::new();
+    for v in values {
+        if keys.insert(datum_key(&v)) {
+            seen.push(v);
+        }
+    }
+    seen
+}
+
+/// A hashable identity for distinct/grouping: numbers by value, text by bytes, NULL one value.
+pub(super) fn datum_key(d: &Datum) -> (u8, u64, String) {
+    match d {
+        Datum::Null => (0, 0, String::new()),
+        Datum::Int(i) => (1, (*i as f64).to_bits(), String::new()),
+        Datum::Real(r) => (1, (r + 0.0).to_bits(), String::new()),
+        Datum::Text(t) => (2, 0, t.clone()),
+    }
+}
+
+/// SQLite's ordering of values: NULL < numbers < text.
+pub(super) fn sql_order(a: &Datum, b: &Datum) -> Ordering {
+    match (a, b) {
+        (Datum::Null, Datum::Null) => Ordering::Equal,
+        (Datum::Null, _) => Ordering::Less,
+        (_, Datum::Null) => Ordering::Greater,
+        (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Datum::Text(_), _) => Ordering::Greater,
+        (_, Datum::Text(_)) => Ordering::Less,
+        (x, y) => x.as_f64().unwrap_or(0.0).total_cmp(&y.as_f64().unwrap_or(0.0)),
+    }
+}

@@ -1,0 +1,81 @@
+//! `filter_data`: the rows of a table whose cell satisfies a condition against a value, an
+//! earlier single value (`$LABEL$`, a scalar subquery's chain) or, with `is_in`/`not_in`, an
+//! earlier list; comparisons skip NULLs and a JSON `null` value means `IS [NOT] NULL`.
+
+use std::cmp::Ordering;
+
+use super::args::{Args, column, kind};
+use super::cells::*;
+use super::{R, Value};
+use crate::tools::as_label_ref;
+use crate::tools::table::{datum_at, datums};
+use crate::verify::Datum;
+
+/// `filter_data(data_source, key_name, value, condition)` → table of the rows whose `key_name`
+/// cell satisfies `condition` against `value`; conditions `equal_to`, `not_equal_to`,
+/// `greater_than`, `less_than`, `greater_than_equal_to`, `less_than_equal_to`, `contains`,
+/// `like`, `not_like`, and `is_in`/`not_in` against a list. `value` may be the `$LABEL$` of an
+/// earlier single value; a NULL one (an empty subquery) matches no row, as in SQL.
+pub(super) fn filter_data(args: &Args) -> R<Value> {
+    let t = args.table("data_source")?;
+    let (_, col) = column(t, args.str("key_name")?)?;
+    let condition = args.str("condition")?;
+    if condition == "is_in" || condition == "not_in" {
+        let list = match args.value("value")? {
+            Value::Column(a) => datums(a.as_ref()),
+            Value::Scalar(d) => vec![d.clone()],
+            other => return Err(format!("`{condition}` needs a list as `value`, got {}", kind(other))),
+        };
+        let has_null = list.iter().any(|d| matches!(d, Datum::Null));
+        let member = |c: &Datum| list.iter().any(|v| compare(c, v) == Some(Ordering::Equal));
+        let rows: Vec<u32> = (0..t.num_rows())
+            .filter(|&r| {
+                let c = datum_at(col.as_ref(), r);
+                match condition {
+                    "is_in" => member(&c),
+                    _ => !matches!(c, Datum::Null) && !has_null && !member(&c),
+                }
+            })
+            .map(|r| r as u32)
+            .collect();
+        return take(t, &rows).map(Value::Table);
+    }
+    let value = match args.json("value")? {
+        v if as_label_ref(v).is_some() => match args.value("value")? {
+            Value::Scalar(d) => d.clone(),
+            Value::Column(a) if a.len() == 1 => datum_at(a.as_ref(), 0),
+            Value::Column(a) if a.is_empty() => Datum::Null,
+            other => return Err(format!("`value` must be a single value, got {}", kind(other))),
+        },
+        v => json_to_datum(v)?,
+    };
+    let test: Box<dyn Fn(&Datum) -> bool> = match (condition, &value) {
+        (_, Datum::Null) if args.json("value").ok().and_then(as_label_ref).is_some() => Box::new(|_| false),
+        ("equal_to", Datum::Null) => Box::new(|c| matches!(c, Datum::Null)),
+        ("not_equal_to", Datum::Null) => Box::new(|c| !matches!(c, Datum::Null)),
+        ("equal_to", v) => Box::new(move |c| compare(c, v) == Some(Ordering::Equal)),
+        ("not_equal_to", v) => Box::new(move |c| compare(c, v).is_some_and(|o| o != Ordering::Equal)),
+        ("greater_than", v) => Box::new(move |c| compare(c, v) == Some(Ordering::Greater)),
+        ("less_than", v) => Box::new(move |c| compare(c, v) == Some(Ordering::Less)),
+        ("greater_than_equal_to", v) => Box::new(move |c| compare(c, v).is_some_and(|o| o != Ordering::Less)),
+        ("less_than_equal_to", v) => Box::new(move |c| compare(c, v).is_some_and(|o| o != Ordering::Greater)),
+        ("contains", v) => {
+            let needle = cell_text(v).ok_or("`contains` needs a value")?.to_lowercase();
+            Box::new(move |c| cell_text(c).is_some_and(|s| s.to_lowercase().contains(&needle)))
+        }
+        ("like", v) => {
+            let pattern = cell_text(v).ok_or("`like` needs a pattern")?;
+            Box::new(move |c| cell_text(c).is_some_and(|s| like(&s, &pattern)))
+        }
+        ("not_like", v) => {
+            let pattern = cell_text(v).ok_or("`not_like` needs a pattern")?;
+            Box::new(move |c| cell_text(c).is_some_and(|s| !like(&s, &pattern)))
+        }
+        (other, _) => return Err(format!("unknown condition `{other}`")),
+    };
+    let rows: Vec<u32> = (0..t.num_rows())
+        .filter(|&r| test(&datum_at(col.as_ref(), r)))
+        .map(|r| r as u32)
+        .collect();
+    take(t, &rows).map(Value::Table)
+}

@@ -1,0 +1,310 @@
+//! The SLOT tool executor: runs a gold call sequence over Arrow record batches.
+//!
+//! Each call's output is stored under its label; an argument `"$LABEL$"` is replaced by that
+//! output. The only SQLite use is the join step (`initialize_active_data`), so verification
+//! (SQL on SQLite vs calls here) does not depend on the SQL engine computing the answer twice.
+//!
+//! Semantics (Live API-Bench reference tools, with SQL's NULL rules where pandas differs):
+//! - comparisons skip NULLs (`not_equal_to` too); a JSON `null` value means `IS NULL` with
+//!   `equal_to` and `IS NOT NULL` with `not_equal_to`;
+//! - numbers compare by value; a numeric string against a numeric column compares as a number,
+//!   a number against a text column compares as text (SQLite affinity);
+//! - `contains` is a case-insensitive substring test (no regex); `like` is SQL `LIKE`
+//!   (`%`, `_`, ASCII case-insensitive);
+//! - sorts are stable; NULL sorts before every value (SQLite), so first ascending, last
+//!   descending; `sort_data` defaults to descending like the reference;
+//! - groups and distinct values keep first-appearance order;
+//! - a `filter_data` value may be the `$LABEL$` of an earlier single value (a scalar subquery's
+//!   chain) or, with `is_in`/`not_in`, of an earlier list (`[NOT] IN (SELECT …)`, SQL's NULL
+//!   rules: `not_in` a list holding NULL keeps no row);
+//! - `combine_data` combines two tables, or two lists of columns, as SQL set operations do
+//!   (`union`, `intersect`, `except` keep distinct rows; `union_all` keeps every row) or as an
+//!   OR of two filters of one table does (`either`: each row as often as in the input holding it
+//!   more often, so a row matching both branches appears once).
+//!
+//! The **final answer** of a sequence is built from the outputs nobody refers to (the sink
+//! calls), in call order: each contributes columns (a list one, a scalar one of length 1, a
+//! table all of its columns), and the columns are zipped into rows.
+mod aggregate;
+mod args;
+mod calculate;
+mod cells;
+mod combine;
+mod filter;
+mod group;
+mod retrieve;
+mod sort;
+mod transform;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use serde_json::Value as Json;
+
+use self::aggregate::aggregate_data;
+use self::args::Args;
+use self::calculate::calculate;
+use self::combine::{combine_data, concatenate_data};
+use self::filter::filter_data;
+use self::group::group_data_by;
+use self::retrieve::{retrieve_data, select_unique_values, truncate};
+use self::sort::sort_data;
+use self::transform::transform_data;
+use super::table::{self, JoinCondition, datums};
+use super::{Call, as_label_ref};
+use crate::verify::{Answer, Datum};
+
+/// A grouped table: row indices per group, groups in first-appearance order.
+#[derive(Debug, Clone)]
+pub struct Grouped {
+    /// The table that was grouped.
+    pub table: RecordBatch,
+    /// The grouping column.
+    pub key: String,
+    /// Row indices of each group.
+    pub groups: Vec<Vec<u32>>,
+}
+
+/// The output of a tool call.
+#[derive(Debug, Clone)]
+pub enum Value {
+    /// A table (join step, filter, sort, transform, concatenate, grouped aggregate).
+    Table(RecordBatch),
+    /// The output of `group_data_by`.
+    Grouped(Grouped),
+    /// A list of values (`retrieve_data`, `select_unique_values`, elementwise `calculate`).
+    Column(ArrayRef),
+    /// One value (`aggregate_data` over a table or list, `calculate` on scalars).
+    Scalar(Datum),
+}
+
+/// An execution error: which call failed and why.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("call {index} `{tool}`: {message}")]
+pub struct ExecError {
+    /// 0-based position of the call in the sequence.
+    pub index: usize,
+    /// The tool name.
+    pub tool: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+type R<T> = Result<T, String>;
+
+/// The SLOT tool names the executor runs directly (SEL names are mapped by [`super::sel::unbind`]).
+const SLOT_TOOLS: [&str; 12] = [
+    "combine_data",
+    "filter_data",
+    "retrieve_data",
+    "aggregate_data",
+    "sort_data",
+    "group_data_by",
+    "transform_data",
+    "select_unique_values",
+    "concatenate_data",
+    "calculate",
+    "truncate",
+    "initialize_active_data",
+];
+
+/// The outputs of a call sequence so far, by label: the state of one live-server session.
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    outputs: HashMap<String, Value>,
+}
+
+impl Session {
+    /// Stores `value` under `label` as if a call had produced it (the live server shares one
+    /// joined table between the sessions of a database and join: a [`Value`] clone shares the
+    /// Arrow buffers).
+    pub fn insert(&mut self, label: &str, value: Value) {
+        self.outputs.insert(label.to_string(), value);
+    }
+
+    /// The output stored under `label`.
+    pub fn get(&self, label: &str) -> Option<&Value> {
+        self.outputs.get(label)
+    }
+}
+
+/// A tool output as JSON for a client (the live server and trajectories):
+/// - a table: `{"columns": [...], "rows": [[...]], "total_rows": n, "truncated": bool}` with at
+///   most `max_rows` rows;
+/// - a list: an array when it has at most `max_rows` values, else
+///   `{"values": [first max_rows], "total": n, "truncated": true}`;
+/// - a value: itself; a grouped table: `{"grouped_by": key, "groups": n}`.
+pub fn value_json(v: &Value, max_rows: usize) -> Json {
+    let cell = |d: Datum| serde_json::to_value(d).unwrap_or(Json::Null);
+    match v {
+        Value::Scalar(d) => cell(d.clone()),
+        Value::Column(a) => {
+            // Only the shown head is converted: a whole joined table as `Datum`s would be a
+            // transient copy per call (the live server's memory per thread, issue 18).
+            let head = a.slice(0, a.len().min(max_rows));
+            let values: Vec<Json> = datums(head.as_ref()).into_iter().map(cell).collect();
+            if a.len() <= max_rows {
+                Json::Array(values)
+            } else {
+                serde_json::json!({"values": values, "total": a.len(), "truncated": true})
+            }
+        }
+        Value::Table(t) => {
+            let head = t.slice(0, t.num_rows().min(max_rows));
+            let cols: Vec<Vec<Datum>> = head.columns().iter().map(|a| datums(a.as_ref())).collect();
+            let rows: Vec<Json> = (0..head.num_rows())
+                .map(|r| Json::Array(cols.iter().map(|c| cell(c[r].clone())).collect()))
+                .collect();
+            serde_json::json!({
+                "columns": t.schema().fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>(),
+                "rows": rows,
+                "total_rows": t.num_rows(),
+                "truncated": t.num_rows() > max_rows,
+            })
+        }
+        Value::Grouped(g) => serde_json::json!({"grouped_by": g.key, "groups": g.groups.len()}),
+    }
+}
+
+/// Runs call sequences; `database_root` resolves the join step's relative `database_path`.
+#[derive(Debug, Clone)]
+pub struct Executor {
+    database_root: PathBuf,
+}
+
+impl Executor {
+    /// An executor resolving `database_path` arguments against `database_root`.
+    pub fn new(database_root: impl Into<PathBuf>) -> Executor {
+        Executor {
+            database_root: database_root.into(),
+        }
+    }
+
+    /// Executes one call (SLOT or SEL) against the outputs in `session` and stores its output
+    /// under the call's label. Errors say what is wrong with which argument.
+    pub fn step<'s>(&self, session: &'s mut Session, call: &Call) -> Result<&'s Value, String> {
+        let value = self.call(call, &session.outputs)?;
+        session.outputs.insert(call.label.clone(), value);
+        Ok(&session.outputs[&call.label])
+    }
+
+    /// Executes `calls` in order and returns the final answer (see the module docs).
+    pub fn run(&self, calls: &[Call]) -> Result<Answer, ExecError> {
+        self.run_with_setup(None, calls)
+    }
+
+    /// Runs the instance's setup call (the join step, `initialization_step`) when given, then
+    /// `calls`, and returns the final answer built from `calls`' sinks (the setup call is never
+    /// part of the answer). An error in the setup call has index 0 and its tool name.
+    pub fn run_with_setup(&self, setup: Option<&Call>, calls: &[Call]) -> Result<Answer, ExecError> {
+        let mut session = Session::default();
+        if let Some(call) = setup {
+            self.step(&mut session, call).map_err(|message| ExecError {
+                index: 0,
+                tool: call.name.clone(),
+                message,
+            })?;
+        }
+        self.run_in(&mut session, calls)
+    }
+
+    /// Runs `calls` in `session` (whose earlier outputs, e.g. the setup's, they may read) and
+    /// returns the final answer built from `calls`' sinks.
+    pub fn run_in(&self, session: &mut Session, calls: &[Call]) -> Result<Answer, ExecError> {
+        for (index, call) in calls.iter().enumerate() {
+            let err = |message: String| ExecError {
+                index,
+                tool: call.name.clone(),
+                message,
+            };
+            self.step(session, call).map_err(err)?;
+        }
+        let env = &session.outputs;
+        let referenced: Vec<&str> = calls
+            .iter()
+            .flat_map(|c| c.arguments.values())
+            .flat_map(|v| match v {
+                Json::Array(items) => items.iter().collect::<Vec<_>>(),
+                other => vec![other],
+            })
+            .filter_map(as_label_ref)
+            .collect();
+        let sinks: Vec<&Call> = calls
+            .iter()
+            .filter(|c| !referenced.contains(&c.label.as_str()))
+            .collect();
+        let mut columns: Vec<Vec<Datum>> = Vec::new();
+        for call in &sinks {
+            match &env[&call.label] {
+                Value::Column(a) => columns.push(datums(a.as_ref())),
+                Value::Scalar(d) => columns.push(vec![d.clone()]),
+                Value::Table(t) => columns.extend(t.columns().iter().map(|a| datums(a.as_ref()))),
+                Value::Grouped(_) => {
+                    return Err(ExecError {
+                        index: calls.len().saturating_sub(1),
+                        tool: call.name.clone(),
+                        message: "a grouped table cannot be a final answer".into(),
+                    });
+                }
+            }
+        }
+        let rows = columns.first().map_or(0, Vec::len);
+        if columns.iter().any(|c| c.len() != rows) {
+            let lens: Vec<usize> = columns.iter().map(Vec::len).collect();
+            return Err(ExecError {
+                index: calls.len().saturating_sub(1),
+                tool: "answer".into(),
+                message: format!("answer columns have different lengths {lens:?}"),
+            });
+        }
+        Ok((0..rows)
+            .map(|r| columns.iter().map(|c| c[r].clone()).collect())
+            .collect())
+    }
+
+    fn call(&self, call: &Call, env: &HashMap<String, Value>) -> R<Value> {
+        let unbound;
+        let call = if call.name.starts_with("initialize") || SLOT_TOOLS.contains(&call.name.as_str()) {
+            call
+        } else {
+            unbound = super::sel::unbind(call);
+            &unbound
+        };
+        let args = Args {
+            map: &call.arguments,
+            env,
+        };
+        match call.name.as_str() {
+            "initialize_active_data" => self.initialize_active_data(&args),
+            "filter_data" => filter_data(&args),
+            "retrieve_data" => retrieve_data(&args),
+            "aggregate_data" => aggregate_data(&args),
+            "sort_data" => sort_data(&args),
+            "group_data_by" => group_data_by(&args),
+            "transform_data" => transform_data(&args),
+            "select_unique_values" => select_unique_values(&args),
+            "concatenate_data" => concatenate_data(&args),
+            "combine_data" => combine_data(&args),
+            "calculate" => calculate(&args),
+            "truncate" => truncate(&args),
+            other => Err(format!("unknown tool `{other}`")),
+        }
+    }
+
+    fn initialize_active_data(&self, args: &Args) -> R<Value> {
+        let conds: Vec<JoinCondition> = serde_json::from_value(args.json("condition_sequence")?.clone())
+            .map_err(|e| format!("condition_sequence: {e}"))?;
+        let aliases = args
+            .json("alias_to_table_dict")?
+            .as_object()
+            .ok_or("`alias_to_table_dict` must be an object")?;
+        let tables = table::join_tables(aliases).map_err(|e| e.to_string())?;
+        let rel = args.str("database_path")?;
+        let path = self.database_root.join(rel);
+        let conn = table::open_read_only(Path::new(&path)).map_err(|e| format!("{}: {e}", path.display()))?;
+        table::initialize_active_data(&conn, &tables, &conds)
+            .map(Value::Table)
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,95 @@
+//! `transform_data`: a column replaced by its `substring`, `abs` or `datetime` component.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+
+use serde_json::Value as Json;
+
+use super::args::{Args, column};
+use super::cells::*;
+use super::{R, Value};
+use crate::tools::table::{array_from_datums, datums};
+use crate::verify::Datum;
+
+/// `transform_data(data_source, key_name, operation_type, operation_args)` → the table with
+/// the column replaced: `substring {start_index, end_index}` (0-based, end exclusive, on
+/// characters; numbers are first rendered as text), `abs`, `datetime {pattern: "%Y"|"%m"|"%d"}`
+/// (the component of an ISO date as text, NULL when the cell is not a date).
+pub(super) fn transform_data(args: &Args) -> R<Value> {
+    let t = args.table("data_source")?;
+    let (idx, col) = column(t, args.str("key_name")?)?;
+    let op = args.str("operation_type")?;
+    let empty = serde_json::Map::new();
+    let op_args = args.opt("operation_args").and_then(Json::as_object).unwrap_or(&empty);
+    let int_arg = |name: &str| op_args.get(name).and_then(Json::as_i64);
+    let cells = datums(col.as_ref());
+    let out: Vec<Datum> = match op {
+        "substring" => {
+            let start = int_arg("start_index").unwrap_or(0).max(0) as usize;
+            let end = int_arg("end_index");
+            cells
+                .iter()
+                .map(|c| match cell_text(c) {
+                    None => Datum::Null,
+                    Some(s) => {
+                        let chars: Vec<char> = s.chars().collect();
+                        let end = end.map_or(chars.len(), |e| (e.max(0) as usize).min(chars.len()));
+                        Datum::Text(
+                            chars
+                                .get(start.min(end)..end)
+                                .map(|c| c.iter().collect())
+                                .unwrap_or_default(),
+                        )
+                    }
+                })
+                .collect()
+        }
+        "abs" => cells
+            .iter()
+            .map(|c| match c {
+                Datum::Int(i) => Datum::Int(i.abs()),
+                Datum::Real(r) => Datum::Real(r.abs()),
+                _ => Datum::Null,
+            })
+            .collect(),
+        "datetime" => {
+            let pattern = op_args.get("pattern").and_then(Json::as_str).unwrap_or("%Y");
+            let range = match pattern {
+                "%Y" => 0..4,
+                "%m" => 5..7,
+                "%d" => 8..10,
+                other => return Err(format!("unsupported datetime pattern `{other}`")),
+            };
+            cells
+                .iter()
+                .map(|c| match c {
+                    Datum::Text(s) if is_iso_date(s) => Datum::Text(s[range.clone()].to_string()),
+                    _ => Datum::Null,
+                })
+                .collect()
+        }
+        other => return Err(format!("unknown operation_type `{other}`")),
+    };
+    let mut columns: Vec<ArrayRef> = t.columns().to_vec();
+    columns[idx] = array_from_datums(&out);
+    let fields: Vec<arrow_schema::Field> = t
+        .schema()
+        .fields()
+        .iter()
+        .zip(&columns)
+        .map(|(f, c)| arrow_schema::Field::new(f.name(), c.data_type().clone(), true))
+        .collect();
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(t.num_rows()));
+    RecordBatch::try_new_with_options(Arc::new(arrow_schema::Schema::new(fields)), columns, &options)
+        .map(Value::Table)
+        .map_err(|e| e.to_string())
+}
+
+pub(super) fn is_iso_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[..4].iter().chain(&b[5..7]).chain(&b[8..10]).all(u8::is_ascii_digit)
+}
