@@ -59,16 +59,21 @@ pub fn array_from_datums(values: &[Datum]) -> ArrayRef {
     } else if any && reals {
         Arc::new(values.iter().map(|v| v.as_f64()).collect::<Float64Array>())
     } else {
-        Arc::new(
-            values
-                .iter()
-                .map(|v| match v {
-                    Datum::Null => None,
-                    Datum::Text(t) => Some(t.clone()),
-                    n => number_text(n),
-                })
-                .collect::<StringArray>(),
-        )
+        // Appended in place: no per-cell `String` copy (the join step's largest cost was the
+        // allocator, issue 17).
+        let bytes: usize = values
+            .iter()
+            .map(|v| if let Datum::Text(t) = v { t.len() } else { 0 })
+            .sum();
+        let mut b = arrow_array::builder::StringBuilder::with_capacity(values.len(), bytes);
+        for v in values {
+            match v {
+                Datum::Null => b.append_null(),
+                Datum::Text(t) => b.append_value(t),
+                n => b.append_option(number_text(n)),
+            }
+        }
+        Arc::new(b.finish())
     }
 }
 
@@ -333,23 +338,37 @@ pub fn query_rows(conn: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Ve
 }
 
 /// The join step `initialize_active_data`: materialises the joined table as a record batch.
+///
+/// One materialised join is shared per (database file, join SQL) across the questions and
+/// stages of a process ([`crate::tools::join_cache`]): the compile stage, the trajectories
+/// emitter and the live server's sessions of one database and join read the same Arrow buffers.
 pub fn initialize_active_data(
     conn: &rusqlite::Connection,
     tables: &[JoinTable],
     conditions: &[JoinCondition],
 ) -> Result<RecordBatch, JoinError> {
     let (sql, names) = join_sql(conn, tables, conditions)?;
-    let rows = query_rows(conn, &sql).map_err(|source| JoinError::Sqlite {
-        path: sql.clone(),
+    let key = conn.path().map(|p| super::join_cache::JoinKey::new(Path::new(p), &sql));
+    super::join_cache::get_or_try_insert(key, || materialise(conn, &sql, &names))
+}
+
+/// Runs the join SQL and builds the record batch column by column (cells go straight into their
+/// column: no per-row vectors).
+fn materialise(conn: &rusqlite::Connection, sql: &str, names: &[String]) -> Result<RecordBatch, JoinError> {
+    let err = |source| JoinError::Sqlite {
+        path: sql.to_string(),
         source,
-    })?;
-    let mut columns: Vec<Vec<Datum>> = vec![Vec::with_capacity(rows.len()); names.len()];
-    for row in rows {
-        for (c, d) in row.into_iter().enumerate() {
-            columns[c].push(d);
+    };
+    let mut stmt = conn.prepare(sql).map_err(err)?;
+    let n = stmt.column_count();
+    let mut columns: Vec<Vec<Datum>> = vec![Vec::new(); n];
+    let mut rows = stmt.query([]).map_err(err)?;
+    while let Some(row) = rows.next().map_err(err)? {
+        for (i, column) in columns.iter_mut().enumerate() {
+            column.push(datum_from_sqlite(row.get_ref(i).expect("column index")));
         }
     }
-    Ok(batch_from_columns(&names, columns))
+    Ok(batch_from_columns(names, columns))
 }
 
 #[cfg(test)]
