@@ -43,3 +43,20 @@ print(f"{recipe:<13} {run:<8} {secs:6.2f}s {cpu:6.2f}s {x:>9} {xc:>9} {int(kib) 
 PY
   done
 done
+# The synthetic large database (benches/synth.py, SYNTH_TRIPS rows in the fact table, default
+# 1,000,000): slot and sel cold builds beside their own SQLite floor.
+trips=${SYNTH_TRIPS:-1000000}
+python3 benches/synth.py "$tmp/synth" "$trips"
+floor=$(python3 benches/floor.py "$tmp/synth/dev.json" "$tmp/synth/database")
+echo "synthetic bikes_big ($trips trips): SQLite floor (wall s, CPU s, queries) $floor"
+for recipe in slot-spider sel-spider; do
+  rm -rf "$tmp/sout"
+  TOOLFORGE_SPIDER_DEV="$tmp/synth" /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" \
+    "$bin" build "$recipe" --quiet --out "$tmp/sout" --store "$tmp/sout/.store" > /dev/null
+  read -r secs user sys kib < "$tmp/time"
+  kept=$(python3 -c "import json; r=json.load(open('$tmp/sout/$recipe/report/verification.json')); print(f\"{r['kept']}/{r['attempted']}\")")
+  read -r fw fc _ <<< "$floor"
+  python3 -c "
+secs, cpu = $secs, $user + $sys
+print(f'synth:{\"$recipe\":<7} cold     {secs:6.2f}s {cpu:6.2f}s {secs / $fw:8.1f}x {cpu / max($fc, 0.001):8.1f}x {$kib // 1024:5d} MiB $kept')"
+done
