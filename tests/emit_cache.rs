@@ -45,13 +45,15 @@ fn out_only_rebuild_reads_trajectories_from_the_store() {
     let computed = AtomicUsize::new(0);
     let compute = |examples: &[&toolforge::dataset::Example]| {
         computed.fetch_add(examples.len(), Ordering::SeqCst);
-        Ok::<_, anyhow::Error>(examples
-            .iter()
-            .map(|e| Line {
-                clean: Some(e.id.clone()),
-                ..Line::default()
-            })
-            .collect::<Vec<_>>())
+        Ok::<_, anyhow::Error>(
+            examples
+                .iter()
+                .map(|e| Line {
+                    clean: Some(e.id.clone()),
+                    ..Line::default()
+                })
+                .collect::<Vec<_>>(),
+        )
     };
     let first = group_lines(&build, Some(&store), compute).unwrap();
     let verified = computed.load(Ordering::SeqCst);
