@@ -1,22 +1,62 @@
 #!/usr/bin/env bash
-# Whole-build benchmark on ../shared/corpora: cold build (empty store and output), no-op rebuild,
-# questions/second and peak RSS. Targets (issue #2): slot-spider cold < 2 s, no-op < 0.3 s,
-# peak RSS < 300 MiB; seq-topv2 (180k rows) cold < 10 s (issue #4). Numbers are printed, never
-# asserted. RECIPES="a b" limits the run.
+# Whole-build benchmark on ../shared/corpora (issue 17), numbers printed, never asserted:
+# - the SQLite floor (benches/floor.py: Python sqlite3 executing each gold query once, one
+#   thread), measured in the same run, once per text-to-SQL source;
+# - per recipe: a cold build (empty store and output), an `out/`-only rebuild (store kept, output
+#   removed) and a no-op rebuild: wall, CPU (user+sys), × floor (wall and CPU), peak RSS.
+# Targets: text-to-SQL cold builds <= 3x the floor; no-op <= 0.2 s; peak RSS <= 1 GiB.
+# RECIPES="a b" limits the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
 bin=target/release/toolforge
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for recipe in ${RECIPES:-slot-spider slot-bird sel-spider rest-spider seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl}; do
-  for run in cold noop; do
-    if [ "$run" = cold ]; then rm -rf "$tmp/out" "$tmp/store"; fi
-    /usr/bin/time -f "%e %M" -o "$tmp/time" "$bin" build "$recipe" --quiet --out "$tmp/out" --store "$tmp/store" > "$tmp/summary"
-    read -r secs kib < "$tmp/time"
-    attempted=$(python3 -c "import json; print(json.load(open('$tmp/out/$recipe/report/verification.json'))['attempted'])")
-    verified=$(python3 -c "import json; print(json.load(open('$tmp/out/$recipe/report/verification.json'))['kept'])")
-    qps=$(python3 -c "print(f'{$attempted/max($secs,0.001):.0f}')")
-    printf '%-13s %-5s %6.2f s  %7s items/s  peak RSS %5d MiB  (%s/%s kept)\n' "$recipe" "$run" "$secs" "$qps" "$((kib / 1024))" "$verified" "$attempted"
+corpora=../shared/corpora
+spider_floor=$(python3 benches/floor.py "$corpora/spider/dev.json" "$corpora/spider/database")
+bird_floor=$(python3 benches/floor.py "$corpora/bird/dev_databases/mini_dev_sqlite.json" "$corpora/bird/dev_databases")
+echo "SQLite floor (wall s, CPU s, queries): spider-dev $spider_floor; bird mini-dev $bird_floor (present databases only)"
+printf '%-13s %-8s %7s %7s %9s %9s %8s %s\n' recipe run wall CPU "x floor" "CPU x" "peak RSS" kept
+for recipe in ${RECIPES:-slot-spider sel-spider rest-spider slot-bird sel-bird rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl}; do
+  case "$recipe" in
+    *-spider*) floor=$spider_floor ;;
+    *-bird*) floor=$bird_floor ;;
+    *) floor="" ;;
+  esac
+  for run in cold out-only noop; do
+    case "$run" in
+      cold) rm -rf "$tmp/out" "$tmp/store" ;;
+      out-only) rm -rf "$tmp/out" ;;
+    esac
+    /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" "$bin" build "$recipe" --quiet --out "$tmp/out" --store "$tmp/store" > "$tmp/summary"
+    read -r secs user sys kib < "$tmp/time"
+    kept=$(python3 -c "import json; r=json.load(open('$tmp/out/$recipe/report/verification.json')); print(f\"{r['kept']}/{r['attempted']}\")")
+    python3 - "$recipe" "$run" "$secs" "$user" "$sys" "$kib" "$kept" $floor <<'PY'
+import sys
+recipe, run, secs, user, sys_, kib, kept = sys.argv[1:8]
+secs, cpu = float(secs), float(user) + float(sys_)
+x = xc = "-"
+if len(sys.argv) > 8 and run == "cold":
+    fw, fc = float(sys.argv[8]), float(sys.argv[9])
+    x, xc = f"{secs / fw:.1f}x", f"{cpu / max(fc, 0.001):.1f}x"
+print(f"{recipe:<13} {run:<8} {secs:6.2f}s {cpu:6.2f}s {x:>9} {xc:>9} {int(kib) // 1024:5d} MiB {kept}")
+PY
   done
+done
+# The synthetic large database (benches/synth.py, SYNTH_TRIPS rows in the fact table, default
+# 1,000,000): slot and sel cold builds beside their own SQLite floor.
+trips=${SYNTH_TRIPS:-1000000}
+python3 benches/synth.py "$tmp/synth" "$trips"
+floor=$(python3 benches/floor.py "$tmp/synth/dev.json" "$tmp/synth/database")
+echo "synthetic bikes_big ($trips trips): SQLite floor (wall s, CPU s, queries) $floor"
+for recipe in slot-spider sel-spider; do
+  rm -rf "$tmp/sout"
+  TOOLFORGE_SPIDER_DEV="$tmp/synth" /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" \
+    "$bin" build "$recipe" --quiet --out "$tmp/sout" --store "$tmp/sout/.store" > /dev/null
+  read -r secs user sys kib < "$tmp/time"
+  kept=$(python3 -c "import json; r=json.load(open('$tmp/sout/$recipe/report/verification.json')); print(f\"{r['kept']}/{r['attempted']}\")")
+  read -r fw fc _ <<< "$floor"
+  python3 -c "
+secs, cpu = $secs, $user + $sys
+print(f'synth:{\"$recipe\":<7} cold     {secs:6.2f}s {cpu:6.2f}s {secs / $fw:8.1f}x {cpu / max($fc, 0.001):8.1f}x {$kib // 1024:5d} MiB $kept')"
 done

@@ -25,10 +25,7 @@ pub fn load_recipe(recipe_path: &Path) -> Result<(Recipe, ResolvedSource), Build
 pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool) -> Result<Build, BuildError> {
     let (recipe, source) = load_recipe(recipe_path)?;
     let root = project_root(recipe_path);
-    let store_dir = store_override
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| root.join(recipe.store.clone().unwrap_or("out/.store".into())));
-    let store = crate::store::Store::open(store_dir)?;
+    let store = crate::store::Store::open(store_dir(&root, &recipe, store_override))?;
     let sql_source = crate::recipe::is_sql_source(&source.manifest.format);
     let mut build = match (recipe.format.as_str(), sql_source) {
         ("slot" | "sel" | "rest", true) => crate::sql::compile::compile(recipe, source, &store, progress)?,
@@ -73,6 +70,14 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
     Ok(build)
 }
 
+/// The store directory of a recipe: `store_override`, else the recipe's `store`, else
+/// `<project>/out/.store`.
+fn store_dir(root: &Path, recipe: &Recipe, store_override: Option<&Path>) -> std::path::PathBuf {
+    store_override
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| root.join(recipe.store.clone().unwrap_or("out/.store".into())))
+}
+
 /// The build key when it can be known without running the stages (seq recipes: from the input
 /// hashes), so an up-to-date output is recognised cheaply; `None` for families whose stages are
 /// cheap to load (text-to-SQL).
@@ -108,7 +113,8 @@ pub fn build_and_emit(
     }
     let build = compile(recipe_path, store, progress)?;
     let out_dir = out_root.join(&build.recipe.name);
-    let wrote = crate::emit::write(&build, &out_dir, recipe_path)?;
+    let emit_store = crate::store::Store::open(store_dir(&root, &build.recipe, store)).ok();
+    let wrote = crate::emit::write_cached(&build, &out_dir, recipe_path, emit_store.as_ref())?;
     let text = crate::emit::report::summary(&build, &out_dir, wrote, start.elapsed().as_secs_f64());
     // Freeing a large build's many small allocations takes seconds; do it off the caller's path.
     std::thread::spawn(move || drop(build));

@@ -39,8 +39,20 @@ pub use rows::{EncodedRow, StoredRow, encode_rows, read_rows, record_batch};
 
 /// Writes every file of `build` into `out_dir` (staged, then renamed into place). Returns `false`
 /// without writing when `out_dir` already holds this build (same build key, every file's hash
-/// checks out). `recipe_path` is hashed into the manifest.
+/// checks out). `recipe_path` is hashed into the manifest. Trajectories are computed afresh; see
+/// [`write_cached`].
 pub fn write(build: &Build, out_dir: &Path, recipe_path: &Path) -> Result<bool> {
+    write_cached(build, out_dir, recipe_path, None)
+}
+
+/// [`write()`], with the trajectories of each group read from / stored in `store`
+/// ([`trajectories::cached`]), so an `out/`-only rebuild does not execute the calls again.
+pub fn write_cached(
+    build: &Build,
+    out_dir: &Path,
+    recipe_path: &Path,
+    store: Option<&crate::store::Store>,
+) -> Result<bool> {
     if manifest::up_to_date(out_dir, &build.build_key) {
         return Ok(false);
     }
@@ -51,6 +63,10 @@ pub fn write(build: &Build, out_dir: &Path, recipe_path: &Path) -> Result<bool> 
     }
     let staging = Staging::new(out_dir)?;
     let trajectories = trajectories::Trajectories::new(build)?;
+    let lines = match &trajectories {
+        Some(t) => t.lines(store)?,
+        None => Default::default(),
+    };
     // Splits in parallel; each file is written as soon as it exists, so at most a split's
     // files are in memory at once.
     type SplitOut = (String, card::SplitSize, BTreeMap<String, usize>, Vec<(String, String)>);
@@ -81,7 +97,7 @@ pub fn write(build: &Build, out_dir: &Path, recipe_path: &Path) -> Result<bool> 
             ];
             let mut skipped = BTreeMap::new();
             if let Some(t) = &trajectories {
-                let (clean, faulted, s) = t.write(examples)?;
+                let (clean, faulted, s) = t.write(examples, &lines)?;
                 skipped = s;
                 written.push(staging.put(&format!("trajectories/{split}.jsonl"), &clean)?);
                 written.push(staging.put(&format!("trajectories/{split}.faults.jsonl"), &faulted)?);

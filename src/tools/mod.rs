@@ -4,7 +4,8 @@
 //! - [`pool`]: the SLOT tool pool as data ([`ToolSpec`] with JSON Schema parameters).
 //! - [`check`]: gold calls checked against their tools (JSON Schema validation, grounding of
 //!   argument values in the request); used by the seq converters and the BFCL gold lint.
-//! - [`table`]: the `initialize_active_data` join step (the only SQLite use) and SQLite → Arrow.
+//! - [`table`]: the `initialize_active_data` join step (the only SQLite use) and SQLite → Arrow;
+//!   [`join_cache`]: one materialised join per (database file, join SQL), shared, byte-bounded.
 //! - [`executor`]: one function per tool, semantics in each doc comment.
 //! - [`openapi`]: the OpenAPI 3.1 documents of REST endpoints and of the SLOT/SEL tool server
 //!   (what `tools/openapi.json` holds and `toolforge serve` answers at `/openapi.json`);
@@ -12,6 +13,7 @@
 
 pub mod check;
 pub mod executor;
+pub mod join_cache;
 pub mod lax;
 pub mod openapi;
 pub mod pool;

@@ -59,16 +59,21 @@ pub fn array_from_datums(values: &[Datum]) -> ArrayRef {
     } else if any && reals {
         Arc::new(values.iter().map(|v| v.as_f64()).collect::<Float64Array>())
     } else {
-        Arc::new(
-            values
-                .iter()
-                .map(|v| match v {
-                    Datum::Null => None,
-                    Datum::Text(t) => Some(t.clone()),
-                    n => number_text(n),
-                })
-                .collect::<StringArray>(),
-        )
+        // Appended in place: no per-cell `String` copy (the join step's largest cost was the
+        // allocator, issue 17).
+        let bytes: usize = values
+            .iter()
+            .map(|v| if let Datum::Text(t) = v { t.len() } else { 0 })
+            .sum();
+        let mut b = arrow_array::builder::StringBuilder::with_capacity(values.len(), bytes);
+        for v in values {
+            match v {
+                Datum::Null => b.append_null(),
+                Datum::Text(t) => b.append_value(t),
+                n => b.append_option(number_text(n)),
+            }
+        }
+        Arc::new(b.finish())
     }
 }
 
@@ -333,23 +338,143 @@ pub fn query_rows(conn: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Ve
 }
 
 /// The join step `initialize_active_data`: materialises the joined table as a record batch.
+///
+/// One materialised join is shared per (database file, join SQL) across the questions and
+/// stages of a process ([`crate::tools::join_cache`]): the compile stage, the trajectories
+/// emitter and the live server's sessions of one database and join read the same Arrow buffers.
 pub fn initialize_active_data(
     conn: &rusqlite::Connection,
     tables: &[JoinTable],
     conditions: &[JoinCondition],
 ) -> Result<RecordBatch, JoinError> {
     let (sql, names) = join_sql(conn, tables, conditions)?;
-    let rows = query_rows(conn, &sql).map_err(|source| JoinError::Sqlite {
-        path: sql.clone(),
+    // An in-memory database (no path) is never shared.
+    let key = conn
+        .path()
+        .filter(|p| !p.is_empty())
+        .map(|p| super::join_cache::JoinKey::new(Path::new(p), &sql));
+    super::join_cache::get_or_try_insert(key, || materialise(conn, &sql, &names))
+}
+
+/// Runs the join SQL and builds the record batch column by column: each cell goes straight into
+/// its column's accumulator ([`ColumnAcc`]), numbers as 16-byte cells and text into the Arrow
+/// string buffer, so no per-cell `Datum`/`String` is allocated (the allocator was the largest
+/// cost of the join step, issue 17). Same typing rule as [`array_from_datums`].
+fn materialise(conn: &rusqlite::Connection, sql: &str, names: &[String]) -> Result<RecordBatch, JoinError> {
+    let err = |source| JoinError::Sqlite {
+        path: sql.to_string(),
         source,
-    })?;
-    let mut columns: Vec<Vec<Datum>> = vec![Vec::with_capacity(rows.len()); names.len()];
-    for row in rows {
-        for (c, d) in row.into_iter().enumerate() {
-            columns[c].push(d);
+    };
+    let mut stmt = conn.prepare(sql).map_err(err)?;
+    let n = stmt.column_count();
+    let mut columns: Vec<ColumnAcc> = (0..n).map(|_| ColumnAcc::default()).collect();
+    let mut rows = stmt.query([]).map_err(err)?;
+    let mut count = 0usize;
+    while let Some(row) = rows.next().map_err(err)? {
+        for (i, column) in columns.iter_mut().enumerate() {
+            column.push(row.get_ref(i).expect("column index"));
+        }
+        count += 1;
+    }
+    let arrays: Vec<ArrayRef> = columns.into_iter().map(ColumnAcc::finish).collect();
+    let fields: Vec<Field> = names
+        .iter()
+        .zip(&arrays)
+        .map(|(n, a)| Field::new(n, a.data_type().clone(), true))
+        .collect();
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(count));
+    Ok(
+        RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
+            .expect("columns of equal length"),
+    )
+}
+
+/// A numeric cell of a column that has held no text yet.
+#[derive(Clone, Copy)]
+enum Num {
+    Null,
+    Int(i64),
+    Real(f64),
+}
+
+/// One column of the join step under construction: numbers (and NULLs) until the first text
+/// cell, then an Arrow string builder holding every cell rendered as [`array_from_datums`] does.
+enum ColumnAcc {
+    Nums { cells: Vec<Num>, any: bool, ints: bool },
+    Text(arrow_array::builder::StringBuilder),
+}
+
+impl Default for ColumnAcc {
+    fn default() -> ColumnAcc {
+        ColumnAcc::Nums {
+            cells: Vec::new(),
+            any: false,
+            ints: true,
         }
     }
-    Ok(batch_from_columns(&names, columns))
+}
+
+impl ColumnAcc {
+    fn push(&mut self, value: ValueRef<'_>) {
+        let text = match value {
+            ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
+            ValueRef::Blob(b) => Some(std::borrow::Cow::Owned(b.iter().map(|x| format!("{x:02x}")).collect())),
+            _ => None,
+        };
+        if let (Some(_), ColumnAcc::Nums { cells, .. }) = (&text, &*self) {
+            let mut b = arrow_array::builder::StringBuilder::with_capacity(cells.len() + 1, 0);
+            for c in cells {
+                match c {
+                    Num::Null => b.append_null(),
+                    Num::Int(i) => b.append_value(i.to_string()),
+                    Num::Real(r) => b.append_option(number_text(&Datum::Real(*r))),
+                }
+            }
+            *self = ColumnAcc::Text(b);
+        }
+        match self {
+            ColumnAcc::Text(b) => match (text, value) {
+                (Some(t), _) => b.append_value(t),
+                (None, ValueRef::Integer(i)) => b.append_value(i.to_string()),
+                (None, ValueRef::Real(r)) if !r.is_nan() => b.append_option(number_text(&Datum::Real(r))),
+                _ => b.append_null(),
+            },
+            ColumnAcc::Nums { cells, any, ints } => cells.push(match value {
+                ValueRef::Integer(i) => {
+                    *any = true;
+                    Num::Int(i)
+                }
+                ValueRef::Real(r) if !r.is_nan() => {
+                    (*any, *ints) = (true, false);
+                    Num::Real(r)
+                }
+                _ => Num::Null,
+            }),
+        }
+    }
+
+    fn finish(self) -> ArrayRef {
+        match self {
+            ColumnAcc::Text(mut b) => Arc::new(b.finish()),
+            ColumnAcc::Nums { cells, any: false, .. } => Arc::new(StringArray::new_null(cells.len())),
+            ColumnAcc::Nums { cells, ints: true, .. } => Arc::new(
+                cells
+                    .iter()
+                    .map(|c| if let Num::Int(i) = c { Some(*i) } else { None })
+                    .collect::<Int64Array>(),
+            ),
+            ColumnAcc::Nums { cells, .. } => Arc::new(
+                cells
+                    .iter()
+                    .map(|c| match c {
+                        Num::Int(i) => Some(*i as f64),
+                        Num::Real(r) => Some(*r),
+                        Num::Null => None,
+                    })
+                    .collect::<Float64Array>(),
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -361,6 +486,33 @@ mod tests {
         assert_eq!(safe_name("Player_Attributes", "date"), "Player_Attributes_date");
         assert_eq!(safe_name("t", "Height (cm)"), "t_Height_cm");
         assert_eq!(safe_name("t", "km/h-x"), "t_km_h_x");
+    }
+
+    #[test]
+    fn join_step_columns_match_the_datum_typing_rule() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (mixed, ints, reals, nulls, late_text);
+             INSERT INTO t VALUES (1, 1, 1, NULL, 1), (2.5, NULL, 2.5, NULL, 2.0),
+               ('x', 3, 3, NULL, NULL), (NULL, 4, NULL, NULL, 'y'), (x'0aff', 5, 1e20, NULL, 0.1);",
+        )
+        .unwrap();
+        let tables = vec![JoinTable {
+            alias: "t".into(),
+            table: "t".into(),
+            prefix: "t".into(),
+        }];
+        let got = initialize_active_data(&conn, &tables, &[]).unwrap();
+        let (sql, names) = join_sql(&conn, &tables, &[]).unwrap();
+        let rows = query_rows(&conn, &sql).unwrap();
+        let columns: Vec<Vec<Datum>> = (0..names.len())
+            .map(|c| rows.iter().map(|r| r[c].clone()).collect())
+            .collect();
+        let want = batch_from_columns(&names, columns);
+        assert_eq!(got.schema(), want.schema());
+        for (g, w) in got.columns().iter().zip(want.columns()) {
+            assert_eq!(datums(g.as_ref()), datums(w.as_ref()));
+        }
     }
 
     #[test]

@@ -27,7 +27,9 @@
 //! written; the skip is counted by reason in `report/verification.json` (`trajectories`).
 
 pub mod answer;
+pub mod cached;
 pub mod faults;
+pub mod shown;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -38,9 +40,10 @@ use serde_json::{Value as Json, json};
 
 use crate::dataset::{Build, Example};
 use crate::recipe::TrajectoryConfig;
-use crate::tools::executor::{Executor, Session, value_json};
+use crate::tools::executor::{Executor, Session};
 use crate::tools::rest::{Endpoint, Limits};
 use crate::tools::{Call, ToolSpec};
+use shown::shown_json;
 
 pub use faults::FAULT_KINDS;
 
@@ -140,14 +143,14 @@ fn execute(
         Runner::Tools(executor) => {
             let mut session = Session::default();
             let table = match setup {
-                Some(s) => value_json(executor.step(&mut session, s)?, 0),
+                Some(s) => shown_json(executor.step(&mut session, s)?, 0),
                 None => Json::Null,
             };
             let results = calls
                 .iter()
                 .map(|c| {
                     let v = executor.step(&mut session, c)?;
-                    Ok(json!({"label": c.label, "output": value_json(v, max_rows)}).to_string())
+                    Ok(json!({"label": c.label, "output": shown_json(v, max_rows)}).to_string())
                 })
                 .collect::<Result<_, String>>()?;
             Ok((table, results))
@@ -477,9 +480,9 @@ impl<'b> Trajectories<'b> {
         }))
     }
 
-    /// The clean and faulted JSON lines of one split's examples (in example order), and the
-    /// trajectories not written, counted by reason.
-    pub(super) fn write(&self, examples: &[&Example]) -> Result<(Vec<u8>, Vec<u8>, BTreeMap<String, usize>)> {
+    /// The trajectories of every verified example, per group, from the store where possible
+    /// ([`cached::group_lines`]): keyed by the example's address in `build.groups`.
+    pub(super) fn lines(&self, store: Option<&crate::store::Store>) -> Result<cached::Lines> {
         let catalog: HashMap<&str, &crate::tools::ToolSpec> =
             self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
         let runner = if self.build.recipe.format == "rest" {
@@ -488,33 +491,44 @@ impl<'b> Trajectories<'b> {
             Runner::Tools(&self.executor)
         };
         let cfg = &self.build.recipe.trajectories;
-        // Variant rows (drifted, obfuscated, … calls) are not directly executable; trajectories
-        // cover the verified examples themselves.
-        let originals: Vec<&&Example> = examples
-            .iter()
-            .filter(|e| e.meta.as_ref().is_none_or(|m| m.get("variant_of").is_none()))
-            .collect();
-        let built: Vec<Built> = originals
-            .par_iter()
-            .map_init(
-                || None,
-                |conn, e| {
-                    trajectories(e, &catalog, &runner, cfg, conn)
-                        .map_err(|m| anyhow::anyhow!("{}: trajectory: {m}", e.id))
-                },
-            )
-            .collect::<Result<_>>()?;
+        cached::group_lines(self.build, store, |originals| {
+            originals
+                .par_iter()
+                .map_init(
+                    || None,
+                    |conn, e| {
+                        trajectories(e, &catalog, &runner, cfg, conn)
+                            .map(cached::Line::from)
+                            .map_err(|m| anyhow::anyhow!("{}: trajectory: {m}", e.id))
+                    },
+                )
+                .collect::<Result<_>>()
+        })
+    }
+
+    /// The clean and faulted JSON lines of one split's examples (in example order), and the
+    /// trajectories not written, counted by reason. `lines` is [`Trajectories::lines`]'s.
+    pub(super) fn write(
+        &self,
+        examples: &[&Example],
+        lines: &cached::Lines,
+    ) -> Result<(Vec<u8>, Vec<u8>, BTreeMap<String, usize>)> {
         let (mut clean, mut faulted) = (Vec::new(), Vec::new());
         let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
-        for b in built {
-            for (t, out) in [(b.clean, &mut clean), (b.faulted, &mut faulted)] {
+        // Variant rows (drifted, obfuscated, … calls) are not directly executable; trajectories
+        // cover the verified examples themselves.
+        for e in examples.iter().filter(|e| cached::is_original(e)) {
+            let Some(b) = lines.get(&(*e as *const Example as usize)) else {
+                continue;
+            };
+            for (t, out) in [(&b.clean, &mut clean), (&b.faulted, &mut faulted)] {
                 if let Some(t) = t {
-                    out.extend_from_slice(t.to_string().as_bytes());
+                    out.extend_from_slice(t.as_bytes());
                     out.push(b'\n');
                 }
             }
-            for r in b.skipped {
-                *skipped.entry(r.to_string()).or_default() += 1;
+            for r in &b.skipped {
+                *skipped.entry(r.clone()).or_default() += 1;
             }
         }
         Ok((clean, faulted, skipped))
