@@ -29,7 +29,6 @@
 pub mod answer;
 pub mod cached;
 pub mod faults;
-pub mod shown;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -40,10 +39,9 @@ use serde_json::{Value as Json, json};
 
 use crate::dataset::{Build, Example};
 use crate::recipe::TrajectoryConfig;
-use crate::tools::executor::{Executor, Session};
+use crate::tools::executor::{Executor, Session, value_json};
 use crate::tools::rest::{Endpoint, Limits};
 use crate::tools::{Call, ToolSpec};
-use shown::shown_json;
 
 pub use faults::FAULT_KINDS;
 
@@ -143,14 +141,14 @@ fn execute(
         Runner::Tools(executor) => {
             let mut session = Session::default();
             let table = match setup {
-                Some(s) => shown_json(executor.step(&mut session, s)?, 0),
+                Some(s) => value_json(executor.step(&mut session, s)?, 0),
                 None => Json::Null,
             };
             let results = calls
                 .iter()
                 .map(|c| {
                     let v = executor.step(&mut session, c)?;
-                    Ok(json!({"label": c.label, "output": shown_json(v, max_rows)}).to_string())
+                    Ok(json!({"label": c.label, "output": value_json(v, max_rows)}).to_string())
                 })
                 .collect::<Result<_, String>>()?;
             Ok((table, results))
