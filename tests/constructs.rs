@@ -327,3 +327,58 @@ fn text_typed_numbers_compared_with_numbers_are_affinity_sensitive() {
     assert_eq!(sensitive("SELECT name FROM reign WHERE days_held = '90'"), None);
     assert_eq!(sensitive("SELECT name FROM reign WHERE name = 'a'"), None);
 }
+
+/// Item 7: a text literal compared with a numeric column is typed like the column (SQLite applies
+/// the column's numeric affinity to it), so the call's `value` is the number; text columns and
+/// non-canonical strings keep the string.
+#[test]
+fn literals_are_typed_like_their_column() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let value_of = |q: &str| -> Vec<serde_json::Value> {
+        check(dir.path(), q)
+            .iter()
+            .filter(|c| c.name == "filter_data")
+            .map(|c| c.arguments["value"].clone())
+            .collect()
+    };
+    assert_eq!(
+        value_of("SELECT first_name FROM member WHERE zip = '200'"),
+        [serde_json::json!(200)]
+    );
+    assert_eq!(
+        value_of("SELECT first_name FROM member WHERE zip BETWEEN '100' AND '250'"),
+        [serde_json::json!(100), serde_json::json!(250)]
+    );
+    assert_eq!(
+        value_of("SELECT first_name FROM member WHERE '3.5' = score"),
+        [serde_json::json!("3.5")]
+    );
+    assert_eq!(
+        value_of("SELECT first_name FROM member WHERE member_id = 'a'"),
+        [serde_json::json!("a")]
+    );
+    assert_eq!(
+        value_of("SELECT first_name FROM member WHERE zip = '0200'"),
+        [serde_json::json!("0200")]
+    );
+}
+
+/// Item 9: reason details are SQL text a user can act on, never Rust `Debug` output.
+#[test]
+fn reason_details_are_sql_text_not_rust_debug() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    for q in [
+        "SELECT first_name FROM member ORDER BY zip - score LIMIT 1",
+        "SELECT first_name FROM member CROSS JOIN major",
+        "SELECT link_to_major, zip + 1 FROM member GROUP BY link_to_major",
+    ] {
+        if let Err(e) = lower(dir.path(), q).1 {
+            let text = e.to_string();
+            for debug in ["Column(", "Arith(", "Aggregate {", "Literal(", "CrossJoin", "Natural"] {
+                assert!(!text.contains(debug), "{q}: detail is Rust debug output: {text}");
+            }
+        }
+    }
+}

@@ -250,7 +250,7 @@ fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(),
     }
     for key in plan.order_by.iter().rev() {
         let Measure::Column(k) = &key.measure else {
-            return Err(unsupported("order_by_expression", format!("{:?}", key.measure)));
+            return Err(unsupported("order_by_expression", key.measure.to_string()));
         };
         let label = em.label("SORTED_DF");
         cur = em.call(
@@ -278,7 +278,7 @@ fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(),
             Measure::Arith(..) if !plan.distinct => {
                 column_arith(em, &cur, m, limit(plan))?;
             }
-            _ => return Err(unsupported("select_expression", format!("{m:?}"))),
+            _ => return Err(unsupported("select_expression", m.to_string())),
         }
     }
     Ok(())
@@ -317,7 +317,7 @@ fn scalar(em: &mut Emitter, source: &str, m: &Measure, top: bool) -> Result<Json
             );
             Ok(json!(label_ref(&label)))
         }
-        other => Err(unsupported("select_expression", format!("{other:?}"))),
+        other => Err(unsupported("select_expression", other.to_string())),
     }
 }
 
@@ -345,7 +345,7 @@ fn column_arith(em: &mut Emitter, source: &str, m: &Measure, limit: i64) -> Resu
             );
             Ok(json!(label_ref(&label)))
         }
-        other => Err(unsupported("select_expression", format!("{other:?}"))),
+        other => Err(unsupported("select_expression", other.to_string())),
     }
 }
 
@@ -368,7 +368,7 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
                 return Err(unsupported("case", "conditional aggregate with GROUP BY"));
             }
             Measure::Aggregate { .. } if !aggs.contains(&m) => aggs.push(m),
-            Measure::Arith(..) => return Err(unsupported("group_arithmetic", format!("{m:?}"))),
+            Measure::Arith(..) => return Err(unsupported("group_arithmetic", m.to_string())),
             _ => {}
         }
     }

@@ -156,9 +156,11 @@ impl<'s> Builder<'s> {
                         value,
                     });
                 } else if let Some(value) = self.literal(right) {
+                    let value = self.typed(left, value);
                     let key = self.filter_key(left)?;
                     out.push(Condition { key, condition, value });
                 } else if let Some(value) = self.literal(left) {
+                    let value = self.typed(right, value);
                     let key = self.filter_key(right)?;
                     out.push(Condition {
                         key,
@@ -179,6 +181,7 @@ impl<'s> Builder<'s> {
                 let (Some(lo), Some(hi)) = (self.literal(low), self.literal(high)) else {
                     return Err(unsupported("between_expression", e));
                 };
+                let (lo, hi) = (self.typed(expr, lo), self.typed(expr, hi));
                 let key = self.filter_key(expr)?;
                 out.push(Condition {
                     key: key.clone(),
@@ -351,6 +354,25 @@ impl<'s> Builder<'s> {
                 Self::conjuncts(inner, out)
             }
             other => out.push(other),
+        }
+    }
+
+    /// A literal compared with column `col`, typed like the column (SQLite applies the column's
+    /// numeric affinity to a text literal): an integer-looking string (`'1970'`, canonical
+    /// digits only) against an INTEGER/REAL/NUMERIC column becomes the number `1970`, so the
+    /// call means the same in any executor. Anything else (expressions, text columns, other
+    /// strings) is returned as is.
+    pub(super) fn typed(&self, col: &Expr, value: Json) -> Json {
+        let Some(text) = value.as_str() else { return value };
+        let Ok((i, c)) = self.resolve_raw(col) else {
+            return value;
+        };
+        if self.schema.dtype(&self.tables[i].table, &c) == "string" {
+            return value;
+        }
+        match text.parse::<i64>() {
+            Ok(n) if n.to_string() == text => json!(n),
+            _ => value,
         }
     }
 }

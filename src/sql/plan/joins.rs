@@ -26,18 +26,15 @@ impl<'s> Builder<'s> {
                     let (kind, constraint) = match &join.join_operator {
                         JoinOperator::Join(c) | JoinOperator::Inner(c) => ("INNER", c),
                         JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => ("LEFT", c),
-                        other => {
-                            return Err(unsupported(
-                                "join_kind",
-                                format!("{other:?}").split('(').next().unwrap_or(""),
-                            ));
+                        _ => {
+                            return Err(unsupported("join_kind", join.to_string()));
                         }
                     };
                     b.add_table(&join.relation)?;
                     match constraint {
                         JoinConstraint::On(e) => b.add_join_condition(e, kind)?,
                         JoinConstraint::None => {}
-                        other => return Err(unsupported("join_condition", format!("{other:?}"))),
+                        _ => return Err(unsupported("join_condition", join.to_string())),
                     }
                 }
             }

@@ -108,6 +108,48 @@ impl Measure {
     }
 }
 
+/// SQL text of a measure, for reason details: `COUNT(DISTINCT t_c)`, `(a - b)`, `t_c`.
+impl std::fmt::Display for Measure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Measure::Column(k) => write!(f, "{k}"),
+            Measure::Literal(v) => write!(f, "{v}"),
+            Measure::Aggregate {
+                agg,
+                key,
+                distinct,
+                filters,
+            } => {
+                let name = match agg {
+                    Agg::Mean => "AVG".to_string(),
+                    other => other.name().to_uppercase(),
+                };
+                let arg = key.as_deref().unwrap_or("*");
+                let distinct = if *distinct { "DISTINCT " } else { "" };
+                write!(f, "{name}({distinct}{arg})")?;
+                if !filters.is_empty() {
+                    let conds: Vec<String> = filters
+                        .iter()
+                        .map(|c| format!("{} {} {}", c.key, c.condition, c.value))
+                        .collect();
+                    write!(f, " FILTER (WHERE {})", conds.join(" AND "))?;
+                }
+                Ok(())
+            }
+            Measure::Arith(a, op, b) => {
+                let sym = match *op {
+                    "add" => "+",
+                    "subtract" => "-",
+                    "multiply" => "*",
+                    "divide" => "/",
+                    other => other,
+                };
+                write!(f, "({a} {sym} {b})")
+            }
+        }
+    }
+}
+
 /// One ORDER BY key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortKey {

@@ -36,6 +36,9 @@ mod retrieve;
 mod sort;
 mod transform;
 
+pub use self::aggregate::AGGREGATION_TYPES;
+pub use self::cells::like;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
