@@ -235,7 +235,7 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
     if build.recipe.tool_pool == ToolPool::Reference {
         let _ = writeln!(
             s,
-            "Tool pool: **reference** (`tool_pool = \"reference\"`). Only call sequences the Live API-Bench reference tools (IBM's `invocable_api_hub`: `filter_data`, `sort_data`, `retrieve_data`, `aggregate_data` after `initialize_active_data`) execute faithfully are kept, so the rows run in IBM's harness: no grouped aggregates, `calculate`, set operations or OR, membership or `like` filters (`LIKE '%text%'` becomes `contains`), and no column the reference's CSV hand-off would retype (numbers stored as text, missing-value spellings). The others are dropped as `outside_reference_pool`, the first call outside the pool named in `report/verification.json`.\n"
+            "Tool pool: **reference** (`tool_pool = \"reference\"`). Only call sequences the Live API-Bench reference tools (IBM's `invocable_api_hub`: `filter_data`, `sort_data`, `retrieve_data`, `aggregate_data` after `initialize_active_data`) execute faithfully are kept, so the rows run in IBM's harness: no grouped aggregates, `calculate`, set operations, membership or `like` filters (`LIKE '%text%'` becomes `contains`; an OR whose branches share no row becomes `concatenate_data`), and no use of a column that the reference's CSV hand-off changes (numbers stored as text, missing-value spellings). The others are dropped as `outside_reference_pool`, the first call outside the pool named in `report/verification.json`.\n"
         );
     }
     if let Some(v) = build.stats.get("variants") {

@@ -443,13 +443,11 @@ fn compile_db(
                 }
                 let plan = sql::plan::build(&stmt, &schema).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
-                let lowered = if recipe.tool_pool == ToolPool::Reference {
-                    let calls = reference::restrict(&executor, &lowered.setup, &lowered.calls)
+                let mut lowered = lowered;
+                if recipe.tool_pool == ToolPool::Reference {
+                    lowered.calls = reference::restrict(&executor, &lowered.setup, &lowered.calls)
                         .map_err(|d| drop("outside_reference_pool".into(), d))?;
-                    sql::slot::Lowered { calls, ..lowered }
-                } else {
-                    lowered
-                };
+                }
                 let calls = if format == "sel" {
                     bind(&lowered.calls)
                 } else {

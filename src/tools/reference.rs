@@ -12,10 +12,12 @@
 //! - the join step joins `INNER` only (the reference ignores the join type), on key columns of
 //!   one kind (pandas refuses to merge a text column with a numeric one);
 //! - every call is `filter_data`, `sort_data`, `retrieve_data` or `aggregate_data` reading a
-//!   non-empty table (the join step's output or a filter's or sort's; the reference indexes the
-//!   first cell or asserts a non-empty input): it cannot aggregate grouped data, has no
-//!   `calculate`, `combine_data` or membership filter, and its `concatenate_data` duplicates rows
-//!   matching both branches of an OR;
+//!   non-empty table (the join step's output or a filter's, sort's or concatenation's; the
+//!   reference indexes the first cell or asserts a non-empty input), or `concatenate_data`: the
+//!   reference cannot aggregate grouped data and has no `calculate`, `combine_data` or membership
+//!   filter. An OR (`combine_data(operation="either")`) becomes the reference's
+//!   `concatenate_data` when no row satisfies both branches on this data; otherwise it would
+//!   repeat those rows and the sequence is outside the pool;
 //! - numbers stored as text (read back as numbers: `'2016'` becomes `2016`) are never returned,
 //!   compared with a text value, aggregated with `min`/`max`, or sorted unless their text order is
 //!   their numeric order; text that `read_csv` reads as NaN (`""`, `NULL`, `NA`, `None`, …) is
@@ -73,7 +75,8 @@ enum Kind {
 }
 
 /// Restricts a lowered SLOT sequence to the reference pool (rules in the module docs): returns
-/// the calls, with `LIKE '%text%'` filters rewritten as `contains`, or why the sequence is
+/// the calls, with `LIKE '%text%'` filters rewritten as `contains` and ORs of disjoint branches
+/// as `concatenate_data`, or why the sequence is
 /// outside the pool, naming the call and its argument form (a drop detail for reason code
 /// `outside_reference_pool`). `setup` is the sequence's join step, run here on `executor`.
 pub fn restrict(executor: &Executor, setup: &Call, calls: &[Call]) -> Result<Vec<Call>, String> {
@@ -91,7 +94,8 @@ pub fn restrict(executor: &Executor, setup: &Call, calls: &[Call]) -> Result<Vec
     for (i, call) in calls.iter().enumerate() {
         let at = |why: String| format!("call {i} `{}` ({}): {why}", call.name, call.label);
         let call = rewrite_like(call.clone());
-        check_call(&call, calls, &setup.label, &session).map_err(at)?;
+        let call = rewrite_disjoint_or(executor, &session, call).map_err(at)?;
+        check_call(&call, &session).map_err(at)?;
         executor.step(&mut session, &call).map_err(at)?;
         out.push(call);
     }
@@ -262,15 +266,60 @@ fn key<'c>(call: &'c Call) -> Option<&'c str> {
         .filter(|k| !k.is_empty())
 }
 
-fn check_call(call: &Call, calls: &[Call], setup: &str, session: &Session) -> Result<(), String> {
-    let producer = |label: &str| calls.iter().find(|c| c.label == label);
+/// `combine_data(operation="either")` (an OR of filters of one table) as the reference's
+/// `concatenate_data` when no row satisfies both branches on this data (the either-table then
+/// has as many rows as both inputs together); otherwise why not. Any other call unchanged.
+fn rewrite_disjoint_or(executor: &Executor, session: &Session, call: Call) -> Result<Call, String> {
+    if call.name != "combine_data" || call.arguments.get("operation") != Some(&json!("either")) {
+        return Ok(call);
+    }
+    let rows = |name: &str| match call
+        .arguments
+        .get(name)
+        .and_then(as_label_ref)
+        .and_then(|l| session.get(l))
+    {
+        Some(Value::Table(t)) => Some(t.num_rows()),
+        _ => None,
+    };
+    let (Some(a), Some(b)) = (rows("data_source_1"), rows("data_source_2")) else {
+        return Err("an OR over lists (the reference has no combine_data)".into());
+    };
+    let mut scratch = session.clone();
+    let either = match executor.step(&mut scratch, &call)? {
+        Value::Table(t) => t.num_rows(),
+        _ => return Err("an OR that is not a table".into()),
+    };
+    if either != a + b {
+        return Err(format!(
+            "an OR whose branches both hold {} rows (the reference's concatenate_data would repeat them)",
+            a + b - either
+        ));
+    }
+    let Json::Object(arguments) =
+        json!({"data_source_1": call.arguments["data_source_1"], "data_source_2": call.arguments["data_source_2"]})
+    else {
+        unreachable!("an object")
+    };
+    Ok(Call {
+        name: "concatenate_data".into(),
+        arguments,
+        label: call.label,
+    })
+}
+
+/// Whether `call` (after the rewrites) is in the reference pool, given the earlier outputs.
+fn check_call(call: &Call, session: &Session) -> Result<(), String> {
+    if call.name == "concatenate_data" {
+        return Ok(());
+    }
     if !matches!(
         call.name.as_str(),
         "filter_data" | "sort_data" | "retrieve_data" | "aggregate_data"
     ) {
         return Err(match call.name.as_str() {
             "group_data_by" => "grouping (the reference tools cannot aggregate grouped data)".into(),
-            "combine_data" => "a set operation or OR (the reference has no combine_data; its concatenate_data duplicates rows matching both branches)".into(),
+            "combine_data" => "a set operation (the reference has no combine_data)".into(),
             other => format!("`{other}` is not a reference tool"),
         });
     }
@@ -279,10 +328,10 @@ fn check_call(call: &Call, calls: &[Call], setup: &str, session: &Session) -> Re
         .get("data_source")
         .and_then(as_label_ref)
         .ok_or("no `data_source` label")?;
-    let is_table =
-        source == setup || producer(source).is_some_and(|p| matches!(p.name.as_str(), "filter_data" | "sort_data"));
+    // Every earlier call is in the pool, so a table is the join step's output or a filter's,
+    // sort's or concatenation's.
     let table = match session.get(source) {
-        Some(Value::Table(t)) if is_table => t,
+        Some(Value::Table(t)) => t,
         _ => {
             return Err(format!(
                 "`data_source` ${source}$ is not a table (the reference reads tables from CSV files)"
