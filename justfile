@@ -5,9 +5,9 @@
 # the dev-dependency feature set. Then every recipe is built and the executable ones verified.
 
 # Every recipe `just test` builds.
-recipes := "slot-spider slot-bird sel-spider sel-bird rest-spider rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl"
+recipes := "slot-spider slot-spider-reference slot-bird sel-spider sel-bird rest-spider rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl"
 # The datasets whose rows `toolforge verify` re-executes (REST through the live server).
-executable := "slot-spider slot-bird sel-spider sel-bird rest-spider rest-bird"
+executable := "slot-spider slot-spider-reference slot-bird sel-spider sel-bird rest-spider rest-bird"
 
 # Install the `toolforge` command into ~/.cargo/bin (cargo install --path . --locked).
 install:
@@ -22,12 +22,14 @@ build-dataset RECIPE:
 serve RECIPE:
     @cargo run --release --quiet -- serve {{RECIPE}}
 
-# Whole test suite: cargo tests, every recipe built and verified, Python consumer/conformance tests.
+# Whole test suite: cargo tests, every recipe built and verified, Python consumer/conformance tests
+# and the replay of slot-spider-reference through IBM's reference tools (skipped, loudly, when
+# they are not importable: not on PyPI; see tests/reference/replay.py).
 test:
     @cargo test --release
     @for r in {{recipes}}; do echo "build $r"; target/release/toolforge build $r --quiet > /dev/null; done
     @for r in {{executable}}; do printf '%s ' $r; target/release/toolforge verify out/$r; done
-    @python3 -m pytest tests/consumer tests/conformance -q
+    @python3 -m pytest tests/consumer tests/conformance tests/reference/replay.py -q -rs
 
 # The LLM integration test alone (tests/llm-server: node-llama-cpp + SmolLM2 on 127.0.0.1).
 test-llm:

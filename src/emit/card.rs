@@ -18,6 +18,7 @@ use arrow_schema::{DataType, Field};
 use super::report::{Counts, pct};
 use super::rows::row_schema;
 use crate::dataset::Build;
+use crate::recipe::ToolPool;
 
 /// What the card says about a family's `output` and how it was checked.
 fn family_paragraph(format: &str) -> &'static str {
@@ -231,6 +232,12 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
         "{} Drops and their reasons are listed below and, row by row, in `report/verification.json`.\n",
         family_paragraph(&build.recipe.format)
     );
+    if build.recipe.tool_pool == ToolPool::Reference {
+        let _ = writeln!(
+            s,
+            "Tool pool: **reference** (`tool_pool = \"reference\"`). Only call sequences the Live API-Bench reference tools (IBM's `invocable_api_hub`: `filter_data`, `sort_data`, `retrieve_data`, `aggregate_data` after `initialize_active_data`) execute faithfully are kept, so the rows run in IBM's harness: no grouped aggregates, `calculate`, set operations, membership or `like` filters (`LIKE '%text%'` becomes `contains`; an OR whose branches share no row becomes `concatenate_data`), and no use of a column that the reference's CSV hand-off changes (numbers stored as text, missing-value spellings). The others are dropped as `outside_reference_pool`, the first call outside the pool named in `report/verification.json`.\n"
+        );
+    }
     if let Some(v) = build.stats.get("variants") {
         let _ = writeln!(
             s,

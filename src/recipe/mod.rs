@@ -105,6 +105,13 @@ pub struct Recipe {
     /// filters everything away reproduces it; reason code `degenerate_gold_answer`).
     #[serde(default)]
     pub keep_degenerate_answers: bool,
+    /// SLOT/SEL: which tool pool the gold calls may use (`tool_pool = "extended" | "reference"`,
+    /// default `extended`). `reference` keeps only sequences the Live API-Bench reference tools
+    /// (IBM's `invocable_api_hub`) execute faithfully, rewriting `LIKE '%text%'` as `contains`;
+    /// the others are dropped as `outside_reference_pool` ([`crate::tools::reference`]). Not
+    /// serialised when `extended`, so recipes without it keep their build keys.
+    #[serde(default, skip_serializing_if = "ToolPool::is_extended")]
+    pub tool_pool: ToolPool,
     /// Store directory (default `out/.store`), relative to the project root.
     #[serde(default)]
     pub store: Option<PathBuf>,
@@ -122,6 +129,25 @@ pub struct Recipe {
     /// Trajectory corpus settings (executable families); defaults when absent.
     #[serde(default)]
     pub trajectories: TrajectoryConfig,
+}
+
+/// The tool pool of a SLOT/SEL recipe (knob `tool_pool`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolPool {
+    /// toolforge's SLOT tools: the reference's plus grouped aggregates, `calculate`,
+    /// `combine_data`, membership and `not_like` filters (see [`crate::tools::pool`]).
+    #[default]
+    Extended,
+    /// Only calls the reference tools execute faithfully ([`crate::tools::reference`]).
+    Reference,
+}
+
+impl ToolPool {
+    /// Whether this is the default pool.
+    pub fn is_extended(&self) -> bool {
+        *self == ToolPool::Extended
+    }
 }
 
 /// `[trajectories]` of a recipe: how `out/<name>/trajectories/` is written.
@@ -181,6 +207,15 @@ impl Recipe {
                 path: path.into(),
                 message: format!(
                     "key `split`: required for format {:?} (the question file's split, e.g. \"dev\")",
+                    recipe.format
+                ),
+            });
+        }
+        if recipe.tool_pool == ToolPool::Reference && !matches!(recipe.format.as_str(), "slot" | "sel") {
+            return Err(RecipeError::Invalid {
+                path: path.into(),
+                message: format!(
+                    "key `tool_pool`: \"reference\" applies to formats \"slot\" and \"sel\", not {:?}",
                     recipe.format
                 ),
             });

@@ -17,7 +17,9 @@
 //! single 0, a single NULL, every cell NULL; kept with the recipe knob
 //! `keep_degenerate_answers`), `tie_ambiguous_limit` (the LIMIT cut falls inside a tie, so the
 //! gold rows are the engine's arbitrary pick), `affinity_sensitive` (a filter's result depends on
-//! SQLite comparing number-like text as text). The gold-answer drops come before the lowering
+//! SQLite comparing number-like text as text), and under `tool_pool = "reference"`
+//! `outside_reference_pool` (a call the reference tools do not execute faithfully,
+//! [`crate::tools::reference`]). The gold-answer drops come before the lowering
 //! ones, so "informative" = attempted minus `empty_gold_answer`, `degenerate_gold_answer`,
 //! `tie_ambiguous_limit`, `affinity_sensitive`.
 
@@ -31,11 +33,12 @@ use serde_json::json;
 use crate::corpus::{self, Descriptions, Question};
 use crate::dataset::{Build, BuildError, Drop, Example, Outcome, build_key, code_fingerprint};
 use crate::progress::progress_bar;
-use crate::recipe::{Recipe, ResolvedSource};
+use crate::recipe::{Recipe, ResolvedSource, ToolPool};
 use crate::sql::{self, rest::Template, schema::Schema};
 use crate::store::{Lookup, StageKey, Store, hash_file};
 use crate::tools::executor::{Executor, Session, Value};
 use crate::tools::pool::{KeyDescription, slot_tools};
+use crate::tools::reference;
 use crate::tools::rest::{Endpoint, Limits, name_endpoints};
 use crate::tools::sel::{bind, sel_tools};
 use crate::tools::table::{self, safe_name};
@@ -84,7 +87,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             let key = StageKey {
                 stage: format!("compile-{}", recipe.format),
                 version: COMPILE_VERSION,
-                config: json!({"dataset": recipe.name, "split": recipe.split, "keep_empty_answers": recipe.keep_empty_answers, "keep_degenerate_answers": recipe.keep_degenerate_answers, "source": source.manifest.format, "code": code_fingerprint()}),
+                config: json!({"dataset": recipe.name, "split": recipe.split, "keep_empty_answers": recipe.keep_empty_answers, "keep_degenerate_answers": recipe.keep_degenerate_answers, "tool_pool": recipe.tool_pool, "source": source.manifest.format, "code": code_fingerprint()}),
                 inputs: vec![
                     blake3::hash(&serde_json::to_vec(qs).expect("serialise")).to_hex().to_string(),
                     db_hash.clone().unwrap_or_else(|| "missing".into()),
@@ -324,6 +327,11 @@ fn compile_db(
                 }
                 let plan = sql::plan::build(&stmt, &schema).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
+                let mut lowered = lowered;
+                if recipe.tool_pool == ToolPool::Reference {
+                    lowered.calls = reference::restrict(&executor, &lowered.setup, &lowered.calls)
+                        .map_err(|d| drop("outside_reference_pool".into(), d))?;
+                }
                 let calls = if format == "sel" {
                     bind(&lowered.calls)
                 } else {

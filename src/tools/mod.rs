@@ -4,6 +4,8 @@
 //! - [`pool`]: the SLOT tool pool as data ([`ToolSpec`] with JSON Schema parameters).
 //! - [`check`]: gold calls checked against their tools (JSON Schema validation, grounding of
 //!   argument values in the request); used by the seq converters and the BFCL gold lint.
+//! - [`reference`]: the reference tool pool (recipe knob `tool_pool = "reference"`): the SLOT
+//!   calls IBM's reference tools execute faithfully.
 //! - [`table`]: the `initialize_active_data` join step (the only SQLite use) and SQLite → Arrow;
 //!   [`join_cache`]: one materialised join per (database file, join SQL), shared, byte-bounded.
 //! - [`executor`]: one function per tool, semantics in each doc comment.
@@ -17,6 +19,7 @@ pub mod join_cache;
 pub mod lax;
 pub mod openapi;
 pub mod pool;
+pub mod reference;
 pub mod rest;
 pub mod sel;
 pub mod table;
