@@ -8,7 +8,12 @@ cargo build --release --quiet
 T=$PWD/target/release/toolforge
 tmp=$(mktemp -d)
 weed_pid=
-cleanup() { [ -n "$weed_pid" ] && kill "$weed_pid" 2>/dev/null; rm -rf "$tmp"; }
+# The PyPI `weed` may be a wrapper (pyenv shim): also stop the server found by its unique -dir.
+cleanup() {
+    [ -n "$weed_pid" ] && kill "$weed_pid" 2>/dev/null
+    for p in $(pgrep -f -- "-dir=$tmp/weed"); do kill "$p"; done
+    rm -rf "$tmp"
+}
 trap cleanup EXIT
 
 # 13 free ports for weed mini (master, volume, filer, s3, admin, ... and their gRPC ports).
