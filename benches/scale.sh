@@ -8,10 +8,10 @@ cargo build --release --quiet
 T=$PWD/target/release/toolforge
 tmp=$(mktemp -d)
 weed_pid=
-# The PyPI `weed` may be a wrapper (pyenv shim): also stop the server found by its unique -dir.
+# weed mini does not stop on SIGTERM: SIGKILL it (and any server still running on our -dir).
 cleanup() {
-    [ -n "$weed_pid" ] && kill "$weed_pid" 2>/dev/null
-    for p in $(pgrep -f -- "-dir=$tmp/weed"); do kill "$p"; done
+    [ -n "$weed_pid" ] && kill -9 "$weed_pid" 2>/dev/null
+    for p in $(pgrep -f -- "-dir=$tmp/weed"); do kill -9 "$p"; done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
