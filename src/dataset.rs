@@ -152,6 +152,13 @@ pub enum BuildError {
     /// Store problem.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// A stage item this build may not compute (`--shard`: another shard's; `--merge`: not in
+    /// the store); the pipeline reports it, see [`crate::store::Store::claim`].
+    #[error("stage {stage}: not computed here (another shard's item, or missing from the store)")]
+    Unclaimed {
+        /// The stage name of the item's key.
+        stage: String,
+    },
     /// Recipe and source do not fit together.
     #[error("recipe {recipe}: format {format:?} cannot be built from source {source_name} (format {source_format:?})")]
     Mismatch {

@@ -29,9 +29,19 @@ enum Command {
         /// Output root (default: `<project>/out`).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Store directory (default: the recipe's `store`, else `<project>/out/.store`).
+        /// Store: a directory or `s3://bucket/prefix` (credentials and endpoint from the usual
+        /// AWS_* variables). Default: $TOOLFORGE_STORE, else the recipe's `store`, else
+        /// `<project>/out/.store`.
         #[arg(long)]
-        store: Option<PathBuf>,
+        store: Option<String>,
+        /// Compute only shard I of N (0-based, e.g. `0/4`) of the stage items (per database for
+        /// text-to-SQL, the conversion for seq/catalog) into the store; write no dataset.
+        #[arg(long, value_name = "I/N", value_parser = toolforge::pipeline::parse_shard, conflicts_with = "merge")]
+        shard: Option<(u64, u64)>,
+        /// After sharded builds: compute nothing, write the dataset from the store; fails naming
+        /// every item missing from it (give N to also name each item's shard).
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
+        merge: Option<u64>,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -430,9 +440,18 @@ fn main() -> ExitCode {
             recipe,
             out,
             store,
+            shard,
+            merge,
             quiet,
         } => recipe_path(&recipe).map_err(anyhow::Error::from).and_then(|path| {
-            toolforge::pipeline::build_and_emit(&path, out.as_deref(), store.as_deref(), !quiet)
+            let opts = toolforge::pipeline::BuildOptions {
+                out_root: out,
+                store,
+                progress: !quiet,
+                shard,
+                merge,
+            };
+            toolforge::pipeline::build(&path, &opts)
                 .map(|summary| {
                     use std::io::Write as _;
                     let _ = writeln!(std::io::stdout(), "{summary}");

@@ -4,13 +4,14 @@
 //! files are written by [`crate::emit::write`]. [`build_and_emit`] is the `toolforge build` entry
 //! point.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Result;
 
 use crate::dataset::{Build, BuildError};
 use crate::recipe::{Recipe, ResolvedSource};
+use crate::store::{Scope, Store};
 
 pub use crate::recipe::project_root;
 
@@ -20,26 +21,56 @@ pub fn load_recipe(recipe_path: &Path) -> Result<(Recipe, ResolvedSource), Build
     Ok(crate::recipe::load_with_source(recipe_path)?)
 }
 
+/// Opens the store of a build: `location` (`--store`), else `$TOOLFORGE_STORE`, else the
+/// recipe's `store` key (relative to the project root), else `<project>/out/.store`. A location
+/// `s3://bucket/prefix` is an object store ([`crate::store::s3`]), anything else a directory.
+pub fn open_store(recipe_path: &Path, location: Option<&str>) -> Result<Store, BuildError> {
+    let env = std::env::var("TOOLFORGE_STORE").ok().filter(|s| !s.is_empty());
+    let chosen = match location.map(str::to_string).or(env) {
+        Some(l) => l,
+        None => {
+            let (recipe, _) = load_recipe(recipe_path)?;
+            let root = project_root(recipe_path);
+            match recipe.store {
+                Some(s) if crate::store::s3::is_url(&s.to_string_lossy()) => s.to_string_lossy().into_owned(),
+                Some(s) => root.join(s).to_string_lossy().into_owned(),
+                None => root.join("out/.store").to_string_lossy().into_owned(),
+            }
+        }
+    };
+    Ok(Store::open_url(&chosen)?)
+}
+
 /// Runs the compile stages of a recipe (from the store where possible), then the variants stage
 /// when the recipe has a `[variants]` section.
 pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool) -> Result<Build, BuildError> {
-    let (recipe, source) = load_recipe(recipe_path)?;
-    let root = project_root(recipe_path);
-    let store = crate::store::Store::open(store_dir(&root, &recipe, store_override))?;
+    let location = store_override.map(|p| p.to_string_lossy().into_owned());
+    let store = open_store(recipe_path, location.as_deref())?;
+    compile_with(recipe_path, &store, progress)
+}
+
+/// The family's compile stage alone (per database for text-to-SQL, one conversion for seq and
+/// catalog recipes): the unit a shard computes.
+fn compile_family(recipe: Recipe, source: ResolvedSource, store: &Store, progress: bool) -> Result<Build, BuildError> {
     let sql_source = crate::recipe::is_sql_source(&source.manifest.format);
-    let mut build = match (recipe.format.as_str(), sql_source) {
-        ("slot" | "sel" | "rest", true) => crate::sql::compile::compile(recipe, source, &store, progress)?,
-        ("seq", false) => crate::seq::compile(recipe, source, &store)?,
-        ("catalog" | "bfcl", false) => crate::catalog::compile(recipe, source, &store)?,
-        _ => {
-            return Err(BuildError::Mismatch {
-                recipe: recipe.name.clone(),
-                format: recipe.format.clone(),
-                source_name: source.manifest.name.clone(),
-                source_format: source.manifest.format.clone(),
-            });
-        }
-    };
+    match (recipe.format.as_str(), sql_source) {
+        ("slot" | "sel" | "rest", true) => crate::sql::compile::compile(recipe, source, store, progress),
+        ("seq", false) => crate::seq::compile(recipe, source, store),
+        ("catalog" | "bfcl", false) => crate::catalog::compile(recipe, source, store),
+        _ => Err(BuildError::Mismatch {
+            recipe: recipe.name.clone(),
+            format: recipe.format.clone(),
+            source_name: source.manifest.name.clone(),
+            source_format: source.manifest.format.clone(),
+        }),
+    }
+}
+
+/// [`compile`] with an open store (whose [`crate::store::Scope`] decides which items may be
+/// computed).
+pub fn compile_with(recipe_path: &Path, store: &Store, progress: bool) -> Result<Build, BuildError> {
+    let (recipe, source) = load_recipe(recipe_path)?;
+    let mut build = compile_family(recipe, source, store, progress)?;
     // Corrupt store entries met by the compile stages: named in the summary, kept out of the
     // files (a rebuild must give the same bytes).
     let dirty = store.dirty();
@@ -53,29 +84,21 @@ pub fn compile(recipe_path: &Path, store_override: Option<&Path>, progress: bool
     // ToolGym task synthesis for MCP bundles (an LLM endpoint, else skipped with one line).
     if build.recipe.format == "catalog" {
         let llm = build.recipe.catalog.as_ref().and_then(|k| k.llm.clone());
-        crate::catalog::synthesis::apply(&mut build, llm.as_ref(), &store);
+        crate::catalog::synthesis::apply(&mut build, llm.as_ref(), store);
     }
     // SeqSGD / SeqMultiWOZ requests written by an LLM (an endpoint, else the template stays).
     if build.recipe.format == "seq" && matches!(build.source.manifest.format.as_str(), "sgd" | "multiwoz") {
         let llm = build.recipe.seq.as_ref().and_then(|k| k.llm.clone());
-        crate::seq::request::apply(&mut build, llm.as_ref(), &store);
+        crate::seq::request::apply(&mut build, llm.as_ref(), store);
     }
     // The variants stage: after compile, on the verified examples.
     if let Some(cfg) = build.recipe.variants.clone() {
         crate::variants::apply(&mut build, &cfg);
         if let Some(p) = &cfg.paraphrase {
-            crate::variants::paraphrase::apply(&mut build, p, cfg.llm.as_ref(), &store);
+            crate::variants::paraphrase::apply(&mut build, p, cfg.llm.as_ref(), store);
         }
     }
     Ok(build)
-}
-
-/// The store directory of a recipe: `store_override`, else the recipe's `store`, else
-/// `<project>/out/.store`.
-fn store_dir(root: &Path, recipe: &Recipe, store_override: Option<&Path>) -> std::path::PathBuf {
-    store_override
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| root.join(recipe.store.clone().unwrap_or("out/.store".into())))
 }
 
 /// The build key when it can be known without running the stages (seq recipes: from the input
@@ -102,21 +125,145 @@ pub fn build_and_emit(
     store: Option<&Path>,
     progress: bool,
 ) -> Result<String> {
+    let opts = BuildOptions {
+        out_root: out_root.map(Path::to_path_buf),
+        store: store.map(|p| p.to_string_lossy().into_owned()),
+        progress,
+        ..Default::default()
+    };
+    build(recipe_path, &opts)
+}
+
+/// The `toolforge build` flags beyond the recipe.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Output root (default `<project>/out`).
+    pub out_root: Option<PathBuf>,
+    /// Store location, a directory or `s3://bucket/prefix` (default: see [`open_store`]).
+    pub store: Option<String>,
+    /// Show a progress bar.
+    pub progress: bool,
+    /// `--shard I/N`: compute only shard `I`'s stage items into the store; emit nothing.
+    pub shard: Option<(u64, u64)>,
+    /// `--merge`: compute nothing, emit from the store; fail naming the missing items. The value
+    /// is the shard count when known (to name each missing item's shard), else 0.
+    pub merge: Option<u64>,
+}
+
+/// Parses `I/N` (`--shard`): `0 <= I < N`. Errors: a message naming the bad part.
+pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let (i, n) = text
+        .split_once('/')
+        .ok_or_else(|| format!("--shard {text:?}: expected I/N, e.g. 0/4"))?;
+    let i: u64 = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard {text:?}: I is not a number"))?;
+    let n: u64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard {text:?}: N is not a number"))?;
+    if n == 0 || i >= n {
+        return Err(format!("--shard {text:?}: need 0 <= I < N"));
+    }
+    Ok((i, n))
+}
+
+/// Builds a recipe as `opts` say: a whole build (compute what the store lacks, then emit), one
+/// shard ([`BuildOptions::shard`]: compute, no emit), or a merge ([`BuildOptions::merge`]: emit
+/// from the store only). Returns the human summary.
+///
+/// Errors: recipe, corpus and store errors; a shard whose store writes failed; a merge with
+/// items missing from the store (each named with its stage and item, e.g. the database).
+pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     let start = Instant::now();
+    if let Some((index, count)) = opts.shard {
+        let store = open_store(recipe_path, opts.store.as_deref())?.with_scope(Scope::Shard { index, count });
+        let (recipe, source) = load_recipe(recipe_path)?;
+        let name = recipe.name.clone();
+        match compile_family(recipe, source, &store, opts.progress) {
+            Ok(_) | Err(BuildError::Unclaimed { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        return shard_summary(&store, &name, (index, count), start.elapsed().as_secs_f64());
+    }
     let root = project_root(recipe_path);
-    let out_root = out_root.map(Path::to_path_buf).unwrap_or_else(|| root.join("out"));
+    let out_root = opts.out_root.clone().unwrap_or_else(|| root.join("out"));
     if let Some((recipe, key)) = quick_build_key(recipe_path)? {
         let out_dir = out_root.join(&recipe.name);
         if crate::emit::manifest::up_to_date(&out_dir, &key) {
             return crate::emit::report::up_to_date_summary(&out_dir, &recipe.name, start.elapsed().as_secs_f64());
         }
     }
-    let build = compile(recipe_path, store, progress)?;
+    let mut store = open_store(recipe_path, opts.store.as_deref())?;
+    if opts.merge.is_some() {
+        store = store.with_scope(Scope::StoredOnly);
+    }
+    let compiled = compile_with(recipe_path, &store, opts.progress);
+    if let Some(shards) = opts.merge {
+        let missing = store.missing(shards);
+        if !missing.is_empty() {
+            let list: Vec<String> = missing
+                .iter()
+                .map(|m| {
+                    let shard = if shards > 0 {
+                        format!(" (shard {}/{shards})", m.shard)
+                    } else {
+                        String::new()
+                    };
+                    format!("{} {} {}…{shard}", m.stage, m.item, &m.digest[..12])
+                })
+                .collect();
+            anyhow::bail!(
+                "merge: {} stage items are not in the store {} (re-run their shards, or build without --merge to compute them here): {}",
+                missing.len(),
+                store.describe(),
+                list.join("; ")
+            );
+        }
+    }
+    let build = compiled?;
     let out_dir = out_root.join(&build.recipe.name);
-    let emit_store = crate::store::Store::open(store_dir(&root, &build.recipe, store)).ok();
-    let wrote = crate::emit::write_cached(&build, &out_dir, recipe_path, emit_store.as_ref())?;
+    let wrote = crate::emit::write_cached(&build, &out_dir, recipe_path, Some(&store))?;
     let text = crate::emit::report::summary(&build, &out_dir, wrote, start.elapsed().as_secs_f64());
+    if std::env::var_os("TOOLFORGE_STORE_STATS").is_some() {
+        eprintln!("{}", requests_line(&store));
+    }
     // Freeing a large build's many small allocations takes seconds; do it off the caller's path.
     std::thread::spawn(move || drop(build));
     Ok(text)
+}
+
+/// `store <location>: R reads (H hits), W writes`.
+fn requests_line(store: &Store) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let r = store.requests();
+    format!(
+        "store {}: {} reads ({} hits), {} writes",
+        store.describe(),
+        r.reads.load(Relaxed),
+        r.hits.load(Relaxed),
+        r.writes.load(Relaxed)
+    )
+}
+
+/// The summary of one shard; an error when any store request failed (the shard must be re-run).
+fn shard_summary(store: &Store, name: &str, (index, count): (u64, u64), secs: f64) -> Result<String> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let errors = store.errors();
+    if !errors.is_empty() {
+        anyhow::bail!(
+            "shard {index}/{count} of {name}: {} store requests failed (re-run this shard): {}",
+            errors.len(),
+            errors.join("; ")
+        );
+    }
+    let r = store.requests();
+    Ok(format!(
+        "shard {index}/{count} of {name}: {} items computed, {} already in the store, {} left to other shards; {}; {secs:.1}s",
+        r.writes.load(Relaxed),
+        r.hits.load(Relaxed),
+        store.skipped(),
+        requests_line(store)
+    ))
 }

@@ -334,7 +334,11 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
         "bfcl" => convert_bfcl(&source),
         _ => convert_mcp(&source, &knobs),
     };
-    let (conversion, hit) = match store.get(&key) {
+    let stored = store.get(&key);
+    if !matches!(stored, Lookup::Hit(_)) && !store.claim(&key, "conversion") {
+        return Err(BuildError::Unclaimed { stage: key.stage });
+    }
+    let (conversion, hit) = match stored {
         Lookup::Hit(bytes) => match serde_json::from_slice::<Conversion>(&bytes) {
             Ok(c) => (c, true),
             Err(_) => (run()?, false),

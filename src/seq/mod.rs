@@ -119,6 +119,9 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
     let conversion = match stored {
         Some(c) => c,
         None => {
+            if !store.claim(&key, "conversion") {
+                return Err(BuildError::Unclaimed { stage: key.stage });
+            }
             let c = convert(
                 &source,
                 recipe.split.as_deref(),

@@ -79,7 +79,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     let bar = progress_bar(progress, by_db.len() as u64, "databases");
     let results: Vec<(String, DbStage, String, Option<String>, bool)> = by_db
         .par_iter()
-        .map(|(db_id, qs)| {
+        .filter_map(|(db_id, qs)| {
             let db_dir = source.databases.join(db_id);
             let db_path = db_dir.join(format!("{db_id}.sqlite"));
             let db_hash = hash_file(&db_path).ok();
@@ -98,13 +98,18 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             if let Lookup::Hit(bytes) = store.get(&key) {
                 if let Ok(stage) = serde_json::from_slice::<DbStage>(&bytes) {
                     bar.inc(1);
-                    return (db_id.clone(), stage, digest, db_hash, true);
+                    return Some((db_id.clone(), stage, digest, db_hash, true));
                 }
+            }
+            // Another shard's database (`--shard`), or one a merge did not find (`--merge`).
+            if !store.claim(&key, db_id) {
+                bar.inc(1);
+                return None;
             }
             let stage = compile_db(&recipe, &source, db_id, qs, &db_path, db_hash.is_some(), &descriptions);
             let _ = store.put(&key, &serde_json::to_vec(&stage).expect("serialise"));
             bar.inc(1);
-            (db_id.clone(), stage, digest, db_hash, false)
+            Some((db_id.clone(), stage, digest, db_hash, false))
         })
         .collect();
     bar.finish_and_clear();

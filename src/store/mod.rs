@@ -18,6 +18,13 @@
 //! renamed into place, so a reader never sees a half-written entry; left-over temp files are
 //! swept when the store is opened. Every read re-hashes the payload: a corrupt or truncated entry
 //! is a miss (and is removed), never trusted.
+//!
+//! The same entries can live in S3-compatible object storage (`s3://bucket/prefix`, [`s3`]):
+//! [`Store`] talks to a [`Backend`], and both backends write with put-if-absent, so shards of
+//! one build (`toolforge build --shard I/N`, [`Scope`]) can share one store.
+
+pub mod local;
+pub mod s3;
 
 use std::fs;
 use std::io::Write;
@@ -25,9 +32,17 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-/// Errors of the store layer: IO on the store directory.
+/// Errors of the store layer: IO on the store directory, or an object store request.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// An object store request or its configuration failed.
+    #[error("store {url}: {detail}")]
+    Remote {
+        /// The store URL (`s3://bucket/prefix`) or entry URL.
+        url: String,
+        /// What failed (the object_store error).
+        detail: String,
+    },
     /// An IO operation on a store path failed.
     #[error("store {path}")]
     Io {
@@ -104,38 +119,200 @@ impl std::fmt::Display for Dirty {
     }
 }
 
-/// A content-addressed store rooted at a directory (default `out/.store`).
+/// Where the store's entries live: a local directory ([`local::Local`]) or S3-compatible object
+/// storage ([`s3::S3`]). Entries are named `objects/<first 2 hex>/<64 hex>` in both; the bytes
+/// are the same (blake3 of the payload, then the payload).
+pub trait Backend: Send + Sync + std::fmt::Debug {
+    /// The entry's bytes, `None` when there is none. Errors: IO or network failures other than
+    /// "not found".
+    fn read(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Writes the entry unless one exists (put-if-absent): [`Created::Written`] when this call
+    /// wrote it, [`Created::Present`] when another writer had (its bytes are left untouched).
+    fn create(&self, name: &str, bytes: &[u8]) -> Result<Created, StoreError>;
+    /// Removes the entry (a corrupt one); a missing entry is not an error.
+    fn remove(&self, name: &str);
+    /// The store's location for messages: a directory path or an `s3://bucket/prefix` URL.
+    fn describe(&self) -> String;
+}
+
+/// Outcome of [`Backend::create`] / [`Store::put`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    /// This call wrote the entry.
+    Written,
+    /// An entry under the key already existed; it was left as is.
+    Present,
+}
+
+/// Which stage items a build computes (`toolforge build --shard I/N`, `--merge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// Every item missing from the store is computed (a single-machine build).
+    #[default]
+    All,
+    /// Only the items whose key digest falls in shard `index` of `count` ([`shard_of`]).
+    Shard {
+        /// 0-based shard index, below `count`.
+        index: u64,
+        /// Number of shards, at least 1.
+        count: u64,
+    },
+    /// Nothing is computed: every item must be in the store (the merge after sharded builds);
+    /// the missing ones are recorded in [`Store::missing`].
+    StoredOnly,
+}
+
+/// The shard (0-based, below `count`) an entry digest belongs to: the first 16 hex digits of the
+/// blake3 digest as a number, modulo `count`. Uniform because blake3 is.
+pub fn shard_of(digest: &str, count: u64) -> u64 {
+    u64::from_str_radix(&digest[..16.min(digest.len())], 16).unwrap_or(0) % count.max(1)
+}
+
+/// A stage item that a [`Scope::StoredOnly`] build needed and did not find in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// The stage name of the key, e.g. `compile-slot`.
+    pub stage: String,
+    /// The item, e.g. the database id or `conversion`.
+    pub item: String,
+    /// The key's hex digest.
+    pub digest: String,
+    /// The shard (of the count given to [`Store::missing`]) that computes it.
+    pub shard: u64,
+}
+
+/// Request counts of a store since it was opened (reads, writes, hits), for the benchmark.
+#[derive(Debug, Default)]
+pub struct Requests {
+    /// Entry reads (each is one GET on an object store).
+    pub reads: std::sync::atomic::AtomicU64,
+    /// Entry writes (each is one conditional PUT on an object store).
+    pub writes: std::sync::atomic::AtomicU64,
+    /// Reads that found a valid entry.
+    pub hits: std::sync::atomic::AtomicU64,
+}
+
+/// A content-addressed store: a directory (default `out/.store`) or an `s3://bucket/prefix`.
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    backend: std::sync::Arc<dyn Backend>,
+    scope: Scope,
     /// Corrupt entries met by [`Store::get`] since the store was opened (shared by clones).
     dirty: std::sync::Arc<std::sync::Mutex<Vec<Dirty>>>,
+    /// Items a [`Scope::StoredOnly`] build needed and did not find (shared by clones).
+    missing: std::sync::Arc<std::sync::Mutex<Vec<Missing>>>,
+    /// Items left to other shards.
+    skipped: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Backend errors met by reads and writes (shared by clones), for [`Store::errors`].
+    errors: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    requests: std::sync::Arc<Requests>,
 }
 
 impl Store {
-    /// Opens (creating if needed) the store at `root` and sweeps left-over `*.tmp` files.
+    /// Opens (creating if needed) the local store at `root` and sweeps left-over `*.tmp` files.
     ///
     /// Errors: the directory cannot be created or read.
     pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
         let root = root.into();
-        let objects = root.join("objects");
-        fs::create_dir_all(&objects).map_err(io_err(&objects))?;
-        for shard in fs::read_dir(&objects).map_err(io_err(&objects))? {
-            let shard = shard.map_err(io_err(&objects))?.path();
-            if !shard.is_dir() {
-                continue;
-            }
-            for entry in fs::read_dir(&shard).map_err(io_err(&shard))? {
-                let path = entry.map_err(io_err(&shard))?.path();
-                if path.extension().is_some_and(|e| e == "tmp") {
-                    let _ = fs::remove_file(&path);
+        let backend = local::Local::open(&root)?;
+        Ok(Store::with_backend(root, std::sync::Arc::new(backend)))
+    }
+
+    /// Opens the store named by `location`: `s3://bucket/prefix` ([`s3::S3`], configured from the
+    /// usual `AWS_*` environment variables), else a local directory ([`Store::open`]).
+    ///
+    /// Errors: a bad URL or configuration, or the local directory cannot be created.
+    pub fn open_url(location: &str) -> Result<Store, StoreError> {
+        if s3::is_url(location) {
+            let backend = s3::S3::open(location)?;
+            Ok(Store::with_backend(
+                PathBuf::from(location),
+                std::sync::Arc::new(backend),
+            ))
+        } else {
+            Store::open(location)
+        }
+    }
+
+    /// A store over any backend; `root` is what [`Store::root`] returns.
+    pub fn with_backend(root: PathBuf, backend: std::sync::Arc<dyn Backend>) -> Store {
+        Store {
+            root,
+            backend,
+            scope: Scope::All,
+            dirty: Default::default(),
+            missing: Default::default(),
+            skipped: Default::default(),
+            errors: Default::default(),
+            requests: Default::default(),
+        }
+    }
+
+    /// This store restricted to `scope` (the items [`Store::claim`] lets a stage compute).
+    pub fn with_scope(mut self, scope: Scope) -> Store {
+        self.scope = scope;
+        self
+    }
+
+    /// The scope given to [`Store::with_scope`].
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// Whether the stage may compute `item` (key `key`) after a [`Store::get`] miss: always for
+    /// [`Scope::All`], when the key's shard is ours for [`Scope::Shard`] (otherwise the item is
+    /// counted in [`Store::skipped`]), never for [`Scope::StoredOnly`] (the item is recorded in
+    /// [`Store::missing`]). A stage that gets `false` leaves the item out of its result.
+    pub fn claim(&self, key: &StageKey, item: &str) -> bool {
+        match self.scope {
+            Scope::All => true,
+            Scope::Shard { index, count } => {
+                let mine = shard_of(&key.digest(), count) == index;
+                if !mine {
+                    self.skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
+                mine
+            }
+            Scope::StoredOnly => {
+                if let Ok(mut m) = self.missing.lock() {
+                    m.push(Missing {
+                        stage: key.stage.clone(),
+                        item: item.to_string(),
+                        digest: key.digest(),
+                        shard: 0,
+                    });
+                }
+                false
             }
         }
-        Ok(Store {
-            root,
-            dirty: Default::default(),
-        })
+    }
+
+    /// The items a [`Scope::StoredOnly`] build needed and did not find, sorted by stage and item,
+    /// each with the shard (of `shards`) that computes it.
+    pub fn missing(&self, shards: u64) -> Vec<Missing> {
+        let mut m = self.missing.lock().map(|m| m.clone()).unwrap_or_default();
+        for x in &mut m {
+            x.shard = shard_of(&x.digest, shards);
+        }
+        m.sort_by(|a, b| (&a.stage, &a.item).cmp(&(&b.stage, &b.item)));
+        m
+    }
+
+    /// How many items [`Store::claim`] left to other shards.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Backend errors met so far (a failed read counts as a miss, a failed write loses the entry),
+    /// in the order met.
+    pub fn errors(&self) -> Vec<String> {
+        self.errors.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    /// Request counts since the store was opened.
+    pub fn requests(&self) -> &Requests {
+        &self.requests
     }
 
     /// The corrupt entries [`Store::get`] met and removed (so their stages were recomputed), in
@@ -144,33 +321,53 @@ impl Store {
         self.dirty.lock().map(|d| d.clone()).unwrap_or_default()
     }
 
-    /// The store's root directory.
+    /// The store's root directory (for an object store: its URL as a path).
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    fn entry_path(&self, digest: &str) -> PathBuf {
-        self.root.join("objects").join(&digest[..2]).join(digest)
+    /// The store's location for messages: a directory or an `s3://bucket/prefix` URL.
+    pub fn describe(&self) -> String {
+        self.backend.describe()
+    }
+
+    fn entry_name(digest: &str) -> String {
+        format!("objects/{}/{digest}", &digest[..2])
+    }
+
+    fn record_error(&self, e: &StoreError) {
+        if let Ok(mut errors) = self.errors.lock() {
+            errors.push(format!("{e:#}"));
+        }
     }
 
     /// Looks up the entry for `key`, checking its integrity.
-    /// A corrupt entry is removed and recorded in [`Store::dirty`].
+    /// A corrupt entry is removed and recorded in [`Store::dirty`]; a backend error is a miss
+    /// (recorded in [`Store::errors`]).
     pub fn get(&self, key: &StageKey) -> Lookup {
+        use std::sync::atomic::Ordering::Relaxed;
         let digest = key.digest();
-        let path = self.entry_path(&digest);
-        let Ok(bytes) = fs::read(&path) else {
-            return Lookup::Missing;
+        let name = Store::entry_name(&digest);
+        self.requests.reads.fetch_add(1, Relaxed);
+        let bytes = match self.backend.read(&name) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Lookup::Missing,
+            Err(e) => {
+                self.record_error(&e);
+                return Lookup::Missing;
+            }
         };
         let reason = if bytes.len() >= 32 {
             let (stored, payload) = bytes.split_at(32);
             if blake3::hash(payload).as_bytes() == stored {
+                self.requests.hits.fetch_add(1, Relaxed);
                 return Lookup::Hit(payload.to_vec());
             }
             "payload hash mismatch".to_string()
         } else {
             format!("truncated to {} bytes", bytes.len())
         };
-        let _ = fs::remove_file(&path);
+        self.backend.remove(&name);
         if let Ok(mut d) = self.dirty.lock() {
             d.push(Dirty {
                 stage: key.stage.clone(),
@@ -181,13 +378,17 @@ impl Store {
         Lookup::Corrupt
     }
 
-    /// Stores `payload` under `key` atomically (temp file in the same directory, then rename).
-    pub fn put(&self, key: &StageKey, payload: &[u8]) -> Result<(), StoreError> {
-        let path = self.entry_path(&key.digest());
+    /// Stores `payload` under `key` with put-if-absent: concurrent writers of one key never
+    /// corrupt each other (one write wins, the others get [`Created::Present`]; the payload of a
+    /// key is the same whoever computes it). Errors (also recorded in [`Store::errors`]): IO or
+    /// network failures.
+    pub fn put(&self, key: &StageKey, payload: &[u8]) -> Result<Created, StoreError> {
+        let name = Store::entry_name(&key.digest());
         let mut bytes = Vec::with_capacity(32 + payload.len());
         bytes.extend_from_slice(blake3::hash(payload).as_bytes());
         bytes.extend_from_slice(payload);
-        write_atomic(&path, &bytes)
+        self.requests.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.backend.create(&name, &bytes).inspect_err(|e| self.record_error(e))
     }
 }
 
@@ -276,7 +477,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         store.put(&key(1), b"hello world").unwrap();
-        let path = store.entry_path(&key(1).digest());
+        let path = dir.path().join(Store::entry_name(&key(1).digest()));
         let mut bytes = fs::read(&path).unwrap();
         *bytes.last_mut().unwrap() ^= 1;
         fs::write(&path, &bytes).unwrap();
