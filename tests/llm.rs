@@ -304,3 +304,56 @@ fn paraphrase_against_a_real_server() {
     assert_eq!(llm_server::stats(port), after, "a rebuild contacted the server");
     drop(server);
 }
+
+/// Issue 16 item 5: each `*-variants` recipe, built as shipped with the local SmolLM2 server
+/// as its `[variants.llm]` endpoint (paraphrase limited to a few examples), carries every
+/// variant kind its format supports: perturb, drift, obfuscate, shortlist, paraphrase, and
+/// distractors (SEL, REST; a SLOT instance already holds the whole SLOT catalog).
+#[test]
+fn every_variants_recipe_carries_every_kind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path();
+    let Some(server) = llm_server::start("the variants LLM test", tmp, &[("INJECT_STATUS", "429")]) else {
+        return;
+    };
+    let store = tmp.join("store");
+    for name in ["slot-spider-variants", "sel-spider-variants", "rest-spider-variants"] {
+        let text = std::fs::read_to_string(root().join("recipes").join(format!("{name}.toml"))).unwrap();
+        assert!(
+            text.contains("\n[variants.paraphrase]\n") && text.contains("\n[variants.llm]\n"),
+            "{name}"
+        );
+        let text = text
+            .replace("\n[variants.paraphrase]\n", "\n[variants.paraphrase]\nmax_examples = 6\n")
+            .replace(
+                "\n[variants.llm]\n",
+                &format!(
+                    "\n[variants.llm]\nbase_url = \"http://127.0.0.1:{}/v1\"\nmodel = \"smollm2-135m-instruct\"\nmax_tokens = 48\n",
+                    server.port
+                ),
+            );
+        let proj = project(tmp, name, "");
+        let recipe = proj.parent().unwrap().join(format!("{name}.toml"));
+        std::fs::write(&recipe, text).unwrap();
+        let b = compile(&recipe, Some(&store), false).unwrap();
+        let rows = b.stats["variants"]["rows"].as_object().unwrap().clone();
+        eprintln!("{name}: variant rows {rows:?}; paraphrase {}", b.stats["paraphrase"]);
+        let mut want = vec!["perturb", "drift", "obfuscate", "shortlist", "paraphrase"];
+        if !name.starts_with("slot") {
+            want.push("distractors");
+        }
+        for k in want {
+            assert!(
+                rows.get(k).and_then(Value::as_u64).unwrap_or(0) > 0,
+                "{name}: no {k} rows: {rows:?}"
+            );
+        }
+        let kinds: std::collections::BTreeSet<&str> = b
+            .groups
+            .values()
+            .flat_map(|o| &o.examples)
+            .filter_map(|e| e.meta.as_ref().and_then(|m| m["variant_kind"].as_str()))
+            .collect();
+        assert!(kinds.contains("paraphrase"), "{name}: {kinds:?}");
+    }
+}

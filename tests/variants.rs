@@ -22,8 +22,8 @@ use toolforge::tools::executor::Executor;
 use toolforge::tools::rest::{Endpoint, Limits};
 use toolforge::tools::{Call, ToolSpec};
 use toolforge::variants::distractors::{Features, signature_similarity};
-use toolforge::variants::drift::{Change, Drift, fastapi_errors, unmigrate};
-use toolforge::variants::obfuscate::deobfuscate;
+use toolforge::variants::drift::{Change, Drift, ToolDrift, fastapi_errors, unmigrate};
+use toolforge::variants::obfuscate::{deobfuscate, identifiers, surviving_identifiers};
 use toolforge::variants::perturb::preserves_values;
 use toolforge::variants::{gold_tool_names, gold_value_texts, is_variant};
 use toolforge::verify::answers_match;
@@ -129,6 +129,57 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// Whether the distractor `name` (of database `db`, spec in `tools`) gives `parent`'s gold
+    /// answer when called with the gold arguments mapped onto it: REST, the gold call's
+    /// arguments it has a parameter for; SEL, in place of a gold getter call with the same
+    /// parameter names.
+    fn distractor_answers(&mut self, parent: &Example, db: &str, name: &str, tools: &[ToolSpec]) -> bool {
+        let gold = parent.gold_answer.as_ref().unwrap();
+        if self.format == "rest" {
+            let ep = self.endpoints[&(db.to_string(), name.to_string())].clone();
+            let args: serde_json::Map<String, Value> = parent.output[0]
+                .arguments
+                .iter()
+                .filter(|(k, _)| ep.parameters.iter().any(|p| &p.name == *k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let Ok(values) = ep.arguments_from_json(&args) else {
+                return false;
+            };
+            let conn = self.conns.entry(db.to_string()).or_insert_with(|| {
+                toolforge::tools::table::open_read_only(&spider_dbs().join(db).join(format!("{db}.sqlite"))).unwrap()
+            });
+            return ep
+                .execute(conn, &values, Limits::default())
+                .is_ok_and(|got| answers_match(gold, &got, ep.ordered));
+        }
+        let keys = |t: &ToolSpec| {
+            t.parameters["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let spec = tools.iter().find(|t| t.name == name).unwrap();
+        (0..parent.output.len()).any(|i| {
+            let g = &parent.output[i];
+            let same_keys = parent
+                .tools
+                .iter()
+                .find(|t| t.name == g.name)
+                .is_some_and(|t| keys(t) == keys(spec));
+            if !same_keys || !g.name.starts_with("get_") {
+                return false;
+            }
+            let mut calls = parent.output.clone();
+            calls[i].name = name.to_string();
+            self.reproduces(parent, &calls)
+        })
+    }
+}
+
 /// Every property of every variant row of a build; returns rows per kind.
 fn check_variants(build: &Build) -> BTreeMap<String, usize> {
     let drift = drift_of(build);
@@ -213,6 +264,11 @@ fn check_variants(build: &Build) -> BTreeMap<String, usize> {
                 assert!(v.tools.iter().all(|t| t.name.starts_with("FUNC_")));
                 let calls = deobfuscate(&v.output, &detail["mapping"]);
                 assert_eq!(calls, parent.output);
+                // Issue 16: no original tool / parameter / path identifier or gold label left.
+                let ids = identifiers(parent);
+                let left = surviving_identifiers(v, &ids);
+                assert!(left.is_empty(), "{}: original identifiers survive: {left:?}", v.id);
+                *kinds.entry("obfuscate_identifiers_checked".into()).or_insert(0) += ids.len();
                 assert!(runner.reproduces(v, &calls), "{}", v.id);
             }
             "shortlist" => {
@@ -245,6 +301,29 @@ fn check_variants(build: &Build) -> BTreeMap<String, usize> {
                     }
                 }
                 assert!(runner.reproduces(v, &v.output), "{}", v.id);
+                // Issue 16: same database first; never an unrelated one; none answers.
+                let same = detail["same_database_candidates"].as_bool().unwrap();
+                for d in detail["distractors"].as_array().unwrap() {
+                    let from_own = d["db_id"].as_str() == v.db_id.as_deref();
+                    assert_eq!(from_own, same, "{}: {d}", v.id);
+                    *kinds
+                        .entry(
+                            if from_own {
+                                "distractors_same_db"
+                            } else {
+                                "distractors_related_db"
+                            }
+                            .into(),
+                        )
+                        .or_insert(0) += 1;
+                    let name = d["name"].as_str().unwrap();
+                    let db = d["db_id"].as_str().unwrap();
+                    assert!(
+                        !runner.distractor_answers(parent, db, name, &v.tools),
+                        "{}: distractor {name} answers the question",
+                        v.id
+                    );
+                }
             }
             "perturb" => {
                 assert_ne!(v.input, parent.input);
@@ -362,6 +441,199 @@ fn check_live_tools(build: &Build, dir: &Path, max_rows: usize) {
     assert!(rejected > 0 && rows > 0);
 }
 
+fn required_names(schema: &Value) -> Vec<String> {
+    schema["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+/// The A_old-required inputs of a drifted tool that A_new leaves optional without a default
+/// (A_new names): A_new accepts calls without them that the A_old executor cannot run.
+fn optional_without_default(t: &ToolDrift) -> Vec<String> {
+    let new = &t.new.parameters;
+    let top_req = required_names(new);
+    let mut out = Vec::new();
+    for o in required_names(&t.old.parameters) {
+        let n = t.new_parameter_name(&o);
+        let (prop, req) = match new["properties"].get(&n) {
+            Some(p) => (p.clone(), top_req.contains(&n)),
+            None => {
+                // Moved into a `nested_object` group.
+                let Some((g, gs)) = new["properties"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .find(|(_, gs)| gs["properties"].get(&n).is_some())
+                else {
+                    out.push(n);
+                    continue;
+                };
+                (
+                    gs["properties"][&n].clone(),
+                    top_req.contains(g) && required_names(gs).contains(&n),
+                )
+            }
+        };
+        if !req && prop.get("default").is_none() {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// The A_new-optional arguments of `args` (top level, and one level into nested groups): the
+/// arguments left out one at a time, as (description, arguments).
+fn omissions(schema: &Value, args: &serde_json::Map<String, Value>) -> Vec<(String, serde_json::Map<String, Value>)> {
+    let req = required_names(schema);
+    let mut out = Vec::new();
+    for (k, v) in args {
+        if !req.contains(k) {
+            let mut a = args.clone();
+            a.remove(k);
+            out.push((k.clone(), a));
+        }
+        if let (Some(inner), Some(gs)) = (v.as_object(), schema["properties"].get(k)) {
+            let inner_req = required_names(gs);
+            for ik in inner.keys().filter(|ik| !inner_req.contains(ik)) {
+                let mut a = args.clone();
+                a[k].as_object_mut().unwrap().remove(ik);
+                out.push((format!("{k}.{ik}"), a));
+            }
+        }
+    }
+    out
+}
+
+/// Issue 16 item 1, over every drift row of a build on the live server (`serve` on 127.0.0.1):
+/// 0 drifted tools whose A_new leaves optional, without a default, an input A_old requires;
+/// every migrated gold call validates against A_new and runs (200) at its A_new name / path,
+/// the last call giving the gold answer (REST: every row; SLOT/SEL: rows whose answer is the
+/// last call's one column); every A_new-valid call made by leaving out one A_new-optional
+/// argument is accepted by the server's A_new check (no validation 422). Returns (drifted tools,
+/// answers compared, omissions accepted).
+fn check_drift_keeps_functionality(build: &Build, dir: &Path) -> (usize, usize, usize) {
+    let drift = drift_of(build);
+    let violations: Vec<(Option<String>, String, Vec<String>)> = drift
+        .tools
+        .iter()
+        .map(|t| (t.db_id.clone(), t.old.name.clone(), optional_without_default(t)))
+        .filter(|(_, _, v)| !v.is_empty())
+        .collect();
+    assert!(
+        violations.is_empty(),
+        "{}: {} drifted tools leave a needed input optional without a default: {:?}",
+        build.recipe.name,
+        violations.len(),
+        &violations[..violations.len().min(5)]
+    );
+    let rest = build.recipe.format == "rest";
+    let addr = spawn(Toolkit::load(dir, Some(&spider_dbs())).unwrap(), ServeConfig::default()).unwrap();
+    let base = format!("http://{addr}");
+    let agent = agent();
+    let is_validation_422 = |s: u16, body: &Value| s == 422 && body["detail"].is_array();
+    let (mut answers, mut omitted) = (0, 0);
+    for v in build
+        .groups
+        .values()
+        .flat_map(|o| &o.examples)
+        .filter(|e| is_variant(e) && meta(e, "variant_kind") == "drift")
+    {
+        let db = v.db_id.as_deref();
+        let gold = v.gold_answer.as_ref().unwrap();
+        if rest {
+            let c = &v.output[0];
+            let d = drift.by_new_name(db, &c.name).unwrap();
+            assert!(
+                fastapi_errors(&d.new.parameters, &c.arguments, "query").is_empty(),
+                "{}",
+                v.id
+            );
+            let url = format!("{base}{}", d.path_new.as_ref().unwrap());
+            let (s, body) = get(&agent, &url, &c.arguments);
+            assert_eq!(s, 200, "{}: {body}", v.id);
+            let got: toolforge::verify::Answer = serde_json::from_value(body).unwrap();
+            assert!(answers_match(gold, &got, v.ordered), "{}", v.id);
+            answers += 1;
+            for (what, args) in omissions(&d.new.parameters, &c.arguments) {
+                let (s, body) = get(&agent, &url, &args);
+                assert_eq!(s, 200, "{}: A_new-valid call without {what} refused: {body}", v.id);
+                omitted += 1;
+            }
+            continue;
+        }
+        let (s, body) = post(
+            &agent,
+            &format!("{base}/sessions"),
+            &json!({"id": meta(v, "variant_of")}),
+        );
+        assert_eq!(s, 200, "{body}");
+        let sid = body["session_id"].as_str().unwrap().to_string();
+        let mut last = Value::Null;
+        for (i, c) in v.output.iter().enumerate() {
+            if let Some(d) = drift.by_new_name(db, &c.name) {
+                for (k, (what, args)) in omissions(&d.new.parameters, &c.arguments).into_iter().enumerate() {
+                    assert!(fastapi_errors(&d.new.parameters, &args, "body").is_empty());
+                    let (s, body) = post(
+                        &agent,
+                        &format!("{base}/tools/{}", c.name),
+                        &json!({"session_id": sid, "arguments": args, "label": format!("probe_{i}_{k}")}),
+                    );
+                    assert!(
+                        !is_validation_422(s, &body),
+                        "{}: A_new-valid {} without {what} refused: {body}",
+                        v.id,
+                        c.name
+                    );
+                    omitted += 1;
+                }
+            }
+            let (s, body) = post(
+                &agent,
+                &format!("{base}/tools/{}", c.name),
+                &json!({"session_id": sid, "arguments": c.arguments, "label": c.label}),
+            );
+            assert_eq!(s, 200, "{}: migrated {} refused: {body}", v.id, c.name);
+            last = body["output"].clone();
+        }
+        let Some(final_call) = v.output.last() else { continue };
+        let referenced = v.output.iter().any(|c| {
+            c.arguments
+                .values()
+                .any(|a| a.as_str() == Some(&format!("${}$", final_call.label)))
+        });
+        if referenced || gold.first().is_none_or(|r| r.len() != 1) {
+            continue;
+        }
+        // A one-column answer: a list of values or one value (a table output is not compared).
+        let items = match last {
+            Value::Array(items) => items,
+            scalar => vec![scalar],
+        };
+        let Some(got) = items
+            .into_iter()
+            .map(|x| serde_json::from_value(x).ok().map(|d| vec![d]))
+            .collect::<Option<toolforge::verify::Answer>>()
+        else {
+            continue;
+        };
+        let ties = toolforge::verify::ties_from_meta(v.meta.as_ref());
+        assert!(
+            toolforge::verify::answers_match_ties(gold, &got, v.ordered, ties.as_deref()),
+            "{}: migrated gold over HTTP does not give the gold answer",
+            v.id
+        );
+        answers += 1;
+    }
+    eprintln!(
+        "{}: drifted tools {}, needed inputs optional without default 0; migrated golds compared with the gold answer over HTTP {answers}; A_new-valid omissions accepted {omitted}",
+        build.recipe.name,
+        drift.tools.len()
+    );
+    assert!(answers > 0);
+    (drift.tools.len(), answers, omitted)
+}
+
 #[test]
 fn slot_spider_variants() {
     let tmp = tempfile::tempdir().unwrap();
@@ -370,6 +642,7 @@ fn slot_spider_variants() {
     assert!(kinds["perturb"] > 0 && kinds["drift"] > 0 && kinds["shortlist"] > 0);
     assert!(!kinds.contains_key("distractors"));
     check_live_tools(&build, &dir, usize::MAX);
+    check_drift_keeps_functionality(&build, &dir);
     // The report still counts compiled examples only.
     let report: Value = serde_json::from_slice(&std::fs::read(dir.join("report/verification.json")).unwrap()).unwrap();
     assert_eq!(
@@ -385,6 +658,7 @@ fn sel_spider_variants() {
     let kinds = check_variants(&build);
     assert!(kinds["distractors"] > 0 && kinds["drift"] > 0);
     check_live_tools(&build, &dir, 200);
+    check_drift_keeps_functionality(&build, &dir);
 }
 
 #[test]
@@ -468,4 +742,41 @@ fn rest_spider_variants() {
     }
     eprintln!("rest-spider-variants: live drift rows ok {ok}, old-style rejected {rejected}");
     assert!(ok > 0 && rejected > 0);
+    check_drift_keeps_functionality(&build, &dir);
+    tonnage_is_enforced_as_a_new_states(&drift, &addr.to_string());
+}
+
+/// Issue 16 regression: in rest-spider-variants `tonnage` of battle_death's "killed and injured
+/// by tonnage" endpoint (path `/v1/spider/battle_death/death/killed_and_injured_by_tonnage` when
+/// the issue was filed) was optional in A_new, yet `serve` answered 422 "Field required" without
+/// it. The server's answer without it must agree with A_new: 422 `missing` exactly when A_new
+/// requires it, else 200.
+fn tonnage_is_enforced_as_a_new_states(drift: &Drift, addr: &str) {
+    let d = drift
+        .tools
+        .iter()
+        .find(|t| {
+            t.db_id.as_deref() == Some("battle_death")
+                && t.path_old.as_deref().is_some_and(|p| p.contains("killed_and_injured"))
+                && t.old.parameters["properties"].get("tonnage").is_some()
+        })
+        .expect("battle_death killed-and-injured-by-tonnage endpoint drifted");
+    let name = d.new_parameter_name("tonnage");
+    let url = format!("http://{addr}{}", d.path_new.as_ref().unwrap());
+    let (s, body) = get(&agent(), &url, &serde_json::Map::new());
+    let a_new_requires = required_names(&d.new.parameters).contains(&name);
+    eprintln!(
+        "tonnage regression: {} A_new requires {name}: {a_new_requires}; GET without it: {s}",
+        d.path_new.as_ref().unwrap()
+    );
+    if a_new_requires {
+        assert_eq!(s, 422, "{body}");
+        assert_eq!(body["detail"][0]["loc"], json!(["query", name]), "{body}");
+    } else {
+        assert_eq!(s, 200, "A_new leaves {name} optional but serve refuses: {body}");
+    }
+    let mut args = serde_json::Map::new();
+    args.insert(name, json!("8"));
+    let (s, body) = get(&agent(), &url, &args);
+    assert_eq!(s, 200, "{body}");
 }

@@ -77,7 +77,15 @@ fn default_perturbations() -> Vec<String> {
     PERTURBATIONS.iter().map(|s| s.to_string()).collect()
 }
 
-/// `[variants.drift]`.
+/// `[variants.drift]`: DynamicToolBench's seeded stochastic operator mix, drawn per tool (one
+/// random stream per tool: recipe seed, `drift`, database, tool name).
+///
+/// ```toml
+/// [variants.drift]
+/// operators = ["parameter_rename", "type_drift"]   # which operators may apply (default: all six)
+/// rate = 0.5                                       # probability of each applicable operator
+/// weights = { type_drift = 0.9, endpoint_evolution = 0.1 }   # per-operator probability, else `rate`
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DriftConfig {
@@ -88,6 +96,16 @@ pub struct DriftConfig {
     /// any applicable operator always gets at least one.
     #[serde(default = "default_rate")]
     pub rate: f64,
+    /// Per-operator probability, overriding `rate` for the operators named (each in [0, 1]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub weights: std::collections::BTreeMap<String, f64>,
+}
+
+impl DriftConfig {
+    /// The probability that the applicable operator `op` is applied to a tool.
+    pub fn probability(&self, op: &str) -> f64 {
+        self.weights.get(op).copied().unwrap_or(self.rate)
+    }
 }
 
 fn default_operators() -> Vec<String> {
@@ -158,6 +176,16 @@ impl VariantsConfig {
             }
             if !(0.0..=1.0).contains(&d.rate) {
                 return Err(format!("key `variants.drift.rate`: {} is not in [0, 1]", d.rate));
+            }
+            for (o, w) in &d.weights {
+                if !DRIFT_OPERATORS.contains(&o.as_str()) {
+                    return Err(format!(
+                        "key `variants.drift.weights`: unknown operator {o:?}, expected one of {DRIFT_OPERATORS:?}"
+                    ));
+                }
+                if !(0.0..=1.0).contains(w) {
+                    return Err(format!("key `variants.drift.weights.{o}`: {w} is not in [0, 1]"));
+                }
             }
         }
         if let Some(s) = &self.shortlist {

@@ -1,21 +1,34 @@
 //! `distractors` ([`DistractorPool`]; Robustness of Agentic Function Calling, toolkit
-//! expansion): k related tools from the same dataset catalog that are not in the instance's
-//! toolkit, ranked by [`relatedness`] to the gold tools (name, description, parameter
-//! signature); a candidate whose [`signature_similarity`] to any gold tool reaches the recipe
-//! threshold is dropped, so the gold tools stay the only correct answer. Pools: REST, the
-//! endpoints of the other databases; SEL, the column getters of other instances (other
-//! tables); SLOT has none (every instance already holds the whole SLOT catalog), so no row.
+//! expansion with tools *semantically related, not functionally equivalent*): k tools that are
+//! not in the instance's toolkit, from the request's domain first.
+//!
+//! - **Where from**: the instance's own database (REST: its other endpoints; SEL: the column
+//!   getters of its other tables) whenever that database has a usable candidate; only when it
+//!   has none, the databases related to it by schema/entity similarity ([`db_similarity`] > 0:
+//!   Jaccard of the databases' entity vocabularies, the name tokens of their tools that occur in
+//!   at most a quarter of the databases). A candidate from an unrelated database (similarity 0)
+//!   is never added. SLOT has no pool (every instance already holds the whole SLOT catalog).
+//! - **Ranking**: [`relatedness`] to the gold tools (name tokens without `_<n>` de-duplication
+//!   suffixes, description words, parameter signature).
+//! - **Filter**: a candidate whose [`signature_similarity`] to a gold tool reaches the recipe's
+//!   `max_signature_similarity` (default 0.8, the paper's embedding threshold applied to this
+//!   Jaccard) is dropped as near-identical; so is one that answers the question when called with
+//!   the gold arguments mapped onto it ([`DistractorPool::answers_question`], executed on the
+//!   database), so the gold tools stay the only correct answer.
+//!
 //! Preserves: the gold calls and answer; the parent's tools keep their relative order, the
 //! distractors are inserted at seeded positions.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
 
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 use super::{DistractorsConfig, Rng, variant_row};
 use crate::dataset::{Build, Example};
-use crate::tools::ToolSpec;
-use crate::tools::rest::Endpoint;
+use crate::tools::executor::Executor;
+use crate::tools::rest::{Endpoint, Limits};
+use crate::tools::{Call, ToolSpec};
 
 /// The similarity features of a tool.
 #[derive(Debug, Clone)]
@@ -26,16 +39,11 @@ pub struct Features {
 }
 
 impl Features {
-    /// Name tokens (split on `_`), description words (lower case, 3+ letters), and the
-    /// signature `parameter:type` set.
+    /// Name tokens (split on `_`, without a trailing `_<n>` de-duplication suffix or any
+    /// all-digit token), description words (lower case, 3+ letters), and the signature
+    /// `parameter:type` set.
     pub fn of(t: &ToolSpec) -> Features {
-        let name = t
-            .name
-            .to_lowercase()
-            .split('_')
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect();
+        let name = name_tokens(&t.name);
         let description = t
             .description
             .to_lowercase()
@@ -53,6 +61,16 @@ impl Features {
             signature,
         }
     }
+}
+
+/// The name tokens of a tool name: lower case, split on `_`, all-digit tokens (the `_2` of a
+/// de-duplicated name) dropped.
+pub fn name_tokens(name: &str) -> BTreeSet<String> {
+    name.to_lowercase()
+        .split('_')
+        .filter(|s| !s.is_empty() && !s.chars().all(|c| c.is_ascii_digit()))
+        .map(String::from)
+        .collect()
 }
 
 fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
@@ -89,20 +107,41 @@ pub fn signature_similarity(a: &Features, b: &Features) -> f64 {
     jaccard(&x, &y)
 }
 
+/// Schema/entity similarity of two databases: Jaccard of their entity vocabularies (module docs).
+pub fn db_similarity(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
+    if a.is_empty() || b.is_empty() {
+        return 0.0;
+    }
+    jaccard(a, b)
+}
+
+/// One candidate: its database, spec, features and (REST) endpoint.
+struct Candidate {
+    db: Option<String>,
+    tool: ToolSpec,
+    features: Features,
+    endpoint: Option<Endpoint>,
+}
+
 /// The distractor candidates of a dataset (module docs).
 pub struct DistractorPool {
-    format: String,
-    /// (database, tool, features), in catalog order.
-    candidates: Vec<(Option<String>, ToolSpec, Features)>,
+    /// In catalog order; one per (database, name).
+    candidates: Vec<Candidate>,
+    /// Database → entity vocabulary.
+    vocab: BTreeMap<String, BTreeSet<String>>,
+    /// The SQLite databases (`<root>/<db>/<db>.sqlite`).
+    databases: PathBuf,
+    /// SEL: the catalog tool names (not getters).
+    catalog: BTreeSet<String>,
 }
 
 impl DistractorPool {
     /// Collects the pool of `build` (REST: `tools/endpoints.json`; SEL: every instance's
-    /// getters, first occurrence of each name; SLOT: empty).
+    /// getters, one per database and name; SLOT: empty) and the databases' vocabularies.
     pub fn new(build: &Build) -> DistractorPool {
-        let format = build.recipe.format.clone();
+        let catalog: BTreeSet<String> = build.catalog.iter().map(|t| t.name.clone()).collect();
         let mut candidates = Vec::new();
-        match format.as_str() {
+        match build.recipe.format.as_str() {
             "rest" => {
                 let endpoints: Vec<Endpoint> = build
                     .extra_files
@@ -111,28 +150,125 @@ impl DistractorPool {
                     .unwrap_or_default();
                 for ep in endpoints {
                     let t = ep.tool_spec();
-                    let f = Features::of(&t);
-                    candidates.push((Some(ep.db_id.clone()), t, f));
+                    candidates.push(Candidate {
+                        db: Some(ep.db_id.clone()),
+                        features: Features::of(&t),
+                        tool: t,
+                        endpoint: Some(ep),
+                    });
                 }
             }
             "sel" => {
-                let catalog: BTreeSet<&str> = build.catalog.iter().map(|t| t.name.as_str()).collect();
                 let mut seen = BTreeSet::new();
                 for e in build.groups.values().flat_map(|o| &o.examples) {
                     for t in &e.tools {
-                        if !catalog.contains(t.name.as_str()) && seen.insert(t.name.clone()) {
-                            candidates.push((e.db_id.clone(), t.clone(), Features::of(t)));
+                        if !catalog.contains(&t.name) && seen.insert((e.db_id.clone(), t.name.clone())) {
+                            candidates.push(Candidate {
+                                db: e.db_id.clone(),
+                                tool: t.clone(),
+                                features: Features::of(t),
+                                endpoint: None,
+                            });
                         }
                     }
                 }
             }
             _ => {}
         }
-        DistractorPool { format, candidates }
+        // Entity vocabularies: name tokens in at most a quarter of the databases.
+        let mut tokens: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for c in &candidates {
+            if let Some(db) = &c.db {
+                tokens
+                    .entry(db.clone())
+                    .or_default()
+                    .extend(c.features.name.iter().cloned());
+            }
+        }
+        let mut df: HashMap<&str, usize> = HashMap::new();
+        for set in tokens.values() {
+            for t in set {
+                *df.entry(t.as_str()).or_insert(0) += 1;
+            }
+        }
+        let max_df = (tokens.len() / 4).max(1);
+        let vocab = tokens
+            .iter()
+            .map(|(db, set)| {
+                (
+                    db.clone(),
+                    set.iter().filter(|t| df[t.as_str()] <= max_df).cloned().collect(),
+                )
+            })
+            .collect();
+        DistractorPool {
+            candidates,
+            vocab,
+            databases: build.source.databases.clone(),
+            catalog,
+        }
+    }
+
+    /// Whether candidate `c` answers `e`'s question when called with `e`'s gold arguments mapped
+    /// onto it (executed on the database). REST: the gold call's arguments whose names `c` has
+    /// (a required parameter left without one: `c` cannot be called that way, `false`). SEL:
+    /// `c` in place of each gold getter call with the same parameter names, the sequence run
+    /// from the setup step. Compared with the gold answer as verification does.
+    fn answers_question(&self, c: &Candidate, e: &Example, executor: &Executor) -> bool {
+        let Some(gold) = e.gold_answer.as_ref() else {
+            return false;
+        };
+        let ties = crate::verify::ties_from_meta(e.meta.as_ref());
+        let same = |got: &crate::verify::Answer, ordered: bool| {
+            crate::verify::answers_match_ties(gold, got, ordered, ties.as_deref())
+        };
+        if let Some(ep) = &c.endpoint {
+            let Some(call) = e.output.first() else { return false };
+            let args: Map<String, Value> = call
+                .arguments
+                .iter()
+                .filter(|(k, _)| ep.parameters.iter().any(|p| &p.name == *k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let Ok(values) = ep.arguments_from_json(&args) else {
+                return false;
+            };
+            let path = self.databases.join(&ep.db_id).join(format!("{}.sqlite", ep.db_id));
+            let Ok(mut conn) = crate::tools::table::open_read_only(&path) else {
+                return false;
+            };
+            return ep
+                .execute(&mut conn, &values, Limits::default())
+                .is_ok_and(|got| same(&got, ep.ordered));
+        }
+        let keys = |t: &ToolSpec| -> BTreeSet<String> {
+            t.parameters["properties"]
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let ck = keys(&c.tool);
+        let (setup, calls) = crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.output);
+        for (i, g) in calls.iter().enumerate() {
+            let is_getter = !self.catalog.contains(&g.name);
+            let same_keys = e.tools.iter().find(|t| t.name == g.name).is_some_and(|t| keys(t) == ck);
+            if !is_getter || !same_keys {
+                continue;
+            }
+            let mut swapped: Vec<Call> = calls.to_vec();
+            swapped[i].name = c.tool.name.clone();
+            if executor
+                .run_with_setup(setup, &swapped)
+                .is_ok_and(|got| same(&got, e.ordered))
+            {
+                return true;
+            }
+        }
+        false
     }
 
     /// The distractors variant of `e` (`None` when the pool has no usable candidate) and how
-    /// many candidates were dropped as near-identical to a gold tool.
+    /// many candidates were dropped as near-identical to a gold tool or answering the question.
     pub fn variant(&self, e: &Example, cfg: &DistractorsConfig, seed: u64, _format: &str) -> (Option<Example>, usize) {
         let in_toolkit: BTreeSet<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
         let gold: Vec<Features> = e
@@ -144,44 +280,83 @@ impl DistractorPool {
         if gold.is_empty() || cfg.k == 0 {
             return (None, 0);
         }
+        let own = e
+            .db_id
+            .as_ref()
+            .and_then(|d| self.vocab.get(d))
+            .cloned()
+            .unwrap_or_default();
         let mut dropped = 0;
-        let mut scored: Vec<(f64, &ToolSpec)> = Vec::new();
-        let mut names = BTreeSet::new();
-        for (db, t, f) in &self.candidates {
-            if in_toolkit.contains(t.name.as_str()) || (self.format == "rest" && db == &e.db_id) {
+        // (same database, database similarity, relatedness, candidate).
+        let mut scored: Vec<(bool, f64, f64, &Candidate)> = Vec::new();
+        for c in &self.candidates {
+            if in_toolkit.contains(c.tool.name.as_str()) {
+                continue;
+            }
+            let same_db = c.db.is_some() && c.db == e.db_id;
+            let db_sim = match (&c.db, same_db) {
+                (_, true) => 1.0,
+                (Some(d), false) => db_similarity(&own, self.vocab.get(d).unwrap_or(&BTreeSet::new())),
+                (None, false) => 0.0,
+            };
+            if db_sim <= 0.0 {
                 continue;
             }
             if gold
                 .iter()
-                .any(|g| signature_similarity(f, g) >= cfg.max_signature_similarity)
+                .any(|g| signature_similarity(&c.features, g) >= cfg.max_signature_similarity)
             {
                 dropped += 1;
                 continue;
             }
-            let score = gold.iter().map(|g| relatedness(f, g)).fold(0.0, f64::max);
-            scored.push((score, t));
+            let score = gold.iter().map(|g| relatedness(&c.features, g)).fold(0.0, f64::max);
+            scored.push((same_db, db_sim, score, c));
         }
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.name.cmp(&b.1.name)));
-        let mut chosen: Vec<(f64, ToolSpec)> = Vec::new();
-        for (s, t) in scored {
+        let have_same_db = scored.iter().any(|s| s.0);
+        scored.retain(|s| s.0 == have_same_db);
+        scored.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then(b.2.total_cmp(&a.2))
+                .then(a.3.tool.name.cmp(&b.3.tool.name))
+                .then(a.3.db.cmp(&b.3.db))
+        });
+        let executor = Executor::new(&self.databases);
+        let mut names = BTreeSet::new();
+        let mut chosen: Vec<(f64, &Candidate)> = Vec::new();
+        let mut answering = 0usize;
+        for (_, _, s, c) in scored {
             if chosen.len() == cfg.k {
                 break;
             }
-            if names.insert(t.name.clone()) {
-                chosen.push((s, t.clone()));
+            if names.contains(&c.tool.name) {
+                continue;
             }
+            if self.answers_question(c, e, &executor) {
+                answering += 1;
+                continue;
+            }
+            names.insert(c.tool.name.clone());
+            chosen.push((s, c));
         }
+        dropped += answering;
         if chosen.is_empty() {
             return (None, dropped);
         }
         let mut rng = Rng::new(seed, &["distractors", &e.id]);
         let mut tools = e.tools.clone();
-        for (_, t) in &chosen {
+        for (_, c) in &chosen {
             let at = rng.below(tools.len() + 1);
-            tools.insert(at, t.clone());
+            tools.insert(at, c.tool.clone());
         }
         let detail = json!({
-            "distractors": chosen.iter().map(|(s, t)| json!({"name": t.name, "relatedness": (s * 1000.0).round() / 1000.0})).collect::<Vec<_>>(),
+            "distractors": chosen.iter().map(|(s, c)| json!({
+                "name": c.tool.name,
+                "db_id": c.db,
+                "source": if have_same_db { "same_database" } else { "related_database" },
+                "relatedness": (s * 1000.0).round() / 1000.0,
+            })).collect::<Vec<_>>(),
+            "same_database_candidates": have_same_db,
+            "dropped_answering_the_question": answering,
             "max_signature_similarity": cfg.max_signature_similarity,
         });
         let mut row = variant_row(e, "distractors", "distractors", detail);
@@ -207,5 +382,17 @@ mod tests {
         assert!(relatedness(&a, &b) > relatedness(&a, &c));
         let s = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
         assert!((jaccard(&s(&["a", "b"]), &s(&["b", "c"])) - 1.0 / 3.0).abs() < 1e-12);
+    }
+
+    /// Issue 16: ranking picked up the `_2` de-duplication suffix (`get_conductor_count_2`).
+    #[test]
+    fn name_tokens_drop_deduplication_suffixes() {
+        let want: BTreeSet<String> = ["get", "conductor", "count"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(name_tokens("get_conductor_count_2"), want);
+        assert_eq!(name_tokens("get_conductor_count"), want);
+        let a = Features::of(&tool("get_conductor_count_2", &[]));
+        let b = Features::of(&tool("get_matches_count_2", &[]));
+        let c = Features::of(&tool("get_matches_count", &[]));
+        assert_eq!(relatedness(&a, &b), relatedness(&a, &c));
     }
 }

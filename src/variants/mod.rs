@@ -279,6 +279,14 @@ mod tests {
             err.contains("variants.drift.operators") && err.contains("parameter_rename"),
             "{err}"
         );
+        let err = load("[variants.drift]\nweights = { rename = 0.5 }\n").unwrap_err();
+        assert!(
+            err.contains("variants.drift.weights") && err.contains("rename"),
+            "{err}"
+        );
+        let r = load("[variants.drift]\nrate = 0.2\nweights = { type_drift = 0.9 }\n").unwrap();
+        let d = r.variants.unwrap().drift.unwrap();
+        assert_eq!((d.probability("type_drift"), d.probability("default_flip")), (0.9, 0.2));
         let err = load("[variants]\nsede = 1\n").unwrap_err();
         assert!(err.contains("sede"), "{err}");
         assert!(

@@ -59,7 +59,11 @@ pub fn unmigrate(call: &Call, changes: &[Change]) -> Result<Call, String> {
             Change::NestedObject { group, .. } => nested_object::unmigrate(&mut args, group)?,
             Change::ParameterRename { from, to } => parameter_rename::unmigrate(&mut args, from, to),
             Change::DefaultFlip { parameter, new, .. } => default_flip::fill(&mut args, parameter, new),
-            Change::RequiredSwap { .. } => {}
+            Change::RequiredSwap {
+                parameter,
+                now_required,
+                default,
+            } => required_swap::unmigrate(&mut args, parameter, *now_required, default),
             Change::TypeDrift { parameter, from } => type_drift::unmigrate(&mut args, parameter, from)?,
         }
     }

@@ -10,7 +10,7 @@
 //! | `endpoint_evolution` | function `f` → `f_v2`; REST path `/v1/…` → `/v2/…`              | call name → `f_v2`                          |
 //! | `parameter_rename`   | property renamed through [`SYNONYMS`] (token-wise), else snake_case → camelCase | argument key renamed          |
 //! | `type_drift`         | `integer` / `number` / `boolean` property → `string` (default too) | value written as text (`-1` → `"-1"`)    |
-//! | `required_swap`      | a required property becomes optional, or an optional one with a default becomes required | optional→required: the old default made explicit when absent |
+//! | `required_swap`      | an optional property with a default becomes required, or a required one stating a default becomes optional (never a required input without a default) | optional→required: the old default made explicit when absent |
 //! | `default_flip`       | a boolean default `d` becomes `!d`                              | the old default made explicit when absent   |
 //! | `nested_object`      | related properties ([`GROUPS`]) moved into one object property (not for REST GET: query strings are flat) | those arguments moved into the object |
 //!
@@ -98,7 +98,8 @@ pub enum Change {
         /// `true`: optional → required (the A_old default is made explicit); `false`: required
         /// → optional.
         now_required: bool,
-        /// optional → required: the A_old default.
+        /// The default the schema states (optional → required: made explicit by the migration;
+        /// required → optional: A_new keeps it and un-migration fills it in).
         #[serde(skip_serializing_if = "Option::is_none", default)]
         default: Option<Value>,
     },

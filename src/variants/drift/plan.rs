@@ -43,7 +43,7 @@ pub fn plan_tool(spec: &ToolSpec, path: Option<&str>, cfg: &DriftConfig, rng: &m
         if changes.is_empty() {
             continue;
         }
-        if rng.chance(cfg.rate) {
+        if rng.chance(cfg.probability(op)) {
             for c in &changes {
                 if let Change::TypeDrift { parameter, .. }
                 | Change::DefaultFlip { parameter, .. }

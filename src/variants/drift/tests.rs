@@ -114,15 +114,42 @@ fn required_swaps_both_ways() {
     assert_eq!(m.call.arguments["limit"], -1);
     assert!(ok.is_empty() && m.loud);
     assert_eq!(bad[0]["loc"], json!(["body", "limit"]));
+    // Required → optional only for a property that states a default; un-migration fills it.
     let c = Change::RequiredSwap {
-        parameter: "key_name".into(),
+        parameter: "limit".into(),
         now_required: false,
-        default: None,
+        default: Some(json!(-1)),
     };
-    let new = apply_schema(&spec(), &[c.clone()]);
-    assert_eq!(new.parameters["required"], json!(["data_source"]));
-    let (m, _, bad) = roundtrip(&[c], json!({"data_source": "$t$", "key_name": "a"}));
-    assert!(!m.loud && bad.is_empty());
+    let mut with_required_limit = spec();
+    with_required_limit.parameters["required"] = json!(["data_source", "key_name", "limit"]);
+    let new = apply_schema(&with_required_limit, &[c.clone()]);
+    assert_eq!(new.parameters["required"], json!(["data_source", "key_name"]));
+    assert_eq!(new.parameters["properties"]["limit"]["default"], -1);
+    let omitted = call(json!({"data_source": "$t$", "key_name": "a"}));
+    assert_eq!(unmigrate(&omitted, &[c]).unwrap().arguments["limit"], -1);
+}
+
+/// Issue 16: `required_swap` made `filter_data.data_source` (and SEL getters' every input)
+/// optional with no default, so A_new accepted calls nothing could run.
+#[test]
+fn required_swap_never_makes_an_input_without_default_optional() {
+    let ps = props(&spec().parameters);
+    let req = required(&spec().parameters);
+    for seed in 0..200 {
+        let mut rng = Rng::new(seed, &["t"]);
+        for c in required_swap::propose(&ps, &req, &[], &mut rng) {
+            let Change::RequiredSwap {
+                parameter,
+                now_required,
+                default,
+            } = c
+            else {
+                unreachable!()
+            };
+            assert!(default.is_some(), "{parameter}");
+            assert!(now_required, "{parameter}: required without default made optional");
+        }
+    }
 }
 
 #[test]
@@ -276,6 +303,7 @@ fn plans_are_seeded_and_canonically_ordered() {
     let cfg = DriftConfig {
         operators: OPERATORS.iter().map(|s| s.to_string()).collect(),
         rate: 0.5,
+        weights: Default::default(),
     };
     let a = plan_tool(&spec(), None, &cfg, &mut Rng::new(1, &["x"]));
     let b = plan_tool(&spec(), None, &cfg, &mut Rng::new(1, &["x"]));
@@ -286,6 +314,26 @@ fn plans_are_seeded_and_canonically_ordered() {
     let one = DriftConfig {
         operators: vec!["nested_object".into()],
         rate: 0.0,
+        weights: Default::default(),
     };
     assert!(plan_tool(&spec(), Some("/v1/x"), &one, &mut Rng::new(1, &["x"])).is_empty());
+    // The operator mix: weight 1 applies an operator to every tool it can change, weight 0
+    // never (unless it is the only applicable one: a tool gets at least one change).
+    let mix = DriftConfig {
+        operators: vec!["parameter_rename".into(), "type_drift".into()],
+        rate: 0.5,
+        weights: [("type_drift".to_string(), 1.0), ("parameter_rename".to_string(), 0.0)]
+            .into_iter()
+            .collect(),
+    };
+    for seed in 0..50 {
+        let ops: Vec<&str> = plan_tool(&spec(), None, &mix, &mut Rng::new(seed, &["x"]))
+            .iter()
+            .map(Change::operator)
+            .collect();
+        assert!(
+            ops.contains(&"type_drift") && !ops.contains(&"parameter_rename"),
+            "{ops:?}"
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! `type_drift`: an `integer` / `number` / `boolean` property becomes `string` (its default too;
-//! the description says "(a `<type>` written as a string)").
+//! the description says "(a `<type>` written as a string)") with a `pattern` ([`pattern`]) that
+//! admits exactly the texts un-migration parses, so A_new states what the server accepts.
 //!
 //! Migration: the value written as text (`-1` → `"-1"`; loud when the call has a non-null,
 //! non-string value). Un-migration: the text parsed back as the A_old type (an error when it
@@ -55,10 +56,21 @@ fn parse_back(v: &Value, from: &str) -> Result<Value, String> {
     parsed.ok_or_else(|| format!("{s:?} is not a valid {from}"))
 }
 
-/// A_new: the property's type (and default) as a string.
+/// The A_new `pattern` of a `from`-typed property written as a string: the texts
+/// un-migration parses back (surrounding blanks allowed; `true` / `false` in any case).
+pub fn pattern(from: &str) -> &'static str {
+    match from {
+        "boolean" => r"^\s*([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])\s*$",
+        "integer" => r"^\s*[+-]?[0-9]+\s*$",
+        _ => r"^\s*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$",
+    }
+}
+
+/// A_new: the property's type (and default) as a string with [`pattern`].
 pub(super) fn apply(properties: &mut Map<String, Value>, parameter: &str, from: &str) {
     if let Some(p) = properties.get_mut(parameter) {
         p["type"] = json!("string");
+        p["pattern"] = json!(pattern(from));
         if let Some(d) = p.get("default").cloned() {
             p["default"] = stringify(&d);
         }

@@ -89,6 +89,11 @@ pub fn fastapi_errors(schema: &Value, args: &Map<String, Value>, loc0: &str) -> 
                 };
                 out.push(json!({"type": "enum", "loc": loc, "msg": msg, "input": inst}));
             }
+            jsonschema::error::ValidationErrorKind::Pattern { pattern } => out.push(json!({
+                "type": "string_pattern_mismatch", "loc": loc,
+                "msg": format!("String should match pattern '{pattern}'"), "input": inst,
+                "ctx": {"pattern": pattern},
+            })),
             _ => out.push(json!({"type": "value_error", "loc": loc, "msg": e.to_string(), "input": inst})),
         }
     }
