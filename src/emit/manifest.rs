@@ -87,7 +87,7 @@ pub fn read_manifest(dir: &Path) -> Result<serde_json::Value> {
 
 /// The database root of a built dataset, tried in order: `databases` if given; the recipe's
 /// source when the dataset sits in a project's `out/` (`<project>/out/<name>`); the manifest's
-/// `databases` reference ([`databases_reference`]): `$env`, then each search path relative to the
+/// `databases` reference (`databases_reference`): `$env`, then each search path relative to the
 /// dataset's grandparent and to the current directory. The error names every place tried and
 /// the `--databases DIR` override.
 pub fn database_root(dir: &Path, databases: Option<&Path>) -> Result<PathBuf> {

@@ -4,7 +4,7 @@
 //! - [`pool`]: the SLOT tool pool as data ([`ToolSpec`] with JSON Schema parameters).
 //! - [`check`]: gold calls checked against their tools (JSON Schema validation, grounding of
 //!   argument values in the request); used by the seq converters and the BFCL gold lint.
-//! - [`reference`]: the reference tool pool (recipe knob `tool_pool = "reference"`): the SLOT
+//! - [`mod@reference`]: the reference tool pool (recipe knob `tool_pool = "reference"`): the SLOT
 //!   calls IBM's reference tools execute faithfully.
 //! - [`table`]: the `initialize_active_data` join step (the only SQLite use) and SQLite → Arrow;
 //!   [`join_cache`]: one materialised join per (database file, join SQL), shared, byte-bounded.

@@ -13,7 +13,7 @@
 //! - **Filter**: a candidate whose [`signature_similarity`] to a gold tool reaches the recipe's
 //!   `max_signature_similarity` (default 0.8, the paper's embedding threshold applied to this
 //!   Jaccard) is dropped as near-identical; so is one that answers the question when called with
-//!   the gold arguments mapped onto it ([`DistractorPool::answers_question`], executed on the
+//!   the gold arguments mapped onto it (`DistractorPool::answers_question`, executed on the
 //!   database), so the gold tools stay the only correct answer.
 //!
 //! Preserves: the gold calls and answer; the parent's tools keep their relative order, the

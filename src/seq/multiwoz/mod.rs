@@ -35,7 +35,7 @@
 //!   the databases (normalised string equality; train `leaveat` ≤ departure time, `arriveby` ≥
 //!   arrival time). The entity the system offered in the episode (the booked entity, else the
 //!   last `Name`/`Id` of a `<Domain>-Inform/Recommend/Select/OfferBook(ed)` act) must be among
-//!   the results (names compared with [`norm`], prefix-tolerant: [`same_entity`]; `a|b`
+//!   the results (names compared with [`norm`], prefix-tolerant: `db::same_entity`; `a|b`
 //!   alternatives in a value match either). Statuses in `meta.verification`: `verified`,
 //!   `verified_no_offer` (no results and the system said `<Domain>-NoOffer`), `verified_named`
 //!   (no system offer, but the entity the user named is among the results, so it satisfies every

@@ -17,7 +17,7 @@
 //! # Clause splitting
 //!
 //! The Mix corpora join single-intent sentences with the connectors `and`, `and also`,
-//! `and then` and `,` (whole tokens; `and also` also counts as `and`, see [`connectors`]). For an example with `k` intents, a *split* is `k - 1`
+//! `and then` and `,` (whole tokens; `and also` also counts as `and`, see `connectors`). For an example with `k` intents, a *split* is `k - 1`
 //! ordered, non-overlapping connector occurrences leaving `k` non-empty clauses; clause `i`
 //! belongs to intent `i`. When tags are known, a connector must be tagged `O` (a connector
 //! inside a slot value, e.g. "between 10 am and 2 pm" is tagged `O` too, so this alone does not

@@ -1,5 +1,5 @@
 //! The offline fallback request of a SeqSGD row (`templates/seq-sgd-request.j2`): one sentence
-//! per call, "<intent description>, where the <slot description> is <value> and …".
+//! per call, "`<intent description>`, where the `<slot description>` is `<value>` and …".
 
 use serde_json::{Value, json};
 

@@ -10,7 +10,7 @@
 //! # Rules
 //!
 //! The parse (`[IN:GET_WEATHER [SL:LOCATION Boston ] ]`) is read by a recursive-descent parser
-//! into a tree of intents, slots and words ([`parse`]); then ([`lower`]):
+//! into a tree of intents, slots and words (`parse`); then (`lower`):
 //!
 //! - any `IN:UNSUPPORTED*` intent anywhere → the row is dropped (`unsupported_intent`);
 //! - each intent is one call, tool name = the intent lower-cased (`IN:GET_LOCATION_HOME` →
@@ -30,7 +30,7 @@
 //!   nothing → `empty_slot`; an intent directly inside an intent or a slot inside a slot →
 //!   `unexpected_nesting`. Nothing is guessed.
 //!
-//! Then the rows are filtered as API-BLEND §3.2 filters SeqTopV2 ([`filter`], one reason code
+//! Then the rows are filtered as API-BLEND §3.2 filters SeqTopV2 (`filter`, one reason code
 //! each, in this order): `conflicting_gold` (the utterance has two different gold call
 //! sequences anywhere in TOPv2: every row of it goes), `duplicate_utterance` (a later row of the
 //! same split with the same utterance), `seen_in_earlier_split` (an `eval` utterance already in

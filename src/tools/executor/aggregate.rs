@@ -68,7 +68,7 @@ pub(super) fn aggregate(values: Vec<Datum>, how: &str, count_rows: bool) -> R<Da
     })
 }
 
-/// The `aggregation_type` values [`aggregate_data`] accepts.
+/// The `aggregation_type` values `aggregate_data` accepts.
 pub const AGGREGATION_TYPES: [&str; 8] = ["min", "max", "sum", "mean", "count", "std", "argmin", "argmax"];
 
 pub(super) fn unknown_aggregation(how: &str) -> String {
