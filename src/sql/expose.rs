@@ -19,7 +19,6 @@
 
 use serde_json::{Value as Json, json};
 use sqlparser::ast::{Expr, GroupByExpr, LimitClause, OrderByExpr, OrderByKind, Query, SetExpr, TableFactor, Value};
-use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 use super::rest::{Parameter, slug};
@@ -37,7 +36,11 @@ pub struct Exposure {
 }
 
 fn expr(sql: &str) -> Option<Expr> {
-    Parser::new(&SQLiteDialect {}).try_with_sql(sql).ok()?.parse_expr().ok()
+    Parser::new(&super::dialect::Sqlite::new())
+        .try_with_sql(sql)
+        .ok()?
+        .parse_expr()
+        .ok()
 }
 
 fn placeholder() -> Expr {

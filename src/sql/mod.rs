@@ -8,6 +8,7 @@
 
 pub mod compile;
 pub mod describe;
+pub mod dialect;
 pub mod expose;
 pub mod gold;
 pub mod normalise;
@@ -17,7 +18,6 @@ pub mod schema;
 pub mod slot;
 
 use sqlparser::ast::Statement;
-use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 /// Why a query was not lowered.
@@ -61,7 +61,7 @@ pub fn unsupported(code: &'static str, detail: impl std::fmt::Display) -> LowerE
 
 /// Parses one SQLite statement.
 pub fn parse(sql: &str) -> Result<Statement, LowerError> {
-    let mut stmts = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| LowerError::Parse(e.to_string()))?;
+    let mut stmts = Parser::parse_sql(&dialect::Sqlite::new(), sql).map_err(|e| LowerError::Parse(e.to_string()))?;
     match stmts.len() {
         1 => Ok(stmts.remove(0)),
         n => Err(unsupported("multiple_statements", format!("{n} statements"))),
