@@ -3,6 +3,8 @@
 //! again, and gives the same bytes. Real corpora (BIRD mini-dev's superhero), real SQLite, real
 //! store.
 
+mod tree;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,21 +19,8 @@ fn root() -> PathBuf {
 
 /// Every file under `dir` but `MANIFEST.json` (its build key may differ), by relative path.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| n != "MANIFEST.json") {
-                out.insert(
-                    p.strip_prefix(dir).unwrap().display().to_string(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
+    let mut out = tree::files(dir);
+    out.retain(|rel, _| Path::new(rel).file_name().is_some_and(|n| n != "MANIFEST.json"));
     out
 }
 

@@ -2,6 +2,8 @@
 //! dead process's `out/.<recipe>.tmp-<pid>/` staging directory and writes a release that is
 //! byte-identical to an uninterrupted build's. Real binary, real corpora (Spider dev).
 
+mod tree;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,24 +25,6 @@ fn build(out: &Path, store: &Path) {
     assert!(st.success());
 }
 
-/// Every file under `dir`, relative path → bytes.
-fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn temp_dirs(out: &Path) -> Vec<String> {
     std::fs::read_dir(out)
         .unwrap()
@@ -55,7 +39,7 @@ fn kill_9_mid_emit_leaves_no_temp_dir_and_an_identical_release() {
     let store = tmp.path().join("store");
     let reference = tmp.path().join("ref");
     build(&reference, &store);
-    let want = files(&reference.join("slot-spider"));
+    let want = tree::files(&reference.join("slot-spider"));
 
     // Start builds until one is killed while its staging directory exists (the emit phase).
     let out = tmp.path().join("out");
@@ -101,12 +85,6 @@ fn kill_9_mid_emit_leaves_no_temp_dir_and_an_identical_release() {
         Vec::<String>::new(),
         "temp directories left after the rebuild"
     );
-    let got = files(&out.join("slot-spider"));
-    assert_eq!(
-        got.iter().map(|f| &f.0).collect::<Vec<_>>(),
-        want.iter().map(|f| &f.0).collect::<Vec<_>>()
-    );
-    for ((path, a), (_, b)) in got.iter().zip(&want) {
-        assert!(a == b, "{} differs from the uninterrupted build", path.display());
-    }
+    let got = tree::files(&out.join("slot-spider"));
+    tree::assert_same_files(&got, &want, "the rebuilt and the uninterrupted build");
 }

@@ -7,8 +7,8 @@
 
 #[path = "scale/seaweed.rs"]
 mod seaweed;
+mod tree;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Barrier};
@@ -47,40 +47,6 @@ fn toolforge(args: &[&str], env: &[(&'static str, String)]) -> (bool, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.success(), text)
-}
-
-/// Every file under `dir`, relative path → bytes.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
-}
-
-fn assert_same_tree(a: &Path, b: &Path) {
-    let (fa, fb) = (files(a), files(b));
-    assert_eq!(
-        fa.keys().collect::<Vec<_>>(),
-        fb.keys().collect::<Vec<_>>(),
-        "file lists differ"
-    );
-    let differ: Vec<&String> = fa.iter().filter(|(k, v)| fb[*k] != **v).map(|(k, _)| k).collect();
-    assert!(
-        differ.is_empty(),
-        "files differ between {} and {}: {differ:?}",
-        a.display(),
-        b.display()
-    );
 }
 
 /// The store contract, whatever the backend: round trip, corruption → miss → recompute,
@@ -237,7 +203,7 @@ fn sharded_equals_single(recipe: &str, store: &str, tmp: &Path, env: &[(&'static
     // "0 computed", or "[no stage work]" when the first merge (nothing was missing) wrote it.
     let no_work = |t: &str| t.contains("0 computed") || t.contains("[no stage work]");
     assert!(ok && no_work(&text), "the merge computes nothing: {text}");
-    assert_same_tree(&single_out.join(recipe), &merged.join(recipe));
+    tree::assert_same_tree(&single_out.join(recipe), &merged.join(recipe));
     // A second merge into a fresh output does no stage work either and gives the same bytes.
     let again = tmp.join(format!("again-{recipe}"));
     let (ok, text) = toolforge(
@@ -254,7 +220,7 @@ fn sharded_equals_single(recipe: &str, store: &str, tmp: &Path, env: &[(&'static
         env,
     );
     assert!(ok && no_work(&text), "{text}");
-    assert_same_tree(&single_out.join(recipe), &again.join(recipe));
+    tree::assert_same_tree(&single_out.join(recipe), &again.join(recipe));
 }
 
 fn s(p: &Path) -> &str {

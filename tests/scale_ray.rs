@@ -8,8 +8,9 @@
 
 #[path = "scale/seaweed.rs"]
 mod seaweed;
+mod tree;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn root() -> PathBuf {
@@ -25,26 +26,6 @@ fn skip_reason() -> Option<String> {
         .status()
         .is_ok_and(|s| s.success());
     (!ok).then(|| "python3 cannot import ray (pip install ray)".into())
-}
-
-fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((
-                    p.strip_prefix(dir).unwrap().to_string_lossy().into_owned(),
-                    std::fs::read(&p).unwrap(),
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]
@@ -102,9 +83,5 @@ fn ray_shards_with_a_killed_worker_then_merge_equal_a_single_build() {
         assert!(text.contains(&format!("shard {i}/4 of slot-spider")), "{text}");
     }
     assert!(text.contains("0 computed"), "the merge computes nothing: {text}");
-    let (a, b) = (tree(&single.join("slot-spider")), tree(&merged.join("slot-spider")));
-    assert_eq!(a.len(), b.len());
-    for ((na, ba), (nb, bb)) in a.iter().zip(&b) {
-        assert!(na == nb && ba == bb, "{na} differs");
-    }
+    tree::assert_same_tree(&single.join("slot-spider"), &merged.join("slot-spider"));
 }

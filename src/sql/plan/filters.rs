@@ -214,7 +214,7 @@ impl<'s> Builder<'s> {
                 Ok(())
             }
             Expr::Like {
-                negated: false,
+                negated,
                 any: false,
                 expr,
                 pattern,
@@ -226,7 +226,7 @@ impl<'s> Builder<'s> {
                 let key = self.filter_key(expr)?;
                 out.push(Condition {
                     key,
-                    condition: "like",
+                    condition: if *negated { "not_like" } else { "like" },
                     value,
                 });
                 Ok(())
@@ -259,24 +259,6 @@ impl<'s> Builder<'s> {
                 out.push(Condition {
                     key,
                     condition: if *negated { "not_in" } else { "is_in" },
-                    value,
-                });
-                Ok(())
-            }
-            Expr::Like {
-                negated: true,
-                any: false,
-                expr,
-                pattern,
-                escape_char: None,
-            } => {
-                let Some(value) = self.literal(pattern) else {
-                    return Err(unsupported("like_pattern", e));
-                };
-                let key = self.filter_key(expr)?;
-                out.push(Condition {
-                    key,
-                    condition: "not_like",
                     value,
                 });
                 Ok(())
