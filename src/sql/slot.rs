@@ -22,7 +22,7 @@ use serde_json::{Value as Json, json};
 use super::plan::{Condition, Measure, QueryPlan};
 use super::{LowerError, unsupported};
 use crate::tools::table::alias_to_table_dict;
-use crate::tools::{Call, as_label_ref, label_ref};
+use crate::tools::{Call, label_ref, sink_calls};
 
 /// The label of the join step's output, which the first gold call reads.
 pub const STARTING_TABLE_VAR: &str = "starting_table_var";
@@ -150,20 +150,7 @@ fn segment(
     let start = em.calls.len();
     emit(em)?;
     let calls = &em.calls[start..];
-    let referenced: Vec<&str> = calls
-        .iter()
-        .flat_map(|c| c.arguments.values())
-        .flat_map(|v| match v {
-            Json::Array(items) => items.iter().collect::<Vec<_>>(),
-            other => vec![other],
-        })
-        .filter_map(as_label_ref)
-        .collect();
-    Ok(calls
-        .iter()
-        .filter(|c| !referenced.contains(&c.label.as_str()))
-        .map(|c| c.label.clone())
-        .collect())
+    Ok(sink_calls(calls).into_iter().map(|c| c.label.clone()).collect())
 }
 
 /// Emits the calls of one SELECT reading the joined table `start`: its subqueries' chains

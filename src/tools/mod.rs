@@ -87,6 +87,25 @@ pub fn setup_and_calls<'c>(
     }
 }
 
+/// The sink calls of a sequence: those whose label no call of `calls` references (`$LABEL$`,
+/// also inside array arguments), in call order — the calls whose outputs are the answer (Live
+/// API-Bench App. D: the final answer is read from the last call(s) of each chain).
+pub fn sink_calls(calls: &[Call]) -> Vec<&Call> {
+    let referenced: Vec<&str> = calls
+        .iter()
+        .flat_map(|c| c.arguments.values())
+        .flat_map(|v| match v {
+            serde_json::Value::Array(items) => items.iter().collect::<Vec<_>>(),
+            other => vec![other],
+        })
+        .filter_map(as_label_ref)
+        .collect();
+    calls
+        .iter()
+        .filter(|c| !referenced.contains(&c.label.as_str()))
+        .collect()
+}
+
 /// The `$LABEL$` reference a call argument uses for the output labelled `label`.
 pub fn label_ref(label: &str) -> String {
     format!("${label}$")

@@ -55,7 +55,7 @@ use self::retrieve::{retrieve_data, select_unique_values, truncate};
 use self::sort::sort_data;
 use self::transform::transform_data;
 use super::table::{self, JoinCondition, datums};
-use super::{Call, as_label_ref};
+use super::{Call, sink_calls};
 use crate::verify::{Answer, Datum};
 
 /// A grouped table: row indices per group, groups in first-appearance order.
@@ -224,19 +224,7 @@ impl Executor {
             self.step(session, call).map_err(err)?;
         }
         let env = &session.outputs;
-        let referenced: Vec<&str> = calls
-            .iter()
-            .flat_map(|c| c.arguments.values())
-            .flat_map(|v| match v {
-                Json::Array(items) => items.iter().collect::<Vec<_>>(),
-                other => vec![other],
-            })
-            .filter_map(as_label_ref)
-            .collect();
-        let sinks: Vec<&Call> = calls
-            .iter()
-            .filter(|c| !referenced.contains(&c.label.as_str()))
-            .collect();
+        let sinks = sink_calls(calls);
         let mut columns: Vec<Vec<Datum>> = Vec::new();
         for call in &sinks {
             match &env[&call.label] {
