@@ -31,10 +31,11 @@ test:
     @for r in {{executable}}; do printf '%s ' $r; target/release/toolforge verify out/$r; done
     @python3 -m pytest tests/consumer tests/conformance tests/reference/replay.py -q -rs
 
-# The LLM integration test alone (tests/llm-server: node-llama-cpp + SmolLM2 on 127.0.0.1).
+# The LLM integration tests alone (tests/llm-server: node-llama-cpp + SmolLM2 on 127.0.0.1):
+# live requests, the Batch API, LLM requests shared out by shards.
 test-llm:
     @bash tests/llm-server/setup.sh
-    @cargo test --release --test llm -- --nocapture
+    @cargo test --release --test llm --test llm_batch -- --nocapture
 
 # Time builds (cold, no-op) with peak RSS, the live server (wrk), session memory, eval throughput.
 bench:

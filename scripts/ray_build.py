@@ -4,7 +4,9 @@
 Each task runs `toolforge build RECIPE --shard I/N --store STORE` on some node (writing its
 stage items into the shared store); when all N have finished, the driver runs
 `toolforge build RECIPE --merge N --store STORE --out OUT`, which computes nothing and writes the
-dataset. A task whose worker dies (node lost, SIGKILL) or whose toolforge fails is re-run by Ray
+dataset. Recipes with LLM stages (paraphrase, seq requests, task synthesis) need the whole compiled
+build before their requests are known: a shard says so (`LLM requests not sent yet`), and the
+driver then runs the N shards a second time, each sending its share of the requests. A task whose worker dies (node lost, SIGKILL) or whose toolforge fails is re-run by Ray
 (`--retries`); a shard is a pure function of its inputs, so a re-run is harmless.
 
     python3 scripts/ray_build.py slot-bird --shards 4 --store s3://bucket/toolforge
@@ -64,8 +66,14 @@ def main():
                     a.kill_first_attempt if i == 0 else None)
         for i in range(a.shards)
     ]
-    for line in ray.get(refs):
+    outputs = ray.get(refs)
+    for line in outputs:
         print(line)
+    if any("LLM requests not sent yet" in o for o in outputs):
+        # Round two: every compile item is in the store now; each shard sends its LLM requests.
+        refs = [task.remote(a.toolforge, a.recipe, a.store, i, a.shards, env, None) for i in range(a.shards)]
+        for line in ray.get(refs):
+            print(line)
     merge = [a.toolforge, "build", a.recipe, "--quiet", "--store", a.store, "--merge", str(a.shards)]
     if a.out:
         merge += ["--out", a.out]

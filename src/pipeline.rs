@@ -71,6 +71,17 @@ fn compile_family(recipe: Recipe, source: ResolvedSource, store: &Store, progres
 pub fn compile_with(recipe_path: &Path, store: &Store, progress: bool) -> Result<Build, BuildError> {
     let (recipe, source) = load_recipe(recipe_path)?;
     let mut build = compile_family(recipe, source, store, progress)?;
+    // A merge missing compile items fails naming them; the later stages would only add noise
+    // (requests for a partial build).
+    if store.missing(0).is_empty() {
+        later_stages(&mut build, store);
+    }
+    Ok(build)
+}
+
+/// The stages after the family's compile, on the whole compiled build: MCP task synthesis, seq
+/// requests and paraphrases (LLM stages: each request an item of the store), the variants.
+fn later_stages(build: &mut Build, store: &Store) {
     // Corrupt store entries met by the compile stages: named in the summary, kept out of the
     // files (a rebuild must give the same bytes).
     let dirty = store.dirty();
@@ -84,21 +95,36 @@ pub fn compile_with(recipe_path: &Path, store: &Store, progress: bool) -> Result
     // ToolGym task synthesis for MCP bundles (an LLM endpoint, else skipped with one line).
     if build.recipe.format == "catalog" {
         let llm = build.recipe.catalog.as_ref().and_then(|k| k.llm.clone());
-        crate::catalog::synthesis::apply(&mut build, llm.as_ref(), store);
+        crate::catalog::synthesis::apply(build, llm.as_ref(), store);
     }
     // SeqSGD / SeqMultiWOZ requests written by an LLM (an endpoint, else the template stays).
     if build.recipe.format == "seq" && matches!(build.source.manifest.format.as_str(), "sgd" | "multiwoz") {
         let llm = build.recipe.seq.as_ref().and_then(|k| k.llm.clone());
-        crate::seq::request::apply(&mut build, llm.as_ref(), store);
+        crate::seq::request::apply(build, llm.as_ref(), store);
     }
     // The variants stage: after compile, on the verified examples.
     if let Some(cfg) = build.recipe.variants.clone() {
-        crate::variants::apply(&mut build, &cfg);
+        crate::variants::apply(build, &cfg);
         if let Some(p) = &cfg.paraphrase {
-            crate::variants::paraphrase::apply(&mut build, p, cfg.llm.as_ref(), store);
+            crate::variants::paraphrase::apply(build, p, cfg.llm.as_ref(), store);
         }
     }
-    Ok(build)
+}
+
+/// Whether one of the recipe's LLM stages has a usable endpoint (recipe or environment), so a
+/// shard build has LLM requests to share out once every compile item is in the store.
+fn llm_stage_configured(recipe: &Recipe, source: &ResolvedSource) -> bool {
+    let mut configs = Vec::new();
+    if let Some(v) = recipe.variants.as_ref().filter(|v| v.paraphrase.is_some()) {
+        configs.push(v.llm.clone().unwrap_or_default());
+    }
+    if recipe.format == "catalog" {
+        configs.push(recipe.catalog.as_ref().and_then(|c| c.llm.clone()).unwrap_or_default());
+    }
+    if recipe.format == "seq" && crate::seq::writes_requests(recipe, source) {
+        return true;
+    }
+    configs.iter().any(|c| crate::llm::resolve(c).is_ok())
 }
 
 /// The build key when it can be known without running the stages (seq recipes: from the input
@@ -181,11 +207,24 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
         let store = open_store(recipe_path, opts.store.as_deref())?.with_scope(Scope::Shard { index, count });
         let (recipe, source) = load_recipe(recipe_path)?;
         let name = recipe.name.clone();
-        match compile_family(recipe, source, &store, opts.progress) {
-            Ok(_) | Err(BuildError::Unclaimed { .. }) => {}
+        let llm_stage = llm_stage_configured(&recipe, &source);
+        // The LLM stages need the whole compiled build: they run (each shard sending its share of
+        // the requests) once every compile item is in the store, i.e. in a second round.
+        let waiting = match compile_family(recipe, source, &store, opts.progress) {
+            // Every compile item was in the store or ours: the build is whole.
+            Ok(mut build) if store.skipped() == 0 => {
+                later_stages(&mut build, &store);
+                false
+            }
+            Ok(_) | Err(BuildError::Unclaimed { .. }) => llm_stage,
             Err(e) => return Err(e.into()),
-        }
-        return shard_summary(&store, &name, (index, count), start.elapsed().as_secs_f64());
+        };
+        let summary = shard_summary(&store, &name, (index, count), start.elapsed().as_secs_f64())?;
+        return Ok(if waiting {
+            format!("{summary}\n{ROUND_TWO}")
+        } else {
+            summary
+        });
     }
     let root = project_root(recipe_path);
     let out_root = opts.out_root.clone().unwrap_or_else(|| root.join("out"));
@@ -246,6 +285,11 @@ fn requests_line(store: &Store) -> String {
         r.writes.load(Relaxed)
     )
 }
+
+/// The line a shard prints when its LLM requests wait for the other shards' compile items (the
+/// Ray driver looks for it and runs a second round of the shards).
+pub const ROUND_TWO: &str =
+    "LLM requests not sent yet: they need every shard's compile items; run the shards again once all have finished";
 
 /// The summary of one shard; an error when any store request failed (the shard must be re-run).
 fn shard_summary(store: &Store, name: &str, (index, count): (u64, u64), secs: f64) -> Result<String> {

@@ -25,40 +25,10 @@ use toolforge::variants::paraphrase::check;
 
 mod llm_server;
 
+use llm_server::project;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A project root `tmp/<dir>` with the Spider source and the recipe `llm-paraphrase` (`variants`
-/// appended). The recipe name is the same in every project so the compile stage is shared.
-fn project(tmp: &Path, dir: &str, variants: &str) -> PathBuf {
-    let name = "llm-paraphrase";
-    let proj = tmp.join(dir);
-    std::fs::create_dir_all(proj.join("recipes")).unwrap();
-    std::fs::create_dir_all(proj.join("sources")).unwrap();
-    let spider = root().join("../shared/corpora/spider");
-    let src = std::fs::read_to_string(root().join("sources/spider-dev.toml")).unwrap();
-    let src = src
-        .lines()
-        .map(|l| {
-            if l.starts_with("search_paths") {
-                format!("search_paths = [{:?}]", spider.display().to_string())
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    std::fs::write(proj.join("sources/spider-dev.toml"), src).unwrap();
-    let path = proj.join("recipes").join(format!("{name}.toml"));
-    std::fs::write(
-        &path,
-        format!(
-            "name = \"{name}\"\ndescription = \"LLM paraphrase test\"\nformat = \"slot\"\nsource = \"spider-dev\"\nsplit = \"dev\"\n\n[variants]\nseed = 1\n{variants}"
-        ),
-    )
-    .unwrap();
-    path
 }
 
 const EXAMPLES: usize = 12;

@@ -42,6 +42,18 @@ pub struct LlmConfig {
     /// Time limit per attempt in seconds.
     #[serde(default = "default_timeout")]
     pub timeout_secs: f64,
+    /// Send the requests that miss the store as one batch through the provider's Batch API
+    /// (OpenAI's shape: a JSONL file of requests, poll, fetch the results) instead of one live
+    /// request each ([`crate::llm::batch`]). Env fallback `TOOLFORGE_LLM_BATCH=1`.
+    #[serde(default)]
+    pub batch: bool,
+    /// Seconds between two polls of a submitted batch.
+    #[serde(default = "default_batch_poll")]
+    pub batch_poll_secs: f64,
+    /// Seconds a build waits for a batch before giving up on its unanswered requests (they are
+    /// reported as failed, not cached; the next build resumes the same batch).
+    #[serde(default = "default_batch_wait")]
+    pub batch_max_wait_secs: f64,
 }
 
 fn default_temperature() -> f64 {
@@ -62,6 +74,13 @@ fn default_backoff() -> u64 {
 fn default_timeout() -> f64 {
     120.0
 }
+fn default_batch_poll() -> f64 {
+    30.0
+}
+fn default_batch_wait() -> f64 {
+    // The Batch API's completion window is 24 h; one more hour for finalising.
+    25.0 * 3600.0
+}
 
 impl Default for LlmConfig {
     fn default() -> Self {
@@ -77,6 +96,9 @@ impl Default for LlmConfig {
             max_attempts: default_attempts(),
             initial_backoff_ms: default_backoff(),
             timeout_secs: default_timeout(),
+            batch: false,
+            batch_poll_secs: default_batch_poll(),
+            batch_max_wait_secs: default_batch_wait(),
         }
     }
 }
@@ -106,6 +128,14 @@ impl LlmConfig {
                 "key `variants.llm.timeout_secs`: {} is not positive",
                 self.timeout_secs
             ));
+        }
+        for (key, v) in [
+            ("batch_poll_secs", self.batch_poll_secs),
+            ("batch_max_wait_secs", self.batch_max_wait_secs),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(format!("key `variants.llm.{key}`: {v} is not positive"));
+            }
         }
         Ok(())
     }
@@ -172,10 +202,14 @@ pub fn resolve(cfg: &LlmConfig) -> Result<Resolved, Unavailable> {
         })?;
     let key_var = cfg.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into());
     let api_key = std::env::var(&key_var).unwrap_or_default();
+    let mut cfg = cfg.clone();
+    if env("TOOLFORGE_LLM_BATCH").is_some_and(|v| v != "0") {
+        cfg.batch = true;
+    }
     Ok(Resolved {
         base_url,
         model,
         api_key,
-        cfg: cfg.clone(),
+        cfg,
     })
 }

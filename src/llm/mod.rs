@@ -19,6 +19,9 @@
 //! | `max_attempts`        | —                      | 5 (first try + 4 retries)                  |
 //! | `initial_backoff_ms`  | —                      | 500, doubled per retry, capped at 30 s     |
 //! | `timeout_secs`        | —                      | 120 per attempt                            |
+//! | `batch`               | `TOOLFORGE_LLM_BATCH=1`| false: one live request each ([`batch`] when true) |
+//! | `batch_poll_secs`     | —                      | 30 between polls of a submitted batch      |
+//! | `batch_max_wait_secs` | —                      | 90,000 (25 h) before unanswered requests fail |
 //!
 //! Retries: HTTP 429, 5xx, timeouts and transport errors (connection refused, reset) are retried
 //! up to `max_attempts`; other 4xx errors are final. After a request fails for a transport
@@ -30,6 +33,10 @@
 //! fingerprint: the same prompt to the same model is the same request wherever it is served, and
 //! a code change does not force re-querying. A cached response is used without contacting the
 //! endpoint. [`Counters`] tell requests made from cache hits.
+//!
+//! Sharded builds (`--shard I/N`): a request that misses the store is sent only by the shard its
+//! key falls in ([`Store::claim`]); the others get the error `unclaimed`, and a merge names the
+//! requests still missing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -42,6 +49,7 @@ use async_openai::types::chat::CreateChatCompletionRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+pub mod batch;
 pub mod config;
 
 pub use config::{LlmConfig, Resolved, Unavailable, resolve};
@@ -60,9 +68,12 @@ pub struct Message {
     pub content: String,
 }
 
-/// Sends every (messages, seed) job, at most `max_concurrency` at a time, and returns the
-/// results in job order (blocking).
+/// Sends every (messages, seed) job, at most `max_concurrency` at a time (or, with `batch = true`,
+/// as one batch: [`batch`]), and returns the results in job order (blocking).
 pub fn chat_all(llm: std::sync::Arc<Llm>, jobs: Vec<(Vec<Message>, u64)>) -> Vec<Result<Completion, LlmError>> {
+    if llm.resolved.cfg.batch {
+        return block_on(async move { batch::chat_all(&llm, jobs).await });
+    }
     block_on(async move {
         let mut set = tokio::task::JoinSet::new();
         for (j, (messages, seed)) in jobs.into_iter().enumerate() {
@@ -125,6 +136,17 @@ pub fn cache_key(model: &str, messages: &[Message], temperature: f64, seed: u64,
     }
 }
 
+/// The body of a chat-completions request (the `request` of a stored entry).
+pub fn request_json(model: &str, messages: &[Message], temperature: f64, seed: u64, max_tokens: u32) -> Value {
+    json!({
+        "model": model,
+        "messages": messages,
+        "temperature": temperature,
+        "seed": seed,
+        "max_tokens": max_tokens,
+    })
+}
+
 /// Run counters (not part of any output: they differ between a first build and a rebuild).
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -136,6 +158,10 @@ pub struct Counters {
     pub retries: AtomicUsize,
     /// Requests that failed after all attempts.
     pub failures: AtomicUsize,
+    /// Batches submitted ([`batch`]).
+    pub batches: AtomicUsize,
+    /// Requests sent inside those batches.
+    pub batch_lines: AtomicUsize,
 }
 
 impl Counters {
@@ -237,13 +263,10 @@ impl Llm {
             return Ok(Completion { text, cached: true });
         }
         let key = cache_key(&self.resolved.model, messages, c.temperature, seed, c.max_tokens);
-        let request_json = json!({
-            "model": self.resolved.model,
-            "messages": messages,
-            "temperature": c.temperature,
-            "seed": seed,
-            "max_tokens": c.max_tokens,
-        });
+        if !self.store.claim(&key, "llm-chat") {
+            return Err(unclaimed());
+        }
+        let request_json = request_json(&self.resolved.model, messages, c.temperature, seed, c.max_tokens);
         let request: CreateChatCompletionRequest =
             serde_json::from_value(request_json.clone()).map_err(|e| LlmError {
                 code: "bad_request".into(),
@@ -310,11 +333,7 @@ impl Llm {
                         });
                     }
                     self.counters.retries.fetch_add(1, Ordering::Relaxed);
-                    let backoff = c
-                        .initial_backoff_ms
-                        .saturating_mul(1 << (attempt - 1).min(16))
-                        .min(30_000);
-                    tokio::time::sleep(Duration::from_millis(backoff)).await;
+                    tokio::time::sleep(backoff(c, attempt)).await;
                 }
             }
         }
@@ -334,6 +353,24 @@ impl Llm {
         };
         tokio::time::sleep_until(slot.into()).await;
     }
+}
+
+/// The error of a request another shard sends ([`Store::claim`]).
+fn unclaimed() -> LlmError {
+    LlmError {
+        code: "unclaimed".into(),
+        detail: "another shard sends this request".into(),
+    }
+}
+
+/// The delay before retry `attempt` (1-based): `initial_backoff_ms` doubled per retry, capped at
+/// 30 s.
+fn backoff(c: &LlmConfig, attempt: u32) -> Duration {
+    Duration::from_millis(
+        c.initial_backoff_ms
+            .saturating_mul(1 << (attempt - 1).min(16))
+            .min(30_000),
+    )
 }
 
 /// `choices[0].message.content` of a response, or why there is none.

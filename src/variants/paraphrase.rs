@@ -348,7 +348,14 @@ pub fn apply(build: &mut Build, cfg: &ParaphraseConfig, llm_cfg: Option<&LlmConf
     build.stats.insert("llm".into(), json!(llm_line));
     build.stats.insert(
         "llm_run".into(),
-        json!({"http_requests": requests, "retries": retries, "failed": failures, "from_store": hits}),
+        json!({
+            "http_requests": requests,
+            "retries": retries,
+            "failed": failures,
+            "from_store": hits,
+            "batches": llm.counters.batches.load(std::sync::atomic::Ordering::Relaxed),
+            "batch_requests": llm.counters.batch_lines.load(std::sync::atomic::Ordering::Relaxed),
+        }),
     );
     let rate = if attempted == 0 {
         0.0

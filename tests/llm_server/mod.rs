@@ -2,7 +2,7 @@
 //! by the integration tests that need a real OpenAI-compatible endpoint (`tests/llm.rs`,
 //! `tests/eval_llm.rs`, `tests/seq_requests.rs`). Included with `mod llm_server;`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -80,4 +80,37 @@ pub fn stats(port: u16) -> Value {
 #[allow(dead_code)]
 pub fn requests(port: u16) -> u64 {
     stats(port)["requests"].as_u64().unwrap()
+}
+
+/// A project root `tmp/<dir>` with the Spider source and the recipe `llm-paraphrase` (`variants`
+/// appended). The recipe name is the same in every project so the compile stage is shared.
+#[allow(dead_code)]
+pub fn project(tmp: &Path, dir: &str, variants: &str) -> PathBuf {
+    let name = "llm-paraphrase";
+    let proj = tmp.join(dir);
+    std::fs::create_dir_all(proj.join("recipes")).unwrap();
+    std::fs::create_dir_all(proj.join("sources")).unwrap();
+    let spider = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/spider");
+    let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("sources/spider-dev.toml")).unwrap();
+    let src = src
+        .lines()
+        .map(|l| {
+            if l.starts_with("search_paths") {
+                format!("search_paths = [{:?}]", spider.display().to_string())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(proj.join("sources/spider-dev.toml"), src).unwrap();
+    let path = proj.join("recipes").join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"{name}\"\ndescription = \"LLM paraphrase test\"\nformat = \"slot\"\nsource = \"spider-dev\"\nsplit = \"dev\"\n\n[variants]\nseed = 1\n{variants}"
+        ),
+    )
+    .unwrap();
+    path
 }
