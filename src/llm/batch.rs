@@ -79,13 +79,7 @@ pub async fn chat_all(llm: &Llm, jobs: Vec<(Vec<Message>, u64)>) -> Vec<Result<C
         );
     }
     if !pending.is_empty() {
-        let answers = match run(llm, &pending).await {
-            Ok(a) => a,
-            Err(e) => {
-                llm.counters.failures.fetch_add(pending.len(), Ordering::Relaxed);
-                pending.keys().map(|d| (d.clone(), Err(e.clone()))).collect()
-            }
-        };
+        let answers = run(llm, &pending).await;
         for (digest, p) in &pending {
             let res = answers.get(digest).cloned().unwrap_or_else(|| {
                 Err(LlmError {
@@ -101,20 +95,65 @@ pub async fn chat_all(llm: &Llm, jobs: Vec<(Vec<Message>, u64)>) -> Vec<Result<C
     out.into_iter().map(|r| r.expect("every job answered")).collect()
 }
 
-/// Submits (or resumes) the batch for `pending`, waits for it, stores every answer; returns the
-/// result per request digest. Errors: the batch could not be submitted or polled.
-async fn run(
-    llm: &Llm,
-    pending: &BTreeMap<String, Pending>,
-) -> Result<BTreeMap<String, Result<Completion, LlmError>>, LlmError> {
-    let mut jsonl = String::new();
+/// Per-batch limits of OpenAI's Batch API: 50,000 requests and 200 MB of JSONL (a margin kept).
+const MAX_LINES: usize = 50_000;
+const MAX_BYTES: usize = 190 * 1024 * 1024;
+
+/// The JSONL files for `pending` (in digest order), split at the per-batch limits; each with the
+/// digests it holds.
+fn jsonl_files(pending: &BTreeMap<String, Pending>) -> Vec<(String, Vec<String>)> {
+    let mut files: Vec<(String, Vec<String>)> = vec![(String::new(), Vec::new())];
     for (digest, p) in pending {
-        let line = json!({"custom_id": digest, "method": "POST", "url": "/v1/chat/completions", "body": p.body});
-        jsonl.push_str(&line.to_string());
-        jsonl.push('\n');
+        let line =
+            json!({"custom_id": digest, "method": "POST", "url": "/v1/chat/completions", "body": p.body}).to_string();
+        let (text, ids) = files.last().expect("one file");
+        if !ids.is_empty() && (ids.len() >= MAX_LINES || text.len() + line.len() + 1 > MAX_BYTES) {
+            files.push((String::new(), Vec::new()));
+        }
+        let (text, ids) = files.last_mut().expect("one file");
+        text.push_str(&line);
+        text.push('\n');
+        ids.push(digest.clone());
     }
-    let requests = blake3::hash(jsonl.as_bytes()).to_hex().to_string();
-    let batch = submit_or_resume(llm, &jsonl, &requests, pending.len()).await?;
+    files
+}
+
+/// Submits (or resumes) one batch per JSONL file of `pending` (all submitted before any is
+/// waited for, so they run side by side), waits for each, stores every answer; returns the
+/// result per request digest (a batch that could not be submitted or polled: that error for
+/// each of its requests).
+async fn run(llm: &Llm, pending: &BTreeMap<String, Pending>) -> BTreeMap<String, Result<Completion, LlmError>> {
+    let mut submitted = Vec::new();
+    for (jsonl, ids) in jsonl_files(pending) {
+        let requests = blake3::hash(jsonl.as_bytes()).to_hex().to_string();
+        let batch = submit_or_resume(llm, &jsonl, &requests, ids.len()).await;
+        submitted.push((batch, ids));
+    }
+    let mut answers = BTreeMap::new();
+    for (batch, ids) in submitted {
+        let got = match batch {
+            Ok(b) => collect(llm, b, pending, &ids).await,
+            Err(e) => Err(e),
+        };
+        match got {
+            Ok(a) => answers.extend(a),
+            Err(e) => {
+                llm.counters.failures.fetch_add(ids.len(), Ordering::Relaxed);
+                answers.extend(ids.into_iter().map(|d| (d, Err(e.clone()))));
+            }
+        }
+    }
+    answers
+}
+
+/// Waits for `batch` and reads its output and error files: the result per request digest `ids`
+/// of `pending` that the batch holds. Errors: the batch could not be polled or its files read.
+async fn collect(
+    llm: &Llm,
+    batch: Batch,
+    pending: &BTreeMap<String, Pending>,
+    ids: &[String],
+) -> Result<BTreeMap<String, Result<Completion, LlmError>>, LlmError> {
     let batch = wait(llm, batch).await?;
     let mut answers = BTreeMap::new();
     for (file, is_output) in [(&batch.output_file_id, true), (&batch.error_file_id, false)] {
@@ -144,7 +183,7 @@ async fn run(
         }
     }
     let status = status_name(&batch.status);
-    for digest in pending.keys() {
+    for digest in ids {
         if !answers.contains_key(digest) {
             llm.counters.failures.fetch_add(1, Ordering::Relaxed);
             answers.insert(
@@ -354,4 +393,43 @@ fn status_name(s: &BatchStatus) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_else(|| format!("{s:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonl_files_split_at_the_batch_api_request_limit() {
+        let mut pending = BTreeMap::new();
+        for i in 0..MAX_LINES + 1 {
+            let m = vec![Message {
+                role: "user".into(),
+                content: format!("q{i}"),
+            }];
+            let key = cache_key("m", &m, 0.7, 0, 8);
+            let body = request_json("m", &m, 0.7, 0, 8);
+            pending.insert(
+                key.digest(),
+                Pending {
+                    key,
+                    body,
+                    jobs: vec![i],
+                },
+            );
+        }
+        let files = jsonl_files(&pending);
+        assert_eq!(files.len(), 2);
+        assert_eq!((files[0].1.len(), files[1].1.len()), (MAX_LINES, 1));
+        assert_eq!(files[0].0.lines().count(), MAX_LINES);
+        let all: Vec<&String> = files.iter().flat_map(|(_, ids)| ids).collect();
+        assert_eq!(
+            all,
+            pending.keys().collect::<Vec<_>>(),
+            "digest order, every request once"
+        );
+        let first: Value = serde_json::from_str(files[1].0.lines().next().unwrap()).unwrap();
+        assert_eq!(first["custom_id"], *files[1].1[0]);
+        assert_eq!(first["url"], "/v1/chat/completions");
+    }
 }
