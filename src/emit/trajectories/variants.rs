@@ -113,3 +113,89 @@ pub fn variant_trajectory(
     }
     Ok(record)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Call;
+
+    fn call(name: &str, args: Json, label: &str) -> Call {
+        Call {
+            name: name.into(),
+            arguments: args.as_object().unwrap().clone(),
+            label: label.into(),
+        }
+    }
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: "d".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+            output_parameters: json!({}),
+        }
+    }
+
+    /// Issue 16 item 5: a variant row's trajectory shows the variant's request, tools, calls and
+    /// labels over the parent's real results and answer.
+    #[test]
+    fn variant_trajectory_shows_the_variant() {
+        let parent = Example {
+            id: "p".into(),
+            input: "How many singers?".into(),
+            tools: vec![spec("retrieve_data"), spec("aggregate_data")],
+            output: vec![
+                call("retrieve_data", json!({"data_source": "$starting_table_var$"}), "A"),
+                call("aggregate_data", json!({"data_source": "$A$"}), "B"),
+            ],
+            ..Example::default()
+        };
+        let t = json!({"id": "p", "messages": [
+            {"role": "system", "content": "Use \"$starting_table_var$\"."},
+            {"role": "user", "content": "How many singers?"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "retrieve_data", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "{\"label\":\"A\",\"output\":[1,2]}"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "b", "type": "function", "function": {"name": "aggregate_data", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "b", "content": "{\"label\":\"B\",\"output\":2}"},
+            {"role": "assistant", "content": "2"}
+        ], "tools": [], "gold_answer": [[2]], "faults": []});
+        let mut v = parent.clone();
+        v.id = "p/obfuscate".into();
+        v.input = "how many SINGERS?".into();
+        v.meta = Some(json!({"variant_of": "p", "variant_kind": "obfuscate"}));
+        v.tools = vec![spec("FUNC_1"), spec("FUNC_2")];
+        v.output = vec![
+            call("FUNC_1", json!({"ARG_1": "$starting_table_var$"}), "VAR_1"),
+            call("FUNC_2", json!({"ARG_1": "$VAR_1$"}), "VAR_2"),
+        ];
+        let out = variant_trajectory(&v, &parent, &t, &HashMap::new(), 100_000).unwrap();
+        let m = out["messages"].as_array().unwrap();
+        assert_eq!(out["id"], "p/obfuscate");
+        assert_eq!(m[1]["content"], "how many SINGERS?");
+        assert_eq!(m[4]["tool_calls"][0]["function"]["name"], "FUNC_2");
+        assert_eq!(
+            m[4]["tool_calls"][0]["function"]["arguments"],
+            "{\"ARG_1\":\"$VAR_1$\"}"
+        );
+        assert_eq!(m[3]["content"], "{\"label\":\"VAR_1\",\"output\":[1,2]}");
+        assert_eq!(m[6]["content"], "2");
+        let names: Vec<&str> = out["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["FUNC_1", "FUNC_2"]);
+        // Calls that do not pair up with the parent's: no trajectory, a named reason.
+        v.output.pop();
+        assert_eq!(
+            variant_trajectory(&v, &parent, &t, &HashMap::new(), 100_000).unwrap_err(),
+            UNPAIRED_CALLS
+        );
+        v.output = parent.output.clone();
+        assert_eq!(
+            variant_trajectory(&v, &parent, &t, &HashMap::new(), 10).unwrap_err(),
+            super::super::OVER_SIZE_CAP
+        );
+    }
+}
