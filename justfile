@@ -5,7 +5,7 @@
 # the dev-dependency feature set. Then every recipe is built and the executable ones verified.
 
 # Every recipe `just test` builds.
-recipes := "slot-spider slot-spider-reference slot-bird sel-spider sel-bird rest-spider rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl"
+recipes := "slot-spider slot-spider-reference slot-bird sel-spider sel-bird rest-spider rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl slot-spider-variants sel-spider-variants rest-spider-variants"
 # The datasets whose rows `toolforge verify` re-executes (REST through the live server).
 executable := "slot-spider slot-spider-reference slot-bird sel-spider sel-bird rest-spider rest-bird"
 

@@ -241,7 +241,7 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
     if let Some(v) = build.stats.get("variants") {
         let _ = writeln!(
             s,
-            "Variant rows (`meta.variant_of` = parent id, `meta.variant_kind`, details in `meta.variant`): {}. Their `tools` are the specs each was generated against; for `drift`, `output` is the gold migrated to A_new and `tools/drift.json` holds A_old, A_new and the change log per tool (`toolforge serve` enforces A_new).\n",
+            "Variant rows (`meta.variant_of` = parent id, `meta.variant_kind`, details in `meta.variant`): {}. Their `tools` are the specs each was generated against; for `drift`, `output` is the gold migrated to A_new; SLOT/SEL draw A_new per instance (the row's `meta.variant` holds `tools_new` and the change log; `toolforge serve` enforces it in sessions opened for that row's id), REST per endpoint (`tools/drift.json` holds A_old, A_new and the change log; `serve` answers at the A_new path and method, `tools/openapi_new.json`). Variant rows have trajectories showing the variant's request, tools and calls.\n",
             v["rows"]
         );
     }

@@ -288,6 +288,10 @@ pub struct StoredRow {
     pub variant_of: Option<String>,
     /// Tie runs of an ordered gold answer (`meta.order_ties`, [`crate::verify::compare`]).
     pub ties: Option<Vec<usize>>,
+    /// A drift variant row (`meta.variant_kind` = `drift`): its (A_old) `tools` and
+    /// `meta.variant` — the per-instance A_new `toolforge serve` enforces in its sessions
+    /// ([`crate::variants::drift::Drift::of_instance`]). `None` for every other row.
+    pub drift: Option<(Vec<crate::tools::ToolSpec>, serde_json::Value)>,
 }
 
 fn string_column<'b>(batch: &'b RecordBatch, file: &Path, name: &str) -> Result<&'b StringArray> {
@@ -297,6 +301,26 @@ fn string_column<'b>(batch: &'b RecordBatch, file: &Path, name: &str) -> Result<
         .as_any()
         .downcast_ref::<StringArray>()
         .with_context(|| format!("{}: column {name} is not text", file.display()))
+}
+
+/// [`StoredRow::drift`] of row `r`: its tools and `meta.variant` when `meta.variant_kind` is
+/// `drift`.
+fn drift_of_row(
+    meta: &StringArray,
+    tools: Option<&StringArray>,
+    r: usize,
+) -> Result<Option<(Vec<crate::tools::ToolSpec>, serde_json::Value)>> {
+    if arrow_array::Array::is_null(meta, r) {
+        return Ok(None);
+    }
+    let mut m: serde_json::Value = serde_json::from_str(meta.value(r))?;
+    if m["variant_kind"] != "drift" {
+        return Ok(None);
+    }
+    let Some(tools) = tools.filter(|t| !arrow_array::Array::is_null(*t, r)) else {
+        return Ok(None);
+    };
+    Ok(Some((serde_json::from_str(tools.value(r))?, m["variant"].take())))
 }
 
 /// Reads every row of `dir/data/*.parquet` (files in name order).
@@ -320,6 +344,7 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
             let gold = string_column(&batch, &file, "gold_answer")?;
             let meta = string_column(&batch, &file, "meta")?;
             let init = string_column(&batch, &file, "initialization_step").ok();
+            let tools = string_column(&batch, &file, "tools").ok();
             let ordered = batch
                 .column_by_name("ordered")
                 .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
@@ -375,6 +400,7 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
                             .as_str()
                             .map(String::from)
                     },
+                    drift: drift_of_row(meta, tools, r)?,
                 });
             }
         }

@@ -107,6 +107,15 @@ impl<'s> Runner<'s> {
         }
         if row.variant_kind() == Some("drift") && self.set.format != "rest" {
             let drift = self.set.drift.as_ref().ok_or("drift row but no tools/drift.json")?;
+            // Per-instance drift: the row's own A_new (as `serve` enforces it in its session).
+            let instance = match drift.scope {
+                crate::variants::drift::Scope::Instance => Some(
+                    Drift::of_instance(&self.set.format, &row.tools, &row.meta["variant"])
+                        .ok_or("drift row without a change log")?,
+                ),
+                crate::variants::drift::Scope::Tool => None,
+            };
+            let drift = instance.as_ref().unwrap_or(drift);
             calls = calls
                 .iter()
                 .map(|c| match drift.check_body(&c.name, &c.arguments, &c.label) {
@@ -124,10 +133,15 @@ impl<'s> Runner<'s> {
     fn rest_drifted(&self, drift: &Drift, db: &str, call: &Call) -> Result<(&'s Endpoint, Map<String, Value>), String> {
         match drift.by_new_name(Some(db), &call.name) {
             Some(d) => {
-                let pairs: Vec<(String, String)> =
-                    call.arguments.iter().map(|(k, v)| (k.clone(), query_text(v))).collect();
-                let old =
-                    Drift::check_query(d, &pairs).map_err(|e| format!("422 {}: {}", call.name, Value::Array(e)))?;
+                // A `POST` after verb evolution takes the arguments as a JSON body.
+                let old = if d.is_post() {
+                    Drift::check_json(d, &call.arguments)
+                } else {
+                    let pairs: Vec<(String, String)> =
+                        call.arguments.iter().map(|(k, v)| (k.clone(), query_text(v))).collect();
+                    Drift::check_query(d, &pairs)
+                }
+                .map_err(|e| format!("422 {}: {}", call.name, Value::Array(e)))?;
                 let ep = self
                     .endpoint(db, &d.old.name)
                     .ok_or_else(|| format!("no endpoint {:?} in {db}", d.old.name))?;

@@ -77,8 +77,9 @@ fn default_perturbations() -> Vec<String> {
     PERTURBATIONS.iter().map(|s| s.to_string()).collect()
 }
 
-/// `[variants.drift]`: DynamicToolBench's seeded stochastic operator mix, drawn per tool (one
-/// random stream per tool: recipe seed, `drift`, database, tool name).
+/// `[variants.drift]`: DynamicToolBench's seeded stochastic operator mix: REST, drawn per
+/// endpoint (one random stream per endpoint: recipe seed, `drift`, database, name); SLOT/SEL,
+/// per instance (one stream per instance and tool: recipe seed, `drift`, row id, tool name).
 ///
 /// ```toml
 /// [variants.drift]

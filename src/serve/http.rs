@@ -30,34 +30,47 @@ fn respond(result: Result<Result<Response, CallError>, tokio::task::JoinError>) 
     }
 }
 
-async fn rest_endpoint(
-    state: Shared,
-    index: usize,
-    drift: Option<Arc<crate::variants::drift::ToolDrift>>,
-    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
-) -> Response {
+/// `GET <endpoint path>` of a REST endpoint without drift (under drift: [`super::drift`]).
+async fn rest_endpoint(state: Shared, index: usize, query: QueryResult) -> Response {
     let Ok(Query(pairs)) = query else {
         return detail(StatusCode::BAD_REQUEST, "malformed query string");
     };
-    let ep = &state.toolkit.endpoints[index];
-    let checked = match &drift {
-        // A_new: typed and validated against the drifted schema, then un-migrated.
-        Some(d) => crate::variants::drift::Drift::check_query(d, &pairs).and_then(|args| {
-            ep.arguments_from_json(&args)
-                .map_err(|errors| d.errors_in_new_names(errors))
-        }),
-        None => ep.arguments_from_query(&pairs),
+    match state.toolkit.endpoints[index].arguments_from_query(&pairs) {
+        Ok(values) => run_endpoint_response(state, index, values).await,
+        Err(errors) => unprocessable(errors),
+    }
+}
+
+type QueryResult = Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>;
+
+/// A drifted REST endpoint ([`super::drift`]): `Ok(query)` for an A_new `GET`, `Err((headers,
+/// body))` for an A_new `POST` (verb evolution).
+async fn drifted_endpoint(
+    state: Shared,
+    index: usize,
+    d: Arc<crate::variants::drift::ToolDrift>,
+    request: Result<QueryResult, (HeaderMap, Bytes)>,
+) -> Response {
+    let req = match request {
+        Ok(Ok(Query(pairs))) => super::drift::NewRequest::Query(pairs),
+        Ok(Err(_)) => return detail(StatusCode::BAD_REQUEST, "malformed query string"),
+        Err((headers, bytes)) => match json_object(&headers, &bytes) {
+            Ok(b) => super::drift::NewRequest::Body(b),
+            Err(r) => return r,
+        },
     };
-    let values = match checked {
-        Ok(v) => v,
-        Err(errors) => {
-            return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response();
-        }
-    };
-    let st = state.clone();
+    match super::drift::rest_arguments(&state, index, &d, req) {
+        Ok(values) => run_endpoint_response(state, index, values).await,
+        Err(errors) => unprocessable(errors),
+    }
+}
+
+/// Runs REST endpoint `index` with bound `values` on the blocking pool: 200 with the rows, or
+/// the error response.
+async fn run_endpoint_response(state: Shared, index: usize, values: Vec<Json>) -> Response {
     respond(
         tokio::task::spawn_blocking(move || {
-            run_endpoint(&st, index, &values).map(|rows| axum::Json(rows).into_response())
+            run_endpoint(&state, index, &values).map(|rows| axum::Json(rows).into_response())
         })
         .await,
     )
@@ -165,7 +178,18 @@ async fn create_session(State(state): State<Shared>, headers: HeaderMap, bytes: 
         )]);
     }
     let st = state.clone();
-    respond(tokio::task::spawn_blocking(move || open_session(&st, &body).map(|v| axum::Json(v).into_response())).await)
+    respond(
+        tokio::task::spawn_blocking(move || {
+            open_session(&st, &body).map(|v| {
+                // Under per-instance drift the session enforces its row's A_new.
+                if let (Some(sid), Some(row)) = (v["session_id"].as_str(), body.get("id").and_then(Json::as_str)) {
+                    super::drift::remember_session(&st, sid, row);
+                }
+                axum::Json(v).into_response()
+            })
+        })
+        .await,
+    )
 }
 
 async fn delete_session(State(state): State<Shared>, UrlPath(id): UrlPath<String>) -> Response {
@@ -216,12 +240,8 @@ async fn call_tool(
     if !errors.is_empty() {
         return unprocessable(errors);
     }
-    let drifted = state
-        .toolkit
-        .drift
-        .as_ref()
-        .is_some_and(|d| d.by_new_name(None, &name).is_some());
-    if !drifted && !known_tool(&state.toolkit, &name) {
+    let sid_arg = body.get("session_id").and_then(Json::as_str);
+    if !super::drift::is_a_new_tool(&state, sid_arg, &name) && !known_tool(&state.toolkit, &name) {
         return detail(
             StatusCode::NOT_FOUND,
             format!("no tool named {name:?} in {}", state.toolkit.name),
@@ -233,29 +253,14 @@ async fn call_tool(
             "missing session_id (create one with POST /sessions)",
         );
     };
-    let Some(mut arguments) = body.get("arguments").and_then(Json::as_object).cloned() else {
+    let Some(arguments) = body.get("arguments").and_then(Json::as_object).cloned() else {
         return detail(StatusCode::UNPROCESSABLE_ENTITY, "missing arguments object");
     };
     // Under drift: A_new arguments validated, then the A_old call runs.
-    let mut name = name;
-    if let Some(d) = &state.toolkit.drift {
-        match d.check_body(&name, &arguments, "") {
-            Ok(Some(old)) => {
-                name = old.name;
-                arguments = old.arguments;
-            }
-            Ok(None) => {}
-            Err(None) => {
-                return detail(
-                    StatusCode::NOT_FOUND,
-                    format!("no tool named {name:?} in {}", state.toolkit.name),
-                );
-            }
-            Err(Some(errors)) => {
-                return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"detail": errors}))).into_response();
-            }
-        }
-    }
+    let (name, arguments) = match super::drift::tool_call(&state, Some(&sid), name, arguments) {
+        Ok(call) => call,
+        Err(r) => return r,
+    };
     let label = body.get("label").and_then(Json::as_str).map(String::from);
     let st = state.clone();
     respond(
@@ -319,26 +324,35 @@ fn json_405(resp: Response) -> Response {
     out
 }
 
-/// The tool routes over `state`: one `GET` per REST endpoint (its A_new path under drift),
+/// The tool routes over `state`: one route per REST endpoint (`GET`; under drift its A_new path
+/// and method, [`super::drift::endpoint_drift`]),
 /// `/healthz`, `/openapi.json`, `/sessions`, `/sessions/{id}`, `/tools/{name}`. The caller adds
 /// MCP, the fallback and the limit layers ([`crate::serve::router`]).
 pub(super) fn routes(state: &Shared) -> Router<Shared> {
     let mut app: Router<Shared> = Router::new();
     for (i, ep) in state.toolkit.endpoints.iter().enumerate() {
-        let drift = state
-            .toolkit
-            .drift
-            .as_ref()
-            .and_then(|d| d.by_old_name(Some(&ep.db_id), &ep.name))
-            .map(|d| Arc::new(d.clone()));
-        let path = drift
-            .as_ref()
-            .and_then(|d| d.path_new.clone())
-            .unwrap_or_else(|| ep.path.clone());
-        app = app.route(
-            &path,
-            get(move |State(st): State<Shared>, q| rest_endpoint(st, i, drift.clone(), q)),
-        );
+        app = match super::drift::endpoint_drift(state, i) {
+            None => app.route(
+                &ep.path,
+                get(move |State(st): State<Shared>, q| rest_endpoint(st, i, q)),
+            ),
+            Some(d) => {
+                let path = d.path_new.clone().unwrap_or_else(|| ep.path.clone());
+                if d.is_post() {
+                    app.route(
+                        &path,
+                        post(move |State(st): State<Shared>, headers: HeaderMap, bytes: Bytes| {
+                            drifted_endpoint(st, i, d.clone(), Err((headers, bytes)))
+                        }),
+                    )
+                } else {
+                    app.route(
+                        &path,
+                        get(move |State(st): State<Shared>, q| drifted_endpoint(st, i, d.clone(), Ok(q))),
+                    )
+                }
+            }
+        };
     }
     let health = {
         let st = state.clone();

@@ -13,8 +13,10 @@
 //! | `GET /healthz`             | `{"status": "ok", ...}`                                              |
 //! | `/mcp`                     | the same tools over MCP, streamable HTTP ([`mcp`]); `--mcp` serves MCP on stdio instead |
 //!
-//! When the dataset has schema drift (`tools/drift.json`), A_new is enforced on the HTTP routes:
-//! see [`Toolkit::drift`].
+//! When the dataset has schema drift (`tools/drift.json`), A_new is enforced on the HTTP routes
+//! (`drift.rs`; [`Toolkit::drift`]): drifted REST endpoints at their A_new path and method (`POST`
+//! with a JSON body after verb evolution), drifted tools under their A_new names; `/openapi.json`
+//! is the A_new document.
 //!
 //! Anything else is 404 `{"detail": "Not Found"}` (FastAPI's body).
 //!
@@ -23,6 +25,7 @@
 //! request bodies over 64 KiB get 413 and URIs over 8 KiB get 414. SIGINT/SIGTERM stop
 //! accepting connections and let running requests finish.
 
+mod drift;
 pub mod faults;
 pub mod http;
 pub mod mcp;

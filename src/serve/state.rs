@@ -73,6 +73,10 @@ pub struct Toolkit {
     /// in FastAPI's shape naming the field), and calls are un-migrated before they run
     /// ([`crate::variants::drift`]).
     pub drift: Option<crate::variants::drift::Drift>,
+    /// Per-instance drift (SLOT/SEL, scope `instance`): the A_new of each drift row, by row id,
+    /// enforced in the sessions opened for that id (`POST /sessions {"id": "<row id>"}`); a
+    /// session of any other row runs A_old.
+    pub instances: HashMap<String, crate::variants::drift::Drift>,
 }
 
 impl Toolkit {
@@ -103,11 +107,14 @@ impl Toolkit {
                     .collect()
             })
             .unwrap_or_default();
+        let mut instances = HashMap::new();
         let (endpoints, openapi, setups) = if format == "rest" {
             let endpoints: Vec<Endpoint> = serde_json::from_value(read("tools/endpoints.json")?)?;
             (endpoints, read("tools/openapi.json")?, HashMap::new())
         } else {
-            let setups = read_rows(dir)?
+            let rows = read_rows(dir)?;
+            instances = super::drift::instances(&format, &rows);
+            let setups = rows
                 .into_iter()
                 .filter_map(|r| {
                     let (setup, _) = crate::tools::setup_and_calls(r.initialization_step.as_ref(), &r.output);
@@ -120,12 +127,18 @@ impl Toolkit {
                 setups,
             )
         };
-        let drift = if dir.join("tools/drift.json").is_file() {
+        let drift: Option<crate::variants::drift::Drift> = if dir.join("tools/drift.json").is_file() {
             Some(serde_json::from_value(read("tools/drift.json")?).context("parsing tools/drift.json")?)
         } else {
             None
         };
+        // Under drift the server documents what it enforces: A_new.
+        let openapi = match (&drift, format.as_str()) {
+            (Some(d), "rest") => crate::variants::drift::a_new_document(&openapi, d),
+            _ => openapi,
+        };
         Ok(Toolkit {
+            instances,
             drift,
             name,
             format,
@@ -153,6 +166,9 @@ pub(crate) struct AppState {
     /// of the same join holds a clone sharing the Arrow buffers, so a session costs only its
     /// own later outputs.
     pub(crate) joined: Mutex<HashMap<String, crate::tools::executor::Value>>,
+    /// The drift row each session was opened for, when that row has a per-instance A_new (session
+    /// id → row id; entries of ended sessions are pruned as sessions are opened).
+    pub(crate) session_rows: Mutex<HashMap<String, String>>,
     /// Request counter (session ids, default labels, the fault draw).
     pub(crate) counter: std::sync::atomic::AtomicU64,
 }
@@ -392,6 +408,7 @@ pub(crate) fn shared(toolkit: Toolkit, config: ServeConfig) -> Shared {
         pool: Mutex::new(HashMap::new()),
         sessions: Mutex::new(HashMap::new()),
         joined: Mutex::new(HashMap::new()),
+        session_rows: Mutex::new(HashMap::new()),
         counter: std::sync::atomic::AtomicU64::new(0),
     })
 }

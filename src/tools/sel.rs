@@ -217,6 +217,19 @@ fn without(spec: &ToolSpec, name: String, description: String, drop: &[&str]) ->
     }
 }
 
+/// The SEL getter of column `key` (`get_<key>s`, reading that column of `data_source`), with
+/// the column's description and OpenAPI type.
+pub fn getter(key: &str, description: &str, dtype: &str) -> ToolSpec {
+    ToolSpec {
+        name: getter_name(key),
+        description: format!("Lookup data {key}: {description}"),
+        parameters: json!({"type": "object", "properties": {
+            "data_source": {"type": "string", "description": "The table (or grouped table) to read, given as the `$LABEL$` of an earlier output."}
+        }, "required": ["data_source"]}),
+        output_parameters: json!({"type": "object", "properties": {"output_0": {"type": "array", "items": {"type": dtype}, "description": format!("The {key} values.")}}}),
+    }
+}
+
 /// The SEL toolkit of an instance: bound filters, sorts and aggregations, `truncate`, the
 /// unbound helpers, and one getter per joined-table column plus one per per-group aggregate
 /// column. With `keys = None`, the dataset-level catalog (no getters).
@@ -296,14 +309,7 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
                 )
             }));
         for (key, description, dtype) in getters {
-            out.push(ToolSpec {
-                name: getter_name(&key),
-                description: format!("Lookup data {key}: {description}"),
-                parameters: json!({"type": "object", "properties": {
-                    "data_source": {"type": "string", "description": "The table (or grouped table) to read, given as the `$LABEL$` of an earlier output."}
-                }, "required": ["data_source"]}),
-                output_parameters: json!({"type": "object", "properties": {"output_0": {"type": "array", "items": {"type": dtype}, "description": format!("The {key} values.")}}}),
-            });
+            out.push(getter(&key, &description, &dtype));
         }
     }
     out

@@ -3,13 +3,16 @@
 //! not in the instance's toolkit, from the request's domain first.
 //!
 //! - **Where from**: the instance's own database (REST: its other endpoints; SEL: the column
-//!   getters of its other tables) whenever that database has a usable candidate; only when it
-//!   has none, the databases related to it by schema/entity similarity ([`db_similarity`] > 0:
-//!   Jaccard of the databases' entity vocabularies, the name tokens of their tools that occur in
-//!   at most a quarter of the databases). A candidate from an unrelated database (similarity 0)
-//!   is never added. SLOT has no pool (every instance already holds the whole SLOT catalog).
+//!   getters of its other tables; SLOT: SEL-style column getters `get_<key>s` of the columns the
+//!   database's other instances join, none of the instance's own table — every instance already
+//!   holds the whole SLOT catalog, so its distractors are getters it cannot use) whenever that
+//!   database has a usable candidate; only when it has none, the databases related to it by
+//!   schema/entity similarity ([`db_similarity`] > 0: Jaccard of the databases' entity
+//!   vocabularies, the name tokens of their tools that occur in at most a quarter of the
+//!   databases). A candidate from an unrelated database (similarity 0) is never added.
 //! - **Ranking**: [`relatedness`] to the gold tools (name tokens without `_<n>` de-duplication
-//!   suffixes, description words, parameter signature).
+//!   suffixes, description words, parameter signature; SLOT: to the getters of the columns the
+//!   gold calls read, [`crate::tools::sel::bind`]).
 //! - **Filter**: a candidate whose [`signature_similarity`] to a gold tool reaches the recipe's
 //!   `max_signature_similarity` (default 0.8, the paper's embedding threshold applied to this
 //!   Jaccard) is dropped as near-identical; so is one that answers the question when called with
@@ -133,11 +136,28 @@ pub struct DistractorPool {
     databases: PathBuf,
     /// SEL: the catalog tool names (not getters).
     catalog: BTreeSet<String>,
+    /// Dataset format (`slot`, `sel`, `rest`).
+    format: String,
+}
+
+/// Whether a SEL call name is a column getter (`get_<key>s`).
+fn is_getter_name(name: &str) -> bool {
+    name.starts_with("get_") && name.ends_with('s')
+}
+
+/// Why distractor candidates were dropped, counted over a build.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Signature similarity to a gold tool at or over the threshold.
+    pub near_identical: usize,
+    /// Executed with the gold arguments mapped, gives the gold answer.
+    pub answering: usize,
 }
 
 impl DistractorPool {
     /// Collects the pool of `build` (REST: `tools/endpoints.json`; SEL: every instance's
-    /// getters, one per database and name; SLOT: empty) and the databases' vocabularies.
+    /// getters, one per database and name; SLOT: a getter per column of every instance's joined
+    /// table, one per database and name) and the databases' vocabularies.
     pub fn new(build: &Build) -> DistractorPool {
         let catalog: BTreeSet<String> = build.catalog.iter().map(|t| t.name.clone()).collect();
         let mut candidates = Vec::new();
@@ -167,6 +187,22 @@ impl DistractorPool {
                                 db: e.db_id.clone(),
                                 tool: t.clone(),
                                 features: Features::of(t),
+                                endpoint: None,
+                            });
+                        }
+                    }
+                }
+            }
+            "slot" => {
+                let mut seen = BTreeSet::new();
+                for e in build.groups.values().flat_map(|o| &o.examples) {
+                    for k in &e.key_values_and_descriptions {
+                        let t = crate::tools::sel::getter(&k.key_name, &k.description, &k.dtype);
+                        if seen.insert((e.db_id.clone(), t.name.clone())) {
+                            candidates.push(Candidate {
+                                db: e.db_id.clone(),
+                                features: Features::of(&t),
+                                tool: t,
                                 endpoint: None,
                             });
                         }
@@ -206,6 +242,7 @@ impl DistractorPool {
             vocab,
             databases: build.source.databases.clone(),
             catalog,
+            format: build.recipe.format.clone(),
         }
     }
 
@@ -249,6 +286,17 @@ impl DistractorPool {
         };
         let ck = keys(&c.tool);
         let (setup, calls) = crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.output);
+        if self.format == "slot" {
+            // The gold in SEL form; the candidate getter in place of each gold getter.
+            let sel = crate::tools::sel::bind(calls);
+            return (0..sel.len()).filter(|&i| is_getter_name(&sel[i].name)).any(|i| {
+                let mut swapped = sel.clone();
+                swapped[i].name = c.tool.name.clone();
+                executor
+                    .run_with_setup(setup, &swapped)
+                    .is_ok_and(|got| same(&got, e.ordered))
+            });
+        }
         for (i, g) in calls.iter().enumerate() {
             let is_getter = !self.catalog.contains(&g.name);
             let same_keys = e.tools.iter().find(|t| t.name == g.name).is_some_and(|t| keys(t) == ck);
@@ -267,18 +315,39 @@ impl DistractorPool {
         false
     }
 
-    /// The distractors variant of `e` (`None` when the pool has no usable candidate) and how
-    /// many candidates were dropped as near-identical to a gold tool or answering the question.
-    pub fn variant(&self, e: &Example, cfg: &DistractorsConfig, seed: u64, _format: &str) -> (Option<Example>, usize) {
-        let in_toolkit: BTreeSet<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
-        let gold: Vec<Features> = e
-            .tools
-            .iter()
-            .filter(|t| e.output.iter().any(|c| c.name == t.name))
-            .map(Features::of)
-            .collect();
+    /// The distractors variant of `e` (`None` when the pool has no usable candidate) and the
+    /// candidates dropped as near-identical to a gold tool or answering the question.
+    pub fn variant(&self, e: &Example, cfg: &DistractorsConfig, seed: u64) -> (Option<Example>, Dropped) {
+        let mut in_toolkit: BTreeSet<String> = e.tools.iter().map(|t| t.name.clone()).collect();
+        let gold: Vec<Features> = if self.format == "slot" {
+            // SLOT: the instance's own columns are usable (never distractors); the gold is
+            // compared as the getters of the columns its calls read.
+            in_toolkit.extend(
+                e.key_values_and_descriptions
+                    .iter()
+                    .map(|k| crate::tools::sel::getter_name(&k.key_name)),
+            );
+            let (_, calls) = crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.output);
+            let read: BTreeSet<String> = crate::tools::sel::bind(calls)
+                .into_iter()
+                .map(|c| c.name)
+                .filter(|n| is_getter_name(n))
+                .collect();
+            e.key_values_and_descriptions
+                .iter()
+                .map(|k| crate::tools::sel::getter(&k.key_name, &k.description, &k.dtype))
+                .filter(|t| read.contains(&t.name))
+                .map(|t| Features::of(&t))
+                .collect()
+        } else {
+            e.tools
+                .iter()
+                .filter(|t| e.output.iter().any(|c| c.name == t.name))
+                .map(Features::of)
+                .collect()
+        };
         if gold.is_empty() || cfg.k == 0 {
-            return (None, 0);
+            return (None, Dropped::default());
         }
         let own = e
             .db_id
@@ -286,11 +355,11 @@ impl DistractorPool {
             .and_then(|d| self.vocab.get(d))
             .cloned()
             .unwrap_or_default();
-        let mut dropped = 0;
+        let mut near_identical = 0;
         // (same database, database similarity, relatedness, candidate).
         let mut scored: Vec<(bool, f64, f64, &Candidate)> = Vec::new();
         for c in &self.candidates {
-            if in_toolkit.contains(c.tool.name.as_str()) {
+            if in_toolkit.contains(&c.tool.name) {
                 continue;
             }
             let same_db = c.db.is_some() && c.db == e.db_id;
@@ -306,7 +375,7 @@ impl DistractorPool {
                 .iter()
                 .any(|g| signature_similarity(&c.features, g) >= cfg.max_signature_similarity)
             {
-                dropped += 1;
+                near_identical += 1;
                 continue;
             }
             let score = gold.iter().map(|g| relatedness(&c.features, g)).fold(0.0, f64::max);
@@ -338,7 +407,10 @@ impl DistractorPool {
             names.insert(c.tool.name.clone());
             chosen.push((s, c));
         }
-        dropped += answering;
+        let dropped = Dropped {
+            near_identical,
+            answering,
+        };
         if chosen.is_empty() {
             return (None, dropped);
         }

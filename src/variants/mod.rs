@@ -173,6 +173,16 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
             b.push(b'\n');
             b
         });
+        if let Some(old) = build
+            .extra_files
+            .get("tools/openapi.json")
+            .filter(|_| format == "rest")
+            .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+        {
+            let mut b = serde_json::to_vec_pretty(&drift::a_new_document(&old, plan)).expect("serialisable");
+            b.push(b'\n');
+            build.extra_files.insert("tools/openapi_new.json".into(), b);
+        }
         extra.insert("drift_operators".into(), json!(plan.operator_counts()));
         extra.insert("drifted_tools".into(), json!(plan.tools.len()));
     }
@@ -180,7 +190,10 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
         .distractors
         .as_ref()
         .map(|_| distractors::DistractorPool::new(build));
-    let mut distractor_drops = 0usize;
+    let mut distractor_drops = distractors::Dropped::default();
+    // Per-instance drift (SLOT/SEL): tools drifted per operator, summed over instances.
+    let mut instance_ops: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut instance_tools = 0usize;
 
     for outcome in build.groups.values_mut() {
         let mut rows: Vec<Example> = Vec::new();
@@ -196,8 +209,19 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
                     }
                 }
             }
-            if let Some(plan) = &drift_plan {
-                match plan.variant(e) {
+            if let (Some(plan), Some(d_cfg)) = (&drift_plan, &cfg.drift) {
+                let drawn = match plan.scope {
+                    drift::Scope::Instance => {
+                        let inst = drift::plan_instance(e, d_cfg, seed, &format);
+                        for (op, n) in inst.operator_counts() {
+                            *instance_ops.entry(op).or_insert(0) += n;
+                        }
+                        instance_tools += inst.tools.len();
+                        inst.variant(e)
+                    }
+                    drift::Scope::Tool => plan.variant(e),
+                };
+                match drawn {
                     Some(v) => {
                         bump(&mut counts, "drift");
                         rows.push(v)
@@ -206,8 +230,9 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
                 }
             }
             if let (Some(d), Some(pool)) = (&cfg.distractors, &pool) {
-                let (v, dropped) = pool.variant(e, d, seed, &format);
-                distractor_drops += dropped;
+                let (v, dropped) = pool.variant(e, d, seed);
+                distractor_drops.near_identical += dropped.near_identical;
+                distractor_drops.answering += dropped.answering;
                 match v {
                     Some(v) => {
                         bump(&mut counts, "distractors");
@@ -243,9 +268,14 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
     v.insert("not_generated".into(), json!(rejected));
     if cfg.distractors.is_some() {
         v.insert(
-            "distractor_candidates_dropped_near_identical".into(),
-            json!(distractor_drops),
+            "distractor_candidates_dropped".into(),
+            json!({"near_identical": distractor_drops.near_identical, "answering_the_question": distractor_drops.answering}),
         );
+    }
+    if drift_plan.as_ref().is_some_and(|p| p.scope == drift::Scope::Instance) {
+        extra.insert("drift_scope".into(), json!("instance"));
+        extra.insert("drift_operators".into(), json!(instance_ops));
+        extra.insert("drifted_tools".into(), json!(instance_tools));
     }
     v.extend(extra);
     build.stats.insert("variants".into(), Value::Object(v));

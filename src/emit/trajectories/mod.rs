@@ -25,10 +25,14 @@
 //! never contains a value no tool message showed, and when a result was cut it states the total
 //! and which rows it lists. A trajectory whose JSON line exceeds `max_chars` characters is not
 //! written; the skip is counted by reason in `report/verification.json` (`trajectories`).
+//!
+//! Variant rows (issue 16) get a clean trajectory rewritten from their parent's ([`variants`]):
+//! the variant's request, tools and calls over the same real results.
 
 pub mod answer;
 pub mod cached;
 pub mod faults;
+pub mod variants;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -513,11 +517,38 @@ impl<'b> Trajectories<'b> {
     ) -> Result<(Vec<u8>, Vec<u8>, BTreeMap<String, usize>)> {
         let (mut clean, mut faulted) = (Vec::new(), Vec::new());
         let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
-        // Variant rows (drifted, obfuscated, … calls) are not directly executable; trajectories
-        // cover the verified examples themselves.
-        for e in examples.iter().filter(|e| cached::is_original(e)) {
-            let Some(b) = lines.get(&(*e as *const Example as usize)) else {
-                continue;
+        // Verified examples from their executed lines; variant rows rewritten from their
+        // parent's clean trajectory ([`variants`]).
+        let parents: HashMap<&str, (&Example, &cached::Line)> = examples
+            .iter()
+            .filter(|e| cached::is_original(e))
+            .filter_map(|e| Some((e.id.as_str(), (*e, lines.get(&(*e as *const Example as usize))?))))
+            .collect();
+        let catalog: HashMap<&str, &ToolSpec> = self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
+        let max_chars = self.build.recipe.trajectories.max_chars;
+        for e in examples {
+            let variant_line;
+            let b = if cached::is_original(e) {
+                let Some(b) = lines.get(&(*e as *const Example as usize)) else {
+                    continue;
+                };
+                b
+            } else {
+                let parent = e.meta.as_ref().and_then(|m| m["variant_of"].as_str());
+                let Some((p, Some(t))) = parent
+                    .and_then(|id| parents.get(id))
+                    .map(|(p, l)| (p, l.clean.as_ref()))
+                else {
+                    continue;
+                };
+                let t: Json = serde_json::from_str(t)?;
+                let v = variants::variant_trajectory(e, p, &t, &catalog, max_chars);
+                variant_line = cached::Line {
+                    skipped: v.as_ref().err().map(|r| r.to_string()).into_iter().collect(),
+                    clean: v.ok().map(|t| t.to_string()),
+                    faulted: None,
+                };
+                &variant_line
             };
             for (t, out) in [(&b.clean, &mut clean), (&b.faulted, &mut faulted)] {
                 if let Some(t) = t {

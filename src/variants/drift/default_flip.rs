@@ -1,4 +1,7 @@
-//! `default_flip`: a boolean default `d` becomes `!d`.
+//! `default_flip`: a stated default changes — a boolean `d` becomes `!d`; an enum's default
+//! becomes the next choice of the enum (REST's `sort_order` `"asc"` ↔ `"desc"`). A_new states
+//! the new default (REST: as the query parameter's default, which `serve` binds when the
+//! argument is omitted).
 //!
 //! Migration: the old default made explicit when the call omits the argument (quiet: the old
 //! call stays valid but would silently change meaning). Un-migration: an omitted argument takes
@@ -8,22 +11,30 @@ use serde_json::{Map, Value, json};
 
 use super::{Change, Rng};
 
-/// One boolean-defaulted parameter of `ps` not in `taken`.
+/// The flipped default of a property: `!d` for a boolean default, the enum's next choice
+/// (cyclically) for a default among at least two choices; `None` otherwise.
+pub fn flipped(p: &Value) -> Option<Value> {
+    let d = p.get("default")?;
+    if let Some(b) = d.as_bool() {
+        return Some(json!(!b));
+    }
+    let choices = p["enum"].as_array().filter(|c| c.len() >= 2)?;
+    let i = choices.iter().position(|c| c == d)?;
+    Some(choices[(i + 1) % choices.len()].clone())
+}
+
+/// One parameter of `ps` not in `taken` whose default can flip ([`flipped`]).
 pub(super) fn propose(ps: &[(String, Value)], taken: &[String], rng: &mut Rng) -> Vec<Change> {
-    let el: Vec<(String, bool)> = ps
+    let el: Vec<(String, Value, Value)> = ps
         .iter()
         .filter(|(n, _)| !taken.contains(n))
-        .filter_map(|(n, p)| p["default"].as_bool().map(|d| (n.clone(), d)))
+        .filter_map(|(n, p)| flipped(p).map(|new| (n.clone(), p["default"].clone(), new)))
         .collect();
     if el.is_empty() {
         vec![]
     } else {
-        let (n, d) = el[rng.below(el.len())].clone();
-        vec![Change::DefaultFlip {
-            parameter: n,
-            old: json!(d),
-            new: json!(!d),
-        }]
+        let (parameter, old, new) = el[rng.below(el.len())].clone();
+        vec![Change::DefaultFlip { parameter, old, new }]
     }
 }
 

@@ -11,8 +11,8 @@
 //! | `parameter_rename`   | property renamed through [`SYNONYMS`] (token-wise), else snake_case → camelCase | argument key renamed          |
 //! | `type_drift`         | `integer` / `number` / `boolean` property → `string` (default too) | value written as text (`-1` → `"-1"`)    |
 //! | `required_swap`      | an optional property with a default becomes required, or a required one stating a default becomes optional (never a required input without a default) | optional→required: the old default made explicit when absent |
-//! | `default_flip`       | a boolean default `d` becomes `!d`                              | the old default made explicit when absent   |
-//! | `nested_object`      | related properties ([`GROUPS`]) moved into one object property (not for REST GET: query strings are flat) | those arguments moved into the object |
+//! | `default_flip`       | a boolean default `d` becomes `!d`; an enum default the next choice (REST `sort_order`) | the old default made explicit when absent |
+//! | `nested_object`      | related properties ([`GROUPS`]; REST: the filter parameters as `criteria`) moved into one object property; REST: verb evolution GET → POST with a JSON body | those arguments moved into the object |
 //!
 //! Each parameter gets at most one of `type_drift`, `required_swap`, `default_flip`; renaming and
 //! nesting compose with them. Every drifted A_new schema has `additionalProperties: false` (a
@@ -31,12 +31,14 @@
 //! Files: [`plan`] draws a tool's change log ([`plan_tool`]) and the dataset's [`Drift`], applies
 //! it to a schema ([`apply_schema`]) and makes the variant rows; [`migrate`](mod@migrate) rewrites gold calls
 //! A_old → A_new and back ([`migrate()`], [`unmigrate`]); [`validate`] is the A_new validator
-//! `serve` uses ([`fastapi_errors`], [`Drift::check_body`], [`Drift::check_query`]).
+//! `serve` uses ([`fastapi_errors`], [`Drift::check_body`], [`Drift::check_query`],
+//! [`Drift::check_json`]); [`openapi`](mod@openapi) writes the A_new OpenAPI document of a REST dataset.
 
 pub mod default_flip;
 pub mod endpoint_evolution;
 pub mod migrate;
 pub mod nested_object;
+pub mod openapi;
 pub mod parameter_rename;
 pub mod plan;
 pub mod required_swap;
@@ -51,8 +53,9 @@ use crate::tools::ToolSpec;
 
 pub use migrate::{Migrated, migrate, unmigrate};
 pub use nested_object::GROUPS;
+pub use openapi::a_new_document;
 pub use parameter_rename::{SYNONYMS, renamed};
-pub use plan::{apply_schema, plan_tool};
+pub use plan::{apply_schema, plan_instance, plan_tool};
 pub use validate::fastapi_errors;
 
 /// The six DynamicToolBench drift operators, one file each (defined with the recipe's
@@ -103,7 +106,7 @@ pub enum Change {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         default: Option<Value>,
     },
-    /// `default_flip`: a boolean default negated.
+    /// `default_flip`: a boolean default negated, or an enum default moved to the next choice.
     DefaultFlip {
         /// A_old name.
         parameter: String,
@@ -147,6 +150,11 @@ pub struct ToolDrift {
     /// REST: A_new route path.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub path_new: Option<String>,
+    /// REST: A_new HTTP method — `POST` (arguments as a JSON body, validated against
+    /// `new.parameters`) when a `nested_object` change grouped parameters into an object (verb
+    /// evolution: a query string is flat), else `GET` (A_old is always `GET`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub method: Option<String>,
     /// A_old (the spec a model is shown).
     pub old: ToolSpec,
     /// A_new (what execution enforces).
@@ -156,6 +164,11 @@ pub struct ToolDrift {
 }
 
 impl ToolDrift {
+    /// Whether the A_new endpoint takes a JSON body (`POST`, verb evolution; REST only).
+    pub fn is_post(&self) -> bool {
+        self.method.as_deref() == Some("POST")
+    }
+
     /// The A_new name of the A_old parameter `old` (renamed through the change log).
     pub fn new_parameter_name(&self, old: &str) -> String {
         self.changes
@@ -182,6 +195,21 @@ impl ToolDrift {
     }
 }
 
+/// What one draw of the drift covers ([`Drift::scope`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// One A_new per tool of the dataset catalog, shared by every row (REST: per endpoint — an
+    /// endpoint's A_new is its route, and REST calls have no session to carry an instance).
+    #[default]
+    Tool,
+    /// One A_new per instance (SLOT/SEL): each drift row draws its toolkit's changes from its
+    /// own stream (recipe seed, `drift`, parent id, tool name); the row carries them in
+    /// `meta.variant` (`changes`, `tools_new`), and `serve` enforces them in sessions opened for
+    /// that row's id ([`Drift::of_instance`]).
+    Instance,
+}
+
 /// The drift of a whole dataset: `tools/drift.json`, and what `toolforge serve` enforces.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Drift {
@@ -189,7 +217,13 @@ pub struct Drift {
     pub format: String,
     /// The seed the drift was drawn with.
     pub seed: u64,
-    /// Every drifted tool of the dataset catalog (REST: every endpoint, with its database).
+    /// Per tool (REST) or per instance (SLOT/SEL); absent in files written before per-instance
+    /// drift (then `tool`).
+    #[serde(default)]
+    pub scope: Scope,
+    /// Every drifted tool of the dataset catalog (REST: every endpoint, with its database);
+    /// empty for scope `instance` (each drift row carries its own), except in
+    /// [`Drift::of_instance`], where it holds that instance's tools.
     pub tools: Vec<ToolDrift>,
 }
 

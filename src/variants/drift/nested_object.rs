@@ -1,7 +1,11 @@
-//! `nested_object`: related properties ([`GROUPS`], at least two present, the group name free)
-//! moved into one object property; not for REST GET endpoints (query strings are flat). Members
-//! are named as in A_new (after renaming) and keep their A_old order; the object takes the first
-//! member's position, and is required when any member was.
+//! `nested_object`: related properties moved into one object property. SLOT/SEL: a group of
+//! [`GROUPS`] with at least two members present (the group name free). REST: the endpoint's
+//! filter parameters (all but the paging ones, [`REST_PAGING`]) become one object `criteria`,
+//! else `limit` + `sort_order` become `paging`; a query string is flat, so the A_new endpoint
+//! takes a JSON body: **verb evolution GET → POST** ([`super::ToolDrift::method`]; `serve`
+//! answers the old GET with 405 and a flat body with 422). Members are named as in A_new (after
+//! renaming) and keep their A_old order; the object takes the first member's position, and is
+//! required when any member was.
 //!
 //! Migration: those arguments moved into the object (loud when any is present). Un-migration:
 //! the object's members moved back to the top level (an error when the group is not an object).
@@ -18,12 +22,39 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("transformation", &["operation_type", "operation_args"]),
 ];
 
-/// The first group of [`GROUPS`] with two members among `ps` (none for a REST endpoint).
+/// The paging parameters of a REST endpoint (`sql::expose`): grouped as `paging`, never into
+/// `criteria`.
+pub const REST_PAGING: &[&str] = &["limit", "sort_order"];
+
+/// The group name of a REST endpoint's filter parameters.
+pub const REST_CRITERIA: &str = "criteria";
+
+/// SLOT/SEL: the first group of [`GROUPS`] with two members among `ps`. REST (`rest`): the
+/// filter parameters as `criteria` (at least one), else both paging parameters as `paging`.
 pub(super) fn propose(ps: &[(String, Value)], rest: bool) -> Vec<Change> {
-    if rest {
-        return vec![];
-    }
     let has = |name: &str| ps.iter().any(|(n, _)| n.as_str() == name);
+    let group = |group: &str, members: Vec<String>| Change::NestedObject {
+        group: group.to_string(),
+        members,
+    };
+    if rest {
+        let filters: Vec<String> = ps
+            .iter()
+            .map(|(n, _)| n.clone())
+            .filter(|n| !REST_PAGING.contains(&n.as_str()))
+            .collect();
+        return if !filters.is_empty() && !has(REST_CRITERIA) {
+            vec![group(REST_CRITERIA, filters)]
+        } else if REST_PAGING.iter().all(|p| has(p)) && !has("paging") {
+            let paging = ps
+                .iter()
+                .map(|(n, _)| n.clone())
+                .filter(|n| REST_PAGING.contains(&n.as_str()));
+            vec![group("paging", paging.collect())]
+        } else {
+            vec![]
+        };
+    }
     let mut out = vec![];
     for &(group, members) in GROUPS {
         if members.iter().filter(|m| has(m)).count() >= 2 && !has(group) {

@@ -7,16 +7,16 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Change, Drift, DriftConfig, OPERATORS, Rng, ToolDrift, default_flip, endpoint_evolution, migrate, nested_object,
-    parameter_rename, props, required, required_swap, type_drift,
+    Change, Drift, DriftConfig, OPERATORS, Rng, Scope, ToolDrift, default_flip, endpoint_evolution, migrate,
+    nested_object, parameter_rename, props, required, required_swap, type_drift,
 };
 use crate::dataset::{Build, Example};
 use crate::tools::ToolSpec;
 use crate::tools::rest::Endpoint;
 use crate::variants::variant_row;
 
-/// Draws the change log of one tool (module docs). `rest`: a GET endpoint (no nesting; the path
-/// is versioned too).
+/// Draws the change log of one tool (module docs). `path`: a REST endpoint's A_old path (the
+/// path is versioned too; nesting groups its filter parameters and moves it to POST).
 pub fn plan_tool(spec: &ToolSpec, path: Option<&str>, cfg: &DriftConfig, rng: &mut Rng) -> Vec<Change> {
     let on = |op: &str| cfg.operators.iter().any(|o| o == op);
     let ps = props(&spec.parameters);
@@ -88,7 +88,9 @@ pub fn plan_tool(spec: &ToolSpec, path: Option<&str>, cfg: &DriftConfig, rng: &m
     chosen
 }
 
-/// A_new of a tool: `changes` applied to A_old (a per-instance spec keeps its enums).
+/// A_new of a tool: `changes` applied to A_old (a per-instance spec keeps its enums). A REST
+/// endpoint (description ending `(GET <path>)`) whose parameters were nested is described as
+/// `(POST <path>)` (verb evolution, [`nested_object`]).
 pub fn apply_schema(spec: &ToolSpec, changes: &[Change]) -> ToolSpec {
     let mut new = spec.clone();
     let mut properties: Map<String, Value> = new.parameters["properties"].as_object().cloned().unwrap_or_default();
@@ -109,7 +111,10 @@ pub fn apply_schema(spec: &ToolSpec, changes: &[Change]) -> ToolSpec {
                 ..
             } => required_swap::apply(&mut req, parameter, *now_required),
             Change::ParameterRename { from, to } => parameter_rename::apply(&mut properties, &mut req, from, to),
-            Change::NestedObject { group, members } => nested_object::apply(&mut properties, &mut req, group, members),
+            Change::NestedObject { group, members } => {
+                nested_object::apply(&mut properties, &mut req, group, members);
+                new.description = new.description.replace("(GET /", "(POST /");
+            }
         }
     }
     new.parameters =
@@ -117,9 +122,40 @@ pub fn apply_schema(spec: &ToolSpec, changes: &[Change]) -> ToolSpec {
     new
 }
 
+/// The drift of one instance (scope `instance`, SLOT/SEL): every tool of `e`'s toolkit drawn
+/// from its own stream (`seed`, `drift`, `e.id`, tool name) with the configured operator mix,
+/// so two rows get different A_new for the same tool and a row's A_new never depends on the
+/// others.
+pub fn plan_instance(e: &Example, cfg: &DriftConfig, seed: u64, format: &str) -> Drift {
+    let tools = e
+        .tools
+        .iter()
+        .filter_map(|t| {
+            let mut rng = Rng::new(seed, &["drift", &e.id, &t.name]);
+            let changes = plan_tool(t, None, cfg, &mut rng);
+            (!changes.is_empty()).then(|| ToolDrift {
+                db_id: None,
+                path_old: None,
+                path_new: None,
+                method: None,
+                new: apply_schema(t, &changes),
+                old: t.clone(),
+                changes,
+            })
+        })
+        .collect();
+    Drift {
+        format: format.to_string(),
+        seed,
+        scope: Scope::Instance,
+        tools,
+    }
+}
+
 impl Drift {
-    /// Draws the drift of every catalog tool (SLOT/SEL: `build.catalog`; REST: the endpoints of
-    /// `tools/endpoints.json`), one seeded stream per tool (seed, `drift`, db, name).
+    /// Draws the drift of a dataset: REST (scope `tool`), every endpoint of
+    /// `tools/endpoints.json`, one seeded stream per endpoint (seed, `drift`, db, name); SLOT/SEL
+    /// (scope `instance`), no tools here — each row draws its own ([`plan_instance`]).
     pub fn plan(build: &Build, cfg: &DriftConfig, seed: u64) -> Drift {
         let format = build.recipe.format.clone();
         let mut tools = Vec::new();
@@ -140,7 +176,9 @@ impl Drift {
                     Change::EndpointEvolution { path_new, .. } => path_new.clone(),
                     _ => None,
                 });
+                let post = changes.iter().any(|c| matches!(c, Change::NestedObject { .. }));
                 tools.push(ToolDrift {
+                    method: Some(if post { "POST" } else { "GET" }.to_string()),
                     db_id: Some(ep.db_id.clone()),
                     path_new: Some(path_new.unwrap_or_else(|| ep.path.clone())),
                     path_old: Some(ep.path.clone()),
@@ -149,24 +187,43 @@ impl Drift {
                     changes,
                 });
             }
-        } else {
-            for spec in &build.catalog {
-                let mut rng = Rng::new(seed, &["drift", &spec.name]);
-                let changes = plan_tool(spec, None, cfg, &mut rng);
-                if changes.is_empty() {
-                    continue;
-                }
-                tools.push(ToolDrift {
+        }
+        let scope = if format == "rest" { Scope::Tool } else { Scope::Instance };
+        Drift {
+            format,
+            seed,
+            scope,
+            tools,
+        }
+    }
+
+    /// The A_new of one instance from its drift row (scope `instance`): `tools` the row's (A_old)
+    /// specs, `variant` its `meta.variant` (`changes`: change log by A_old tool name). `None`
+    /// when `variant` has no change log. Used by `serve` (sessions of that row), `eval` and the
+    /// tests.
+    pub fn of_instance(format: &str, tools: &[ToolSpec], variant: &Value) -> Option<Drift> {
+        let log = variant["changes"].as_object()?;
+        let tools = tools
+            .iter()
+            .filter_map(|t| {
+                let changes: Vec<Change> = serde_json::from_value(log.get(&t.name)?.clone()).ok()?;
+                Some(ToolDrift {
                     db_id: None,
                     path_old: None,
                     path_new: None,
-                    new: apply_schema(spec, &changes),
-                    old: spec.clone(),
+                    method: None,
+                    new: apply_schema(t, &changes),
+                    old: t.clone(),
                     changes,
-                });
-            }
-        }
-        Drift { format, seed, tools }
+                })
+            })
+            .collect();
+        Some(Drift {
+            format: format.to_string(),
+            seed: 0,
+            scope: Scope::Instance,
+            tools,
+        })
     }
 
     /// The `tools/drift.json` document.

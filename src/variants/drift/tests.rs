@@ -231,8 +231,10 @@ fn served_drift_enforces_a_new() {
     let drift = Drift {
         format: "slot".into(),
         seed: 0,
+        scope: Scope::Tool,
         tools: vec![
             ToolDrift {
+                method: None,
                 db_id: None,
                 path_old: None,
                 path_new: None,
@@ -241,6 +243,7 @@ fn served_drift_enforces_a_new() {
                 changes,
             },
             ToolDrift {
+                method: None,
                 db_id: None,
                 path_old: None,
                 path_new: None,
@@ -316,7 +319,15 @@ fn plans_are_seeded_and_canonically_ordered() {
         rate: 0.0,
         weights: Default::default(),
     };
-    assert!(plan_tool(&spec(), Some("/v1/x"), &one, &mut Rng::new(1, &["x"])).is_empty());
+    // REST: the filter parameters nested as `criteria` (the paging `limit` stays a top-level
+    // member of the JSON body).
+    assert_eq!(
+        plan_tool(&spec(), Some("/v1/x"), &one, &mut Rng::new(1, &["x"])),
+        vec![Change::NestedObject {
+            group: "criteria".into(),
+            members: vec!["data_source".into(), "key_name".into(), "distinct".into()],
+        }]
+    );
     // The operator mix: weight 1 applies an operator to every tool it can change, weight 0
     // never (unless it is the only applicable one: a tool gets at least one change).
     let mix = DriftConfig {
@@ -336,4 +347,73 @@ fn plans_are_seeded_and_canonically_ordered() {
             "{ops:?}"
         );
     }
+}
+
+#[test]
+fn default_flip_moves_an_enum_default_to_the_next_choice() {
+    let p = json!({"type": "string", "enum": ["asc", "desc"], "default": "asc"});
+    assert_eq!(default_flip::flipped(&p), Some(json!("desc")));
+    assert_eq!(
+        default_flip::flipped(&json!({"type": "boolean", "default": true})),
+        Some(json!(false))
+    );
+    assert_eq!(default_flip::flipped(&json!({"type": "integer", "default": 1})), None);
+    assert_eq!(
+        default_flip::flipped(&json!({"type": "string", "enum": ["a"], "default": "a"})),
+        None
+    );
+}
+
+#[test]
+fn rest_nesting_is_verb_evolution_with_a_json_body() {
+    let ep = ToolSpec {
+        name: "get_x".into(),
+        description: "Rows (GET /v1/s/db/t/x)".into(),
+        parameters: json!({"type": "object", "properties": {
+            "name": {"type": "string"},
+            "limit": {"type": "integer", "default": 1},
+            "sort_order": {"type": "string", "enum": ["asc", "desc"], "default": "asc"},
+        }, "required": ["name"]}),
+        output_parameters: json!({}),
+    };
+    let changes = vec![
+        Change::DefaultFlip {
+            parameter: "sort_order".into(),
+            old: json!("asc"),
+            new: json!("desc"),
+        },
+        Change::NestedObject {
+            group: "criteria".into(),
+            members: vec!["name".into()],
+        },
+    ];
+    let new = apply_schema(&ep, &changes);
+    assert_eq!(new.description, "Rows (POST /v1/s/db/t/x)");
+    assert_eq!(new.parameters["required"], json!(["criteria"]));
+    assert_eq!(new.parameters["properties"]["sort_order"]["default"], "desc");
+    let d = ToolDrift {
+        db_id: Some("db".into()),
+        path_old: Some("/v1/s/db/t/x".into()),
+        path_new: Some("/v1/s/db/t/x".into()),
+        method: Some("POST".into()),
+        old: ep,
+        new,
+        changes,
+    };
+    let args = |v: Value| v.as_object().unwrap().clone();
+    // The old flat shape is refused naming the fields; the nested one un-migrates, an omitted
+    // flipped default taking its A_new value.
+    let err = Drift::check_json(&d, &args(json!({"name": "a"}))).unwrap_err();
+    assert!(
+        err.iter()
+            .any(|e| e["type"] == "extra_forbidden" && e["loc"] == json!(["body", "name"])),
+        "{err:?}"
+    );
+    assert!(
+        err.iter()
+            .any(|e| e["type"] == "missing" && e["loc"] == json!(["body", "criteria"])),
+        "{err:?}"
+    );
+    let old = Drift::check_json(&d, &args(json!({"criteria": {"name": "a"}, "limit": 3}))).unwrap();
+    assert_eq!(old, args(json!({"name": "a", "limit": 3, "sort_order": "desc"})));
 }

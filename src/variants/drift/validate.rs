@@ -1,7 +1,8 @@
 //! The A_new validator `toolforge serve` enforces under drift: [`fastapi_errors`] (JSON Schema
 //! validation with the `jsonschema` crate, errors in FastAPI's 422 shape), [`Drift::check_body`]
-//! (`POST /tools/{name}`) and [`Drift::check_query`] (a REST GET), both un-migrating a valid
-//! A_new call into the A_old call to run.
+//! (`POST /tools/{name}`), [`Drift::check_query`] (a REST GET) and [`Drift::check_json`] (a
+//! REST POST after verb evolution), each un-migrating a valid A_new call into the A_old call to
+//! run.
 
 use serde_json::{Map, Value, json};
 
@@ -131,6 +132,25 @@ impl Drift {
             Some(vec![
                 json!({"type": "value_error", "loc": ["body"], "msg": m, "input": Value::Object(args.clone())}),
             ])
+        })
+    }
+
+    /// A REST `POST` under A_new (verb evolution, [`ToolDrift::is_post`]): the JSON body of the
+    /// drifted endpoint `d` validated against A_new with `jsonschema` (`loc` `["body", field…]`,
+    /// nested members included), then un-migrated. Returns the A_old arguments, or the 422
+    /// `detail` list.
+    pub fn check_json(d: &ToolDrift, body: &Map<String, Value>) -> Result<Map<String, Value>, Vec<Value>> {
+        let errors = fastapi_errors(&d.new.parameters, body, "body");
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let call = Call {
+            name: d.new.name.clone(),
+            arguments: body.clone(),
+            label: String::new(),
+        };
+        unmigrate(&call, &d.changes).map(|c| c.arguments).map_err(|m| {
+            vec![json!({"type": "value_error", "loc": ["body"], "msg": m, "input": Value::Object(body.clone())})]
         })
     }
 
