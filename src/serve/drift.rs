@@ -14,6 +14,11 @@
 //!   ([`remember_session`]) enforces that row's A_new ([`instances`]); any other session runs
 //!   A_old. A dataset drifted per tool (older files) enforces its one A_new in every session.
 //!
+//! - MCP ([`super::mcp`]) enforces the same A_new: a drifted REST endpoint is listed and called
+//!   under its A_new name and input schema (arguments checked like a `POST` body); SLOT/SEL
+//!   `tools/call` goes through [`check_tool_call`] in the call's session, and `create_session`
+//!   with a drift row's id enforces that row's A_new ([`remember_session`]).
+//!
 //! Errors are FastAPI-shaped 422s (`{"detail": [{"type", "loc", "msg", "input"}]}`).
 
 use std::collections::HashMap;
@@ -109,27 +114,48 @@ fn session_drift<'s>(state: &'s Shared, session_id: Option<&str>) -> Option<std:
         .map(std::borrow::Cow::Borrowed)
 }
 
-/// SLOT/SEL `POST /tools/{name}` under drift, in session `session_id`: `Ok((name, arguments))`
-/// of the A_old call to run (unchanged when the session's A_new does not drift the tool); `Err`
-/// the 404 (an A_old name that no longer exists) or 422 response.
-pub(super) fn tool_call(
+/// Why a SLOT/SEL call is refused under drift ([`check_tool_call`]).
+pub(super) enum Refused {
+    /// An A_old name that no longer exists in the session's A_new (the message).
+    NotFound(String),
+    /// A_new arguments that do not validate (FastAPI-shaped `detail` entries).
+    Invalid(Vec<Json>),
+}
+
+/// A SLOT/SEL call under drift, in session `session_id` (HTTP `POST /tools/{name}` and MCP
+/// `tools/call` alike): `Ok((name, arguments))` of the A_old call to run (unchanged when the
+/// session's A_new does not drift the tool), else why it is refused.
+pub(super) fn check_tool_call(
     state: &Shared,
     session_id: Option<&str>,
     name: String,
     arguments: Map<String, Json>,
-) -> Result<(String, Map<String, Json>), Response> {
+) -> Result<(String, Map<String, Json>), Refused> {
     let Some(d) = session_drift(state, session_id) else {
         return Ok((name, arguments));
     };
     match d.check_body(&name, &arguments, "") {
         Ok(Some(old)) => Ok((old.name, old.arguments)),
         Ok(None) => Ok((name, arguments)),
-        Err(None) => Err(detail(
-            StatusCode::NOT_FOUND,
-            format!("no tool named {name:?} in {}", state.toolkit.name),
-        )),
-        Err(Some(errors)) => Err(unprocessable(errors)),
+        Err(None) => Err(Refused::NotFound(format!(
+            "no tool named {name:?} in {}",
+            state.toolkit.name
+        ))),
+        Err(Some(errors)) => Err(Refused::Invalid(errors)),
     }
+}
+
+/// [`check_tool_call`] for the HTTP route: a refusal as the 404 or 422 response.
+pub(super) fn tool_call(
+    state: &Shared,
+    session_id: Option<&str>,
+    name: String,
+    arguments: Map<String, Json>,
+) -> Result<(String, Map<String, Json>), Response> {
+    check_tool_call(state, session_id, name, arguments).map_err(|r| match r {
+        Refused::NotFound(m) => detail(StatusCode::NOT_FOUND, m),
+        Refused::Invalid(errors) => unprocessable(errors),
+    })
 }
 
 /// Whether `name` is an A_new tool name in session `session_id`.

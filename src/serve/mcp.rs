@@ -27,12 +27,14 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value as Json, json};
 
-use super::state::{AppState, ServeConfig, Shared, Toolkit, open_session, run_endpoint, run_tool};
+use super::state::{ServeConfig, Shared, Toolkit, open_session, run_endpoint, run_tool};
 
 /// What an MCP tool name runs.
 #[derive(Clone)]
 enum Target {
     Endpoint(usize),
+    /// A REST endpoint under schema drift: called with its A_new arguments.
+    DriftedEndpoint(usize, Arc<crate::variants::drift::ToolDrift>),
     Session,
     Tool(String),
 }
@@ -85,21 +87,28 @@ impl McpServer {
         let mut targets = HashMap::new();
         let tk = &state.toolkit;
         if tk.format == "rest" {
+            // Under schema drift a drifted endpoint is listed as its A_new (name, description,
+            // input schema) and enforces it, as the HTTP route does.
+            let listed: Vec<(crate::tools::ToolSpec, Target)> = (0..tk.endpoints.len())
+                .map(|i| match super::drift::endpoint_drift(&state, i) {
+                    Some(d) => (d.new.clone(), Target::DriftedEndpoint(i, d)),
+                    None => (tk.endpoints[i].tool_spec(), Target::Endpoint(i)),
+                })
+                .collect();
             let mut count: HashMap<&str, usize> = HashMap::new();
-            for e in &tk.endpoints {
-                *count.entry(e.name.as_str()).or_default() += 1;
+            for (spec, _) in &listed {
+                *count.entry(spec.name.as_str()).or_default() += 1;
             }
-            for (i, e) in tk.endpoints.iter().enumerate() {
-                let name = if count[e.name.as_str()] > 1 {
-                    format!("{}__{}", e.db_id, e.name)
+            for (i, (spec, target)) in listed.iter().enumerate() {
+                let name = if count[spec.name.as_str()] > 1 {
+                    format!("{}__{}", tk.endpoints[i].db_id, spec.name)
                 } else {
-                    e.name.clone()
+                    spec.name.clone()
                 };
-                let spec = e.tool_spec();
-                let mut tool = Tool::new(name.clone(), spec.description, object(spec.parameters));
+                let mut tool = Tool::new(name.clone(), spec.description.clone(), object(spec.parameters.clone()));
                 tool.output_schema = Some(rest_output_schema());
                 tools.push(tool);
-                targets.insert(name, Target::Endpoint(i));
+                targets.insert(name, target.clone());
             }
         } else {
             let mut session = Tool::new(
@@ -138,7 +147,7 @@ impl McpServer {
         }
     }
 
-    fn call(state: &AppState, target: &Target, mut args: Map<String, Json>) -> Result<Json, String> {
+    fn call(state: &Shared, target: &Target, mut args: Map<String, Json>) -> Result<Json, String> {
         match target {
             Target::Endpoint(i) => {
                 let values = state.toolkit.endpoints[*i]
@@ -148,14 +157,34 @@ impl McpServer {
                     .map(|rows| json!(rows))
                     .map_err(|(_, m)| m)
             }
-            Target::Session => open_session(state, &Json::Object(args)).map_err(|(_, m)| m),
+            Target::DriftedEndpoint(i, d) => {
+                let values = super::drift::rest_arguments(state, *i, d, super::drift::NewRequest::Body(args))
+                    .map_err(|errors| json!({"detail": errors}).to_string())?;
+                run_endpoint(state, *i, &values)
+                    .map(|rows| json!(rows))
+                    .map_err(|(_, m)| m)
+            }
+            Target::Session => {
+                let row = args.get("id").and_then(Json::as_str).map(String::from);
+                let v = open_session(state, &Json::Object(args)).map_err(|(_, m)| m)?;
+                // Under per-instance drift the session enforces its row's A_new.
+                if let (Some(sid), Some(row)) = (v["session_id"].as_str(), row) {
+                    super::drift::remember_session(state, sid, &row);
+                }
+                Ok(v)
+            }
             Target::Tool(name) => {
                 let sid = args
                     .remove("session_id")
                     .and_then(|v| v.as_str().map(String::from))
                     .ok_or("missing session_id (call create_session first)")?;
                 let label = args.remove("label").and_then(|v| v.as_str().map(String::from));
-                run_tool(state, name, &sid, args, label).map_err(|(_, m)| m)
+                let (name, args) =
+                    super::drift::check_tool_call(state, Some(&sid), name.clone(), args).map_err(|r| match r {
+                        super::drift::Refused::NotFound(m) => m,
+                        super::drift::Refused::Invalid(errors) => json!({"detail": errors}).to_string(),
+                    })?;
+                run_tool(state, &name, &sid, args, label).map_err(|(_, m)| m)
             }
         }
     }
@@ -187,13 +216,22 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(target) = self.targets.get(request.name.as_ref()).cloned() else {
-            return Err(ErrorData::invalid_params(
-                format!("no tool named {:?}", request.name),
-                None,
-            ));
-        };
         let args = request.arguments.unwrap_or_default();
+        // A tool renamed by a session's per-instance drift is not in the listing (which is A_old:
+        // the row carries its A_new tools); it is callable in that session.
+        let sid = args.get("session_id").and_then(Json::as_str);
+        let target = match self.targets.get(request.name.as_ref()) {
+            Some(t) => t.clone(),
+            None if super::drift::is_a_new_tool(&self.state, sid, request.name.as_ref()) => {
+                Target::Tool(request.name.to_string())
+            }
+            None => {
+                return Err(ErrorData::invalid_params(
+                    format!("no tool named {:?}", request.name),
+                    None,
+                ));
+            }
+        };
         let state = self.state.clone();
         let result = tokio::task::spawn_blocking(move || McpServer::call(&state, &target, args))
             .await

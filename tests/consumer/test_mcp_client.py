@@ -3,7 +3,10 @@
 rest-spider and slot-spider, validates every result against the tool's `outputSchema` (the SDK
 does this itself and rejects a `structuredContent` that is not an object), calls every gold call
 of rest-spider and compares the result with the row's gold answer, and runs 50 SLOT rows through
-sessions (`create_session`, then the row's calls with their labels)."""
+sessions (`create_session`, then the row's calls with their labels). Under schema drift
+(rest-spider-variants, slot-spider-variants) MCP enforces A_new as the HTTP routes do: drifted
+endpoints are listed and called under their A_new schema (a verb-evolved endpoint refuses the A_old
+flat arguments), and a session opened for a drift row runs that row's A_new tools only."""
 import asyncio
 import json
 import os
@@ -110,7 +113,89 @@ async def check_slot(session):
     return checked
 
 
-CHECKS = {"rest-spider": check_rest, "slot-spider": check_slot}
+def drift_rows(dataset):
+    out = []
+    for row in rows(dataset):
+        meta = json.loads(row["meta"]) if row.get("meta") else {}
+        if meta.get("variant_kind") == "drift":
+            out.append((row, meta))
+    return out
+
+
+async def check_rest_drift(session):
+    listed = {t.name: t for t in await all_tools(session)}
+    parents = {r["id"]: r for r in rows("rest-spider-variants")}
+    checked, refused, failures = 0, 0, []
+    for row, meta in drift_rows("rest-spider-variants")[:150]:
+        call = row["output"][0]
+        name = tool_name(listed, call, row["db_id"])
+        assert name in listed, name
+        args = json.loads(call["arguments"])
+        # The listed input schema is A_new: every A_new argument is a property of it.
+        assert set(args) <= set(listed[name].input_schema["properties"]), (name, args)
+        result = await session.call_tool(name, args)
+        gold = json.loads(row["gold_answer"])
+        if result.is_error or not same(gold, result.structured_content["result"], row["ordered"]):
+            failures.append(row["id"])
+        checked += 1
+        old_args = json.loads(parents[meta["variant_of"]]["output"][0]["arguments"])
+        if any(isinstance(v, dict) for v in args.values()) and old_args:
+            # Verb evolution: the A_old flat arguments are refused.
+            old = await session.call_tool(name, old_args)
+            assert old.is_error, (row["id"], old_args)
+            refused += 1
+    assert not failures, f"{len(failures)} of {checked} migrated gold calls differ: {failures[:10]}"
+    assert refused > 0
+    return checked
+
+
+async def check_slot_drift(session):
+    checked = 0
+    for row, meta in drift_rows("slot-spider-variants"):
+        gold = json.loads(row["gold_answer"])
+        calls = slot_steps(row)
+        if len(calls) < 2 or not gold or len(gold[0]) != 1 or len(gold) > 50:
+            continue
+        if any(f"${calls[-1]['label']}$" in c["arguments"] for c in calls):
+            continue
+        renamed = [c["name"] for c in calls if c["name"].endswith("_v2")]
+        if not renamed:
+            continue
+        opened = await session.call_tool("create_session", {"id": row["id"]})
+        sid = opened.structured_content["session_id"]
+        for c in calls:
+            args = dict(json.loads(c["arguments"]), session_id=sid, label=c["label"])
+            result = await session.call_tool(c["name"], args)
+            assert not result.is_error, (row["id"], c["name"], result.content)
+        out = result.structured_content["output"]
+        column = out if isinstance(out, list) else [out]
+        assert same(gold, [[v] for v in column], row["ordered"]), row["id"]
+        # The A_old name of a renamed tool does not exist in this row's session ...
+        old_name = renamed[0][: -len("_v2")]
+        stale = await session.call_tool(old_name, {"session_id": sid, "data_source": "$starting_table_var$"})
+        assert stale.is_error and "no tool named" in stale.content[0].text, stale.content
+        # ... and the A_new name does not exist in a session of the original row.
+        plain = await session.call_tool("create_session", {"id": meta["variant_of"]})
+        psid = plain.structured_content["session_id"]
+        try:
+            r = await session.call_tool(renamed[0], {"session_id": psid})
+            refused = r.is_error
+        except Exception:  # the SDK raises on a protocol error (unknown tool)
+            refused = True
+        assert refused, (row["id"], renamed[0])
+        checked += 1
+        if checked == 20:
+            break
+    assert checked == 20, checked
+    return checked
+
+
+CHECKS = {
+    "rest-spider": check_rest,
+    "slot-spider": check_slot,
+    "rest-spider-variants": check_rest_drift,
+    "slot-spider-variants": check_slot_drift,
+}
 
 
 async def over_stdio(dataset):
