@@ -356,6 +356,22 @@ pub fn initialize_active_data(
     super::join_cache::get_or_try_insert(key, || materialise(conn, &sql, &names))
 }
 
+/// The join step on the database file at `path`, shared like [`initialize_active_data`] but keyed
+/// by the join's description (table instances with their prefixes, conditions) instead of its
+/// SQL: a cached join is returned without opening the database, reading its schema or building
+/// the SQL (on Spider those were most of a cache hit's cost, issue 17). On a miss the file is
+/// opened read-only and joined as [`initialize_active_data`] does (one cache entry, under this key). Errors: `<path>: <SQLite
+/// error>` when the file does not open, else the [`JoinError`] text.
+pub fn join_at(path: &Path, tables: &[JoinTable], conditions: &[JoinCondition]) -> Result<RecordBatch, String> {
+    let description = format!("{tables:?}\u{1f}{conditions:?}");
+    let key = super::join_cache::JoinKey::new(path, &description);
+    super::join_cache::get_or_try_insert(Some(key), || {
+        let conn = open_read_only(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (sql, names) = join_sql(&conn, tables, conditions).map_err(|e| e.to_string())?;
+        materialise(&conn, &sql, &names).map_err(|e| e.to_string())
+    })
+}
+
 /// Runs the join SQL and builds the record batch column by column: each cell goes straight into
 /// its column's accumulator ([`ColumnAcc`]), numbers as 16-byte cells and text into the Arrow
 /// string buffer, so no per-cell `Datum`/`String` is allocated (the allocator was the largest
