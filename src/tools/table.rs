@@ -532,6 +532,32 @@ mod tests {
     }
 
     #[test]
+    fn a_cached_join_step_does_not_reopen_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1), (2);")
+            .unwrap();
+        drop(conn);
+        let tables = vec![JoinTable {
+            alias: "t".into(),
+            table: "t".into(),
+            prefix: "t".into(),
+        }];
+        assert_eq!(join_at(&path, &tables, &[]).unwrap().num_rows(), 2);
+        // Same length and modification time, but no longer a database: a hit must not read it
+        // (the old path opened it and read its schema on every join step).
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let modified = file.metadata().unwrap().modified().unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        std::io::Write::write_all(&mut &file, &vec![b'x'; len]).unwrap();
+        file.set_modified(modified).unwrap();
+        drop(file);
+        assert_eq!(join_at(&path, &tables, &[]).unwrap().num_rows(), 2);
+        assert!(initialize_active_data(&open_read_only(&path).unwrap(), &tables, &[]).is_err());
+    }
+
+    #[test]
     fn column_typing() {
         let a = array_from_datums(&[Datum::Int(1), Datum::Null]);
         assert_eq!(a.data_type(), &DataType::Int64);
