@@ -5,11 +5,14 @@
 # - per recipe: a cold build (empty store and output), an `out/`-only rebuild (store kept, output
 #   removed) and a no-op rebuild: wall, CPU (user+sys), × floor (wall and CPU), peak RSS.
 # Targets: text-to-SQL cold builds <= 3x the floor; no-op <= 0.2 s; peak RSS <= 1 GiB.
-# RECIPES="a b" limits the run.
+# RECIPES="a b" limits the run; TOOLFORGE_BIN=path times another toolforge executable (e.g. the
+# previous commit's, for a before/after table) instead of building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
-bin=target/release/toolforge
+if [ -z "${TOOLFORGE_BIN:-}" ]; then
+  cargo build --release --quiet
+fi
+bin=${TOOLFORGE_BIN:-target/release/toolforge}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 corpora=../shared/corpora

@@ -73,7 +73,10 @@ pub fn up_to_date(dir: &Path, build_key: &str) -> bool {
     let Some(files) = m["files"].as_object() else {
         return false;
     };
-    files.iter().all(|(name, hash)| {
+    // Files in parallel: a no-op rebuild is mostly this check (issue 17).
+    use rayon::prelude::*;
+    let files: Vec<(&String, &serde_json::Value)> = files.iter().collect();
+    files.par_iter().all(|(name, hash)| {
         std::fs::read(dir.join(name)).is_ok_and(|b| hash.as_str() == Some(blake3::hash(&b).to_hex().as_str()))
     })
 }

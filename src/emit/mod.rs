@@ -84,17 +84,14 @@ pub fn write_cached(
                         .sum();
                     rows::parquet_bytes(&batch).map(|p| (num_bytes, p))
                 },
-                || rows::jsonl_bytes(&rows),
+                || staging.put_with(&format!("data/{split}.jsonl"), |w| rows::write_jsonl(&rows, w)),
             );
             let (num_bytes, parquet) = parquet?;
             let size = card::SplitSize {
                 num_bytes,
                 parquet_bytes: parquet.len(),
             };
-            let mut written = vec![
-                staging.put(&format!("data/{split}.parquet"), &parquet)?,
-                staging.put(&format!("data/{split}.jsonl"), &jsonl)?,
-            ];
+            let mut written = vec![staging.put(&format!("data/{split}.parquet"), &parquet)?, jsonl?];
             let mut skipped = BTreeMap::new();
             if let Some(t) = &trajectories {
                 let (clean, faulted, s) = t.write(examples, &lines)?;
@@ -191,6 +188,28 @@ impl Staging {
         Ok((rel.to_string(), h.finalize().to_hex().to_string()))
     }
 
+    /// Writes one file through `write` (buffered, hashed as it goes, never held whole); returns
+    /// (relative path, blake3 hex) as [`Staging::put`] does.
+    fn put_with(
+        &self,
+        rel: &str,
+        write: impl FnOnce(&mut HashingWriter<std::io::BufWriter<std::fs::File>>) -> std::io::Result<()>,
+    ) -> Result<(String, String)> {
+        use std::io::Write;
+        let path = self.tmp.join(rel);
+        std::fs::create_dir_all(path.parent().expect("has parent"))
+            .with_context(|| format!("creating {}", path.display()))?;
+        let file = std::fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
+        let mut w = HashingWriter {
+            inner: std::io::BufWriter::with_capacity(1 << 20, file),
+            hasher: blake3::Hasher::new(),
+        };
+        write(&mut w)
+            .and_then(|()| w.inner.flush())
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok((rel.to_string(), w.hasher.finalize().to_hex().to_string()))
+    }
+
     /// Replaces the dataset directory by the staged one.
     fn finish(mut self) -> Result<()> {
         // `.<name>.tmp-<pid>.old`: per process, so the sweep can tell a dead build's leftovers.
@@ -209,6 +228,24 @@ impl Staging {
         let _ = std::fs::remove_dir_all(&old);
         self.done = true;
         Ok(())
+    }
+}
+
+/// A writer that hashes (blake3) what it passes on.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: blake3::Hasher,
+}
+
+impl<W: std::io::Write> std::io::Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 

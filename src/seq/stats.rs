@@ -9,6 +9,12 @@ use serde_json::{Value, json};
 use crate::dataset::Example;
 use crate::tools::check::Checker;
 
+/// The report's `paper_sizes` block: the published size of each split (API-BLEND Table 1), as
+/// `{split: size}` in the given order.
+pub fn paper_sizes(sizes: &[(&str, usize)]) -> Value {
+    Value::Object(sizes.iter().map(|(k, v)| (k.to_string(), json!(v))).collect())
+}
+
 /// Report numbers of one seq dataset.
 #[derive(Debug, Default)]
 pub struct SeqStats {

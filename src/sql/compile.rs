@@ -261,6 +261,7 @@ fn compile_db(
     };
     let rel_db = format!("{db_id}/{db_id}.sqlite");
     let format = recipe.format.as_str();
+    let toolkits = Toolkits::default();
     let results: Vec<Result<Compiled, Drop>> = qs
         .par_iter()
         .map_init(
@@ -359,11 +360,7 @@ fn compile_db(
                 verify::compare(&gold, &candidate, ordered, order.ties.as_deref())
                     .map_err(|d| drop("mismatch".into(), d))?;
                 let keys = key_descriptions(&plan, &schema, descriptions);
-                let tools = if format == "sel" {
-                    sel_tools(Some(&keys))
-                } else {
-                    slot_tools(Some(&keys))
-                };
+                let tools = toolkit(&toolkits, &keys, format == "sel");
                 Ok(Compiled::Calls {
                     setup,
                     ties: order.ties,
@@ -498,6 +495,26 @@ fn compile_db(
             merge_rejected,
         },
     }
+}
+
+/// The toolkits built so far for one database, by the joined table's key descriptions: the
+/// questions over the same join share one (building the SLOT/SEL specs was a tenth of a cold
+/// build's CPU, issue 17).
+type Toolkits = std::sync::Mutex<Vec<(Vec<KeyDescription>, Vec<ToolSpec>)>>;
+
+/// The SLOT (`sel` false) or SEL toolkit for `keys`, from `memo` when an earlier question of the
+/// database had the same keys.
+fn toolkit(memo: &Toolkits, keys: &[KeyDescription], sel: bool) -> Vec<ToolSpec> {
+    if let Some((_, tools)) = memo.lock().expect("toolkit memo").iter().find(|(k, _)| k == keys) {
+        return tools.clone();
+    }
+    let tools = if sel {
+        sel_tools(Some(keys))
+    } else {
+        slot_tools(Some(keys))
+    };
+    memo.lock().expect("toolkit memo").push((keys.to_vec(), tools.clone()));
+    tools
 }
 
 /// The joined table's columns, in join order, with descriptions and types.

@@ -443,9 +443,35 @@ pub fn sweep_stale_dirs(parent: &Path) -> usize {
 
 /// Hex blake3 hash of a file's bytes. Errors: the file cannot be read.
 pub fn hash_file(path: &Path) -> Result<String, StoreError> {
+    use std::io::Read;
     let mut hasher = blake3::Hasher::new();
     let mut file = fs::File::open(path).map_err(io_err(path))?;
-    std::io::copy(&mut file, &mut hasher).map_err(io_err(path))?;
+    // 4 MiB reads hashed on every core: the executable (`code_fingerprint`, ~55 MB) and the
+    // databases are hashed on every build, no-op rebuilds included (issue 17).
+    let len = file.metadata().map_or(0, |m| m.len()) as usize;
+    let mut buf = vec![0u8; len.clamp(64 << 10, 4 << 20)];
+    loop {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match file.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_err(path)(e)),
+            }
+        }
+        if filled == 0 {
+            break;
+        }
+        if filled > 1 << 20 {
+            hasher.update_rayon(&buf[..filled]);
+        } else {
+            hasher.update(&buf[..filled]);
+        }
+        if filled < buf.len() {
+            break;
+        }
+    }
     Ok(hasher.finalize().to_hex().to_string())
 }
 

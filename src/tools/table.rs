@@ -356,6 +356,22 @@ pub fn initialize_active_data(
     super::join_cache::get_or_try_insert(key, || materialise(conn, &sql, &names))
 }
 
+/// The join step on the database file at `path`, shared like [`initialize_active_data`] but keyed
+/// by the join's description (table instances with their prefixes, conditions) instead of its
+/// SQL: a cached join is returned without opening the database, reading its schema or building
+/// the SQL (on Spider those were most of a cache hit's cost, issue 17). On a miss the file is
+/// opened read-only and joined as [`initialize_active_data`] does (one cache entry, under this key). Errors: `<path>: <SQLite
+/// error>` when the file does not open, else the [`JoinError`] text.
+pub fn join_at(path: &Path, tables: &[JoinTable], conditions: &[JoinCondition]) -> Result<RecordBatch, String> {
+    let description = format!("{tables:?}\u{1f}{conditions:?}");
+    let key = super::join_cache::JoinKey::new(path, &description);
+    super::join_cache::get_or_try_insert(Some(key), || {
+        let conn = open_read_only(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (sql, names) = join_sql(&conn, tables, conditions).map_err(|e| e.to_string())?;
+        materialise(&conn, &sql, &names).map_err(|e| e.to_string())
+    })
+}
+
 /// Runs the join SQL and builds the record batch column by column: each cell goes straight into
 /// its column's accumulator ([`ColumnAcc`]), numbers as 16-byte cells and text into the Arrow
 /// string buffer, so no per-cell `Datum`/`String` is allocated (the allocator was the largest
@@ -513,6 +529,32 @@ mod tests {
         for (g, w) in got.columns().iter().zip(want.columns()) {
             assert_eq!(datums(g.as_ref()), datums(w.as_ref()));
         }
+    }
+
+    #[test]
+    fn a_cached_join_step_does_not_reopen_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1), (2);")
+            .unwrap();
+        drop(conn);
+        let tables = vec![JoinTable {
+            alias: "t".into(),
+            table: "t".into(),
+            prefix: "t".into(),
+        }];
+        assert_eq!(join_at(&path, &tables, &[]).unwrap().num_rows(), 2);
+        // Same length and modification time, but no longer a database: a hit must not read it
+        // (the old path opened it and read its schema on every join step).
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let modified = file.metadata().unwrap().modified().unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        std::io::Write::write_all(&mut &file, &vec![b'x'; len]).unwrap();
+        file.set_modified(modified).unwrap();
+        drop(file);
+        assert_eq!(join_at(&path, &tables, &[]).unwrap().num_rows(), 2);
+        assert!(initialize_active_data(&open_read_only(&path).unwrap(), &tables, &[]).is_err());
     }
 
     #[test]

@@ -36,8 +36,8 @@ pub struct Line {
 impl From<super::Built> for Line {
     fn from(b: super::Built) -> Line {
         Line {
-            clean: b.clean.map(|t| t.to_string()),
-            faulted: b.faulted.map(|t| t.to_string()),
+            clean: b.clean,
+            faulted: b.faulted,
             skipped: b.skipped.into_iter().map(str::to_string).collect(),
         }
     }

@@ -243,12 +243,51 @@ fn tool_message(id: &str, content: &str) -> Json {
 /// faulted copy; each `None` with a skip reason when it is not written.
 #[derive(Debug, Default)]
 pub struct Built {
-    /// The clean trajectory.
-    pub clean: Option<Json>,
-    /// The faulted copy.
-    pub faulted: Option<Json>,
+    /// The clean trajectory's JSON line (no newline).
+    pub clean: Option<String>,
+    /// The faulted copy's JSON line.
+    pub faulted: Option<String>,
     /// Why a trajectory was not written ([`OVER_SIZE_CAP`], [`NO_MODEL_CALLS`]), one per skip.
     pub skipped: Vec<&'static str>,
+}
+
+/// One entry of a trajectory's `tools`: an OpenAI function (`{"type": "function", "function":
+/// {"name", "description", "parameters"}}`), serialised from the spec in place.
+#[derive(serde::Serialize)]
+struct FunctionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionBody<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct FunctionBody<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Json,
+}
+
+/// The `tools` of `e`'s trajectories as JSON text: its toolkit with references resolved through
+/// `catalog`, without the setup step.
+fn tools_json(e: &Example, catalog: &HashMap<&str, &ToolSpec>) -> String {
+    let tools: Vec<FunctionTool> = e
+        .tools
+        .iter()
+        .map(|t| match catalog.get(t.name.as_str()) {
+            Some(s) if t.is_reference() => *s,
+            _ => t,
+        })
+        .filter(|spec| spec.name != "initialize_active_data")
+        .map(|spec| FunctionTool {
+            kind: "function",
+            function: FunctionBody {
+                name: &spec.name,
+                description: &spec.description,
+                parameters: &spec.parameters,
+            },
+        })
+        .collect();
+    serde_json::to_string(&tools).expect("serialisable")
 }
 
 /// The trajectories of `e` (see [`Built`]). `catalog` resolves [`ToolSpec::reference`]s; `conn`
@@ -270,17 +309,7 @@ pub fn trajectories(
         });
     }
     let (table, results) = execute(runner, e, setup, calls, cfg.max_rows, conn)?;
-    let mut tools: Vec<Json> = Vec::new();
-    for t in &e.tools {
-        let spec = match catalog.get(t.name.as_str()) {
-            Some(s) if t.is_reference() => *s,
-            _ => t,
-        };
-        if spec.name == "initialize_active_data" {
-            continue;
-        }
-        tools.push(json!({"type": "function", "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters}}));
-    }
+    let tools = tools_json(e, catalog);
     let user = match &e.evidence {
         Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", e.input),
         _ => e.input.clone(),
@@ -303,9 +332,10 @@ pub fn trajectories(
         }
     };
     let shown = shown_of(&results);
-    let gold = e.gold_answer.clone().unwrap_or_default();
+    let gold = serde_json::to_string(e.gold_answer.as_deref().unwrap_or_default()).expect("serialisable");
+    let id = serde_json::to_string(&e.id).expect("serialisable");
     // `constrained_from`: the call from which results were limited to one row (constraint fault).
-    let finish = |mut messages: Vec<Json>, faults: Json, constrained_from: Option<usize>| -> Option<Json> {
+    let finish = |mut messages: Vec<Json>, faults: Json, constrained_from: Option<usize>| -> Option<String> {
         let text = match constrained_from {
             None => answer::answer_text(&shown, None),
             Some(from) => {
@@ -324,9 +354,14 @@ pub fn trajectories(
             }
         };
         messages.push(json!({"role": "assistant", "content": text}));
-        let record = json!({"id": e.id, "messages": messages, "tools": tools, "gold_answer": gold, "faults": faults});
+        // The line of `{"id", "messages", "tools", "gold_answer", "faults"}`, serialised once, its
+        // parts in place (the tools and the gold answer are not copied into a JSON tree first).
+        let record = format!(
+            "{{\"id\":{id},\"messages\":{},\"tools\":{tools},\"gold_answer\":{gold},\"faults\":{faults}}}",
+            Json::Array(messages)
+        );
         // The cap is on the whole JSON line (messages, tools and the gold answer alike).
-        (record.to_string().len() <= cfg.max_chars).then_some(record)
+        (record.len() <= cfg.max_chars).then_some(record)
     };
     let mut built = Built::default();
     let mut clean = head.clone();
@@ -359,8 +394,8 @@ fn faulted(
     kind: &'static str,
     at: usize,
     cfg: &TrajectoryConfig,
-    finish: &dyn Fn(Vec<Json>, Json, Option<usize>) -> Option<Json>,
-) -> Option<Json> {
+    finish: &dyn Fn(Vec<Json>, Json, Option<usize>) -> Option<String>,
+) -> Option<String> {
     let mut m = head.to_vec();
     let mut next = 0usize;
     let mut id = || {

@@ -525,15 +525,7 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
     );
     s.insert("unmapped_slot_values".into(), json!(counters.unmapped_slot_values));
     s.insert("tools".into(), json!(conversion.catalog.len()));
-    s.insert(
-        "paper_sizes".into(),
-        json!(
-            PAPER_SIZES
-                .iter()
-                .map(|(k, v)| (k.to_string(), json!(v)))
-                .collect::<Map<_, _>>()
-        ),
-    );
+    s.insert("paper_sizes".into(), super::stats::paper_sizes(&PAPER_SIZES));
     conversion.stats = s;
     Ok(conversion)
 }

@@ -350,15 +350,7 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
     s.insert("schema_conflicts".into(), json!(schema.conflicts));
     s.insert("tools".into(), json!(conversion.catalog.len()));
     s.insert("dialogue_files".into(), Value::Object(files_per_split));
-    s.insert(
-        "paper_sizes".into(),
-        json!(
-            PAPER_SIZES
-                .iter()
-                .map(|(k, v)| (k.to_string(), json!(v)))
-                .collect::<Map<_, _>>()
-        ),
-    );
+    s.insert("paper_sizes".into(), super::stats::paper_sizes(&PAPER_SIZES));
     conversion.stats = s;
     Ok(conversion)
 }

@@ -71,7 +71,7 @@ pub(crate) use parse::{Frame, Node, Tree, parse};
 pub(super) const SPLITS: [&str; 3] = ["train", "eval", "test"];
 
 /// Published SeqTopV2 sizes (API-BLEND Table 1: train, dev, test), for the report.
-const PAPER_SIZES: [usize; 3] = [94_458, 13_477, 6_095];
+const PAPER_SIZES: [(&str, usize); 3] = [("train", 94_458), ("eval", 13_477), ("test", 6_095)];
 
 /// One lowered call with its source names.
 #[derive(Debug, Clone, PartialEq)]
@@ -480,10 +480,7 @@ fn assemble(mut results: Vec<FileResult>) -> Conversion {
     stats.insert("tools".into(), json!(catalog.len()));
     stats.insert("examples_with_several_calls".into(), json!(multi_call));
     stats.insert("drops_by_split_and_reason".into(), json!(drops_by_split));
-    stats.insert(
-        "paper_sizes".into(),
-        json!({"train": PAPER_SIZES[0], "eval": PAPER_SIZES[1], "test": PAPER_SIZES[2]}),
-    );
+    stats.insert("paper_sizes".into(), super::stats::paper_sizes(&PAPER_SIZES));
     Conversion {
         splits,
         bad_records,

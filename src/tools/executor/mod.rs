@@ -40,7 +40,7 @@ pub use self::aggregate::AGGREGATION_TYPES;
 pub use self::cells::like;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use serde_json::Value as Json;
@@ -293,9 +293,6 @@ impl Executor {
         let tables = table::join_tables(aliases).map_err(|e| e.to_string())?;
         let rel = args.str("database_path")?;
         let path = self.database_root.join(rel);
-        let conn = table::open_read_only(Path::new(&path)).map_err(|e| format!("{}: {e}", path.display()))?;
-        table::initialize_active_data(&conn, &tables, &conds)
-            .map(Value::Table)
-            .map_err(|e| e.to_string())
+        table::join_at(&path, &tables, &conds).map(Value::Table)
     }
 }
