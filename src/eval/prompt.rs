@@ -71,7 +71,7 @@ pub fn tool_lines(tools: &[ToolSpec]) -> String {
 }
 
 fn data_note(row: &EvalRow) -> &'static str {
-    if row.setup.is_some() {
+    if !row.setup.is_empty() {
         "The data is already loaded: refer to it as \"$starting_table_var$\". Give each call a \"label\"; a later call refers to an earlier output as \"$LABEL$\".\n"
     } else {
         ""

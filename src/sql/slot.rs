@@ -2,7 +2,10 @@
 //!
 //! The join step `initialize_active_data` (label `starting_table_var`) is the instance's setup,
 //! kept apart in [`Lowered::setup`] in the reference's argument shapes (Live API-Bench Listing
-//! 10): the framework runs it, a model never predicts it. Order of the gold calls: transforms
+//! 10): the framework runs it, a model never predicts it. A subquery or set-operation operand
+//! over another joined table gets a further setup call of the same shape in
+//! [`Lowered::additional_setup`] (labels `starting_table_var_2`, `_3`, …, one per distinct
+//! joined table, in first-use order). Order of the gold calls: transforms
 //! (`TRANSFORMED_DF_i`) and filters (`FILTERED_DF_i`, one counter `i` for both); one disjunction
 //! as one filter chain per branch joined by `combine_data(operation="either")` (`COMBINED_DF`:
 //! a row matching several branches appears once, as in SQL); then either
@@ -35,12 +38,21 @@ pub struct Lowered {
     /// `[["<alias>.<column>", "<alias>.<column>", "INNER"|"LEFT"], …]`, `alias_to_table_dict`
     /// `{alias: {original_table_name, modified_table_name}}`.
     pub setup: Call,
-    /// The gold calls a model predicts; the first reads `$starting_table_var$`.
+    /// Further join steps, same shape, labelled `starting_table_var_<n>` (n = 2, 3, …): the
+    /// joined tables that subqueries or set-operation operands read besides the outer query's.
+    /// Empty for a query over one joined table.
+    pub additional_setup: Vec<Call>,
+    /// The gold calls a model predicts; they read `$starting_table_var$` (and the additional
+    /// setup labels).
     pub calls: Vec<Call>,
 }
 
 /// The join step of a plan (see [`Lowered::setup`]).
 pub fn setup_call(plan: &QueryPlan, database_path: &str) -> Call {
+    setup_call_labelled(plan, database_path, STARTING_TABLE_VAR)
+}
+
+fn setup_call_labelled(plan: &QueryPlan, database_path: &str, label: &str) -> Call {
     let conditions: Vec<Json> = plan.joins.iter().map(|c| json!([c.0, c.1, c.2])).collect();
     let aliases = alias_to_table_dict(&plan.tables);
     let Json::Object(arguments) =
@@ -51,7 +63,7 @@ pub fn setup_call(plan: &QueryPlan, database_path: &str) -> Call {
     Call {
         name: "initialize_active_data".into(),
         arguments,
-        label: STARTING_TABLE_VAR.into(),
+        label: label.into(),
     }
 }
 
@@ -61,9 +73,29 @@ struct Emitter {
     counter: usize,
     /// `$SUBQUERY_<i>$` placeholders of the SELECT being lowered → its subquery chains' labels.
     placeholders: HashMap<String, String>,
+    /// The join steps so far with their plans' join signatures; the first is the outer query's.
+    setups: Vec<(Vec<String>, Call)>,
+    database_path: String,
 }
 
 impl Emitter {
+    /// The label of the join step `plan` reads: an earlier one with the same join signature, or
+    /// a new setup call `starting_table_var_<n>`.
+    fn start(&mut self, plan: &QueryPlan) -> String {
+        let signature = plan.join_signature();
+        if let Some((_, c)) = self.setups.iter().find(|(s, _)| *s == signature) {
+            return c.label.clone();
+        }
+        let label = match self.setups.len() {
+            0 => STARTING_TABLE_VAR.to_string(),
+            n => format!("{STARTING_TABLE_VAR}_{}", n + 1),
+        };
+        self.used.insert(label.clone(), 1);
+        let call = setup_call_labelled(plan, &self.database_path, &label);
+        self.setups.push((signature, call));
+        label
+    }
+
     fn label(&mut self, base: &str) -> String {
         let n = self.used.entry(base.to_string()).or_insert(0);
         let label = if *n == 0 {
@@ -120,12 +152,13 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         used: HashMap::new(),
         counter: 0,
         placeholders: HashMap::new(),
+        setups: vec![],
+        database_path: database_path.into(),
     };
-    let setup = setup_call(plan, database_path);
-    em.used.insert(setup.label.clone(), 1);
-    let mut sinks = segment(&mut em, |em| lower_select(em, plan, &setup.label))?;
+    em.start(plan);
+    let mut sinks = segment(&mut em, |em| lower_select(em, plan))?;
     for (op, side) in &plan.set_ops {
-        let right = segment(&mut em, |em| lower_select(em, side, &setup.label))?;
+        let right = segment(&mut em, |em| lower_select(em, side))?;
         let source = |labels: &[String]| match labels {
             [one] if one.starts_with("COMBINED_DF") => json!(label_ref(one)),
             many => json!(many.iter().map(|l| label_ref(l)).collect::<Vec<_>>()),
@@ -138,7 +171,13 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         );
         sinks = vec![label];
     }
-    Ok(Lowered { setup, calls: em.calls })
+    let mut setups = em.setups.into_iter().map(|(_, c)| c);
+    let setup = setups.next().expect("the outer query's join step");
+    Ok(Lowered {
+        setup,
+        additional_setup: setups.collect(),
+        calls: em.calls,
+    })
 }
 
 /// Runs `emit` and returns the labels of the calls it emitted that no later call it emitted
@@ -153,13 +192,13 @@ fn segment(
     Ok(sink_calls(calls).into_iter().map(|c| c.label.clone()).collect())
 }
 
-/// Emits the calls of one SELECT reading the joined table `start`: its subqueries' chains
-/// first (each chain's output relabelled `SUBQUERY_<i>`, the placeholder its conditions use),
+/// Emits the calls of one SELECT reading its joined table (see [`Emitter::start`]): its
+/// subqueries' chains first (each chain's output relabelled `SUBQUERY_<i>`, the placeholder its conditions use),
 /// then transforms, filters, the disjunction, and the grouped or flat tail.
-fn lower_select(em: &mut Emitter, plan: &QueryPlan, start: &str) -> Result<(), LowerError> {
+fn lower_select(em: &mut Emitter, plan: &QueryPlan) -> Result<(), LowerError> {
     let mut placeholders = HashMap::new();
     for (i, sub) in plan.subqueries.iter().enumerate() {
-        let outs = segment(em, |em| lower_select(em, sub, start))?;
+        let outs = segment(em, |em| lower_select(em, sub))?;
         let [out] = outs.as_slice() else {
             return Err(unsupported("subquery_shape", "a subquery with several outputs"));
         };
@@ -169,7 +208,8 @@ fn lower_select(em: &mut Emitter, plan: &QueryPlan, start: &str) -> Result<(), L
         placeholders.insert(format!("$SUBQUERY_{i}$"), label_ref(&name));
     }
     let outer = std::mem::replace(&mut em.placeholders, placeholders);
-    let done = lower_body(em, plan, start);
+    let start = em.start(plan);
+    let done = lower_body(em, plan, &start);
     em.placeholders = outer;
     done
 }

@@ -248,7 +248,8 @@ impl DistractorPool {
                 .unwrap_or_default()
         };
         let ck = keys(&c.tool);
-        let (setup, calls) = crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.output);
+        let (setup, calls) =
+            crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.additional_setup_steps, &e.output);
         for (i, g) in calls.iter().enumerate() {
             let is_getter = !self.catalog.contains(&g.name);
             let same_keys = e.tools.iter().find(|t| t.name == g.name).is_some_and(|t| keys(t) == ck);
@@ -258,7 +259,7 @@ impl DistractorPool {
             let mut swapped: Vec<Call> = calls.to_vec();
             swapped[i].name = c.tool.name.clone();
             if executor
-                .run_with_setup(setup, &swapped)
+                .run_with_setup(&setup, &swapped)
                 .is_ok_and(|got| same(&got, e.ordered))
             {
                 return true;

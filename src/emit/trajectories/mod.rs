@@ -19,7 +19,8 @@
 //! The SLOT/SEL setup step (`initialize_active_data`: [`Example::initialization_step`], or
 //! `output[0]` in the older row shape) is a framework step, never shown to the model: it is run
 //! before the first call and the system prompt states the active table (`$starting_table_var$`,
-//! the joined tables, its columns and row count).
+//! the joined tables, its columns and row count); so are the `additional_setup_steps`, each
+//! stated as another loaded table under its label (`$starting_table_var_2$`, …).
 //!
 //! The final assistant message is the answer read back from the shown results ([`answer`]): it
 //! never contains a value no tool message showed, and when a result was cut it states the total
@@ -50,10 +51,10 @@ pub const OVER_SIZE_CAP: &str = "over_size_cap";
 /// Skip reason of a SLOT/SEL example whose only call is the setup step (nothing for the model).
 pub const NO_MODEL_CALLS: &str = "no_model_calls";
 
-/// The setup step of a SLOT/SEL example and the calls the model makes: the row's
-/// `initialization_step` when set, else `output[0]` when it is `initialize_active_data`.
-pub fn setup_and_calls(e: &Example) -> (Option<&Call>, &[Call]) {
-    crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.output)
+/// The setup steps of a SLOT/SEL example and the calls the model makes
+/// ([`crate::tools::setup_and_calls`]).
+pub fn setup_and_calls(e: &Example) -> (Vec<&Call>, &[Call]) {
+    crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.additional_setup_steps, &e.output)
 }
 
 /// A tool-call id: 9 alphanumeric characters (Mistral's chat template rule), derived from the
@@ -72,8 +73,9 @@ pub enum Runner<'a> {
 }
 
 /// The active table as the system prompt states it: the joined tables and how, its columns and
-/// row count.
-fn active_table(setup: &Call, table: &Json) -> String {
+/// row count; a further setup step's table (`first` false) is stated as another loaded table
+/// under its own label.
+fn active_table(setup: &Call, table: &Json, first: bool) -> String {
     let tables: Vec<String> = setup.arguments["alias_to_table_dict"]
         .as_object()
         .into_iter()
@@ -99,7 +101,13 @@ fn active_table(setup: &Call, table: &Json) -> String {
         .filter_map(Json::as_str)
         .collect();
     format!(
-        "The active table is already loaded as \"$starting_table_var$\": {}{} ({} rows) with columns {}.",
+        "{} \"${}$\": {}{} ({} rows) with columns {}.",
+        if first {
+            "The active table is already loaded as"
+        } else {
+            "Another table is loaded as"
+        },
+        setup.label,
         if tables.len() == 1 {
             format!("table {}", tables[0])
         } else {
@@ -132,18 +140,18 @@ fn system_prompt(e: &Example, active: Option<&str>) -> String {
 fn execute(
     runner: &Runner,
     e: &Example,
-    setup: Option<&Call>,
+    setup: &[&Call],
     calls: &[Call],
     max_rows: usize,
     conn: &mut Option<(String, rusqlite::Connection)>,
-) -> Result<(Json, Vec<String>), String> {
+) -> Result<(Vec<Json>, Vec<String>), String> {
     match runner {
         Runner::Tools(executor) => {
             let mut session = Session::default();
-            let table = match setup {
-                Some(s) => value_json(executor.step(&mut session, s)?, 0),
-                None => Json::Null,
-            };
+            let table = setup
+                .iter()
+                .map(|s| Ok(value_json(executor.step(&mut session, s)?, 0)))
+                .collect::<Result<_, String>>()?;
             let results = calls
                 .iter()
                 .map(|c| {
@@ -181,7 +189,7 @@ fn execute(
                     })
                 })
                 .collect::<Result<_, String>>()?;
-            Ok((Json::Null, results))
+            Ok((vec![], results))
         }
     }
 }
@@ -265,7 +273,7 @@ pub fn trajectories(
             ..Built::default()
         });
     }
-    let (table, results) = execute(runner, e, setup, calls, cfg.max_rows, conn)?;
+    let (table, results) = execute(runner, e, &setup, calls, cfg.max_rows, conn)?;
     let mut tools: Vec<Json> = Vec::new();
     for t in &e.tools {
         let spec = match catalog.get(t.name.as_str()) {
@@ -281,7 +289,15 @@ pub fn trajectories(
         Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", e.input),
         _ => e.input.clone(),
     };
-    let active = setup.map(|s| active_table(s, &table));
+    let active = (!setup.is_empty()).then(|| {
+        let parts: Vec<String> = setup
+            .iter()
+            .zip(&table)
+            .enumerate()
+            .map(|(i, (s, t))| active_table(s, t, i == 0))
+            .collect();
+        parts.join(" ")
+    });
     let head = vec![
         json!({"role": "system", "content": system_prompt(e, active.as_deref())}),
         json!({"role": "user", "content": user}),

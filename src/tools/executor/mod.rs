@@ -194,15 +194,16 @@ impl Executor {
 
     /// Executes `calls` in order and returns the final answer (see the module docs).
     pub fn run(&self, calls: &[Call]) -> Result<Answer, ExecError> {
-        self.run_with_setup(None, calls)
+        self.run_with_setup(&[], calls)
     }
 
-    /// Runs the instance's setup call (the join step, `initialization_step`) when given, then
-    /// `calls`, and returns the final answer built from `calls`' sinks (the setup call is never
-    /// part of the answer). An error in the setup call has index 0 and its tool name.
-    pub fn run_with_setup(&self, setup: Option<&Call>, calls: &[Call]) -> Result<Answer, ExecError> {
+    /// Runs the instance's setup calls (the join steps: `initialization_step`, then
+    /// `additional_setup_steps`, see [`crate::tools::setup_and_calls`]), then `calls`, and
+    /// returns the final answer built from `calls`' sinks (setup calls are never part of the
+    /// answer). An error in a setup call has index 0 and its tool name.
+    pub fn run_with_setup(&self, setup: &[&Call], calls: &[Call]) -> Result<Answer, ExecError> {
         let mut session = Session::default();
-        if let Some(call) = setup {
+        for call in setup {
             self.step(&mut session, call).map_err(|message| ExecError {
                 index: 0,
                 tool: call.name.clone(),
