@@ -111,8 +111,11 @@ impl Toolkit {
             let setups = read_rows(dir)?
                 .into_iter()
                 .filter_map(|r| {
-                    let (setup, _) =
-                        crate::tools::setup_and_calls(r.initialization_step.as_ref(), &r.additional_setup_steps, &r.output);
+                    let (setup, _) = crate::tools::setup_and_calls(
+                        r.initialization_step.as_ref(),
+                        &r.additional_setup_steps,
+                        &r.output,
+                    );
                     let setup: Vec<Call> = setup.into_iter().cloned().collect();
                     (!setup.is_empty()).then(|| (r.id.clone(), setup))
                 })

@@ -264,12 +264,7 @@ fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(),
         if plan.limit == Some(0) {
             return Err(unsupported("limit", "LIMIT 0"));
         }
-        if plan.distinct && plan.projection.len() > 1 {
-            return Err(unsupported(
-                "distinct_multi_column",
-                "SELECT DISTINCT with several items",
-            ));
-        }
+        // One row: DISTINCT is moot.
         for m in &plan.projection {
             scalar(em, &cur, m, true)?;
         }
@@ -286,27 +281,35 @@ fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(),
             label,
         );
     }
-    if plan.distinct && plan.projection.len() > 1 {
+    // DISTINCT over several items: the columns, then their distinct rows.
+    let rows_distinct = plan.distinct && plan.projection.len() > 1;
+    if rows_distinct && plan.limit.is_some() {
         return Err(unsupported(
             "distinct_multi_column",
-            "SELECT DISTINCT with several items",
+            "SELECT DISTINCT with several items and LIMIT",
         ));
     }
+    let mut columns = Vec::new();
     for (i, m) in plan.projection.iter().enumerate() {
         match m {
             Measure::Column(k) => {
                 let label = em.label(&format!("SELECT_COL_{i}"));
-                em.call(
+                columns.push(em.call(
                     "retrieve_data",
-                    json!({"data_source": label_ref(&cur), "key_name": k, "distinct": plan.distinct, "limit": limit(plan)}),
+                    json!({"data_source": label_ref(&cur), "key_name": k, "distinct": plan.distinct && !rows_distinct, "limit": limit(plan)}),
                     label,
-                );
+                ));
             }
             Measure::Arith(..) if !plan.distinct => {
                 column_arith(em, &cur, m, limit(plan))?;
             }
             _ => return Err(unsupported("select_expression", m.to_string())),
         }
+    }
+    if rows_distinct {
+        let refs: Vec<String> = columns.iter().map(|l| label_ref(l)).collect();
+        let label = em.label("UNIQUE_ROWS");
+        em.call("select_unique_values", json!({"unique_array": refs}), label);
     }
     Ok(())
 }
@@ -377,10 +380,11 @@ fn column_arith(em: &mut Emitter, source: &str, m: &Measure, limit: i64) -> Resu
 }
 
 fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> Result<(), LowerError> {
+    let label = em.label("GROUPED");
     let grouped = em.call(
         "group_data_by",
         json!({"data_source": label_ref(&cur), "key_name": key}),
-        "GROUPED".into(),
+        label,
     );
     // The distinct aggregates the query uses, in first-use order.
     let mut aggs: Vec<&Measure> = Vec::new();
@@ -403,10 +407,10 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
     if plan.distinct {
         return Err(unsupported("distinct_group_by", "SELECT DISTINCT with GROUP BY"));
     }
-    if aggs.len() > 1 && reshapes {
+    if aggs.len() > 1 && (!plan.order_by.is_empty() || plan.limit.is_some()) {
         return Err(unsupported(
             "group_multiple_aggregates",
-            "HAVING/ORDER BY/LIMIT over several aggregates",
+            "ORDER BY/LIMIT over several aggregates",
         ));
     }
     let emit_agg = |em: &mut Emitter, m: &Measure| -> String {
@@ -483,11 +487,73 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
         }
         return Ok(());
     }
-    // Several aggregates, no reshaping: one aggregate table each, items read from them.
-    let tables: Vec<(Measure, String)> = aggs.iter().map(|m| ((*m).clone(), emit_agg(em, m))).collect();
+    // Several aggregates: one aggregate table each (one row per group, groups in one order).
+    // HAVING filters the tables of the aggregates it compares; the groups that pass every
+    // comparison are then kept in the other tables with an `is_in` filter on the group key, so
+    // every table keeps the same groups in the same order and the items read from them align.
+    let mut tables: Vec<(Measure, String)> = aggs.iter().map(|m| ((*m).clone(), emit_agg(em, m))).collect();
+    let mut base = grouped.clone();
+    if !plan.having.is_empty() {
+        let mut compared: Vec<usize> = Vec::new();
+        for h in &plan.having {
+            let (i, (m, t)) = tables
+                .iter()
+                .enumerate()
+                .find(|(_, (a, _))| *a == h.measure)
+                .expect("collected");
+            let Measure::Aggregate { agg, .. } = m else {
+                unreachable!("aggregates only")
+            };
+            let c = Condition {
+                key: agg.name().into(),
+                condition: h.condition,
+                value: h.value.clone(),
+            };
+            let filtered = em.filter(&t.clone(), &c);
+            tables[i].1 = filtered;
+            if !compared.contains(&i) {
+                compared.push(i);
+            }
+        }
+        let keys_of = |em: &mut Emitter, table: &str| -> String {
+            let label = em.label("GROUP_KEYS");
+            em.call(
+                "retrieve_data",
+                json!({"data_source": label_ref(table), "key_name": key, "distinct": false, "limit": -1}),
+                label,
+            )
+        };
+        base = tables[compared[0]].1.clone();
+        for &i in &compared[1..] {
+            let keys = keys_of(em, &tables[i].1);
+            base = em.filter(
+                &base,
+                &Condition {
+                    key: key.into(),
+                    condition: "is_in",
+                    value: json!(label_ref(&keys)),
+                },
+            );
+        }
+        let keys = keys_of(em, &base);
+        for (i, (m, t)) in tables.iter_mut().enumerate() {
+            if i == compared[0] {
+                *t = base.clone();
+            } else if plan.projection.contains(m) {
+                *t = em.filter(
+                    t,
+                    &Condition {
+                        key: key.into(),
+                        condition: "is_in",
+                        value: json!(label_ref(&keys)),
+                    },
+                );
+            }
+        }
+    }
     for (i, m) in plan.projection.iter().enumerate() {
         let (source, k) = match m {
-            Measure::Column(k) => (grouped.clone(), k.clone()),
+            Measure::Column(k) => (base.clone(), k.clone()),
             Measure::Aggregate { agg, .. } => {
                 let t = tables
                     .iter()

@@ -83,7 +83,12 @@ enum Kind {
 /// `outside_reference_pool`). `setup` is the sequence's join step, run here on `executor`;
 /// a sequence with `additional_setup` steps (subqueries or set operations over further joined
 /// tables) is outside the pool: the reference's tools hold one active table.
-pub fn restrict(executor: &Executor, setup: &Call, additional_setup: &[Call], calls: &[Call]) -> Result<Vec<Call>, String> {
+pub fn restrict(
+    executor: &Executor,
+    setup: &Call,
+    additional_setup: &[Call],
+    calls: &[Call],
+) -> Result<Vec<Call>, String> {
     if let Some(extra) = additional_setup.first() {
         return Err(format!(
             "setup step `{}`: a second joined table (the reference's initialize_active_data holds one active table)",
