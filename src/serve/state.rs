@@ -405,7 +405,7 @@ fn safe_database_path(p: &str) -> bool {
 /// Whether `name` is a tool of the toolkit (SEL: also any per-column getter `get_<column>s`).
 pub(crate) fn known_tool(toolkit: &Toolkit, name: &str) -> bool {
     toolkit.catalog.iter().any(|t| t.name == name)
-        || (toolkit.format == "sel" && name.starts_with("get_") && name.ends_with('s'))
+        || (toolkit.format == "sel" && name.starts_with("get_") && name.to_lowercase().ends_with('s'))
 }
 
 /// The shared state over a loaded toolkit.

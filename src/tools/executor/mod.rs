@@ -260,7 +260,7 @@ impl Executor {
         let call = if call.name.starts_with("initialize") || SLOT_TOOLS.contains(&call.name.as_str()) {
             call
         } else {
-            unbound = super::sel::unbind(call);
+            unbound = super::sel::unbind(call, &source_columns(call, env));
             &unbound
         };
         let args = Args {
@@ -299,4 +299,20 @@ impl Executor {
             .map(Value::Table)
             .map_err(|e| e.to_string())
     }
+}
+
+/// The column names of the table a call's `data_source` refers to (empty when it is not a
+/// table): what a SEL getter `get_<plural>` is unbound against.
+fn source_columns(call: &Call, env: &HashMap<String, Value>) -> Vec<String> {
+    let table = match call
+        .arguments
+        .get("data_source")
+        .and_then(crate::tools::as_label_ref)
+        .and_then(|l| env.get(l))
+    {
+        Some(Value::Table(t)) => t.schema(),
+        Some(Value::Grouped(g)) => g.table.schema(),
+        _ => return vec![],
+    };
+    table.fields().iter().map(|f| f.name().clone()).collect()
 }
