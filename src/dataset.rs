@@ -59,6 +59,11 @@ pub struct Example {
     /// ([`crate::tools::setup_and_calls`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initialization_step: Option<Call>,
+    /// Further setup calls the framework runs after `initialization_step`, in order (SLOT/SEL:
+    /// one join step `initialize_active_data` per further joined table a subquery or set
+    /// operation reads, labelled `starting_table_var_2`, `_3`, …); empty when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_setup_steps: Vec<Call>,
     /// The verified answer: the SQL result (text-to-SQL families).
     pub gold_answer: Option<Answer>,
     /// Whether the answer is ordered (the SQL has ORDER BY).

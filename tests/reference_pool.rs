@@ -67,6 +67,8 @@ fn reference_pool_keeps_only_reference_call_forms_rewrites_like_and_reports_the_
         for c in setup["arguments"]["condition_sequence"].as_array().unwrap() {
             assert_eq!(c[2], "INNER", "{}", row["id"]);
         }
+        // The reference's harness holds one active table: no further setup steps.
+        assert_eq!(row["additional_setup_steps"], "[]", "{}", row["id"]);
         for call in row["output"].as_array().unwrap() {
             let name = call["name"].as_str().unwrap();
             assert!(

@@ -98,7 +98,7 @@ fn ungrounded(t: &Value) -> Vec<Value> {
 }
 
 /// Replays one trajectory after running the hidden `setup`; returns the effective calls.
-fn replay(t: &Value, setup: Option<&Call>, run: &mut dyn FnMut(&Call, &mut Session) -> String) -> Vec<Call> {
+fn replay(t: &Value, setup: &[&Call], run: &mut dyn FnMut(&Call, &mut Session) -> String) -> Vec<Call> {
     let faults: HashMap<&str, &str> = t["faults"]
         .as_array()
         .unwrap()
@@ -116,7 +116,7 @@ fn replay(t: &Value, setup: Option<&Call>, run: &mut dyn FnMut(&Call, &mut Sessi
     assert_eq!(messages[0]["role"], "system");
     assert_eq!(messages[1]["role"], "user");
     let mut session = Session::default();
-    if let Some(c) = setup {
+    for c in setup {
         run(c, &mut session);
     }
     let mut effective: Vec<Call> = Vec::new();
@@ -150,7 +150,7 @@ fn replay(t: &Value, setup: Option<&Call>, run: &mut dyn FnMut(&Call, &mut Sessi
         match faults.get(id) {
             Some(&"session_expired") => {
                 session = Session::default();
-                if let Some(c) = setup {
+                for c in setup {
                     run(c, &mut session);
                 }
                 effective.clear();
@@ -227,7 +227,11 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
             let row = &rows[id];
             let (want, ordered): (&Answer, bool) = (row.gold_answer.as_ref().unwrap(), row.ordered);
             let db = row.db_id.clone().unwrap_or_default();
-            let (setup, _) = toolforge::tools::setup_and_calls(row.initialization_step.as_ref(), &row.output);
+            let (setup, _) = toolforge::tools::setup_and_calls(
+                row.initialization_step.as_ref(),
+                &row.additional_setup_steps,
+                &row.output,
+            );
             let mut run = |c: &Call, s: &mut Session| -> String {
                 if recipe == "rest-spider" {
                     let ep = &endpoints[&(db.clone(), c.name.clone())];
@@ -245,13 +249,13 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
                     json!({"label": c.label, "output": value_json(v, 20)}).to_string()
                 }
             };
-            let effective = replay(t, setup, &mut run);
+            let effective = replay(t, &setup, &mut run);
             for f in t["faults"].as_array().unwrap() {
                 *kinds.entry(f["kind"].as_str().unwrap().into()).or_default() += 1;
             }
             // The effective calls (after the hidden setup) end at the gold answer.
             if recipe != "rest-spider" {
-                let got = executor.run_with_setup(setup, &effective).unwrap();
+                let got = executor.run_with_setup(&setup, &effective).unwrap();
                 assert!(answers_match_ties(want, &got, ordered, row.ties.as_deref()), "{id}");
             }
             let miss = ungrounded(t);
@@ -259,7 +263,7 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
                 bad.push((id.to_string(), miss));
             }
             // The system prompt states the active table instead of showing the setup step.
-            if setup.is_some() {
+            if !setup.is_empty() {
                 let system = t["messages"][0]["content"].as_str().unwrap();
                 assert!(
                     system.contains("$starting_table_var$") && system.contains("columns"),

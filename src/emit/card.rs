@@ -24,7 +24,7 @@ use crate::recipe::ToolPool;
 fn family_paragraph(format: &str) -> &'static str {
     match format {
         "slot" => {
-            "Each example's `output` is a sequence of SLOT tool calls; `initialization_step` is the setup call the framework runs before them (`initialize_active_data`, label `starting_table_var`: it materialises the query's joins and is not part of the tools given to a model). Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result."
+            "Each example's `output` is a sequence of SLOT tool calls; `initialization_step` is the setup call the framework runs before them (`initialize_active_data`, label `starting_table_var`: it materialises the query's joins and is not part of the tools given to a model); `additional_setup_steps` lists further setup calls of the same shape (labels `starting_table_var_2`, …) for the other tables a subquery or set operation reads, `[]` when none. Calls refer to earlier outputs as `$LABEL$`. The final answer is the zip of the outputs no later call refers to. Only examples whose calls, run by toolforge's own executor, reproduce the gold SQL result on SQLite are kept (rows compared as a multiset, or in order when the SQL has ORDER BY; 1 == 1.0; reals within 1e-9 relative); `gold_answer` is the SQL result."
         }
         "sel" => {
             "Each example's `output` is a sequence of SEL tool calls: the SLOT sequence with categorical arguments bound into function names (`select_data_equal_to`, `sort_data_descending`, `compute_data_count`, one `get_<column>` getter per column of the joined table), so every instance carries its own toolkit in `tools`. Verified like SLOT: the calls, executed on the real database, reproduce the gold SQL result; `gold_answer` is the SQL result."
@@ -109,6 +109,9 @@ fn column_description(name: &str) -> &'static str {
         }
         "initialization_step" => {
             "The framework's setup call (SLOT/SEL join step, label `starting_table_var`), run before the model's calls; never shown to the model."
+        }
+        "additional_setup_steps" => {
+            "Further setup calls (JSON text list, `[]` when none) the framework runs after `initialization_step`: one join step per further table a subquery or set operation reads, labelled `starting_table_var_2`, …; never shown to the model."
         }
         "gold_answer" => "The gold answer as JSON rows (the SQL result), else null.",
         "ordered" => "Whether `gold_answer` is compared in order (the SQL has ORDER BY).",

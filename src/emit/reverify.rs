@@ -22,8 +22,12 @@ pub fn reverify(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize)> 
         if row.variant_of.is_some() {
             continue; // variant rows run only through their migration (tests/variants.rs)
         }
-        let (setup, calls) = crate::tools::setup_and_calls(row.initialization_step.as_ref(), &row.output);
-        match executor.run_with_setup(setup, calls) {
+        let (setup, calls) = crate::tools::setup_and_calls(
+            row.initialization_step.as_ref(),
+            &row.additional_setup_steps,
+            &row.output,
+        );
+        match executor.run_with_setup(&setup, calls) {
             Ok(got) => match crate::verify::compare(expected, &got, row.ordered, row.ties.as_deref()) {
                 Ok(()) => ok += 1,
                 Err(d) => {

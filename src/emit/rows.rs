@@ -5,7 +5,10 @@
 //! `id, dataset, split, db_id?, input, evidence?, sql?` (strings),
 //! `output: list<struct<name, arguments (JSON text), label>>` (what a model predicts),
 //! `initialization_step?` (JSON text `{name, arguments, label}`: the setup call the framework runs
-//! first, SLOT/SEL's join step), `gold_answer?` (JSON text: list of rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
+//! first, SLOT/SEL's join step), `additional_setup_steps?` (JSON text: a list of such calls the
+//! framework runs next, `[]` when none; SLOT/SEL's further joined tables of subqueries and set
+//! operations, labelled `starting_table_var_2`, …; null where `initialization_step` is),
+//! `gold_answer?` (JSON text: list of rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
 //! `key_values_and_descriptions` (JSON text), `difficulty?`, `meta?` (JSON text; variant rows
 //! hold `variant_of`, `variant_kind` and `variant` there, see [`crate::variants`]).
 //! The JSONL file has the same fields with the same JSON-text encodings, one row per line.
@@ -49,6 +52,7 @@ pub(super) fn row_schema() -> Schema {
             false,
         ),
         s("initialization_step", true),
+        s("additional_setup_steps", true),
         s("gold_answer", true),
         Field::new("ordered", DataType::Boolean, false),
         s("tools", false),
@@ -67,6 +71,7 @@ pub struct EncodedRow<'a> {
     example: &'a Example,
     arguments: Vec<String>,
     initialization_step: Option<String>,
+    additional_setup_steps: Option<String>,
     gold_answer: Option<String>,
     tools: Arc<str>,
     keys: String,
@@ -111,6 +116,10 @@ pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSp
                 example: e,
                 arguments: e.output.iter().map(|c| to_json(&c.arguments)).collect(),
                 initialization_step: e.initialization_step.as_ref().map(to_json),
+                additional_setup_steps: e
+                    .initialization_step
+                    .as_ref()
+                    .map(|_| to_json(&e.additional_setup_steps)),
                 gold_answer: e.gold_answer.as_ref().map(to_json),
                 tools,
                 keys: to_json(&e.key_values_and_descriptions),
@@ -165,6 +174,7 @@ pub fn record_batch(rows: &[EncodedRow]) -> RecordBatch {
         opt(rows, &|r| r.example.sql.as_deref()),
         Arc::new(output),
         opt(rows, &|r| r.initialization_step.as_deref()),
+        opt(rows, &|r| r.additional_setup_steps.as_deref()),
         opt(rows, &|r| r.gold_answer.as_deref()),
         Arc::new(rows.iter().map(|r| Some(r.example.ordered)).collect::<BooleanArray>()),
         strs(rows, &|r| &r.tools),
@@ -224,6 +234,7 @@ struct JsonRow<'a> {
     sql: Option<&'a str>,
     output: Vec<JsonCall<'a>>,
     initialization_step: Option<&'a str>,
+    additional_setup_steps: Option<&'a str>,
     gold_answer: Option<&'a str>,
     ordered: bool,
     tools: &'a str,
@@ -257,6 +268,7 @@ pub(super) fn write_jsonl(rows: &[EncodedRow], out: &mut impl std::io::Write) ->
                 })
                 .collect(),
             initialization_step: r.initialization_step.as_deref(),
+            additional_setup_steps: r.additional_setup_steps.as_deref(),
             gold_answer: r.gold_answer.as_deref(),
             ordered: e.ordered,
             tools: &r.tools,
@@ -281,6 +293,8 @@ pub struct StoredRow {
     pub output: Vec<Call>,
     /// The setup call (`initialization_step` column; absent in datasets built before it).
     pub initialization_step: Option<Call>,
+    /// The further setup calls (`additional_setup_steps` column; empty when absent or null).
+    pub additional_setup_steps: Vec<Call>,
     /// Gold answer, if the family has one.
     pub gold_answer: Option<Answer>,
     /// Whether the answer is ordered.
@@ -346,6 +360,7 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
             let meta = string_column(&batch, &file, "meta")?;
             let init = string_column(&batch, &file, "initialization_step").ok();
             let tools = string_column(&batch, &file, "tools").ok();
+            let additional = string_column(&batch, &file, "additional_setup_steps").ok();
             let ordered = batch
                 .column_by_name("ordered")
                 .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
@@ -382,6 +397,10 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
                     initialization_step: match init.filter(|c| !null(c)) {
                         Some(c) => Some(serde_json::from_str(c.value(r))?),
                         None => None,
+                    },
+                    additional_setup_steps: match additional.filter(|c| !null(c)) {
+                        Some(c) => serde_json::from_str(c.value(r))?,
+                        None => vec![],
                     },
                     gold_answer: if null(gold) {
                         None

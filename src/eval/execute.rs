@@ -224,8 +224,10 @@ impl Runner<'_> {
     /// session (REST and datasets without live tools).
     pub fn open_session(&self, row: &EvalRow) -> Result<crate::tools::executor::Session, String> {
         let mut session = crate::tools::executor::Session::default();
-        if let (Some(setup), Some(executor)) = (&row.setup, &self.executor) {
-            executor.step(&mut session, setup)?;
+        if let Some(executor) = &self.executor {
+            for setup in &row.setup {
+                executor.step(&mut session, setup)?;
+            }
         }
         Ok(session)
     }

@@ -70,12 +70,27 @@ pub fn tool_lines(tools: &[ToolSpec]) -> String {
         .join("\n")
 }
 
-fn data_note(row: &EvalRow) -> &'static str {
-    if row.setup.is_some() {
-        "The data is already loaded: refer to it as \"$starting_table_var$\". Give each call a \"label\"; a later call refers to an earlier output as \"$LABEL$\".\n"
-    } else {
-        ""
+/// What the framework loaded for the row: the joined table `$starting_table_var$`, and for rows
+/// with `additional_setup_steps` each further table under its label with the tables it joins.
+fn data_note(row: &EvalRow) -> String {
+    let Some(first) = row.setup.first() else {
+        return String::new();
+    };
+    let mut note = format!("The data is already loaded: refer to it as \"${}$\".", first.label);
+    for s in &row.setup[1..] {
+        let tables: Vec<&str> = s.arguments["alias_to_table_dict"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, t)| t["original_table_name"].as_str())
+            .collect();
+        note.push_str(&format!(
+            " Table(s) {} are loaded as \"${}$\".",
+            tables.join(", "),
+            s.label
+        ));
     }
+    note + " Give each call a \"label\"; a later call refers to an earlier output as \"$LABEL$\".\n"
 }
 
 /// The direct-mode prompt: the whole sequence at once, as a JSON list.

@@ -35,8 +35,9 @@ pub struct EvalRow {
     pub db_id: Option<String>,
     /// The request.
     pub input: String,
-    /// The setup call the framework runs before the model's calls (SLOT/SEL join step).
-    pub setup: Option<Call>,
+    /// The setup calls the framework runs before the model's calls, in order (SLOT/SEL: the join
+    /// step `initialization_step`, then `additional_setup_steps`); empty for other families.
+    pub setup: Vec<Call>,
     /// The gold calls a model must predict (the setup step excluded).
     pub gold: Vec<Call>,
     /// The verified answer, when the family has one.
@@ -58,11 +59,16 @@ impl EvalRow {
     }
 }
 
-/// Splits the setup step off a row's calls: `initialization_step` if set, else `output[0]`
-/// when it is `initialize_active_data` (both row shapes of the brief).
-pub fn split_setup(initialization_step: Option<Call>, output: Vec<Call>) -> (Option<Call>, Vec<Call>) {
-    let (setup, calls) = crate::tools::setup_and_calls(initialization_step.as_ref(), &output);
-    (setup.cloned(), calls.to_vec())
+/// Splits the setup steps off a row's calls ([`crate::tools::setup_and_calls`]):
+/// `initialization_step` if set, else `output[0]` when it is `initialize_active_data` (both row
+/// shapes of the brief), then `additional_setup_steps`.
+pub fn split_setup(
+    initialization_step: Option<Call>,
+    additional_setup_steps: &[Call],
+    output: Vec<Call>,
+) -> (Vec<Call>, Vec<Call>) {
+    let (setup, calls) = crate::tools::setup_and_calls(initialization_step.as_ref(), additional_setup_steps, &output);
+    (setup.into_iter().cloned().collect(), calls.to_vec())
 }
 
 /// A call from the JSONL shape (`arguments` a JSON string or an object).
@@ -105,7 +111,17 @@ pub fn parse_row(v: &Value) -> Result<EvalRow> {
         Value::Null => None,
         c => Some(call_of(&json_text(c)?, "initialization_step")?),
     };
-    let (setup, gold) = split_setup(init, output);
+    let additional = match &v["additional_setup_steps"] {
+        Value::Null => vec![],
+        c => json_text(c)?
+            .as_array()
+            .context("additional_setup_steps is not a list")?
+            .iter()
+            .enumerate()
+            .map(|(i, c)| call_of(c, &format!("additional_setup_steps[{i}]")))
+            .collect::<Result<Vec<_>>>()?,
+    };
+    let (setup, gold) = split_setup(init, &additional, output);
     let text = |k: &str| v[k].as_str().map(String::from);
     Ok(EvalRow {
         dataset: text("dataset").unwrap_or_default(),
@@ -252,14 +268,14 @@ mod tests {
 
     #[test]
     fn setup_step_from_either_row_shape() {
-        let (s, g) = split_setup(None, vec![call(SETUP_TOOL), call("filter_data")]);
-        assert_eq!(s.unwrap().name, SETUP_TOOL);
+        let (s, g) = split_setup(None, &[], vec![call(SETUP_TOOL), call("filter_data")]);
+        assert_eq!(s[0].name, SETUP_TOOL);
         assert_eq!(g, vec![call("filter_data")]);
-        let (s, g) = split_setup(Some(call(SETUP_TOOL)), vec![call("filter_data")]);
-        assert_eq!(s.unwrap().name, SETUP_TOOL);
+        let (s, g) = split_setup(Some(call(SETUP_TOOL)), &[call(SETUP_TOOL)], vec![call("filter_data")]);
+        assert_eq!(s.len(), 2, "the initialization step, then the additional setup step");
         assert_eq!(g.len(), 1);
-        let (s, g) = split_setup(None, vec![call("f")]);
-        assert!(s.is_none());
+        let (s, g) = split_setup(None, &[], vec![call("f")]);
+        assert!(s.is_empty());
         assert_eq!(g.len(), 1);
     }
 
@@ -269,7 +285,7 @@ mod tests {
             "initialization_step": {"name": SETUP_TOOL, "arguments": {"database_path": "x/x.sqlite"}, "label": "starting_table_var"},
             "gold_answer": "[[1]]", "tools": "[]", "meta": null});
         let r = parse_row(&v).unwrap();
-        assert_eq!(r.setup.unwrap().arguments["database_path"], "x/x.sqlite");
+        assert_eq!(r.setup[0].arguments["database_path"], "x/x.sqlite");
         assert_eq!(r.gold[0].arguments["data_source"], "$starting_table_var$");
         assert_eq!(r.gold_answer.unwrap().len(), 1);
     }

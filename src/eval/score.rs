@@ -151,7 +151,7 @@ pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> R
     let mut errors = p.problems.clone();
     // A prediction in the old row shape may start with the setup step: it is the framework's.
     let calls: &[crate::tools::Call] = match p.calls.first() {
-        Some(c) if c.name == SETUP_TOOL && row.setup.is_some() => &p.calls[1..],
+        Some(c) if c.name == SETUP_TOOL && !row.setup.is_empty() => &p.calls[1..],
         _ => &p.calls,
     };
     let gold = &row.gold;

@@ -65,8 +65,9 @@ pub struct Toolkit {
     pub openapi: Json,
     /// Directory holding `<db>/<db>.sqlite`.
     pub database_root: PathBuf,
-    /// Each example's join step, by example id (SLOT/SEL sessions).
-    pub setups: HashMap<String, Call>,
+    /// Each example's setup steps (its join step, then its additional setup steps), by example
+    /// id (SLOT/SEL sessions).
+    pub setups: HashMap<String, Vec<Call>>,
     /// Schema drift (`tools/drift.json`), when the dataset has it: the server then enforces
     /// A_new — drifted REST endpoints answer at their A_new path with A_new query parameters,
     /// drifted tools under their A_new name with A_new arguments (JSON Schema validation, 422
@@ -117,8 +118,13 @@ impl Toolkit {
             let setups = rows
                 .into_iter()
                 .filter_map(|r| {
-                    let (setup, _) = crate::tools::setup_and_calls(r.initialization_step.as_ref(), &r.output);
-                    Some((r.id.clone(), setup?.clone()))
+                    let (setup, _) = crate::tools::setup_and_calls(
+                        r.initialization_step.as_ref(),
+                        &r.additional_setup_steps,
+                        &r.output,
+                    );
+                    let setup: Vec<Call> = setup.into_iter().cloned().collect();
+                    (!setup.is_empty()).then(|| (r.id.clone(), setup))
                 })
                 .collect();
             (
@@ -252,9 +258,12 @@ pub(crate) fn run_endpoint(
     })
 }
 
-/// Opens a SLOT/SEL session from `{"id"}` or `{"arguments"}` (blocking: runs the join step).
+/// Opens a SLOT/SEL session from `{"id"}` or `{"arguments"}` (blocking: runs the join step, and
+/// for an example with `additional_setup_steps` those too, each stored under its label). Answers
+/// `{session_id, label, output}` of the join step, plus `additional_setup_steps: [{label, output}]`
+/// when the example has further setup steps.
 pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallError> {
-    let setup = if let Some(id) = body.get("id").and_then(Json::as_str) {
+    let setups = if let Some(id) = body.get("id").and_then(Json::as_str) {
         match state.toolkit.setups.get(id) {
             Some(c) => c.clone(),
             None => {
@@ -265,17 +274,44 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
             }
         }
     } else if let Some(args) = body.get("arguments").and_then(Json::as_object) {
-        Call {
+        vec![Call {
             name: "initialize_active_data".into(),
             arguments: args.clone(),
             label: "starting_table_var".into(),
-        }
+        }]
     } else {
         return Err((
             StatusCode::UNPROCESSABLE_ENTITY,
             "body must be {\"id\": <example id>} or {\"arguments\": {<initialize_active_data arguments>}}".into(),
         ));
     };
+    let mut session = Session::default();
+    let mut outs = Vec::new();
+    for setup in &setups {
+        outs.push(run_setup(state, &mut session, setup)?);
+    }
+    let id = session_id(state);
+    let mut sessions = state.sessions.lock().expect("sessions");
+    if sessions.len() >= state.config.max_sessions {
+        if let Some(oldest) = sessions.iter().min_by_key(|(_, (t, _))| *t).map(|(k, _)| k.clone()) {
+            sessions.remove(&oldest);
+        }
+    }
+    sessions.insert(id.clone(), (Instant::now(), Arc::new(Mutex::new(session))));
+    let mut answer = json!({"session_id": id, "label": setups[0].label, "output": outs[0]});
+    if setups.len() > 1 {
+        answer["additional_setup_steps"] = setups[1..]
+            .iter()
+            .zip(&outs[1..])
+            .map(|(s, o)| json!({"label": s.label, "output": o}))
+            .collect();
+    }
+    Ok(answer)
+}
+
+/// Runs one join step into `session` (the materialised table shared across sessions by database
+/// and join) and returns its first rows as JSON; rejects database paths outside the root.
+fn run_setup(state: &AppState, session: &mut Session, setup: &Call) -> Result<Json, CallError> {
     let db_path = setup
         .arguments
         .get("database_path")
@@ -293,7 +329,6 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
             format!("database_path {db_path:?} must be a relative path to a .sqlite file inside the database root"),
         ));
     }
-    let mut session = Session::default();
     let signature = serde_json::to_string(&[
         setup.arguments.get("condition_sequence"),
         setup.arguments.get("alias_to_table_dict"),
@@ -301,7 +336,7 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
     .unwrap_or_default();
     let key = format!("{db_path}\n{signature}");
     let shared = state.joined.lock().expect("joined").get(&key).cloned();
-    let out = match shared {
+    Ok(match shared {
         Some(table) => {
             let out = value_json(&table, 5);
             session.insert(&setup.label, table);
@@ -310,23 +345,14 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
         None => {
             let table = state
                 .executor
-                .step(&mut session, &setup)
+                .step(session, setup)
                 .map_err(|e| (StatusCode::UNPROCESSABLE_ENTITY, state.redact(e)))?
                 .clone();
             let out = value_json(&table, 5);
             state.joined.lock().expect("joined").insert(key, table);
             out
         }
-    };
-    let id = session_id(state);
-    let mut sessions = state.sessions.lock().expect("sessions");
-    if sessions.len() >= state.config.max_sessions {
-        if let Some(oldest) = sessions.iter().min_by_key(|(_, (t, _))| *t).map(|(k, _)| k.clone()) {
-            sessions.remove(&oldest);
-        }
-    }
-    sessions.insert(id.clone(), (Instant::now(), Arc::new(Mutex::new(session))));
-    Ok(json!({"session_id": id, "label": setup.label, "output": out}))
+    })
 }
 
 /// Runs one SLOT/SEL tool in a session (blocking); `label` defaults to `<name>_<n>`.
@@ -395,7 +421,7 @@ fn safe_database_path(p: &str) -> bool {
 /// Whether `name` is a tool of the toolkit (SEL: also any per-column getter `get_<column>s`).
 pub(crate) fn known_tool(toolkit: &Toolkit, name: &str) -> bool {
     toolkit.catalog.iter().any(|t| t.name == name)
-        || (toolkit.format == "sel" && name.starts_with("get_") && name.ends_with('s'))
+        || (toolkit.format == "sel" && name.starts_with("get_") && name.to_lowercase().ends_with('s'))
 }
 
 /// The shared state over a loaded toolkit.

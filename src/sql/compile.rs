@@ -211,6 +211,7 @@ fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbS
 enum Compiled {
     Calls {
         setup: Call,
+        additional_setup: Vec<Call>,
         ties: Option<Vec<usize>>,
         calls: Vec<Call>,
         tools: Vec<ToolSpec>,
@@ -335,23 +336,28 @@ fn compile_db(
                 let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let mut lowered = lowered;
                 if recipe.tool_pool == ToolPool::Reference {
-                    lowered.calls = reference::restrict(&executor, &lowered.setup, &lowered.calls)
-                        .map_err(|d| drop("outside_reference_pool".into(), d))?;
+                    lowered.calls =
+                        reference::restrict(&executor, &lowered.setup, &lowered.additional_setup, &lowered.calls)
+                            .map_err(|d| drop("outside_reference_pool".into(), d))?;
                 }
                 let calls = if format == "sel" {
                     bind(&lowered.calls)
                 } else {
                     lowered.calls
                 };
-                let setup = lowered.setup;
+                let (setup, additional_setup) = (lowered.setup, lowered.additional_setup);
                 let mut session = Session::default();
-                let joined = executor
-                    .step(&mut session, &setup)
-                    .map_err(|e| drop("execution_error".into(), format!("join step: {e}")))?;
-                if let Value::Table(t) = joined {
-                    if let Some(d) = sql::gold::affinity_sensitive(&plan, t) {
-                        return Err(drop("affinity_sensitive".into(), d));
+                let mut joined = Vec::new();
+                for step in std::iter::once(&setup).chain(&additional_setup) {
+                    let table = executor
+                        .step(&mut session, step)
+                        .map_err(|e| drop("execution_error".into(), format!("join step {}: {e}", step.label)))?;
+                    if let Value::Table(t) = table {
+                        joined.push((step.label.clone(), t.clone()));
                     }
+                }
+                if let Some(d) = sql::gold::affinity_sensitive(&plan, &joined) {
+                    return Err(drop("affinity_sensitive".into(), d));
                 }
                 let candidate = executor
                     .run_in(&mut session, &calls)
@@ -363,6 +369,7 @@ fn compile_db(
                 let tools = toolkit(&toolkits, &keys, format == "sel");
                 Ok(Compiled::Calls {
                     setup,
+                    additional_setup,
                     ties: order.ties,
                     calls,
                     tools,
@@ -440,6 +447,7 @@ fn compile_db(
             Err(d) => out.drops.push(d),
             Ok(Compiled::Calls {
                 setup,
+                additional_setup,
                 ties,
                 calls,
                 tools,
@@ -449,6 +457,7 @@ fn compile_db(
             }) => out.examples.push(Example {
                 output: calls,
                 initialization_step: Some(setup),
+                additional_setup_steps: additional_setup,
                 meta: ties.map(|t| json!({"order_ties": t})),
                 gold_answer: Some(gold),
                 ordered,
@@ -517,10 +526,19 @@ fn toolkit(memo: &Toolkits, keys: &[KeyDescription], sel: bool) -> Vec<ToolSpec>
     tools
 }
 
-/// The joined table's columns, in join order, with descriptions and types.
+/// The columns of the joined tables the plan reads (the outer query's, then those of its
+/// subqueries and set-operation operands), in join order, with descriptions and types; a key
+/// name is listed once.
 fn key_descriptions(plan: &sql::plan::QueryPlan, schema: &Schema, descriptions: &Descriptions) -> Vec<KeyDescription> {
     let mut out: Vec<KeyDescription> = Vec::new();
-    for t in &plan.tables {
+    let mut plans = vec![plan];
+    let mut i = 0;
+    while i < plans.len() {
+        let p = plans[i];
+        plans.extend(p.subqueries.iter().chain(p.set_ops.iter().map(|(_, s)| s)));
+        i += 1;
+    }
+    for t in plans.iter().flat_map(|p| &p.tables) {
         let Some((table, cols)) = schema.table(&t.table) else {
             continue;
         };

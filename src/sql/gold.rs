@@ -176,12 +176,14 @@ fn holds(condition: &str, o: Ordering) -> Option<bool> {
     })
 }
 
-/// The first filter of `plan` whose result on some cell of the joined table `table` depends on
-/// comparing a number-like text cell with a numeric literal as text (SQLite's affinity) rather
-/// than as numbers; `Some(detail)` naming the column, the literal and the cell.
-pub fn affinity_sensitive(plan: &QueryPlan, table: &RecordBatch) -> Option<String> {
+/// The first filter of `plan` whose result on some cell of the joined tables `tables` (the setup
+/// steps' outputs, by label) depends on comparing a number-like text cell with a numeric literal
+/// as text (SQLite's affinity) rather than as numbers; `Some(detail)` naming the column, the
+/// literal and the cell. A condition is checked against every joined table holding its column
+/// (a key name is `<table prefix>_<column>`, the same column wherever it appears).
+pub fn affinity_sensitive(plan: &QueryPlan, tables: &[(String, RecordBatch)]) -> Option<String> {
     for sub in plan.subqueries.iter().chain(plan.set_ops.iter().map(|(_, p)| p)) {
-        if let Some(d) = affinity_sensitive(sub, table) {
+        if let Some(d) = affinity_sensitive(sub, tables) {
             return Some(d);
         }
     }
@@ -210,15 +212,15 @@ pub fn affinity_sensitive(plan: &QueryPlan, table: &RecordBatch) -> Option<Strin
         let Some(text) = number_text(&literal) else {
             continue;
         };
-        let schema = table.schema();
-        let Some(idx) = schema
-            .fields()
-            .iter()
-            .position(|f| f.name().eq_ignore_ascii_case(&c.key))
-        else {
-            continue;
-        };
-        for cell in datums(table.column(idx).as_ref()) {
+        let cells = tables.iter().flat_map(|(_, table)| {
+            let idx = table
+                .schema()
+                .fields()
+                .iter()
+                .position(|f| f.name().eq_ignore_ascii_case(&c.key));
+            idx.map(|i| datums(table.column(i).as_ref())).unwrap_or_default()
+        });
+        for cell in cells {
             let Datum::Text(s) = &cell else { continue };
             let Ok(x) = s.trim().parse::<f64>() else { continue };
             let as_text = holds(c.condition, s.as_bytes().cmp(text.as_bytes()));

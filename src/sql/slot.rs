@@ -2,7 +2,10 @@
 //!
 //! The join step `initialize_active_data` (label `starting_table_var`) is the instance's setup,
 //! kept apart in [`Lowered::setup`] in the reference's argument shapes (Live API-Bench Listing
-//! 10): the framework runs it, a model never predicts it. Order of the gold calls: transforms
+//! 10): the framework runs it, a model never predicts it. A subquery or set-operation operand
+//! over another joined table gets a further setup call of the same shape in
+//! [`Lowered::additional_setup`] (labels `starting_table_var_2`, `_3`, …, one per distinct
+//! joined table, in first-use order). Order of the gold calls: transforms
 //! (`TRANSFORMED_DF_i`) and filters (`FILTERED_DF_i`, one counter `i` for both); one disjunction
 //! as one filter chain per branch joined by `combine_data(operation="either")` (`COMBINED_DF`:
 //! a row matching several branches appears once, as in SQL); then either
@@ -35,12 +38,21 @@ pub struct Lowered {
     /// `[["<alias>.<column>", "<alias>.<column>", "INNER"|"LEFT"], …]`, `alias_to_table_dict`
     /// `{alias: {original_table_name, modified_table_name}}`.
     pub setup: Call,
-    /// The gold calls a model predicts; the first reads `$starting_table_var$`.
+    /// Further join steps, same shape, labelled `starting_table_var_<n>` (n = 2, 3, …): the
+    /// joined tables that subqueries or set-operation operands read besides the outer query's.
+    /// Empty for a query over one joined table.
+    pub additional_setup: Vec<Call>,
+    /// The gold calls a model predicts; they read `$starting_table_var$` (and the additional
+    /// setup labels).
     pub calls: Vec<Call>,
 }
 
 /// The join step of a plan (see [`Lowered::setup`]).
 pub fn setup_call(plan: &QueryPlan, database_path: &str) -> Call {
+    setup_call_labelled(plan, database_path, STARTING_TABLE_VAR)
+}
+
+fn setup_call_labelled(plan: &QueryPlan, database_path: &str, label: &str) -> Call {
     let conditions: Vec<Json> = plan.joins.iter().map(|c| json!([c.0, c.1, c.2])).collect();
     let aliases = alias_to_table_dict(&plan.tables);
     let Json::Object(arguments) =
@@ -51,7 +63,7 @@ pub fn setup_call(plan: &QueryPlan, database_path: &str) -> Call {
     Call {
         name: "initialize_active_data".into(),
         arguments,
-        label: STARTING_TABLE_VAR.into(),
+        label: label.into(),
     }
 }
 
@@ -61,9 +73,29 @@ struct Emitter {
     counter: usize,
     /// `$SUBQUERY_<i>$` placeholders of the SELECT being lowered → its subquery chains' labels.
     placeholders: HashMap<String, String>,
+    /// The join steps so far with their plans' join signatures; the first is the outer query's.
+    setups: Vec<(Vec<String>, Call)>,
+    database_path: String,
 }
 
 impl Emitter {
+    /// The label of the join step `plan` reads: an earlier one with the same join signature, or
+    /// a new setup call `starting_table_var_<n>`.
+    fn start(&mut self, plan: &QueryPlan) -> String {
+        let signature = plan.join_signature();
+        if let Some((_, c)) = self.setups.iter().find(|(s, _)| *s == signature) {
+            return c.label.clone();
+        }
+        let label = match self.setups.len() {
+            0 => STARTING_TABLE_VAR.to_string(),
+            n => format!("{STARTING_TABLE_VAR}_{}", n + 1),
+        };
+        self.used.insert(label.clone(), 1);
+        let call = setup_call_labelled(plan, &self.database_path, &label);
+        self.setups.push((signature, call));
+        label
+    }
+
     fn label(&mut self, base: &str) -> String {
         let n = self.used.entry(base.to_string()).or_insert(0);
         let label = if *n == 0 {
@@ -120,12 +152,13 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         used: HashMap::new(),
         counter: 0,
         placeholders: HashMap::new(),
+        setups: vec![],
+        database_path: database_path.into(),
     };
-    let setup = setup_call(plan, database_path);
-    em.used.insert(setup.label.clone(), 1);
-    let mut sinks = segment(&mut em, |em| lower_select(em, plan, &setup.label))?;
+    em.start(plan);
+    let mut sinks = segment(&mut em, |em| lower_select(em, plan))?;
     for (op, side) in &plan.set_ops {
-        let right = segment(&mut em, |em| lower_select(em, side, &setup.label))?;
+        let right = segment(&mut em, |em| lower_select(em, side))?;
         let source = |labels: &[String]| match labels {
             [one] if one.starts_with("COMBINED_DF") => json!(label_ref(one)),
             many => json!(many.iter().map(|l| label_ref(l)).collect::<Vec<_>>()),
@@ -138,7 +171,13 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         );
         sinks = vec![label];
     }
-    Ok(Lowered { setup, calls: em.calls })
+    let mut setups = em.setups.into_iter().map(|(_, c)| c);
+    let setup = setups.next().expect("the outer query's join step");
+    Ok(Lowered {
+        setup,
+        additional_setup: setups.collect(),
+        calls: em.calls,
+    })
 }
 
 /// Runs `emit` and returns the labels of the calls it emitted that no later call it emitted
@@ -153,13 +192,13 @@ fn segment(
     Ok(sink_calls(calls).into_iter().map(|c| c.label.clone()).collect())
 }
 
-/// Emits the calls of one SELECT reading the joined table `start`: its subqueries' chains
-/// first (each chain's output relabelled `SUBQUERY_<i>`, the placeholder its conditions use),
+/// Emits the calls of one SELECT reading its joined table (see [`Emitter::start`]): its
+/// subqueries' chains first (each chain's output relabelled `SUBQUERY_<i>`, the placeholder its conditions use),
 /// then transforms, filters, the disjunction, and the grouped or flat tail.
-fn lower_select(em: &mut Emitter, plan: &QueryPlan, start: &str) -> Result<(), LowerError> {
+fn lower_select(em: &mut Emitter, plan: &QueryPlan) -> Result<(), LowerError> {
     let mut placeholders = HashMap::new();
     for (i, sub) in plan.subqueries.iter().enumerate() {
-        let outs = segment(em, |em| lower_select(em, sub, start))?;
+        let outs = segment(em, |em| lower_select(em, sub))?;
         let [out] = outs.as_slice() else {
             return Err(unsupported("subquery_shape", "a subquery with several outputs"));
         };
@@ -169,7 +208,8 @@ fn lower_select(em: &mut Emitter, plan: &QueryPlan, start: &str) -> Result<(), L
         placeholders.insert(format!("$SUBQUERY_{i}$"), label_ref(&name));
     }
     let outer = std::mem::replace(&mut em.placeholders, placeholders);
-    let done = lower_body(em, plan, start);
+    let start = em.start(plan);
+    let done = lower_body(em, plan, &start);
     em.placeholders = outer;
     done
 }
@@ -224,12 +264,7 @@ fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(),
         if plan.limit == Some(0) {
             return Err(unsupported("limit", "LIMIT 0"));
         }
-        if plan.distinct && plan.projection.len() > 1 {
-            return Err(unsupported(
-                "distinct_multi_column",
-                "SELECT DISTINCT with several items",
-            ));
-        }
+        // One row: DISTINCT is moot.
         for m in &plan.projection {
             scalar(em, &cur, m, true)?;
         }
@@ -246,27 +281,35 @@ fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(),
             label,
         );
     }
-    if plan.distinct && plan.projection.len() > 1 {
+    // DISTINCT over several items: the columns, then their distinct rows.
+    let rows_distinct = plan.distinct && plan.projection.len() > 1;
+    if rows_distinct && plan.limit.is_some() {
         return Err(unsupported(
             "distinct_multi_column",
-            "SELECT DISTINCT with several items",
+            "SELECT DISTINCT with several items and LIMIT",
         ));
     }
+    let mut columns = Vec::new();
     for (i, m) in plan.projection.iter().enumerate() {
         match m {
             Measure::Column(k) => {
                 let label = em.label(&format!("SELECT_COL_{i}"));
-                em.call(
+                columns.push(em.call(
                     "retrieve_data",
-                    json!({"data_source": label_ref(&cur), "key_name": k, "distinct": plan.distinct, "limit": limit(plan)}),
+                    json!({"data_source": label_ref(&cur), "key_name": k, "distinct": plan.distinct && !rows_distinct, "limit": limit(plan)}),
                     label,
-                );
+                ));
             }
             Measure::Arith(..) if !plan.distinct => {
                 column_arith(em, &cur, m, limit(plan))?;
             }
             _ => return Err(unsupported("select_expression", m.to_string())),
         }
+    }
+    if rows_distinct {
+        let refs: Vec<String> = columns.iter().map(|l| label_ref(l)).collect();
+        let label = em.label("UNIQUE_ROWS");
+        em.call("select_unique_values", json!({"unique_array": refs}), label);
     }
     Ok(())
 }
@@ -337,10 +380,11 @@ fn column_arith(em: &mut Emitter, source: &str, m: &Measure, limit: i64) -> Resu
 }
 
 fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> Result<(), LowerError> {
+    let label = em.label("GROUPED");
     let grouped = em.call(
         "group_data_by",
         json!({"data_source": label_ref(&cur), "key_name": key}),
-        "GROUPED".into(),
+        label,
     );
     // The distinct aggregates the query uses, in first-use order.
     let mut aggs: Vec<&Measure> = Vec::new();
@@ -363,10 +407,10 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
     if plan.distinct {
         return Err(unsupported("distinct_group_by", "SELECT DISTINCT with GROUP BY"));
     }
-    if aggs.len() > 1 && reshapes {
+    if aggs.len() > 1 && (!plan.order_by.is_empty() || plan.limit.is_some()) {
         return Err(unsupported(
             "group_multiple_aggregates",
-            "HAVING/ORDER BY/LIMIT over several aggregates",
+            "ORDER BY/LIMIT over several aggregates",
         ));
     }
     let emit_agg = |em: &mut Emitter, m: &Measure| -> String {
@@ -443,11 +487,73 @@ fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> 
         }
         return Ok(());
     }
-    // Several aggregates, no reshaping: one aggregate table each, items read from them.
-    let tables: Vec<(Measure, String)> = aggs.iter().map(|m| ((*m).clone(), emit_agg(em, m))).collect();
+    // Several aggregates: one aggregate table each (one row per group, groups in one order).
+    // HAVING filters the tables of the aggregates it compares; the groups that pass every
+    // comparison are then kept in the other tables with an `is_in` filter on the group key, so
+    // every table keeps the same groups in the same order and the items read from them align.
+    let mut tables: Vec<(Measure, String)> = aggs.iter().map(|m| ((*m).clone(), emit_agg(em, m))).collect();
+    let mut base = grouped.clone();
+    if !plan.having.is_empty() {
+        let mut compared: Vec<usize> = Vec::new();
+        for h in &plan.having {
+            let (i, (m, t)) = tables
+                .iter()
+                .enumerate()
+                .find(|(_, (a, _))| *a == h.measure)
+                .expect("collected");
+            let Measure::Aggregate { agg, .. } = m else {
+                unreachable!("aggregates only")
+            };
+            let c = Condition {
+                key: agg.name().into(),
+                condition: h.condition,
+                value: h.value.clone(),
+            };
+            let filtered = em.filter(&t.clone(), &c);
+            tables[i].1 = filtered;
+            if !compared.contains(&i) {
+                compared.push(i);
+            }
+        }
+        let keys_of = |em: &mut Emitter, table: &str| -> String {
+            let label = em.label("GROUP_KEYS");
+            em.call(
+                "retrieve_data",
+                json!({"data_source": label_ref(table), "key_name": key, "distinct": false, "limit": -1}),
+                label,
+            )
+        };
+        base = tables[compared[0]].1.clone();
+        for &i in &compared[1..] {
+            let keys = keys_of(em, &tables[i].1);
+            base = em.filter(
+                &base,
+                &Condition {
+                    key: key.into(),
+                    condition: "is_in",
+                    value: json!(label_ref(&keys)),
+                },
+            );
+        }
+        let keys = keys_of(em, &base);
+        for (i, (m, t)) in tables.iter_mut().enumerate() {
+            if i == compared[0] {
+                *t = base.clone();
+            } else if plan.projection.contains(m) {
+                *t = em.filter(
+                    t,
+                    &Condition {
+                        key: key.into(),
+                        condition: "is_in",
+                        value: json!(label_ref(&keys)),
+                    },
+                );
+            }
+        }
+    }
     for (i, m) in plan.projection.iter().enumerate() {
         let (source, k) = match m {
-            Measure::Column(k) => (grouped.clone(), k.clone()),
+            Measure::Column(k) => (base.clone(), k.clone()),
             Measure::Aggregate { agg, .. } => {
                 let t = tables
                     .iter()

@@ -73,18 +73,23 @@ impl ToolSpec {
     }
 }
 
-/// The setup call and the predicted calls of a row, accepting both row shapes: the row's
-/// `initialization_step` when set, else `output[0]` when it is the join step
-/// `initialize_active_data` (rows built before the setup moved out of `output`).
+/// The setup calls and the predicted calls of a row, accepting both row shapes. The setup calls,
+/// in the order the framework runs them: the row's `initialization_step` when set (else
+/// `output[0]` when it is the join step `initialize_active_data`: rows built before the setup
+/// moved out of `output`), then its `additional_setup_steps` (the further joined tables that
+/// subqueries and set operations read, labelled `starting_table_var_<n>`). Every reader of a
+/// row's setup goes through this function.
 pub fn setup_and_calls<'c>(
     initialization_step: Option<&'c Call>,
+    additional_setup_steps: &'c [Call],
     output: &'c [Call],
-) -> (Option<&'c Call>, &'c [Call]) {
-    match (initialization_step, output.first()) {
+) -> (Vec<&'c Call>, &'c [Call]) {
+    let (first, calls) = match (initialization_step, output.first()) {
         (Some(s), _) => (Some(s), output),
         (None, Some(first)) if first.name == "initialize_active_data" => (Some(first), &output[1..]),
         _ => (None, output),
-    }
+    };
+    (first.into_iter().chain(additional_setup_steps).collect(), calls)
 }
 
 /// The sink calls of a sequence: those whose label no call of `calls` references (`$LABEL$`,

@@ -31,6 +31,12 @@ pub const CONDITIONS: [&str; 11] = [
     "not_in",
 ];
 
+/// `transform_data` operations (`operation_type`).
+pub const TRANSFORMS: [&str; 3] = ["substring", "abs", "datetime"];
+
+/// `calculate` operators.
+pub const OPERATORS: [&str; 4] = ["add", "subtract", "multiply", "divide"];
+
 /// The operations of `combine_data`.
 pub const COMBINE_OPERATIONS: [&str; 5] = ["union", "union_all", "intersect", "except", "either"];
 
@@ -147,7 +153,7 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             json!({
                 "data_source": data_source("The table to transform"),
                 "key_name": key_name(keys, false),
-                "operation_type": {"type": "string", "enum": ["substring", "abs", "datetime"], "description": "The transformation."},
+                "operation_type": {"type": "string", "enum": TRANSFORMS, "description": "The transformation."},
                 "operation_args": {"type": "object", "description": "Arguments of the transformation."},
             }),
             &["data_source", "key_name", "operation_type"],
@@ -155,8 +161,8 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "select_unique_values",
-            "Return the distinct values of a list, first occurrences in order.",
-            json!({"unique_array": data_source("The list")}),
+            "Return the distinct values of a list, or the distinct rows of several row-aligned lists (a list of their `$LABEL$`s), first occurrences in order.",
+            json!({"unique_array": {"type": ["string", "array"], "items": {"type": "string"}, "description": "The list as its `$LABEL$`, or several row-aligned lists as a list of `$LABEL$`s (distinct rows)."}}),
             &["unique_array"],
             "The distinct values.",
         ),
@@ -184,7 +190,7 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             json!({
                 "operand_a": {"type": ["string", "number"], "description": "A number or the `$LABEL$` of an earlier value or list."},
                 "operand_b": {"type": ["string", "number"], "description": "A number or the `$LABEL$` of an earlier value or list."},
-                "operator": {"type": "string", "enum": ["add", "subtract", "multiply", "divide"], "description": "The operation: operand_a <operator> operand_b."},
+                "operator": {"type": "string", "enum": OPERATORS, "description": "The operation: operand_a <operator> operand_b."},
             }),
             &["operand_a", "operand_b", "operator"],
             "The result.",

@@ -9,6 +9,8 @@
 //! checks below therefore look at each call's input table, as the project's executor computes
 //! it. A sequence is in the reference pool when all of these hold (each rule names the
 //! reference behaviour it avoids):
+//! - one join step, no `additional_setup_steps` (the reference's harness holds one active table,
+//!   so subqueries and set operations over further joined tables are outside the pool);
 //! - the join step joins `INNER` only (the reference ignores the join type), on key columns of
 //!   one kind (pandas refuses to merge a text column with a numeric one);
 //! - every call is `filter_data`, `sort_data`, `retrieve_data` or `aggregate_data` reading a
@@ -78,8 +80,21 @@ enum Kind {
 /// the calls, with `LIKE '%text%'` filters rewritten as `contains` and ORs of disjoint branches
 /// as `concatenate_data`, or why the sequence is
 /// outside the pool, naming the call and its argument form (a drop detail for reason code
-/// `outside_reference_pool`). `setup` is the sequence's join step, run here on `executor`.
-pub fn restrict(executor: &Executor, setup: &Call, calls: &[Call]) -> Result<Vec<Call>, String> {
+/// `outside_reference_pool`). `setup` is the sequence's join step, run here on `executor`;
+/// a sequence with `additional_setup` steps (subqueries or set operations over further joined
+/// tables) is outside the pool: the reference's tools hold one active table.
+pub fn restrict(
+    executor: &Executor,
+    setup: &Call,
+    additional_setup: &[Call],
+    calls: &[Call],
+) -> Result<Vec<Call>, String> {
+    if let Some(extra) = additional_setup.first() {
+        return Err(format!(
+            "setup step `{}`: a second joined table (the reference's initialize_active_data holds one active table)",
+            extra.label
+        ));
+    }
     check_joins(setup)?;
     let mut session = Session::default();
     let Value::Table(joined) = executor

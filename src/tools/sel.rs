@@ -5,11 +5,16 @@
 //! |--------------------------------------------------|--------------------------------------------------|
 //! | `filter_data(…, condition=c)`                    | `select_data_<c>(data_source, key_name, value)`  |
 //! | `sort_data(…, ascending=true/false)`             | `sort_data_ascending` / `sort_data_descending`   |
-//! | `aggregate_data(…, aggregation_type=a)`          | `compute_data_<a>(data_source, key_name, distinct)` |
+//! | `aggregate_data(…, aggregation_type=a, distinct=d)` | `compute_data_<a>(data_source, key_name)`, `compute_data_<a>_distinct` when `d` |
 //! | `combine_data(…, operation=o)`                   | `combine_data_<o>(data_source_1, data_source_2)` |
-//! | `retrieve_data(data_source, key_name=k, distinct, limit)` | `get_<k>s(data_source)`, then `select_unique_values` when distinct, then `truncate(truncate_array, n)` when limited |
+//! | `transform_data(…, operation_type=t)`            | `transform_data_<t>(data_source, key_name, operation_args)` |
+//! | `calculate(…, operator=o)`                       | `calculate_<o>(operand_a, operand_b)`            |
+//! | `retrieve_data(data_source, key_name=k, distinct, limit)` | `get_<plural of k>(data_source)`, then `select_unique_values` when distinct, then `truncate(truncate_array, n)` when limited |
 //!
-//! Every other tool keeps its name and arguments. A model sees one getter per column of the
+//! Every categorical argument is bound into a name (§3.2). Getter names read as English plurals
+//! of the column name ([`getter_name`]: `get_TV_Channel_Countries`, `get_addresses`); [`unbind`]
+//! reverses them against the columns of the table the getter reads. Every other tool keeps its
+//! name and arguments. A model sees one getter per column of the
 //! instance's joined table (with the column's description), so each instance carries its own
 //! toolkit ([`sel_tools`]). [`bind`] rewrites a SLOT sequence into SEL (references to an expanded
 //! call are redirected to its last step); [`unbind`] maps one SEL call back to the SLOT tool the
@@ -19,12 +24,43 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::pool::{AGGREGATE_COLUMNS, AGGREGATIONS, COMBINE_OPERATIONS, CONDITIONS, KeyDescription, slot_tools};
+use super::pool::{
+    AGGREGATE_COLUMNS, AGGREGATIONS, COMBINE_OPERATIONS, CONDITIONS, KeyDescription, OPERATORS, TRANSFORMS, slot_tools,
+};
 use super::{Call, ToolSpec, as_label_ref, label_ref};
 
-/// The getter name of a column: `get_<key>s` (the reference's plural form).
+/// The getter name of a column: `get_<plural of key>`, the English plural of its last letters
+/// (`Country` → `Countries`, `address` → `addresses`, `status` → `statuses`, `Name` → `Names`),
+/// in the case of the key's last letter; a key already plural (`Cylinders`, ending in a single
+/// `s`) is kept as is; a trailing acronym of up to 3 capitals takes `s` (`Stadium_ID` →
+/// `Stadium_IDs`, `GNP` → `GNPs`).
 pub fn getter_name(key: &str) -> String {
-    format!("get_{key}s")
+    let lower = key.to_lowercase();
+    let upper = key.chars().last().is_some_and(char::is_uppercase);
+    // The last word: the trailing run of letters of the last letter's case.
+    let word = key
+        .chars()
+        .rev()
+        .take_while(|c| c.is_alphabetic() && c.is_uppercase() == upper)
+        .count();
+    if upper && word <= 3 {
+        return format!("get_{key}s");
+    }
+    let case = |s: &str| if upper { s.to_uppercase() } else { s.to_string() };
+    let before_y = lower.chars().rev().nth(1);
+    if word >= 3 && lower.ends_with('y') && before_y.is_some_and(|c| c.is_ascii_alphabetic() && !"aeiou".contains(c)) {
+        return format!("get_{}{}", &key[..key.len() - 1], case("ies"));
+    }
+    if ["ss", "us", "is", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|e| lower.ends_with(e))
+    {
+        return format!("get_{key}{}", case("es"));
+    }
+    if lower.ends_with('s') {
+        return format!("get_{key}");
+    }
+    format!("get_{key}{}", case("s"))
 }
 
 fn unique_label(used: &mut HashMap<String, usize>, base: &str) -> String {
@@ -94,10 +130,29 @@ pub fn bind(slot: &[Call]) -> Vec<Call> {
                 };
                 push(&mut out, name.into(), args, c.label.clone());
             }
+            "transform_data" => {
+                let op = args.remove("operation_type").and_then(|v| v.as_str().map(String::from));
+                push(
+                    &mut out,
+                    format!("transform_data_{}", op.unwrap_or_default()),
+                    args,
+                    c.label.clone(),
+                );
+            }
+            "calculate" => {
+                let op = args.remove("operator").and_then(|v| v.as_str().map(String::from));
+                push(
+                    &mut out,
+                    format!("calculate_{}", op.unwrap_or_default()),
+                    args,
+                    c.label.clone(),
+                );
+            }
             "aggregate_data" => {
                 let agg = args
                     .remove("aggregation_type")
                     .and_then(|v| v.as_str().map(String::from));
+                let distinct = args.remove("distinct").and_then(|v| v.as_bool()).unwrap_or(false);
                 if args.get("limit").and_then(Value::as_i64) == Some(-1) {
                     args.remove("limit");
                 }
@@ -106,7 +161,11 @@ pub fn bind(slot: &[Call]) -> Vec<Call> {
                 }
                 push(
                     &mut out,
-                    format!("compute_data_{}", agg.unwrap_or_default()),
+                    format!(
+                        "compute_data_{}{}",
+                        agg.unwrap_or_default(),
+                        if distinct { "_distinct" } else { "" }
+                    ),
                     args,
                     c.label.clone(),
                 );
@@ -152,7 +211,10 @@ pub fn bind(slot: &[Call]) -> Vec<Call> {
 }
 
 /// Maps a SEL call back to the SLOT tool the executor runs; other calls are returned unchanged.
-pub fn unbind(call: &Call) -> Call {
+/// `columns` are the columns of the table a getter reads (its `data_source`): a getter
+/// `get_<plural>` is the column whose [`getter_name`] it is (or a per-group aggregate column);
+/// a getter matching none is read as `get_<key>s` (rows built before English plurals).
+pub fn unbind(call: &Call, columns: &[String]) -> Call {
     let mut args = call.arguments.clone();
     let name = call.name.as_str();
     let slot = |name: &str, args: Map<String, Value>| Call {
@@ -178,13 +240,36 @@ pub fn unbind(call: &Call) -> Call {
         args.insert("operation".into(), json!(op));
         return slot("combine_data", args);
     }
-    if let Some(agg) = name.strip_prefix("compute_data_").filter(|a| AGGREGATIONS.contains(a)) {
-        args.insert("aggregation_type".into(), json!(agg));
-        return slot("aggregate_data", args);
+    if let Some(bound) = name.strip_prefix("compute_data_") {
+        let (agg, distinct) = match bound.strip_suffix("_distinct") {
+            Some(a) => (a, true),
+            None => (bound, false),
+        };
+        if AGGREGATIONS.contains(&agg) {
+            args.insert("aggregation_type".into(), json!(agg));
+            args.entry("distinct").or_insert(json!(distinct));
+            return slot("aggregate_data", args);
+        }
     }
-    if let Some(key) = name.strip_prefix("get_").and_then(|k| k.strip_suffix('s')) {
-        args.insert("key_name".into(), json!(key));
-        return slot("retrieve_data", args);
+    if let Some(op) = name.strip_prefix("transform_data_").filter(|o| TRANSFORMS.contains(o)) {
+        args.insert("operation_type".into(), json!(op));
+        return slot("transform_data", args);
+    }
+    if let Some(op) = name.strip_prefix("calculate_").filter(|o| OPERATORS.contains(o)) {
+        args.insert("operator".into(), json!(op));
+        return slot("calculate", args);
+    }
+    if name.starts_with("get_") {
+        let known = columns
+            .iter()
+            .map(String::as_str)
+            .chain(AGGREGATE_COLUMNS)
+            .find(|k| getter_name(k) == name);
+        let key = known.or_else(|| name.strip_prefix("get_").and_then(|k| k.strip_suffix('s')));
+        if let Some(key) = key {
+            args.insert("key_name".into(), json!(key));
+            return slot("retrieve_data", args);
+        }
     }
     call.clone()
 }
@@ -260,11 +345,36 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
     }
     let agg = find("aggregate_data");
     for a in AGGREGATIONS {
+        for (suffix, what) in [("", "values"), ("_distinct", "distinct values")] {
+            out.push(without(
+                &agg,
+                format!("compute_data_{a}{suffix}"),
+                format!("Return the {a} of the {what} of a column (NULLs skipped); on grouped data, a table with one {a} per group in a column named `{a}`."),
+                &["aggregation_type", "limit", "distinct"],
+            ));
+        }
+    }
+    let transform = find("transform_data");
+    for t in TRANSFORMS {
+        let args = match t {
+            "substring" => "`operation_args` {start_index, end_index} (0-based, end exclusive)",
+            "datetime" => "`operation_args` {pattern: \"%Y\"|\"%m\"|\"%d\"}",
+            _ => "no `operation_args`",
+        };
         out.push(without(
-            &agg,
-            format!("compute_data_{a}"),
-            format!("Return the {a} of the values of a column (NULLs skipped); on grouped data, a table with one {a} per group in a column named `{a}`."),
-            &["aggregation_type", "limit"],
+            &transform,
+            format!("transform_data_{t}"),
+            format!("Replace a column by the `{t}` of its values; {args}."),
+            &["operation_type"],
+        ));
+    }
+    let calculate = find("calculate");
+    for o in OPERATORS {
+        out.push(without(
+            &calculate,
+            format!("calculate_{o}"),
+            format!("Arithmetic `operand_a {o} operand_b` between two numbers, single values or lists (elementwise); division is real division, by zero gives null."),
+            &["operator"],
         ));
     }
     let combine = find("combine_data");
@@ -288,13 +398,7 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         }, "required": ["truncate_array", "n"]}),
         output_parameters: json!({"type": "object", "properties": {"output_0": {"description": "The first n values."}}}),
     });
-    for name in [
-        "group_data_by",
-        "transform_data",
-        "select_unique_values",
-        "concatenate_data",
-        "calculate",
-    ] {
+    for name in ["group_data_by", "select_unique_values", "concatenate_data"] {
         out.push(find(name));
     }
     if let Some(keys) = keys {
@@ -355,14 +459,115 @@ mod tests {
                 "get_as",
                 "select_unique_values",
                 "truncate",
-                "calculate"
+                "calculate_add"
             ]
         );
         assert_eq!(sel[4].arguments["operand_a"], json!("$LIMIT$"));
         assert_eq!(sel[2].label, "DISTINCT_COL_0");
-        for (s, u) in [(0, "filter_data"), (1, "retrieve_data")] {
-            assert_eq!(unbind(&sel[s]).name, u);
+        for (s, u) in [(0, "filter_data"), (1, "retrieve_data"), (4, "calculate")] {
+            assert_eq!(unbind(&sel[s], &["a".into()]).name, u);
         }
-        assert_eq!(unbind(&sel[0]).arguments, slot[0].arguments);
+        assert_eq!(unbind(&sel[0], &[]).arguments, slot[0].arguments);
+        assert_eq!(unbind(&sel[4], &[]).arguments["operator"], json!("add"));
+    }
+
+    /// Item 8: `transform_data.operation_type`, `aggregate_data.distinct` and
+    /// `calculate.operator` were left as arguments; every categorical argument is now in the name,
+    /// and unbinding restores the SLOT call.
+    #[test]
+    fn sel_binds_every_categorical_argument() {
+        let slot = vec![
+            call(
+                "transform_data",
+                json!({"data_source": "$t$", "key_name": "d", "operation_type": "substring", "operation_args": {"start_index": 0, "end_index": 4}}),
+                "T",
+            ),
+            call(
+                "aggregate_data",
+                json!({"data_source": "$T$", "key_name": "d", "aggregation_type": "count", "distinct": true, "limit": -1}),
+                "COUNT",
+            ),
+            call(
+                "aggregate_data",
+                json!({"data_source": "$T$", "key_name": "d", "aggregation_type": "count", "distinct": false, "limit": -1}),
+                "COUNT_1",
+            ),
+            call(
+                "calculate",
+                json!({"operand_a": "$COUNT$", "operand_b": "$COUNT_1$", "operator": "divide"}),
+                "C",
+            ),
+        ];
+        let sel = bind(&slot);
+        let names: Vec<&str> = sel.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "transform_data_substring",
+                "compute_data_count_distinct",
+                "compute_data_count",
+                "calculate_divide"
+            ]
+        );
+        let categorical = [
+            "operation_type",
+            "distinct",
+            "operator",
+            "aggregation_type",
+            "condition",
+            "ascending",
+            "operation",
+        ];
+        for c in &sel {
+            assert!(categorical.iter().all(|k| !c.arguments.contains_key(*k)), "{c:?}");
+        }
+        for (s, u) in sel.iter().zip(&slot) {
+            let back = unbind(s, &[]);
+            assert_eq!(back.name, u.name);
+            for (k, v) in &back.arguments {
+                assert_eq!(Some(v), u.arguments.get(k), "{k} of {}", u.name);
+            }
+        }
+        let tools = sel_tools(None);
+        for n in names {
+            assert!(tools.iter().any(|t| t.name == n), "{n} in the SEL catalog");
+        }
+        assert!(
+            !tools
+                .iter()
+                .any(|t| t.name == "calculate" || t.name == "transform_data")
+        );
+    }
+
+    /// Item 8: getter names were `get_<key>s` (`get_TV_Channel_Countrys`); they are English
+    /// plurals, and unbinding finds the column among the table's columns.
+    #[test]
+    fn getter_names_are_english_plurals() {
+        for (key, getter) in [
+            ("TV_Channel_Country", "get_TV_Channel_Countries"),
+            ("address", "get_addresses"),
+            ("Name", "get_Names"),
+            ("day", "get_days"),
+            ("CITY", "get_CITIES"),
+            ("match", "get_matches"),
+            ("tax", "get_taxes"),
+            ("status", "get_statuses"),
+            ("Cylinders", "get_Cylinders"),
+            ("Stadium_ID", "get_Stadium_IDs"),
+            ("StuID", "get_StuIDs"),
+            ("GNP", "get_GNPs"),
+            ("Directed_by", "get_Directed_bys"),
+            ("count", "get_counts"),
+        ] {
+            assert_eq!(getter_name(key), getter);
+            let columns = vec!["other".to_string(), key.to_string()];
+            let c = call(getter, json!({"data_source": "$t$"}), "G");
+            let back = unbind(&c, &columns);
+            assert_eq!(back.name, "retrieve_data");
+            assert_eq!(back.arguments["key_name"], json!(key));
+        }
+        // A per-group aggregate column is found without being a table column.
+        let c = call("get_means", json!({"data_source": "$t$"}), "G");
+        assert_eq!(unbind(&c, &[]).arguments["key_name"], json!("mean"));
     }
 }

@@ -285,7 +285,8 @@ impl DistractorPool {
                 .unwrap_or_default()
         };
         let ck = keys(&c.tool);
-        let (setup, calls) = crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.output);
+        let (setup, calls) =
+            crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.additional_setup_steps, &e.output);
         if self.format == "slot" {
             // The gold in SEL form; the candidate getter in place of each gold getter.
             let sel = crate::tools::sel::bind(calls);
@@ -293,7 +294,7 @@ impl DistractorPool {
                 let mut swapped = sel.clone();
                 swapped[i].name = c.tool.name.clone();
                 executor
-                    .run_with_setup(setup, &swapped)
+                    .run_with_setup(&setup, &swapped)
                     .is_ok_and(|got| same(&got, e.ordered))
             });
         }
@@ -306,7 +307,7 @@ impl DistractorPool {
             let mut swapped: Vec<Call> = calls.to_vec();
             swapped[i].name = c.tool.name.clone();
             if executor
-                .run_with_setup(setup, &swapped)
+                .run_with_setup(&setup, &swapped)
                 .is_ok_and(|got| same(&got, e.ordered))
             {
                 return true;
@@ -327,7 +328,8 @@ impl DistractorPool {
                     .iter()
                     .map(|k| crate::tools::sel::getter_name(&k.key_name)),
             );
-            let (_, calls) = crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.output);
+            let (_, calls) =
+                crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.additional_setup_steps, &e.output);
             let read: BTreeSet<String> = crate::tools::sel::bind(calls)
                 .into_iter()
                 .map(|c| c.name)

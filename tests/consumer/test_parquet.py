@@ -37,11 +37,18 @@ def test_every_row_reproduces_its_sql(dataset):
         # The join step is the framework's setup (Live API-Bench Listing 10), not a predicted call.
         setup = json.loads(row["initialization_step"])
         assert setup["name"] == "initialize_active_data" and setup["label"] == "starting_table_var"
-        assert set(setup["arguments"]) == {"condition_sequence", "alias_to_table_dict", "database_path"}
-        for table in setup["arguments"]["alias_to_table_dict"].values():
-            assert set(table) == {"original_table_name", "modified_table_name"}, row["id"]
+        # Further joined tables of subqueries / set operations: more setup steps, same shape.
+        additional = json.loads(row["additional_setup_steps"])
+        assert [s["label"] for s in additional] == [f"starting_table_var_{i + 2}" for i in range(len(additional))]
+        for step in [setup] + additional:
+            assert step["name"] == "initialize_active_data", row["id"]
+            assert set(step["arguments"]) == {"condition_sequence", "alias_to_table_dict", "database_path"}
+            for table in step["arguments"]["alias_to_table_dict"].values():
+                assert set(table) == {"original_table_name", "modified_table_name"}, row["id"]
+            # Every setup step's table is read by some call.
+            assert any(f'"${step["label"]}$"' in c["arguments"] for c in calls), row["id"]
         assert all(c["name"] != "initialize_active_data" for c in calls), row["id"]
-        assert "$starting_table_var$" in calls[0]["arguments"], row["id"]
+        assert any(f'"${s["label"]}$"' in calls[0]["arguments"] for s in [setup] + additional), row["id"]
         labels = [c["label"] for c in calls]
         assert len(labels) == len(set(labels)), row["id"]
         for c in calls:

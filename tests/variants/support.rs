@@ -98,7 +98,11 @@ impl Runner {
         if self.format != "rest" {
             return self
                 .executor
-                .run_with_setup(e.initialization_step.as_ref(), calls)
+                .run_with_setup(
+                    &toolforge::tools::setup_and_calls(e.initialization_step.as_ref(), &e.additional_setup_steps, &[])
+                        .0,
+                    calls,
+                )
                 .is_ok_and(|got| {
                     let ties = toolforge::verify::ties_from_meta(e.meta.as_ref());
                     toolforge::verify::answers_match_ties(gold, &got, e.ordered, ties.as_deref())

@@ -19,7 +19,8 @@
 //! The SLOT/SEL setup step (`initialize_active_data`: [`Example::initialization_step`], or
 //! `output[0]` in the older row shape) is a framework step, never shown to the model: it is run
 //! before the first call and the system prompt states the active table (`$starting_table_var$`,
-//! the joined tables, its columns and row count).
+//! the joined tables, its columns and row count); so are the `additional_setup_steps`, each
+//! stated as another loaded table under its label (`$starting_table_var_2$`, …).
 //!
 //! The final assistant message is the answer read back from the shown results ([`answer`]): it
 //! never contains a value no tool message showed, and when a result was cut it states the total
@@ -32,7 +33,10 @@
 pub mod answer;
 pub mod cached;
 pub mod faults;
+mod prompt;
 pub mod variants;
+
+use prompt::{active_table, system_prompt, tools_json};
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -54,10 +58,10 @@ pub const OVER_SIZE_CAP: &str = "over_size_cap";
 /// Skip reason of a SLOT/SEL example whose only call is the setup step (nothing for the model).
 pub const NO_MODEL_CALLS: &str = "no_model_calls";
 
-/// The setup step of a SLOT/SEL example and the calls the model makes: the row's
-/// `initialization_step` when set, else `output[0]` when it is `initialize_active_data`.
-pub fn setup_and_calls(e: &Example) -> (Option<&Call>, &[Call]) {
-    crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.output)
+/// The setup steps of a SLOT/SEL example and the calls the model makes
+/// ([`crate::tools::setup_and_calls`]).
+pub fn setup_and_calls(e: &Example) -> (Vec<&Call>, &[Call]) {
+    crate::tools::setup_and_calls(e.initialization_step.as_ref(), &e.additional_setup_steps, &e.output)
 }
 
 /// A tool-call id: 9 alphanumeric characters (Mistral's chat template rule), derived from the
@@ -75,79 +79,23 @@ pub enum Runner<'a> {
     Rest(&'a HashMap<(String, String), Endpoint>, &'a Path),
 }
 
-/// The active table as the system prompt states it: the joined tables and how, its columns and
-/// row count.
-fn active_table(setup: &Call, table: &Json) -> String {
-    let tables: Vec<String> = setup.arguments["alias_to_table_dict"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(_, t)| {
-            t["original_table_name"]
-                .as_str()
-                .or(t.as_str())
-                .unwrap_or_default()
-                .to_string()
-        })
-        .collect();
-    let joins: Vec<String> = setup.arguments["condition_sequence"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| Some(format!("{} = {}", c[0].as_str()?, c[1].as_str()?)))
-        .collect();
-    let columns: Vec<&str> = table["columns"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Json::as_str)
-        .collect();
-    format!(
-        "The active table is already loaded as \"$starting_table_var$\": {}{} ({} rows) with columns {}.",
-        if tables.len() == 1 {
-            format!("table {}", tables[0])
-        } else {
-            format!("the join of {}", tables.join(", "))
-        },
-        if joins.is_empty() {
-            String::new()
-        } else {
-            format!(" on {}", joins.join(" and "))
-        },
-        table["total_rows"],
-        columns.join(", ")
-    )
-}
-
-fn system_prompt(e: &Example, active: Option<&str>) -> String {
-    let db = e.db_id.as_deref().unwrap_or("the");
-    match active {
-        None => format!(
-            "You answer questions about the `{db}` database by calling its REST API functions. Call the function that answers the question with the values the question gives, then reply with the answer only."
-        ),
-        Some(active) => format!(
-            "You answer questions about the `{db}` database by calling tools. {active} Each tool result is stored under the label shown in the result; refer to an earlier result in a later call as \"$LABEL$\". When the last result answers the question, reply with the answer only."
-        ),
-    }
-}
-
 /// Executes the setup step (if any) and `calls` in order; returns the active table (columns and
 /// total rows; `Null` without a setup step) and each tool message's content (JSON text).
 fn execute(
     runner: &Runner,
     e: &Example,
-    setup: Option<&Call>,
+    setup: &[&Call],
     calls: &[Call],
     max_rows: usize,
     conn: &mut Option<(String, rusqlite::Connection)>,
-) -> Result<(Json, Vec<String>), String> {
+) -> Result<(Vec<Json>, Vec<String>), String> {
     match runner {
         Runner::Tools(executor) => {
             let mut session = Session::default();
-            let table = match setup {
-                Some(s) => value_json(executor.step(&mut session, s)?, 0),
-                None => Json::Null,
-            };
+            let table = setup
+                .iter()
+                .map(|s| Ok(value_json(executor.step(&mut session, s)?, 0)))
+                .collect::<Result<_, String>>()?;
             let results = calls
                 .iter()
                 .map(|c| {
@@ -185,7 +133,7 @@ fn execute(
                     })
                 })
                 .collect::<Result<_, String>>()?;
-            Ok((Json::Null, results))
+            Ok((vec![], results))
         }
     }
 }
@@ -251,45 +199,6 @@ pub struct Built {
     pub skipped: Vec<&'static str>,
 }
 
-/// One entry of a trajectory's `tools`: an OpenAI function (`{"type": "function", "function":
-/// {"name", "description", "parameters"}}`), serialised from the spec in place.
-#[derive(serde::Serialize)]
-struct FunctionTool<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: FunctionBody<'a>,
-}
-
-#[derive(serde::Serialize)]
-struct FunctionBody<'a> {
-    name: &'a str,
-    description: &'a str,
-    parameters: &'a Json,
-}
-
-/// The `tools` of `e`'s trajectories as JSON text: its toolkit with references resolved through
-/// `catalog`, without the setup step.
-fn tools_json(e: &Example, catalog: &HashMap<&str, &ToolSpec>) -> String {
-    let tools: Vec<FunctionTool> = e
-        .tools
-        .iter()
-        .map(|t| match catalog.get(t.name.as_str()) {
-            Some(s) if t.is_reference() => *s,
-            _ => t,
-        })
-        .filter(|spec| spec.name != "initialize_active_data")
-        .map(|spec| FunctionTool {
-            kind: "function",
-            function: FunctionBody {
-                name: &spec.name,
-                description: &spec.description,
-                parameters: &spec.parameters,
-            },
-        })
-        .collect();
-    serde_json::to_string(&tools).expect("serialisable")
-}
-
 /// The trajectories of `e` (see [`Built`]). `catalog` resolves [`ToolSpec::reference`]s; `conn`
 /// caches a REST connection as (database, connection). Errors: a call that does not execute
 /// (never for a verified example).
@@ -308,13 +217,21 @@ pub fn trajectories(
             ..Built::default()
         });
     }
-    let (table, results) = execute(runner, e, setup, calls, cfg.max_rows, conn)?;
+    let (table, results) = execute(runner, e, &setup, calls, cfg.max_rows, conn)?;
     let tools = tools_json(e, catalog);
     let user = match &e.evidence {
         Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", e.input),
         _ => e.input.clone(),
     };
-    let active = setup.map(|s| active_table(s, &table));
+    let active = (!setup.is_empty()).then(|| {
+        let parts: Vec<String> = setup
+            .iter()
+            .zip(&table)
+            .enumerate()
+            .map(|(i, (s, t))| active_table(s, t, i == 0))
+            .collect();
+        parts.join(" ")
+    });
     let head = vec![
         json!({"role": "system", "content": system_prompt(e, active.as_deref())}),
         json!({"role": "user", "content": user}),

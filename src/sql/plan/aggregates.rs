@@ -133,6 +133,28 @@ impl<'s> Builder<'s> {
             let mut parts = Vec::new();
             Self::conjuncts(h, &mut parts);
             for part in parts {
+                if let Expr::Between {
+                    expr,
+                    negated: false,
+                    low,
+                    high,
+                } = part
+                {
+                    // `agg BETWEEN a AND b` = `agg >= a AND agg <= b`.
+                    let measure = self.measure(expr)?;
+                    if !matches!(measure, Measure::Aggregate { .. }) {
+                        return Err(unsupported("having", part));
+                    }
+                    for (condition, bound) in [("greater_than_equal_to", low), ("less_than_equal_to", high)] {
+                        let value = self.literal(bound).ok_or_else(|| unsupported("having", part))?;
+                        having.push(Having {
+                            measure: measure.clone(),
+                            condition,
+                            value,
+                        });
+                    }
+                    continue;
+                }
                 let Expr::BinaryOp { left, op, right } = part else {
                     return Err(unsupported("having", part));
                 };

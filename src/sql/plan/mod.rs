@@ -195,12 +195,12 @@ pub struct QueryPlan {
     pub distinct: bool,
     /// LIMIT.
     pub limit: Option<i64>,
-    /// Uncorrelated subqueries over the same joined table, in the order their placeholders
+    /// Uncorrelated subqueries (over this joined table or another), in the order their placeholders
     /// `$SUBQUERY_<i>$` appear as condition values: a scalar subquery's single value
     /// (`x > (SELECT avg(x) …)`) or a list (`x [NOT] IN (SELECT y …)`).
     pub subqueries: Vec<QueryPlan>,
     /// Compound SELECT: the operations (`union`, `union_all`, `intersect`, `except`) applied
-    /// left to right with the SELECTs of the same joined table that follow this one.
+    /// left to right with the SELECTs that follow this one (over this joined table or another).
     pub set_ops: Vec<(&'static str, QueryPlan)>,
 }
 
@@ -310,23 +310,6 @@ fn negate(v: Json) -> Option<Json> {
         return Some(json!(-i));
     }
     v.as_f64().map(|f| json!(-f))
-}
-fn empty_plan() -> QueryPlan {
-    QueryPlan {
-        tables: vec![],
-        joins: vec![],
-        transforms: vec![],
-        filters: vec![],
-        branches: vec![],
-        group_by: None,
-        having: vec![],
-        order_by: vec![],
-        projection: vec![],
-        distinct: false,
-        limit: None,
-        subqueries: vec![],
-        set_ops: vec![],
-    }
 }
 
 fn is_numeric_cast(t: &DataType) -> bool {

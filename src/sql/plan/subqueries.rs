@@ -1,6 +1,7 @@
-//! Subqueries and set operations: compound SELECTs (`UNION [ALL]`, `INTERSECT`, `EXCEPT`) over
-//! the same joined table, and uncorrelated scalar / `[NOT] IN` subqueries planned as earlier
-//! chains referenced by placeholder.
+//! Subqueries and set operations: compound SELECTs (`UNION [ALL]`, `INTERSECT`, `EXCEPT`), and
+//! uncorrelated scalar / `[NOT] IN` subqueries planned as earlier chains referenced by
+//! placeholder. An operand or subquery may read other tables than the outer query: the lowering
+//! gives each further joined table its own setup step ([`crate::sql::slot::Lowered`]).
 
 use serde_json::{Value as Json, json};
 use sqlparser::ast::{Expr, Query, Select, SetExpr};
@@ -62,12 +63,6 @@ pub(super) fn build_query(q: &Query, schema: &Schema) -> Result<QueryPlan, Lower
     let mut first = Builder::new(schema, parts[0].1)?.build(None, parts[0].1)?;
     for (op, select) in &parts[1..] {
         let side = Builder::new(schema, select)?.build(None, select)?;
-        if side.join_signature() != first.join_signature() {
-            return Err(unsupported(
-                "set_operation_other_tables",
-                format!("{op} of SELECTs over different joined tables"),
-            ));
-        }
         if side.projection.len() != first.projection.len() {
             return Err(LowerError::Schema(format!(
                 "{op} of SELECTs with different column counts"
@@ -79,23 +74,14 @@ pub(super) fn build_query(q: &Query, schema: &Schema) -> Result<QueryPlan, Lower
 }
 
 impl<'s> Builder<'s> {
-    /// Plans an uncorrelated subquery over this query's joined table and returns the
-    /// placeholder `$SUBQUERY_<i>$` its value is referred to by. A subquery naming a column of
-    /// the outer query is `correlated_subquery`; one over other tables or joins
-    /// `subquery_other_tables`.
+    /// Plans an uncorrelated subquery (over this query's joined table or any other) and returns
+    /// the placeholder `$SUBQUERY_<i>$` its value is referred to by. A subquery naming a column
+    /// of the outer query is `correlated_subquery`.
     pub(super) fn subquery(&mut self, q: &Query, e: &Expr) -> Result<Json, LowerError> {
         let plan = build_query(q, self.schema).map_err(|err| match err {
             LowerError::Schema(_) => unsupported("correlated_subquery", e),
             other => other,
         })?;
-        let outer = QueryPlan {
-            tables: self.tables.clone(),
-            joins: self.joins.clone(),
-            ..empty_plan()
-        };
-        if plan.join_signature() != outer.join_signature() {
-            return Err(unsupported("subquery_other_tables", e));
-        }
         if plan.projection.len() != 1 || !plan.set_ops.is_empty() {
             return Err(unsupported("subquery_shape", e));
         }

@@ -194,15 +194,16 @@ impl Executor {
 
     /// Executes `calls` in order and returns the final answer (see the module docs).
     pub fn run(&self, calls: &[Call]) -> Result<Answer, ExecError> {
-        self.run_with_setup(None, calls)
+        self.run_with_setup(&[], calls)
     }
 
-    /// Runs the instance's setup call (the join step, `initialization_step`) when given, then
-    /// `calls`, and returns the final answer built from `calls`' sinks (the setup call is never
-    /// part of the answer). An error in the setup call has index 0 and its tool name.
-    pub fn run_with_setup(&self, setup: Option<&Call>, calls: &[Call]) -> Result<Answer, ExecError> {
+    /// Runs the instance's setup calls (the join steps: `initialization_step`, then
+    /// `additional_setup_steps`, see [`crate::tools::setup_and_calls`]), then `calls`, and
+    /// returns the final answer built from `calls`' sinks (setup calls are never part of the
+    /// answer). An error in a setup call has index 0 and its tool name.
+    pub fn run_with_setup(&self, setup: &[&Call], calls: &[Call]) -> Result<Answer, ExecError> {
         let mut session = Session::default();
-        if let Some(call) = setup {
+        for call in setup {
             self.step(&mut session, call).map_err(|message| ExecError {
                 index: 0,
                 tool: call.name.clone(),
@@ -259,7 +260,7 @@ impl Executor {
         let call = if call.name.starts_with("initialize") || SLOT_TOOLS.contains(&call.name.as_str()) {
             call
         } else {
-            unbound = super::sel::unbind(call);
+            unbound = super::sel::unbind(call, &source_columns(call, env));
             &unbound
         };
         let args = Args {
@@ -295,4 +296,20 @@ impl Executor {
         let path = self.database_root.join(rel);
         table::join_at(&path, &tables, &conds).map(Value::Table)
     }
+}
+
+/// The column names of the table a call's `data_source` refers to (empty when it is not a
+/// table): what a SEL getter `get_<plural>` is unbound against.
+fn source_columns(call: &Call, env: &HashMap<String, Value>) -> Vec<String> {
+    let table = match call
+        .arguments
+        .get("data_source")
+        .and_then(crate::tools::as_label_ref)
+        .and_then(|l| env.get(l))
+    {
+        Some(Value::Table(t)) => t.schema(),
+        Some(Value::Grouped(g)) => g.table.schema(),
+        _ => return vec![],
+    };
+    table.fields().iter().map(|f| f.name().clone()).collect()
 }

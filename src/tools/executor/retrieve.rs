@@ -1,5 +1,6 @@
 //! Reading values out of a table: `retrieve_data` (a column as a list, first values per group on
-//! a grouped table), `select_unique_values` (distinct values in first-appearance order) and
+//! a grouped table), `select_unique_values` (distinct values, or distinct rows of row-aligned
+//! lists, in first-appearance order) and
 //! `truncate` (the first n values of a list).
 
 use super::args::{Args, column, kind};
@@ -43,7 +44,22 @@ pub(super) fn truncate(args: &Args) -> R<Value> {
 }
 
 /// `select_unique_values(unique_array)` → the list's distinct values, first occurrences in order.
+/// With `unique_array` a list of `$LABEL$`s of row-aligned lists (the columns of `SELECT DISTINCT
+/// a, b`), a table of their distinct rows (cells compared as in grouping: numbers by value, NULL
+/// equals NULL), first occurrences in order, columns named as in `combine_data`.
 pub(super) fn select_unique_values(args: &Args) -> R<Value> {
+    if args.json("unique_array")?.is_array() {
+        let (names, rows) = super::combine::combine_input(args, "unique_array")?;
+        let mut seen = std::collections::HashSet::new();
+        let rows: Vec<Vec<crate::verify::Datum>> = rows
+            .into_iter()
+            .filter(|r| seen.insert(r.iter().map(datum_key).collect::<Vec<_>>()))
+            .collect();
+        let columns = (0..names.len())
+            .map(|i| rows.iter().map(|r| r[i].clone()).collect())
+            .collect();
+        return Ok(Value::Table(crate::tools::table::batch_from_columns(&names, columns)));
+    }
     let values = match args.value("unique_array")? {
         Value::Column(a) => datums(a.as_ref()),
         other => return Err(format!("`unique_array` must be a list, got {}", kind(other))),

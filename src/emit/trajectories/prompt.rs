@@ -1,0 +1,112 @@
+//! What a trajectory shows the model besides the conversation: the system prompt (the database
+//! and the active tables the setup steps loaded, instead of the setup calls themselves) and the
+//! `tools` list (the example's toolkit as OpenAI functions, without the setup step).
+
+use std::collections::HashMap;
+
+use serde_json::Value as Json;
+
+use crate::dataset::Example;
+use crate::tools::{Call, ToolSpec};
+
+/// The active table as the system prompt states it: the joined tables and how, its columns and
+/// row count; a further setup step's table (`first` false) is stated as another loaded table
+/// under its own label.
+pub(super) fn active_table(setup: &Call, table: &Json, first: bool) -> String {
+    let tables: Vec<String> = setup.arguments["alias_to_table_dict"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, t)| {
+            t["original_table_name"]
+                .as_str()
+                .or(t.as_str())
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    let joins: Vec<String> = setup.arguments["condition_sequence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| Some(format!("{} = {}", c[0].as_str()?, c[1].as_str()?)))
+        .collect();
+    let columns: Vec<&str> = table["columns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Json::as_str)
+        .collect();
+    format!(
+        "{} \"${}$\": {}{} ({} rows) with columns {}.",
+        if first {
+            "The active table is already loaded as"
+        } else {
+            "Another table is loaded as"
+        },
+        setup.label,
+        if tables.len() == 1 {
+            format!("table {}", tables[0])
+        } else {
+            format!("the join of {}", tables.join(", "))
+        },
+        if joins.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", joins.join(" and "))
+        },
+        table["total_rows"],
+        columns.join(", ")
+    )
+}
+
+pub(super) fn system_prompt(e: &Example, active: Option<&str>) -> String {
+    let db = e.db_id.as_deref().unwrap_or("the");
+    match active {
+        None => format!(
+            "You answer questions about the `{db}` database by calling its REST API functions. Call the function that answers the question with the values the question gives, then reply with the answer only."
+        ),
+        Some(active) => format!(
+            "You answer questions about the `{db}` database by calling tools. {active} Each tool result is stored under the label shown in the result; refer to an earlier result in a later call as \"$LABEL$\". When the last result answers the question, reply with the answer only."
+        ),
+    }
+}
+
+/// One entry of a trajectory's `tools`: an OpenAI function (`{"type": "function", "function":
+/// {"name", "description", "parameters"}}`), serialised from the spec in place.
+#[derive(serde::Serialize)]
+struct FunctionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionBody<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct FunctionBody<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Json,
+}
+
+/// The `tools` of `e`'s trajectories as JSON text: its toolkit with references resolved through
+/// `catalog`, without the setup step.
+pub(super) fn tools_json(e: &Example, catalog: &HashMap<&str, &ToolSpec>) -> String {
+    let tools: Vec<FunctionTool> = e
+        .tools
+        .iter()
+        .map(|t| match catalog.get(t.name.as_str()) {
+            Some(s) if t.is_reference() => *s,
+            _ => t,
+        })
+        .filter(|spec| spec.name != "initialize_active_data")
+        .map(|spec| FunctionTool {
+            kind: "function",
+            function: FunctionBody {
+                name: &spec.name,
+                description: &spec.description,
+                parameters: &spec.parameters,
+            },
+        })
+        .collect();
+    serde_json::to_string(&tools).expect("serialisable")
+}
