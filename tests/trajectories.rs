@@ -150,7 +150,7 @@ fn replay(t: &Value, setup: &[&Call], run: &mut dyn FnMut(&Call, &mut Session) -
         match faults.get(id) {
             Some(&"session_expired") => {
                 session = Session::default();
-                if let Some(c) = setup {
+                for c in setup {
                     run(c, &mut session);
                 }
                 effective.clear();
@@ -263,7 +263,7 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
                 bad.push((id.to_string(), miss));
             }
             // The system prompt states the active table instead of showing the setup step.
-            if setup.is_some() {
+            if !setup.is_empty() {
                 let system = t["messages"][0]["content"].as_str().unwrap();
                 assert!(
                     system.contains("$starting_table_var$") && system.contains("columns"),
