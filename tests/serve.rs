@@ -246,6 +246,43 @@ fn slot_and_sel_sessions_reproduce_gold_over_http() {
             }
         }
         assert_eq!(checked, 40, "{recipe}");
+        // A row whose subquery reads another table: the session runs its additional setup steps
+        // too (each under its label), and the row's calls reproduce its one-value gold answer.
+        let extra = rows
+            .iter()
+            .find(|r| {
+                !r.additional_setup_steps.is_empty()
+                    && r.gold_answer.as_ref().is_some_and(|g| g.len() == 1 && g[0].len() == 1)
+                    && r.output.iter().all(|c| {
+                        !r.output.iter().any(|d| {
+                            d.arguments
+                                .values()
+                                .any(|v| v.as_str() == Some(&format!("${}$", c.label)))
+                        }) == (c.label == r.output.last().unwrap().label)
+                    })
+            })
+            .expect("a row with additional setup steps and a one-value answer");
+        let (s, session) = post(&a, &format!("{base}/sessions"), &json!({"id": extra.id}));
+        assert_eq!(s, 200, "{session}");
+        let labels: Vec<&str> = session["additional_setup_steps"]
+            .as_array()
+            .expect("the additional setup steps are listed")
+            .iter()
+            .map(|s| s["label"].as_str().unwrap())
+            .collect();
+        let want: Vec<&str> = extra.additional_setup_steps.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(labels, want);
+        let got = run_over_http(&a, &base, &extra.id, &extra.output);
+        let got = match got {
+            Value::Array(items) => items[0].clone(),
+            scalar => scalar,
+        };
+        let got: toolforge::verify::Datum = serde_json::from_value(got).unwrap();
+        assert!(
+            toolforge::verify::answers_match(extra.gold_answer.as_ref().unwrap(), &vec![vec![got]], false),
+            "{}",
+            extra.id
+        );
         // Errors: unknown session, unknown tool, bad arguments, unsafe database path.
         let (s, _) = post(
             &a,

@@ -17,7 +17,9 @@
 //!   non-empty table (the join step's output or a filter's, sort's or concatenation's; the
 //!   reference indexes the first cell or asserts a non-empty input), or `concatenate_data`: the
 //!   reference cannot aggregate grouped data and has no `calculate`, `combine_data` or membership
-//!   filter. An OR (`combine_data(operation="either")`) becomes the reference's
+//!   filter, and its `select_unique_values` takes one list (so DISTINCT over several columns,
+//!   `select_unique_values` of several lists, is outside the pool; so are the `is_in` filters
+//!   that keep several per-group aggregates aligned under HAVING, which need grouping anyway). An OR (`combine_data(operation="either")`) becomes the reference's
 //!   `concatenate_data` when no row satisfies both branches on this data; otherwise it would
 //!   repeat those rows and the sequence is outside the pool;
 //! - numbers stored as text (read back as numbers: `'2016'` becomes `2016`) are never returned,
