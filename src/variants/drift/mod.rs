@@ -164,6 +164,20 @@ pub struct ToolDrift {
 }
 
 impl ToolDrift {
+    /// A SLOT/SEL tool drifted by `changes` (no REST route): A_new is `old` with the changes
+    /// applied ([`plan::apply_schema`]).
+    pub fn of_tool(old: &ToolSpec, changes: Vec<Change>) -> ToolDrift {
+        ToolDrift {
+            db_id: None,
+            path_old: None,
+            path_new: None,
+            method: None,
+            new: plan::apply_schema(old, &changes),
+            old: old.clone(),
+            changes,
+        }
+    }
+
     /// Whether the A_new endpoint takes a JSON body (`POST`, verb evolution; REST only).
     pub fn is_post(&self) -> bool {
         self.method.as_deref() == Some("POST")

@@ -133,15 +133,7 @@ pub fn plan_instance(e: &Example, cfg: &DriftConfig, seed: u64, format: &str) ->
         .filter_map(|t| {
             let mut rng = Rng::new(seed, &["drift", &e.id, &t.name]);
             let changes = plan_tool(t, None, cfg, &mut rng);
-            (!changes.is_empty()).then(|| ToolDrift {
-                db_id: None,
-                path_old: None,
-                path_new: None,
-                method: None,
-                new: apply_schema(t, &changes),
-                old: t.clone(),
-                changes,
-            })
+            (!changes.is_empty()).then(|| ToolDrift::of_tool(t, changes))
         })
         .collect();
     Drift {
@@ -207,15 +199,7 @@ impl Drift {
             .iter()
             .filter_map(|t| {
                 let changes: Vec<Change> = serde_json::from_value(log.get(&t.name)?.clone()).ok()?;
-                Some(ToolDrift {
-                    db_id: None,
-                    path_old: None,
-                    path_new: None,
-                    method: None,
-                    new: apply_schema(t, &changes),
-                    old: t.clone(),
-                    changes,
-                })
+                Some(ToolDrift::of_tool(t, changes))
             })
             .collect();
         Some(Drift {
