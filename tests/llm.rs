@@ -14,7 +14,7 @@
 //! - no endpoint → one `skipped: …` line, no error; unreachable endpoint → an `error: …` line,
 //!   and the other variants are still built.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -24,6 +24,7 @@ use toolforge::variants::gold_value_texts;
 use toolforge::variants::paraphrase::check;
 
 mod llm_server;
+mod tree;
 
 use llm_server::project;
 
@@ -33,23 +34,6 @@ fn root() -> PathBuf {
 
 const EXAMPLES: usize = 12;
 const N: usize = 2;
-
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p)
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_path_buf())
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 #[test]
 fn paraphrase_against_a_real_server() {
@@ -150,16 +134,9 @@ fn paraphrase_against_a_real_server() {
     assert_eq!(b2.stats["llm_run"]["from_store"], attempted);
     assert_eq!(b2.stats["paraphrase"], b.stats["paraphrase"]);
     let (o1, o2) = (tmp.join("out1/llm-paraphrase"), tmp.join("out2/llm-paraphrase"));
-    let fs = files(&o1);
-    assert!(fs.iter().any(|f| f.ends_with("report/paraphrase.json")));
-    assert_eq!(fs, files(&o2));
-    for f in &fs {
-        assert!(
-            std::fs::read(o1.join(f)).unwrap() == std::fs::read(o2.join(f)).unwrap(),
-            "{} differs",
-            f.display()
-        );
-    }
+    let fs = tree::files(&o1);
+    assert!(fs.keys().any(|f| f.ends_with("report/paraphrase.json")));
+    tree::assert_same_files(&fs, &tree::files(&o2), "two cached builds");
     let report: Value = serde_json::from_slice(&std::fs::read(o1.join("report/verification.json")).unwrap()).unwrap();
     assert!(report["stats"].get("llm_run").is_none());
     assert_eq!(report["stats"]["paraphrase"], b.stats["paraphrase"]);

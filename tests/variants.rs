@@ -20,6 +20,7 @@ mod drift;
 mod kinds;
 #[path = "variants/support.rs"]
 mod support;
+mod tree;
 
 use serde_json::Value;
 use toolforge::serve::{ServeConfig, Toolkit, spawn};

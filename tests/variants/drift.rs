@@ -24,12 +24,7 @@ pub fn check_live_tools(build: &Build, dir: &Path, max_rows: usize) {
     let addr = spawn(toolkit, ServeConfig::default()).unwrap();
     let base = format!("http://{addr}");
     let agent = agent();
-    let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
-    let parents: HashMap<&str, &Example> = examples
-        .iter()
-        .filter(|e| !is_variant(e))
-        .map(|e| (e.id.as_str(), *e))
-        .collect();
+    let (examples, parents) = crate::support::examples_and_parents(build);
     let (mut rejected, mut not_found, mut rows, mut a_old_sessions) = (0, 0, 0, 0);
     for v in examples
         .iter()

@@ -1,10 +1,10 @@
 //! The per-kind properties of every variant row of a build (drift, obfuscate, shortlist,
 //! distractors, perturb).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde_json::json;
-use toolforge::dataset::{Build, Example};
+use toolforge::dataset::Build;
 use toolforge::tools::ToolSpec;
 use toolforge::variants::distractors::{Features, signature_similarity};
 use toolforge::variants::drift::{fastapi_errors, unmigrate};
@@ -18,12 +18,7 @@ use crate::support::{Runner, drift_for, drift_of, meta};
 pub fn check_variants(build: &Build) -> BTreeMap<String, usize> {
     let drift = drift_of(build);
     let rest = build.recipe.format == "rest";
-    let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
-    let parents: HashMap<&str, &Example> = examples
-        .iter()
-        .filter(|e| !is_variant(e))
-        .map(|e| (e.id.as_str(), *e))
-        .collect();
+    let (examples, parents) = crate::support::examples_and_parents(build);
     let mut runner = Runner::new(build);
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     let (mut loud_checked, mut changes_seen) = (0, BTreeMap::<&str, usize>::new());

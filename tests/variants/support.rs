@@ -30,26 +30,9 @@ pub fn build(recipe: &str, tmp: &Path) -> (Build, PathBuf) {
     build_and_emit(&path, Some(&tmp.join("out1")), Some(&store), false).unwrap();
     build_and_emit(&path, Some(&tmp.join("out2")), Some(&store), false).unwrap();
     let (a, b) = (tmp.join("out1").join(recipe), tmp.join("out2").join(recipe));
-    let mut files = Vec::new();
-    let mut stack = vec![a.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p)
-            } else {
-                files.push(p.strip_prefix(&a).unwrap().to_path_buf())
-            }
-        }
-    }
-    assert!(files.iter().any(|f| f.ends_with("tools/drift.json")));
-    for f in &files {
-        assert!(
-            std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(),
-            "{} differs between builds",
-            f.display()
-        );
-    }
+    let files = crate::tree::files(&a);
+    assert!(files.keys().any(|f| f.ends_with("tools/drift.json")));
+    crate::tree::assert_same_files(&files, &crate::tree::files(&b), "two builds");
     let build = compile(&path, Some(&store), false).unwrap();
     eprintln!(
         "{recipe}: {}",
@@ -252,4 +235,15 @@ pub fn all_drifted_tools(build: &Build) -> Vec<ToolDrift> {
         .filter(|e| toolforge::variants::is_variant(e) && meta(e, "variant_kind") == "drift")
         .flat_map(|e| drift_for(&drift, e).into_owned().tools)
         .collect()
+}
+
+/// Every example of `build`, and the originals (rows that are not variants) by id.
+pub fn examples_and_parents(build: &Build) -> (Vec<&Example>, HashMap<&str, &Example>) {
+    let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
+    let parents = examples
+        .iter()
+        .filter(|e| !toolforge::variants::is_variant(e))
+        .map(|e| (e.id.as_str(), *e))
+        .collect();
+    (examples, parents)
 }
