@@ -83,29 +83,40 @@ def slot_steps(row):
     return calls
 
 
+def shown_whole(row, calls):
+    """Rows whose answer is one column produced by the last call, small enough to be shown whole."""
+    gold = json.loads(row["gold_answer"])
+    if len(calls) < 2 or not gold or len(gold[0]) != 1 or len(gold) > 50:
+        return False
+    last = calls[-1]["label"]
+    return not any(f"${last}$" in c["arguments"] for c in calls)
+
+
+async def replay_in_session(session, row, calls):
+    """Opens a session for `row`, runs `calls` with their labels, asserts the last output is the
+    row's gold answer; returns the session id."""
+    opened = await session.call_tool("create_session", {"id": row["id"]})
+    assert not opened.is_error, (row["id"], opened.content)
+    sid = opened.structured_content["session_id"]
+    for c in calls:
+        args = dict(json.loads(c["arguments"]), session_id=sid, label=c["label"])
+        result = await session.call_tool(c["name"], args)
+        assert not result.is_error, (row["id"], c["name"], result.content)
+    out = result.structured_content["output"]
+    column = out if isinstance(out, list) else [out]
+    assert same(json.loads(row["gold_answer"]), [[v] for v in column], row["ordered"]), row["id"]
+    return sid
+
+
 async def check_slot(session):
     listed = {t.name for t in await all_tools(session)}
     assert {"create_session", "filter_data", "retrieve_data", "aggregate_data"} <= listed, listed
     checked = 0
     for row in rows("slot-spider"):
-        gold = json.loads(row["gold_answer"])
         calls = slot_steps(row)
-        # Rows whose answer is one column produced by the last call, small enough to be shown whole.
-        if len(calls) < 2 or not gold or len(gold[0]) != 1 or len(gold) > 50:
+        if not shown_whole(row, calls):
             continue
-        last = calls[-1]["label"]
-        if any(f"${last}$" in c["arguments"] for c in calls):
-            continue
-        opened = await session.call_tool("create_session", {"id": row["id"]})
-        assert not opened.is_error, (row["id"], opened.content)
-        sid = opened.structured_content["session_id"]
-        for c in calls:
-            args = dict(json.loads(c["arguments"]), session_id=sid, label=c["label"])
-            result = await session.call_tool(c["name"], args)
-            assert not result.is_error, (row["id"], c["name"], result.content)
-        out = result.structured_content["output"]
-        column = out if isinstance(out, list) else [out]
-        assert same(gold, [[v] for v in column], row["ordered"]), row["id"]
+        await replay_in_session(session, row, calls)
         checked += 1
         if checked == SLOT_ROWS:
             break
@@ -152,24 +163,11 @@ async def check_rest_drift(session):
 async def check_slot_drift(session):
     checked = 0
     for row, meta in drift_rows("slot-spider-variants"):
-        gold = json.loads(row["gold_answer"])
         calls = slot_steps(row)
-        if len(calls) < 2 or not gold or len(gold[0]) != 1 or len(gold) > 50:
-            continue
-        if any(f"${calls[-1]['label']}$" in c["arguments"] for c in calls):
-            continue
         renamed = [c["name"] for c in calls if c["name"].endswith("_v2")]
-        if not renamed:
+        if not renamed or not shown_whole(row, calls):
             continue
-        opened = await session.call_tool("create_session", {"id": row["id"]})
-        sid = opened.structured_content["session_id"]
-        for c in calls:
-            args = dict(json.loads(c["arguments"]), session_id=sid, label=c["label"])
-            result = await session.call_tool(c["name"], args)
-            assert not result.is_error, (row["id"], c["name"], result.content)
-        out = result.structured_content["output"]
-        column = out if isinstance(out, list) else [out]
-        assert same(gold, [[v] for v in column], row["ordered"]), row["id"]
+        sid = await replay_in_session(session, row, calls)
         # The A_old name of a renamed tool does not exist in this row's session ...
         old_name = renamed[0][: -len("_v2")]
         stale = await session.call_tool(old_name, {"session_id": sid, "data_source": "$starting_table_var$"})
