@@ -7,7 +7,8 @@
 //! - a batch build sends no live request; a build stopped (SIGKILL) while it waits for the batch
 //!   resumes the same batch when re-run (one batch submitted, not two);
 //! - a line the batch answers with an error is reported (`llm_error:batch_http_500`) and not
-//!   cached; the next build submits a batch of only those lines;
+//!   cached; the next build submits a batch of only those lines; a malformed line in the output
+//!   file (the server writes one first) is skipped without losing the other answers;
 //! - batch and live answers are interchangeable: a live build over the same store sends nothing
 //!   and writes the same data files;
 //! - `--shard I/N` builds of a recipe with paraphrases: a shard that lacks other shards' compile
@@ -62,7 +63,11 @@ fn paraphrases_through_the_batch_api_resume_retry_failed_lines_and_match_live_an
     let Some(server) = llm_server::start(
         "the LLM batch test",
         tmp,
-        &[("BATCH_DELAY_MS", "2500"), ("BATCH_FAIL_MATCH", question.as_str())],
+        &[
+            ("BATCH_DELAY_MS", "2500"),
+            ("BATCH_FAIL_MATCH", question.as_str()),
+            ("BATCH_BAD_LINE", "1"),
+        ],
     ) else {
         return;
     };

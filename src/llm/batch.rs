@@ -147,7 +147,8 @@ async fn run(llm: &Llm, pending: &BTreeMap<String, Pending>) -> BTreeMap<String,
 }
 
 /// Waits for `batch` and reads its output and error files: the result per request digest `ids`
-/// of `pending` that the batch holds. Errors: the batch could not be polled or its files read.
+/// of `pending` that the batch holds (a malformed line is reported on stderr and skipped; its
+/// request counts as unanswered). Errors: the batch could not be polled or its files read.
 async fn collect(
     llm: &Llm,
     batch: Batch,
@@ -163,15 +164,20 @@ async fn collect(
             if line.trim().is_empty() {
                 continue;
             }
-            let parsed: BatchRequestOutput = serde_json::from_str(line).map_err(|e| LlmError {
-                code: "bad_response".into(),
-                detail: format!(
-                    "batch {} {} line {}: {e}",
-                    batch.id,
-                    if is_output { "output" } else { "error" },
-                    n + 1
-                ),
-            })?;
+            // A line that is not a batch output object is reported and skipped: its request is
+            // then one the batch did not answer (below), resent by the next build.
+            let parsed: BatchRequestOutput = match serde_json::from_str(line) {
+                Ok(p) => p,
+                Err(e) => {
+                    let file = if is_output { "output" } else { "error" };
+                    eprintln!(
+                        "llm batch {}: {file} file {id} line {}: {e}; expected {{\"custom_id\", \"response\" | \"error\"}} (skipped)",
+                        batch.id,
+                        n + 1
+                    );
+                    continue;
+                }
+            };
             let Some(p) = pending.get(&parsed.custom_id) else {
                 continue;
             };

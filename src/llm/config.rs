@@ -213,3 +213,37 @@ pub fn resolve(cfg: &LlmConfig) -> Result<Resolved, Unavailable> {
         cfg,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_keys_are_checked_naming_the_key() {
+        let ok = LlmConfig {
+            batch: true,
+            ..LlmConfig::default()
+        };
+        assert!(ok.validate().is_ok());
+        for (poll, wait, key) in [
+            (0.0, 60.0, "batch_poll_secs"),
+            (f64::NAN, 60.0, "batch_poll_secs"),
+            (1.0, -1.0, "batch_max_wait_secs"),
+        ] {
+            let bad = LlmConfig {
+                batch_poll_secs: poll,
+                batch_max_wait_secs: wait,
+                ..ok.clone()
+            };
+            let e = bad.validate().unwrap_err();
+            assert!(
+                e.contains(&format!("`variants.llm.{key}`")) && e.contains("not positive"),
+                "{e}"
+            );
+        }
+        // The recipe table: unknown keys are refused, `batch` parses.
+        let parsed: LlmConfig = toml::from_str("batch = true\nbatch_poll_secs = 2.5").unwrap();
+        assert!(parsed.batch && parsed.batch_poll_secs == 2.5);
+        assert!(toml::from_str::<LlmConfig>("batch_pol_secs = 2").is_err());
+    }
+}

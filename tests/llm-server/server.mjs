@@ -22,6 +22,7 @@
 // BATCH_DELAY_MS: a batch stays `validating` this long before its lines run (so a test can stop
 // the client while it waits). BATCH_FAIL_MATCH: the FIRST batch line of each prompt whose last
 // user message contains it is answered with status 500 in the batch's error file.
+// BATCH_BAD_LINE: every output file starts with a line that is not JSON.
 import http from "node:http";
 import fs from "node:fs";
 import crypto from "node:crypto";
@@ -132,7 +133,9 @@ async function runBatch(batch) {
     batch.status = "finalizing";
     batch.finalizing_at = now();
     const jsonl = (rows) => rows.map((r) => JSON.stringify(r) + "\n").join("");
-    if (out.length) batch.output_file_id = addFile("batch_output.jsonl", "batch_output", jsonl(out)).id;
+    // BATCH_BAD_LINE: one line that is not an output object, as a provider's truncated file would have.
+    const bad = process.env.BATCH_BAD_LINE ? "{not json\n" : "";
+    if (out.length) batch.output_file_id = addFile("batch_output.jsonl", "batch_output", bad + jsonl(out)).id;
     if (err.length) batch.error_file_id = addFile("batch_errors.jsonl", "batch_output", jsonl(err)).id;
     batch.status = "completed";
     batch.completed_at = now();
