@@ -73,7 +73,7 @@ pub fn compile_with(recipe_path: &Path, store: &Store, progress: bool) -> Result
     let mut build = compile_family(recipe, source, store, progress)?;
     // A merge missing compile items fails naming them; the later stages would only add noise
     // (requests for a partial build).
-    if store.missing(0).is_empty() {
+    if store.complete() {
         later_stages(&mut build, store);
     }
     Ok(build)
@@ -212,7 +212,7 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
         // the requests) once every compile item is in the store, i.e. in a second round.
         let waiting = match compile_family(recipe, source, &store, opts.progress) {
             // Every compile item was in the store or ours: the build is whole.
-            Ok(mut build) if store.skipped() == 0 => {
+            Ok(mut build) if store.complete() => {
                 later_stages(&mut build, &store);
                 false
             }

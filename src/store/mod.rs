@@ -304,6 +304,12 @@ impl Store {
         self.skipped.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Whether every item a stage asked for so far was found or computed here: none left to
+    /// another shard ([`Store::skipped`]) and none missing from a merge ([`Store::missing`]).
+    pub fn complete(&self) -> bool {
+        self.skipped() == 0 && self.missing.lock().map(|m| m.is_empty()).unwrap_or(true)
+    }
+
     /// Backend errors met so far (a failed read counts as a miss, a failed write loses the entry),
     /// in the order met.
     pub fn errors(&self) -> Vec<String> {
