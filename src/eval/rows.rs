@@ -8,8 +8,10 @@
 //! shape before the join step moved out of `output`); either way [`EvalRow::gold`] is exactly
 //! what a model must predict.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value};
@@ -44,8 +46,9 @@ pub struct EvalRow {
     pub gold_answer: Option<Answer>,
     /// Whether the answer is ordered.
     pub ordered: bool,
-    /// The instance's tool specs (seq rows: references into the dataset catalog).
-    pub tools: Vec<ToolSpec>,
+    /// The instance's tool specs (seq rows: references into the dataset catalog), each shared
+    /// with the other rows offering it ([`Toolkits`]).
+    pub tools: Toolkit,
     /// BIRD difficulty.
     pub difficulty: Option<String>,
     /// `meta` as JSON (`Null` when absent).
@@ -56,6 +59,12 @@ impl EvalRow {
     /// `meta.variant_kind` (`perturb`, `drift`, `obfuscate`, …) of a variant row.
     pub fn variant_kind(&self) -> Option<&str> {
         self.meta["variant_kind"].as_str()
+    }
+
+    /// The row's tool specs as owned values (as written; catalog references unresolved — see
+    /// [`EvalSet::toolkit`]).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| (**t).clone()).collect()
     }
 }
 
@@ -97,8 +106,75 @@ fn json_text(v: &Value) -> Result<Value> {
     })
 }
 
+/// A row's toolkit: its tool specs in order, each shared with every row offering that tool.
+pub type Toolkit = Arc<[Arc<ToolSpec>]>;
+
+/// The toolkits and tools of the rows read so far, by the BLAKE3 digest of their JSON text:
+/// rows over one database and its variants offer the same tools in different combinations
+/// (distractors, shortlists, drift), so each distinct toolkit and each distinct tool is parsed
+/// and held once. rest-spider-variants: 10,969 rows carry 195 MB of toolkit text, 5,077
+/// distinct toolkits, 1,075 distinct tools; held per row they were most of `eval`'s peak memory
+/// (issue 17).
+#[derive(Default)]
+pub struct Toolkits {
+    kits: HashMap<blake3::Hash, Toolkit>,
+    tools: HashMap<blake3::Hash, Arc<ToolSpec>>,
+}
+
+impl Toolkits {
+    /// The toolkit of a row's `tools` column (JSON text, a list, or null → empty).
+    pub fn get(&mut self, v: &Value) -> Result<Toolkit> {
+        let text = match v {
+            Value::Null => return Ok(Arc::from([])),
+            Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
+            other => std::borrow::Cow::Owned(other.to_string()),
+        };
+        let key = blake3::hash(text.as_bytes());
+        if let Some(kit) = self.kits.get(&key) {
+            return Ok(kit.clone());
+        }
+        let specs: Vec<Value> = serde_json::from_str(&text).context("tools: not a JSON list")?;
+        let kit: Toolkit = specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let key = blake3::hash(spec.to_string().as_bytes());
+                if let Some(t) = self.tools.get(&key) {
+                    return Ok(t.clone());
+                }
+                let tool: Arc<ToolSpec> =
+                    Arc::new(serde_json::from_value(spec).with_context(|| format!("tools[{i}]"))?);
+                self.tools.insert(key, tool.clone());
+                Ok(tool)
+            })
+            .collect::<Result<_>>()?;
+        self.kits.insert(key, kit.clone());
+        Ok(kit)
+    }
+
+    /// Distinct (toolkits, tools) held.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.kits.len(), self.tools.len())
+    }
+}
+
+/// A row's `meta` as the evaluator keeps it: without a drift row's `variant.tools_new` (its
+/// A_new specs: the model is shown A_old — DynamicToolBench — and execution rebuilds A_new from
+/// `variant.changes`), half of a variants dataset's `meta` by size.
+fn eval_meta(mut meta: Value) -> Value {
+    if let Some(v) = meta.get_mut("variant").and_then(Value::as_object_mut) {
+        v.shift_remove("tools_new");
+    }
+    meta
+}
+
 /// Parses one JSONL row; the error names the field.
 pub fn parse_row(v: &Value) -> Result<EvalRow> {
+    parse_row_sharing(v, &mut Toolkits::default())
+}
+
+/// [`parse_row`], the toolkit shared through `toolkits`.
+pub fn parse_row_sharing(v: &Value, toolkits: &mut Toolkits) -> Result<EvalRow> {
     let id = v["id"].as_str().context("no id")?.to_string();
     let output = v["output"]
         .as_array()
@@ -135,12 +211,9 @@ pub fn parse_row(v: &Value) -> Result<EvalRow> {
             g => Some(serde_json::from_value(json_text(g)?).context("gold_answer")?),
         },
         ordered: v["ordered"].as_bool().unwrap_or(false),
-        tools: match &v["tools"] {
-            Value::Null => vec![],
-            t => serde_json::from_value(json_text(t)?).context("tools")?,
-        },
+        tools: toolkits.get(&v["tools"])?,
         difficulty: text("difficulty"),
-        meta: json_text(&v["meta"]).context("meta")?,
+        meta: eval_meta(json_text(&v["meta"]).context("meta")?),
         id,
     })
 }
@@ -179,13 +252,21 @@ impl EvalSet {
             .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
             .collect();
         files.sort();
+        // Line by line (a REST variants file is ~280 MB), toolkits shared across rows.
         let mut rows = Vec::new();
+        let mut toolkits = Toolkits::default();
         for f in &files {
-            let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let file = std::fs::File::open(f).with_context(|| format!("reading {}", f.display()))?;
+            for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+                let line = line.with_context(|| format!("reading {} line {}", f.display(), i + 1))?;
+                if line.trim().is_empty() {
+                    continue;
+                }
                 let v: Value =
-                    serde_json::from_str(line).with_context(|| format!("{} line {}: not JSON", f.display(), i + 1))?;
-                rows.push(parse_row(&v).with_context(|| format!("{} line {}", f.display(), i + 1))?);
+                    serde_json::from_str(&line).with_context(|| format!("{} line {}: not JSON", f.display(), i + 1))?;
+                rows.push(
+                    parse_row_sharing(&v, &mut toolkits).with_context(|| format!("{} line {}", f.display(), i + 1))?,
+                );
             }
         }
         let read = |rel: &str| -> Result<Option<Value>> {
@@ -244,9 +325,9 @@ impl EvalSet {
             .iter()
             .map(|t| {
                 if t.is_reference() {
-                    self.catalog.get(&t.name).cloned().unwrap_or_else(|| t.clone())
+                    self.catalog.get(&t.name).cloned().unwrap_or_else(|| (**t).clone())
                 } else {
-                    t.clone()
+                    (**t).clone()
                 }
             })
             .collect()
@@ -288,5 +369,32 @@ mod tests {
         assert_eq!(r.setup[0].arguments["database_path"], "x/x.sqlite");
         assert_eq!(r.gold[0].arguments["data_source"], "$starting_table_var$");
         assert_eq!(r.gold_answer.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn rows_share_their_toolkits_and_tools() {
+        let tool = |n: &str| json!({"name": n, "description": "d", "parameters": {"type": "object"}, "output_parameters": null});
+        let row =
+            |id: &str, tools: Vec<Value>| json!({"id": id, "output": [], "tools": Value::Array(tools).to_string()});
+        let mut kits = Toolkits::default();
+        let a = parse_row_sharing(&row("a", vec![tool("f"), tool("g")]), &mut kits).unwrap();
+        let b = parse_row_sharing(&row("b", vec![tool("f"), tool("g")]), &mut kits).unwrap();
+        let c = parse_row_sharing(&row("c", vec![tool("g"), tool("h")]), &mut kits).unwrap();
+        assert!(Arc::ptr_eq(&a.tools, &b.tools), "one toolkit held once");
+        assert!(
+            Arc::ptr_eq(&a.tools[1], &c.tools[0]),
+            "a tool in two toolkits held once"
+        );
+        assert_eq!(kits.counts(), (2, 3));
+        assert_eq!(c.specs()[1].name, "h");
+    }
+
+    #[test]
+    fn drift_rows_drop_the_a_new_specs_eval_never_reads() {
+        let v = json!({"id": "d/1", "output": [], "meta": {"variant_kind": "drift",
+            "variant": {"tools_new": [{"name": "f_v2"}], "changes": {"f": []}}}});
+        let r = parse_row(&v).unwrap();
+        assert!(r.meta["variant"].get("tools_new").is_none());
+        assert!(r.meta["variant"]["changes"].is_object());
     }
 }

@@ -25,6 +25,8 @@
 //! checked against the gold's function; `parallel*` as many calls as the gold, matched in any
 //! order (each gold call takes the first unmatched call that passes).
 
+use std::borrow::Borrow;
+
 use serde_json::{Map, Value};
 
 use crate::tools::{Call, ToolSpec};
@@ -250,7 +252,7 @@ pub fn is_bfcl(meta: &Value) -> bool {
 
 /// BFCL's AST check of a row (module docs): `None` for a row that is not a BFCL row or has no
 /// gold call (see [`super::irrelevance`]); `Some(Err(why))` on failure.
-pub fn ast_check(tools: &[ToolSpec], meta: &Value, pred: &[Call]) -> Option<Result<(), String>> {
+pub fn ast_check<T: Borrow<ToolSpec>>(tools: &[T], meta: &Value, pred: &[Call]) -> Option<Result<(), String>> {
     let acceptable = meta["acceptable"].as_array()?;
     if acceptable.is_empty() {
         return None;
@@ -271,7 +273,7 @@ pub fn ast_check(tools: &[ToolSpec], meta: &Value, pred: &[Call]) -> Option<Resu
                 .map(|(k, v)| (openai_of(k), v.as_object().cloned().unwrap_or_default()))
         })
         .collect();
-    let spec_of = |name: &str| tools.iter().find(|t| t.name == name);
+    let spec_of = |name: &str| tools.iter().map(Borrow::borrow).find(|t: &&ToolSpec| t.name == name);
     let check = |spec: Option<&ToolSpec>, call: &Call, (name, args): &(String, Map<String, Value>)| match spec {
         Some(s) => check_call(s, call, name, args),
         None => Err(format!("gold function {name:?} is not offered")),
@@ -302,7 +304,7 @@ pub fn ast_check(tools: &[ToolSpec], meta: &Value, pred: &[Call]) -> Option<Resu
     } else if category.contains("multiple") {
         check(spec_of(&gold[0].0), &pred[0], &gold[0])
     } else {
-        check(tools.first(), &pred[0], &gold[0])
+        check(tools.first().map(Borrow::borrow), &pred[0], &gold[0])
     })
 }
 
