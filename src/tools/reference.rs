@@ -43,11 +43,16 @@
 //!   is an integer (the reference casts it to `int`); `distinct` only without NULLs.
 //!
 //! Every kept row is still verified against SQLite as usual; `tests/reference/replay.py` replays
-//! them through IBM's own tools.
+//! them through IBM's own tools. SEL rows of the pool are these sequences bound into SEL under
+//! IBM's names ([`sel`]); [`decisions`] records, for every SLOT/SEL tool, whether it is in the
+//! pool and why.
 
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use serde_json::{Value as Json, json};
+
+pub mod decisions;
+pub mod sel;
 
 use super::executor::{Executor, Session, Value};
 use super::table::datums;
@@ -337,6 +342,9 @@ fn check_call(call: &Call, session: &Session) -> Result<(), String> {
         return Err(match call.name.as_str() {
             "group_data_by" => "grouping (the reference tools cannot aggregate grouped data)".into(),
             "combine_data" => "a set operation (the reference has no combine_data)".into(),
+            "select_unique_values" => {
+                "distinct rows of several lists (DISTINCT over several columns; the reference's select_unique_values takes one list)".into()
+            }
             other => format!("`{other}` is not a reference tool"),
         });
     }
