@@ -5,9 +5,9 @@
 # the dev-dependency feature set. Then every recipe is built and the executable ones verified.
 
 # Every recipe `just test` builds.
-recipes := "slot-spider slot-spider-reference slot-bird sel-spider sel-bird rest-spider rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl slot-spider-variants sel-spider-variants rest-spider-variants"
+recipes := "slot-spider slot-spider-reference slot-bird sel-spider sel-spider-reference sel-bird rest-spider rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl slot-spider-variants sel-spider-variants rest-spider-variants"
 # The datasets whose rows `toolforge verify` re-executes (REST through the live server).
-executable := "slot-spider slot-spider-reference slot-bird sel-spider sel-bird rest-spider rest-bird"
+executable := "slot-spider slot-spider-reference slot-bird sel-spider sel-spider-reference sel-bird rest-spider rest-bird"
 
 # Install the `toolforge` command into ~/.cargo/bin (cargo install --path . --locked).
 install:
@@ -23,7 +23,7 @@ serve RECIPE:
     @cargo run --release --quiet -- serve {{RECIPE}}
 
 # Whole test suite: cargo tests, every recipe built and verified, Python consumer/conformance tests
-# and the replay of slot-spider-reference through IBM's reference tools (skipped, loudly, when
+# and the replay of slot-spider-reference and sel-spider-reference through IBM's reference tools (skipped, loudly, when
 # they are not importable: not on PyPI; see tests/reference/replay.py).
 test:
     @cargo test --release

@@ -140,6 +140,113 @@ fn reference_pool_keeps_only_reference_call_forms_rewrites_like_and_reports_the_
     );
 }
 
+/// SEL under `tool_pool = "reference"` (no pool before: 75 of its 482 rows called
+/// `compute_data_<agg>_distinct` or English-plural getters that IBM's sequencing harness does not
+/// have). Kept rows call only in-pool SEL tools under IBM's names (`get_<column>s`,
+/// `compute_data_<agg>` with `distinct`), each offered by the row's toolkit; drops name the SEL
+/// call outside the pool; the rows still verify. tests/reference/replay.py replays them through
+/// IBM's own sequencing tools.
+#[test]
+fn sel_reference_pool_uses_ibm_sequencing_names_and_names_the_sel_call_in_drops() {
+    use toolforge::tools::reference::decisions;
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, store) = (tmp.path().join("out"), tmp.path().join("store"));
+    let recipe = root().join("recipes/sel-spider-reference.toml");
+    build_and_emit(&recipe, Some(&out), Some(&store), false).unwrap();
+    let dir = out.join("sel-spider-reference");
+    let report = read_json(&dir.join("report/verification.json"));
+    let kept = report["kept"].as_u64().unwrap();
+    assert!(kept >= 450, "reference pool keeps {kept}/1034");
+    let slot_calls = [
+        "`filter_data` (",
+        "`sort_data` (",
+        "`retrieve_data` (",
+        "`aggregate_data` (",
+        "`combine_data` (",
+    ];
+    for d in report["dropped_list"].as_array().unwrap() {
+        let detail = d["detail"].as_str().unwrap();
+        if d["reason"] == "outside_reference_pool" && detail.starts_with("call ") {
+            assert!(
+                !slot_calls.iter().any(|s| detail.contains(s)),
+                "names a SLOT call: {detail}"
+            );
+        }
+    }
+    let rows = rows(&dir);
+    assert_eq!(rows.len() as u64, kept);
+    let json = |v: &serde_json::Value| -> serde_json::Value { serde_json::from_str(v.as_str().unwrap()).unwrap() };
+    for row in &rows {
+        let keys: Vec<String> = json(&row["key_values_and_descriptions"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["key_name"].as_str().unwrap().to_string())
+            .collect();
+        let pattern = |name: &str| {
+            if keys.iter().any(|k| name == format!("get_{k}s")) {
+                "get_<column>s".to_string()
+            } else {
+                name.to_string()
+            }
+        };
+        let tools: Vec<String> = json(&row["tools"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
+        for t in &tools {
+            let d = decisions::sel(&pattern(t)).unwrap_or_else(|| panic!("{}: tool {t} undecided", row["id"]));
+            assert!(d.in_pool, "{}: toolkit offers {t}, outside the pool", row["id"]);
+        }
+        for call in row["output"].as_array().unwrap() {
+            let name = call["name"].as_str().unwrap();
+            assert!(
+                tools.iter().any(|t| t == name),
+                "{}: {name} not in its toolkit",
+                row["id"]
+            );
+            if name.starts_with("compute_data_") {
+                assert!(
+                    json(&call["arguments"])["distinct"].is_boolean(),
+                    "{}: {name}",
+                    row["id"]
+                );
+            }
+        }
+    }
+    let by_id = |id: &str| {
+        rows.iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("{id} kept"))
+    };
+    // sel-spider/502: `SELECT count(DISTINCT RESULT) FROM battle`.
+    let call = &by_id("sel-spider-reference/502")["output"][0];
+    assert_eq!(call["name"], "compute_data_count");
+    assert_eq!(json(&call["arguments"])["distinct"], true);
+    // sel-spider/2: `SELECT name, country, age FROM singer ORDER BY age DESC`.
+    let names: Vec<&str> = by_id("sel-spider-reference/2")["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "sort_data_descending",
+            "get_singer_Names",
+            "get_singer_Countrys",
+            "get_singer_Ages"
+        ]
+    );
+    let (ok, bad) = reverify(&dir, Some(&root().join("../shared/corpora/spider/database"))).unwrap();
+    assert_eq!((ok, bad), (kept as usize, 0));
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(card.contains("get_<column>s"), "card lacks the SEL naming paragraph");
+}
+
 #[test]
 fn tool_pool_reference_is_refused_outside_slot_and_sel() {
     let tmp = tempfile::tempdir().unwrap();

@@ -240,6 +240,12 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
             s,
             "Tool pool: **reference** (`tool_pool = \"reference\"`). Only call sequences the Live API-Bench reference tools (IBM's `invocable_api_hub`: `filter_data`, `sort_data`, `retrieve_data`, `aggregate_data` after `initialize_active_data`) execute faithfully are kept, so the rows run in IBM's harness: no grouped aggregates, `calculate`, set operations, membership or `like` filters (`LIKE '%text%'` becomes `contains`; an OR whose branches share no row becomes `concatenate_data`), and no use of a column that the reference's CSV hand-off changes (numbers stored as text, missing-value spellings). The others are dropped as `outside_reference_pool`, the first call outside the pool named in `report/verification.json`.\n"
         );
+        if build.recipe.format == "sel" {
+            let _ = writeln!(
+                s,
+                "SEL under the reference pool uses the names of IBM's sequencing harness (`SqlSequencingDatasetBuilder`): getters `get_<column>s` (not English plurals) and `compute_data_<agg>` with a `distinct` argument (not `compute_data_<agg>_distinct`); each instance's `tools` lists only the reference pool's SEL tools (`src/tools/reference/decisions.rs`).\n"
+            );
+        }
     }
     if let Some(v) = build.stats.get("variants") {
         let _ = writeln!(

@@ -162,7 +162,11 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
 
 /// SEL: dataset catalog and the tools-per-query numbers (the paper: 1256 tools, ~49 per query).
 fn sel_summary(build: &mut Build) {
-    build.catalog = sel_tools(None);
+    build.catalog = if build.recipe.tool_pool == ToolPool::Reference {
+        reference::sel::tools(None)
+    } else {
+        sel_tools(None)
+    };
     let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
     let mut names = std::collections::BTreeSet::new();
     let mut total = 0;
@@ -336,11 +340,17 @@ fn compile_db(
                 let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let mut lowered = lowered;
                 if recipe.tool_pool == ToolPool::Reference {
-                    lowered.calls =
-                        reference::restrict(&executor, &lowered.setup, &lowered.additional_setup, &lowered.calls)
-                            .map_err(|d| drop("outside_reference_pool".into(), d))?;
+                    let restrict = if format == "sel" {
+                        reference::sel::restrict
+                    } else {
+                        reference::restrict
+                    };
+                    lowered.calls = restrict(&executor, &lowered.setup, &lowered.additional_setup, &lowered.calls)
+                        .map_err(|d| drop("outside_reference_pool".into(), d))?;
                 }
-                let calls = if format == "sel" {
+                let calls = if format == "sel" && recipe.tool_pool == ToolPool::Reference {
+                    reference::sel::bind(&lowered.calls)
+                } else if format == "sel" {
                     bind(&lowered.calls)
                 } else {
                     lowered.calls
@@ -366,7 +376,11 @@ fn compile_db(
                 verify::compare(&gold, &candidate, ordered, order.ties.as_deref())
                     .map_err(|d| drop("mismatch".into(), d))?;
                 let keys = key_descriptions(&plan, &schema, descriptions);
-                let tools = toolkit(&toolkits, &keys, format == "sel");
+                let tools = if format == "sel" && recipe.tool_pool == ToolPool::Reference {
+                    reference::sel::tools(Some(&keys))
+                } else {
+                    toolkit(&toolkits, &keys, format == "sel")
+                };
                 Ok(Compiled::Calls {
                     setup,
                     additional_setup,

@@ -11,8 +11,9 @@
 //! reference behaviour it avoids):
 //! - one join step, no `additional_setup_steps` (the reference's harness holds one active table,
 //!   so subqueries and set operations over further joined tables are outside the pool);
-//! - the join step joins `INNER` only (the reference ignores the join type), on key columns of
-//!   one kind (pandas refuses to merge a text column with a numeric one);
+//! - the join step joins `INNER` only (the reference ignores the join type), each table on one
+//!   condition (the reference merges the right-hand table of every condition: [`joins`]), on key
+//!   columns of one kind (pandas refuses to merge a text column with a numeric one);
 //! - every call is `filter_data`, `sort_data`, `retrieve_data` or `aggregate_data` reading a
 //!   non-empty table (the join step's output or a filter's, sort's or concatenation's; the
 //!   reference indexes the first cell or asserts a non-empty input), or `concatenate_data`: the
@@ -43,12 +44,19 @@
 //!   is an integer (the reference casts it to `int`); `distinct` only without NULLs.
 //!
 //! Every kept row is still verified against SQLite as usual; `tests/reference/replay.py` replays
-//! them through IBM's own tools.
+//! them through IBM's own tools. SEL rows of the pool are these sequences bound into SEL under
+//! IBM's names ([`sel`]); [`decisions`] records, for every SLOT/SEL tool, whether it is in the
+//! pool and why.
 
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use serde_json::{Value as Json, json};
 
+pub mod decisions;
+mod joins;
+pub mod sel;
+
+use self::joins::check_joins;
 use super::executor::{Executor, Session, Value};
 use super::table::datums;
 use super::{Call, as_label_ref};
@@ -117,19 +125,6 @@ pub fn restrict(
         out.push(call);
     }
     Ok(out)
-}
-
-fn check_joins(setup: &Call) -> Result<(), String> {
-    let conditions = setup.arguments.get("condition_sequence").and_then(Json::as_array);
-    for c in conditions.into_iter().flatten() {
-        let kind = c.get(2).and_then(Json::as_str).unwrap_or("INNER");
-        if !kind.eq_ignore_ascii_case("INNER") {
-            return Err(format!(
-                "join step: a {kind} join (the reference's initialize_active_data joins INNER only)"
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// `<alias>.<column>` of a join condition as the joined table's column name.
@@ -337,6 +332,9 @@ fn check_call(call: &Call, session: &Session) -> Result<(), String> {
         return Err(match call.name.as_str() {
             "group_data_by" => "grouping (the reference tools cannot aggregate grouped data)".into(),
             "combine_data" => "a set operation (the reference has no combine_data)".into(),
+            "select_unique_values" => {
+                "distinct rows of several lists (DISTINCT over several columns; the reference's select_unique_values takes one list)".into()
+            }
             other => format!("`{other}` is not a reference tool"),
         });
     }

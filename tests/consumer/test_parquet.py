@@ -12,7 +12,14 @@ from answers import same, sql_rows
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPIDER = os.path.join(ROOT, "..", "shared", "corpora", "spider", "database")
 BIRD = os.path.join(ROOT, "..", "shared", "corpora", "bird", "dev_databases")
-DBS = {"slot-spider": SPIDER, "slot-bird": BIRD, "sel-spider": SPIDER, "sel-bird": BIRD}
+DBS = {
+    "slot-spider": SPIDER,
+    "slot-bird": BIRD,
+    "sel-spider": SPIDER,
+    "sel-bird": BIRD,
+    "slot-spider-reference": SPIDER,
+    "sel-spider-reference": SPIDER,
+}
 # Tools every instance toolkit of the family has.
 TOOLS = {
     "slot": {"filter_data", "retrieve_data", "aggregate_data"},

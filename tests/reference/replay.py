@@ -1,10 +1,22 @@
-"""Replay of `out/slot-spider-reference` through the Live API-Bench reference tools.
+"""Replay of `out/slot-spider-reference` and `out/sel-spider-reference` through the Live
+API-Bench reference tools.
 
 Every kept row is run by IBM's own Python tools (package `invocable_api_hub` of the
 IBM/m3-train-eval repository: `tool_calling/tools/sql_tools.py` for `initialize_active_data`,
-`tool_calling/tools/slot_filling_sql_tools.py` for the SLOT tools): the row's
-`initialization_step` first, then its `output` calls, with `$LABEL$` arguments replaced by the
-earlier outputs as the reference's `execute_api_stack` does. The final answer is built from the
+`tool_calling/tools/slot_filling_sql_tools.py` for the SLOT tools,
+`tool_calling/tools/sequencing_tools.py` for the SEL ones): the row's `initialization_step`
+first, then its `output` calls, with `$LABEL$` arguments replaced by the earlier outputs as the
+reference's `execute_api_stack` does.
+
+SEL: the reference's `SqlSequencingDatasetBuilder` makes a toolkit per query (bound filters
+`select_data_<condition>`, sorts `sort_data_<direction>`, aggregations `compute_data_<agg>`, the
+helpers `group_data_by`, `transform_data_to_substring`, `concatenate_data`, `truncate`,
+`select_unique_values`, and one getter `get_<column>s` per column of the joined table). Here that
+toolkit is made from the ROW (not by re-running IBM's builder on the SQL): each tool of the row's
+`tools` list that IBM's pool has, by IBM's own functions (`fill_slots_*`, `create_getter` for
+every column of `key_values_and_descriptions` whose getter the row offers), under the name IBM
+gives it, decorated with IBM's CSV hand-off. A call whose name IBM's harness would not find
+fails the replay. The final answer is built from the
 outputs no call refers to (the reference's rule in `validate_api_output`): a table contributes
 its columns, a list one column, a scalar one cell; the columns are zipped into rows. It is then
 compared with the row's `gold_answer` under toolforge's comparison rule (DESIGN.md,
@@ -17,7 +29,7 @@ a checkout of IBM/m3-train-eval (the directory holding `invocable_api_hub/`) and
 reference's pinned dependencies (pandas 2.3.2, numpy 2.3.2, sqlglot 27.8.0):
 
     TOOLFORGE_REFERENCE_TOOLS=/path/to/m3-train-eval python3 -m pytest tests/reference -q -s
-    TOOLFORGE_REFERENCE_TOOLS=/path/to/m3-train-eval python3 tests/reference/replay.py [out/DIR]
+    TOOLFORGE_REFERENCE_TOOLS=/path/to/m3-train-eval python3 tests/reference/replay.py [out/DIR …]
 
 The second form prints replayed/total and every difference with its row id, without asserting.
 """
@@ -33,7 +45,8 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DATASET = ROOT / "out" / "slot-spider-reference"
+# The reference-pool datasets replayed, by family (`format` in their MANIFEST.json).
+DATASETS = [ROOT / "out" / "slot-spider-reference", ROOT / "out" / "sel-spider-reference"]
 # The reference's pinned dependencies (its tools' results depend on pandas/numpy behaviour).
 PINS = {"pandas": "2.3.2", "numpy": "2.3.2", "sqlglot": "27.8.0"}
 # Acceptance of issue 11: share of kept rows the reference tools replay to the gold answer.
@@ -86,13 +99,52 @@ def load_reference():
             f"TOOLFORGE_REFERENCE_TOOLS to a checkout of IBM/m3-train-eval): {e}"
         )
 
-    def pool(tempdir):
-        # Tables pass between calls as CSV files, exactly as in the reference's harness.
-        base = {name: getattr(tools, name, None) or getattr(sql_tools, name) for name in POOL}
-        holder = types.SimpleNamespace(database_cache_location=str(tempdir))
-        return builder.SqlDatasetBuilder.add_read_from_file_decorator(holder, base)
+    try:
+        sequencing = importlib.import_module("invocable_api_hub.tool_calling.tools.sequencing_tools")
+    except ImportError as e:
+        raise ImportError(f"IBM's sequencing (SEL) tools are not importable: {e}")
 
-    return pool
+    def decorate(tempdir, functions):
+        # Tables pass between calls as CSV files, exactly as in the reference's harness.
+        holder = types.SimpleNamespace(database_cache_location=str(tempdir))
+        return builder.SqlDatasetBuilder.add_read_from_file_decorator(holder, functions)
+
+    def slot_pool(tempdir, row):
+        return decorate(tempdir, {name: getattr(tools, name, None) or getattr(sql_tools, name) for name in POOL})
+
+    def sel_pool(tempdir, row):
+        """IBM's SEL toolkit for `row`, made from the row's `tools` (module docs)."""
+        bound = {
+            **sequencing.fill_slots_filter_data(),
+            **sequencing.fill_slots_sort_data(),
+            **sequencing.fill_slots_aggregate_data(),
+        }
+        # As SqlSequencingDatasetBuilder.__init__: these read tables; truncate and
+        # select_unique_values take lists and are not decorated.
+        helpers = {f.__name__: f for f in [tools.group_data_by, tools.transform_data_to_substring, tools.concatenate_data]}
+        plain_helpers = {f.__name__: f for f in [tools.truncate, tools.select_unique_values]}
+        keys = loads(row["key_values_and_descriptions"])
+        offered, lists = {"initialize_active_data": sql_tools.initialize_active_data}, {}
+        for spec in loads(row["tools"]):
+            name = spec["name"]
+            if name in bound or name in helpers:
+                offered[name] = bound.get(name) or helpers[name]
+            elif name in plain_helpers:
+                lists[name] = plain_helpers[name]
+            elif name.startswith("get_"):
+                # The column this getter reads: its description starts "Lookup data <key>: " as
+                # IBM's create_getter writes it; the longest key so matched.
+                key = max(
+                    (k for k in keys if spec["description"].startswith(f"Lookup data {k['key_name']}: ")),
+                    key=lambda k: len(k["key_name"]),
+                    default=None,
+                )
+                if key is not None:
+                    getter = sequencing.create_getter(key["key_name"], key["description"], key["dtype"])
+                    offered[getter.__name__] = getter
+        return {**decorate(tempdir, offered), **lists}
+
+    return {"slot": slot_pool, "sel": sel_pool}
 
 
 def database_root():
@@ -110,6 +162,16 @@ def rows(dataset):
         with open(path) as f:
             for line in f:
                 yield json.loads(line)
+
+
+def loads(v):
+    """A JSON-text column of a row as its value (JSONL rows keep JSON text as strings)."""
+    return json.loads(v) if isinstance(v, str) else v
+
+
+def family(dataset):
+    """`slot` or `sel`: the dataset's format as its MANIFEST.json states it."""
+    return json.loads((dataset / "MANIFEST.json").read_text())["format"]
 
 
 def as_call(call):
@@ -197,14 +259,14 @@ def compare(gold, got, ordered, ties):
     return None
 
 
-def replay(dataset=DATASET):
-    """(total, [(row id, what differs)]) over every kept row of `dataset`."""
-    make_pool = load_reference()
+def replay(dataset):
+    """(total, [(row id, what differs)]) over every kept row of `dataset` (SLOT or SEL)."""
+    make_pool = load_reference()[family(dataset)]
     db_root = database_root()
     total, differences = 0, []
     with tempfile.TemporaryDirectory(prefix="toolforge-reference-") as tempdir:
-        pool = make_pool(tempdir)
         for row in rows(dataset):
+            pool = make_pool(tempdir, row)
             total += 1
             meta = json.loads(row["meta"]) if isinstance(row.get("meta"), str) else (row.get("meta") or {})
             gold = json.loads(row["gold_answer"]) if isinstance(row["gold_answer"], str) else row["gold_answer"]
@@ -219,14 +281,14 @@ def replay(dataset=DATASET):
     return total, differences
 
 
-def report(total, differences):
+def report(dataset, total, differences):
     same = total - len(differences)
-    print(f"reference replay: {same}/{total} rows ({100 * same / max(total, 1):.1f}%) reproduce the gold answer")
+    print(f"reference replay of {dataset.name}: {same}/{total} rows ({100 * same / max(total, 1):.1f}%) reproduce the gold answer")
     for rid, what in differences:
         print(f"  {rid}: {what}")
 
 
-def test_reference_tools_replay_kept_rows():
+def replay_or_skip(dataset):
     import pytest
 
     try:
@@ -234,12 +296,25 @@ def test_reference_tools_replay_kept_rows():
     except ImportError as e:
         loud(f"SKIPPING the reference replay: {e}")
         pytest.skip(f"SKIPPED the replay through IBM's reference tools: {e}")
-    assert (DATASET / "data").is_dir(), f"{DATASET} is not built (toolforge build slot-spider-reference)"
-    total, differences = replay()
-    report(total, differences)
+    assert (dataset / "data").is_dir(), f"{dataset} is not built (toolforge build {dataset.name})"
+    total, differences = replay(dataset)
+    report(dataset, total, differences)
     assert total > 0, "no kept rows to replay"
+    return total, differences
+
+
+def test_reference_tools_replay_kept_rows():
+    total, differences = replay_or_skip(DATASETS[0])
     assert (total - len(differences)) / total >= TARGET, f"{len(differences)} of {total} rows differ"
 
 
+def test_reference_sequencing_tools_replay_every_kept_sel_row():
+    """SEL under `tool_pool = "reference"`: every kept row runs in IBM's sequencing harness, under
+    the tool names IBM's SqlSequencingDatasetBuilder gives, to the row's gold answer."""
+    total, differences = replay_or_skip(DATASETS[1])
+    assert not differences, f"{len(differences)} of {total} rows differ"
+
+
 if __name__ == "__main__":
-    report(*replay(Path(sys.argv[1]) if len(sys.argv) > 1 else DATASET))
+    for d in [Path(a) for a in sys.argv[1:]] or DATASETS:
+        report(d, *replay(d))
