@@ -1,0 +1,135 @@
+//! The not-grouped tail of a SELECT: `sort_data` per ORDER BY key, then per SELECT item
+//! `retrieve_data`, `aggregate_data` or `calculate`; DISTINCT over several items as
+//! `select_unique_values` of the row-aligned columns.
+
+use serde_json::{Value as Json, json};
+
+use super::{Emitter, aggregate_args};
+use crate::sql::plan::{Measure, QueryPlan};
+use crate::sql::{LowerError, unsupported};
+use crate::tools::label_ref;
+
+pub(super) fn limit(plan: &QueryPlan) -> i64 {
+    plan.limit.unwrap_or(-1)
+}
+
+pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(), LowerError> {
+    if plan.projection.iter().any(Measure::has_aggregate) {
+        // One row: ORDER BY is moot, LIMIT ≥ 1 keeps it.
+        if plan.limit == Some(0) {
+            return Err(unsupported("limit", "LIMIT 0"));
+        }
+        // One row: DISTINCT is moot.
+        for m in &plan.projection {
+            scalar(em, &cur, m, true)?;
+        }
+        return Ok(());
+    }
+    for key in plan.order_by.iter().rev() {
+        let Measure::Column(k) = &key.measure else {
+            return Err(unsupported("order_by_expression", key.measure.to_string()));
+        };
+        let label = em.label("SORTED_DF");
+        cur = em.call(
+            "sort_data",
+            json!({"data_source": label_ref(&cur), "key_name": k, "ascending": key.ascending}),
+            label,
+        );
+    }
+    // DISTINCT over several items: the columns, then their distinct rows.
+    let rows_distinct = plan.distinct && plan.projection.len() > 1;
+    if rows_distinct && plan.limit.is_some() {
+        return Err(unsupported(
+            "distinct_multi_column",
+            "SELECT DISTINCT with several items and LIMIT",
+        ));
+    }
+    let mut columns = Vec::new();
+    for (i, m) in plan.projection.iter().enumerate() {
+        match m {
+            Measure::Column(k) => {
+                let label = em.label(&format!("SELECT_COL_{i}"));
+                columns.push(em.call(
+                    "retrieve_data",
+                    json!({"data_source": label_ref(&cur), "key_name": k, "distinct": plan.distinct && !rows_distinct, "limit": limit(plan)}),
+                    label,
+                ));
+            }
+            Measure::Arith(..) if !plan.distinct => {
+                column_arith(em, &cur, m, limit(plan))?;
+            }
+            _ => return Err(unsupported("select_expression", m.to_string())),
+        }
+    }
+    if rows_distinct {
+        let refs: Vec<String> = columns.iter().map(|l| label_ref(l)).collect();
+        let label = em.label("UNIQUE_ROWS");
+        em.call("select_unique_values", json!({"unique_array": refs}), label);
+    }
+    Ok(())
+}
+
+/// Emits calls computing a single value; returns the operand (label reference or number).
+fn scalar(em: &mut Emitter, source: &str, m: &Measure, top: bool) -> Result<Json, LowerError> {
+    match m {
+        Measure::Literal(v) if !top => Ok(v.clone()),
+        Measure::Aggregate {
+            agg,
+            key,
+            distinct,
+            filters,
+        } => {
+            let mut src = source.to_string();
+            for c in filters {
+                src = em.filter(&src, c);
+            }
+            let label = em.label(&agg.name().to_uppercase());
+            em.call(
+                "aggregate_data",
+                aggregate_args(&src, agg.name(), key.as_deref(), *distinct),
+                label.clone(),
+            );
+            Ok(json!(label_ref(&label)))
+        }
+        Measure::Arith(a, op, b) => {
+            let x = scalar(em, source, a, false)?;
+            let y = scalar(em, source, b, false)?;
+            let label = em.label("CALCULATED");
+            em.call(
+                "calculate",
+                json!({"operand_a": x, "operand_b": y, "operator": op}),
+                label.clone(),
+            );
+            Ok(json!(label_ref(&label)))
+        }
+        other => Err(unsupported("select_expression", other.to_string())),
+    }
+}
+
+/// Emits calls computing a list from column arithmetic (`SELECT a - b`).
+fn column_arith(em: &mut Emitter, source: &str, m: &Measure, limit: i64) -> Result<Json, LowerError> {
+    match m {
+        Measure::Literal(v) => Ok(v.clone()),
+        Measure::Column(k) => {
+            let label = em.label("RETRIEVED");
+            em.call(
+                "retrieve_data",
+                json!({"data_source": label_ref(source), "key_name": k, "distinct": false, "limit": limit}),
+                label.clone(),
+            );
+            Ok(json!(label_ref(&label)))
+        }
+        Measure::Arith(a, op, b) => {
+            let x = column_arith(em, source, a, limit)?;
+            let y = column_arith(em, source, b, limit)?;
+            let label = em.label("CALCULATED");
+            em.call(
+                "calculate",
+                json!({"operand_a": x, "operand_b": y, "operator": op}),
+                label.clone(),
+            );
+            Ok(json!(label_ref(&label)))
+        }
+        other => Err(unsupported("select_expression", other.to_string())),
+    }
+}
