@@ -110,20 +110,24 @@ impl<'s> Builder<'s> {
         }))
     }
 
-    /// The GROUP BY key (one column).
-    pub(super) fn group_by(&mut self, select: &Select) -> Result<Option<String>, LowerError> {
-        let group_by = match &select.group_by {
-            GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => match exprs.as_slice() {
-                [] => None,
-                [e] => match self.measure(e)? {
-                    Measure::Column(k) => Some(k),
-                    _ => return Err(unsupported("group_by_expression", e)),
-                },
-                _ => return Err(unsupported("group_by_multiple_keys", select.group_by.to_string())),
-            },
-            other => return Err(unsupported("group_by", other)),
+    /// The GROUP BY keys (columns, in the query's order); empty without GROUP BY.
+    pub(super) fn group_by(&mut self, select: &Select) -> Result<Vec<String>, LowerError> {
+        let GroupByExpr::Expressions(exprs, mods) = &select.group_by else {
+            return Err(unsupported("group_by", &select.group_by));
         };
-        Ok(group_by)
+        if !mods.is_empty() {
+            return Err(unsupported("group_by", &select.group_by));
+        }
+        let mut keys: Vec<String> = Vec::new();
+        for e in exprs {
+            match self.measure(e)? {
+                // `GROUP BY a, a` groups as `GROUP BY a`.
+                Measure::Column(k) if keys.contains(&k) => {}
+                Measure::Column(k) => keys.push(k),
+                _ => return Err(unsupported("group_by_expression", e)),
+            }
+        }
+        Ok(keys)
     }
 
     /// The HAVING comparisons, each on an aggregate against a literal.

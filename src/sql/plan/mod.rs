@@ -183,8 +183,8 @@ pub struct QueryPlan {
     pub filters: Vec<Condition>,
     /// One disjunction: each branch is AND-ed conditions; empty when the WHERE has no OR.
     pub branches: Vec<Vec<Condition>>,
-    /// GROUP BY column.
-    pub group_by: Option<String>,
+    /// GROUP BY columns, in the query's order; empty without GROUP BY.
+    pub group_by: Vec<String>,
     /// HAVING comparisons.
     pub having: Vec<Having>,
     /// ORDER BY keys, most significant first.
@@ -288,6 +288,8 @@ struct Builder<'s> {
     aliases: Vec<(String, Measure)>,
     transforms: Vec<Transform>,
     subqueries: Vec<QueryPlan>,
+    /// WHERE equalities a comma join (`FROM a, b WHERE a.k = b.k`) took as join conditions.
+    join_filters: Vec<Expr>,
 }
 
 fn ident_name(name: &sqlparser::ast::ObjectName) -> String {

@@ -65,6 +65,9 @@ impl<'s> Builder<'s> {
             let mut parts = Vec::new();
             Self::conjuncts(w, &mut parts);
             for part in parts {
+                if self.join_filters.contains(part) {
+                    continue;
+                }
                 let is_or = matches!(
                     part,
                     Expr::BinaryOp {
@@ -128,12 +131,13 @@ impl<'s> Builder<'s> {
             subqueries: self.subqueries,
             set_ops: vec![],
         };
-        if plan.group_by.is_none() && !plan.having.is_empty() {
+        if plan.group_by.is_empty() && !plan.having.is_empty() {
             return Err(unsupported("having_without_group_by", "HAVING"));
         }
         if plan.projection.iter().any(|m| m.has_aggregate())
-            && plan.group_by.is_none()
+            && plan.group_by.is_empty()
             && plan.projection.iter().any(|m| matches!(m, Measure::Column(_)))
+            && plan.bare_extreme().is_none()
         {
             return Err(unsupported(
                 "bare_column_with_aggregate",

@@ -82,7 +82,9 @@ impl<'s> Builder<'s> {
             LowerError::Schema(_) => unsupported("correlated_subquery", e),
             other => other,
         })?;
-        if plan.projection.len() != 1 || !plan.set_ops.is_empty() {
+        // A set operation gives a list for `[NOT] IN`, never a single value.
+        let list = matches!(e, Expr::InSubquery { .. });
+        if plan.projection.len() != 1 || (!plan.set_ops.is_empty() && !list) {
             return Err(unsupported("subquery_shape", e));
         }
         self.subqueries.push(plan);

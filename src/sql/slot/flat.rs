@@ -5,7 +5,7 @@
 use serde_json::{Value as Json, json};
 
 use super::{Emitter, aggregate_args};
-use crate::sql::plan::{Measure, QueryPlan};
+use crate::sql::plan::{Agg, Condition, Measure, QueryPlan};
 use crate::sql::{LowerError, unsupported};
 use crate::tools::label_ref;
 
@@ -19,9 +19,23 @@ pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) ->
         if plan.limit == Some(0) {
             return Err(unsupported("limit", "LIMIT 0"));
         }
-        // One row: DISTINCT is moot.
-        for m in &plan.projection {
-            scalar(em, &cur, m, true)?;
+        // One row: DISTINCT is moot. A bare column beside MIN/MAX (SQLite's bare-column rule)
+        // is read from the row holding the extreme: the first row once sorted.
+        let extreme = plan.bare_extreme().map(|_| extreme_first(em, plan, cur.clone()));
+        for (i, m) in plan.projection.iter().enumerate() {
+            match (m, &extreme) {
+                (Measure::Column(k), Some(sorted)) => {
+                    let label = em.label(&format!("SELECT_COL_{i}"));
+                    em.call(
+                        "retrieve_data",
+                        json!({"data_source": label_ref(sorted), "key_name": k, "distinct": false, "limit": 1}),
+                        label,
+                    );
+                }
+                _ => {
+                    scalar(em, &cur, m, true)?;
+                }
+            }
         }
         return Ok(());
     }
@@ -67,6 +81,31 @@ pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) ->
         em.call("select_unique_values", json!({"unique_array": refs}), label);
     }
     Ok(())
+}
+
+/// SQLite's bare-column rule ([`QueryPlan::bare_extreme`]): the rows sorted so that (each
+/// group's) first row holds the extreme — descending for MAX (NULLs last); for MIN the NULL cells
+/// filtered out (`IS NOT NULL`), then ascending. Returns the sorted table's label, or `cur`
+/// when the rule does not apply.
+pub(super) fn extreme_first(em: &mut Emitter, plan: &QueryPlan, cur: String) -> String {
+    let Some((agg, key)) = plan.bare_extreme() else {
+        return cur;
+    };
+    let mut cur = cur;
+    if agg == Agg::Min {
+        let not_null = Condition {
+            key: key.into(),
+            condition: "not_equal_to",
+            value: Json::Null,
+        };
+        cur = em.filter(&cur, &not_null);
+    }
+    let label = em.label("SORTED_DF");
+    em.call(
+        "sort_data",
+        json!({"data_source": label_ref(&cur), "key_name": key, "ascending": agg == Agg::Min}),
+        label,
+    )
 }
 
 /// Emits calls computing a single value; returns the operand (label reference or number).

@@ -4,17 +4,29 @@
 
 use serde_json::json;
 
-use super::flat::limit;
+use super::flat::{extreme_first, limit};
 use super::{Emitter, aggregate_args};
 use crate::sql::plan::{Condition, Measure, QueryPlan};
 use crate::sql::{LowerError, unsupported};
 use crate::tools::label_ref;
 
-pub(super) fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key: &str) -> Result<(), LowerError> {
+/// `keys`: the GROUP BY columns (one or several; `key_name` is a string for one, a list for
+/// several — one group per distinct combination).
+pub(super) fn lower_grouped(
+    em: &mut Emitter,
+    plan: &QueryPlan,
+    cur: String,
+    keys: &[String],
+) -> Result<(), LowerError> {
+    let key_name = match keys {
+        [one] => json!(one),
+        several => json!(several),
+    };
+    let cur = extreme_first(em, plan, cur);
     let label = em.label("GROUPED");
     let grouped = em.call(
         "group_data_by",
-        json!({"data_source": label_ref(&cur), "key_name": key}),
+        json!({"data_source": label_ref(&cur), "key_name": key_name}),
         label,
     );
     // The distinct aggregates the query uses, in first-use order.
@@ -125,6 +137,14 @@ pub(super) fn lower_grouped(em: &mut Emitter, plan: &QueryPlan, cur: String, key
     let mut tables: Vec<(Measure, String)> = aggs.iter().map(|m| ((*m).clone(), emit_agg(em, m))).collect();
     let mut base = grouped.clone();
     if !plan.having.is_empty() {
+        // Groups are kept aligned by membership of their key; with several keys that would need
+        // membership of key tuples, which no filter condition tests.
+        let [key] = keys else {
+            return Err(unsupported(
+                "group_multiple_keys_aggregates",
+                "HAVING next to several aggregates with several GROUP BY keys",
+            ));
+        };
         let mut compared: Vec<usize> = Vec::new();
         for h in &plan.having {
             let (i, (m, t)) = tables

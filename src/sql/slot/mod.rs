@@ -161,9 +161,22 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         database_path: database_path.into(),
     };
     em.start(plan);
-    let mut sinks = segment(&mut em, |em| lower_select(em, plan))?;
+    lower_compound(&mut em, plan)?;
+    let mut setups = em.setups.into_iter().map(|(_, c)| c);
+    let setup = setups.next().expect("the outer query's join step");
+    Ok(Lowered {
+        setup,
+        additional_setup: setups.collect(),
+        calls: em.calls,
+    })
+}
+
+/// Emits a SELECT and the set operations that follow it (`combine_data`, `COMBINED_DF`, applied
+/// left to right); returns the labels of its outputs.
+fn lower_compound(em: &mut Emitter, plan: &QueryPlan) -> Result<Vec<String>, LowerError> {
+    let mut sinks = segment(em, |em| lower_select(em, plan))?;
     for (op, side) in &plan.set_ops {
-        let right = segment(&mut em, |em| lower_select(em, side))?;
+        let right = segment(em, |em| lower_select(em, side))?;
         let source = |labels: &[String]| match labels {
             [one] if one.starts_with("COMBINED_DF") => json!(label_ref(one)),
             many => json!(many.iter().map(|l| label_ref(l)).collect::<Vec<_>>()),
@@ -176,13 +189,7 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         );
         sinks = vec![label];
     }
-    let mut setups = em.setups.into_iter().map(|(_, c)| c);
-    let setup = setups.next().expect("the outer query's join step");
-    Ok(Lowered {
-        setup,
-        additional_setup: setups.collect(),
-        calls: em.calls,
-    })
+    Ok(sinks)
 }
 
 /// Runs `emit` and returns the labels of the calls it emitted that no later call it emitted
@@ -203,7 +210,7 @@ fn segment(
 fn lower_select(em: &mut Emitter, plan: &QueryPlan) -> Result<(), LowerError> {
     let mut placeholders = HashMap::new();
     for (i, sub) in plan.subqueries.iter().enumerate() {
-        let outs = segment(em, |em| lower_select(em, sub))?;
+        let outs = segment(em, |em| lower_compound(em, sub).map(|_| ()))?;
         let [out] = outs.as_slice() else {
             return Err(unsupported("subquery_shape", "a subquery with several outputs"));
         };
@@ -253,8 +260,8 @@ fn lower_body(em: &mut Emitter, plan: &QueryPlan, start: &str) -> Result<(), Low
             );
         }
     }
-    match &plan.group_by {
-        Some(key) => lower_grouped(em, plan, cur, key),
-        None => lower_flat(em, plan, cur),
+    match plan.group_by.as_slice() {
+        [] => lower_flat(em, plan, cur),
+        keys => lower_grouped(em, plan, cur, keys),
     }
 }
