@@ -211,6 +211,9 @@ fn every_supported_construct_reproduces_sqlite() {
         "SELECT DISTINCT T2.department, T1.zip FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id",
         "SELECT DISTINCT last_name, zip FROM member ORDER BY zip DESC",
         "SELECT DISTINCT count(*), max(zip) FROM member",
+        // … with LIMIT: the first distinct rows (Lee/200 twice counts once).
+        "SELECT DISTINCT last_name, zip FROM member ORDER BY zip DESC LIMIT 2",
+        "SELECT DISTINCT last_name, link_to_major FROM member ORDER BY last_name LIMIT 3",
         // Several aggregates per group with HAVING on one or several of them.
         "SELECT last_name, count(*), max(zip) FROM member GROUP BY last_name HAVING avg(score) > 1",
         "SELECT sum(zip), last_name FROM member GROUP BY last_name HAVING count(*) > 1",
@@ -218,6 +221,10 @@ fn every_supported_construct_reproduces_sqlite() {
         "SELECT last_name, sum(zip), avg(score) FROM member GROUP BY last_name HAVING avg(score) < 3.6",
         // HAVING with BETWEEN.
         "SELECT last_name FROM member GROUP BY last_name HAVING count(*) BETWEEN 1 AND 1",
+        // HAVING with OR: Lee matches both branches and appears once.
+        "SELECT last_name, count(*) FROM member GROUP BY last_name HAVING count(*) >= 2 OR count(*) > 1",
+        "SELECT last_name, count(*) FROM member GROUP BY last_name HAVING count(*) > 1 OR count(*) < 2",
+        "SELECT last_name, max(zip) FROM member GROUP BY last_name HAVING max(zip) > 250 OR (max(zip) < 150 AND max(zip) > 50) ORDER BY max(zip)",
         // OR with set semantics: Bob matches both branches and appears once.
         "SELECT first_name FROM member WHERE last_name = 'Lee' OR zip = 200",
         "SELECT count(*) FROM member WHERE last_name = 'Lee' OR zip >= 200 OR score = 2",
@@ -236,6 +243,9 @@ fn every_supported_construct_reproduces_sqlite() {
         "SELECT last_name, zip FROM member WHERE zip >= 200 INTERSECT SELECT last_name, zip FROM member WHERE score IS NULL OR score < 3",
         "SELECT last_name FROM member EXCEPT SELECT last_name FROM member WHERE zip = 100",
         "SELECT zip FROM member EXCEPT SELECT zip FROM member WHERE score = 3.5 UNION SELECT zip FROM member WHERE last_name = 'Moe'",
+        // A derived table the tools express: the rows of a set operation, counted.
+        "SELECT count(*) FROM (SELECT last_name FROM member WHERE zip >= 200 UNION SELECT last_name FROM member WHERE score > 3)",
+        "SELECT COUNT(*) FROM (SELECT link_to_major FROM member INTERSECT SELECT major_id FROM major) AS t",
         "SELECT T2.department FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id WHERE T1.zip = 200 INTERSECT SELECT T2.department FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id WHERE T1.score > 1",
     ] {
         check(dir.path(), q);
@@ -316,12 +326,16 @@ fn unsupported_constructs_get_named_reasons() {
         ),
         ("SELECT first_name, zip FROM member, major", "unsupported:comma_join"),
         (
-            "SELECT DISTINCT first_name, last_name FROM member LIMIT 2",
-            "unsupported:distinct_multi_column",
+            "SELECT DISTINCT first_name, last_name FROM member ORDER BY zip LIMIT 2",
+            "unsupported:distinct_order_by_unselected",
         ),
         (
             "SELECT first_name, count(*) FROM member",
             "unsupported:bare_column_with_aggregate",
+        ),
+        (
+            "SELECT last_name, count(*) FROM member GROUP BY last_name HAVING count(*) > 1 OR max(zip) > 250",
+            "unsupported:having_or_multiple_aggregates",
         ),
         (
             "SELECT last_name, zip, max(score) FROM member GROUP BY last_name, zip HAVING count(*) > 1",

@@ -19,7 +19,12 @@ impl QueryPlan {
         for m in self
             .projection
             .iter()
-            .chain(self.having.iter().map(|h| &h.measure))
+            .chain(
+                self.having
+                    .iter()
+                    .chain(self.having_branches.iter().flatten())
+                    .map(|h| &h.measure),
+            )
             .chain(self.order_by.iter().map(|o| &o.measure))
         {
             match m {

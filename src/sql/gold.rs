@@ -278,7 +278,12 @@ pub fn aggregate_over_text(plan: &QueryPlan, tables: &[(String, RecordBatch)]) -
     let mut measures: Vec<&Measure> = plan
         .projection
         .iter()
-        .chain(plan.having.iter().map(|h| &h.measure))
+        .chain(
+            plan.having
+                .iter()
+                .chain(plan.having_branches.iter().flatten())
+                .map(|h| &h.measure),
+        )
         .chain(plan.order_by.iter().map(|o| &o.measure))
         .collect();
     while let Some(m) = measures.pop() {

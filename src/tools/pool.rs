@@ -172,8 +172,11 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "select_unique_values",
-            "Return the distinct values of a list, or the distinct rows of several row-aligned lists (a list of their `$LABEL$`s), first occurrences in order.",
-            json!({"unique_array": {"type": ["string", "array"], "items": {"type": "string"}, "description": "The list as its `$LABEL$`, or several row-aligned lists as a list of `$LABEL$`s (distinct rows)."}}),
+            "Return the distinct values of a list, or the distinct rows of several row-aligned lists (a list of their `$LABEL$`s), first occurrences in order; `limit` keeps the first ones.",
+            json!({
+                "unique_array": {"type": ["string", "array"], "items": {"type": "string"}, "description": "The list as its `$LABEL$`, or several row-aligned lists as a list of `$LABEL$`s (distinct rows)."},
+                "limit": limit,
+            }),
             &["unique_array"],
             "The distinct values.",
         ),

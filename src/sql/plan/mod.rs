@@ -185,8 +185,10 @@ pub struct QueryPlan {
     pub branches: Vec<Vec<Condition>>,
     /// GROUP BY columns, in the query's order; empty without GROUP BY.
     pub group_by: Vec<String>,
-    /// HAVING comparisons.
+    /// HAVING comparisons (AND-ed).
     pub having: Vec<Having>,
+    /// One HAVING disjunction: each branch is AND-ed comparisons; empty without OR.
+    pub having_branches: Vec<Vec<Having>>,
     /// ORDER BY keys, most significant first.
     pub order_by: Vec<SortKey>,
     /// SELECT items.
@@ -202,6 +204,9 @@ pub struct QueryPlan {
     /// Compound SELECT: the operations (`union`, `union_all`, `intersect`, `except`) applied
     /// left to right with the SELECTs that follow this one (over this joined table or another).
     pub set_ops: Vec<(&'static str, QueryPlan)>,
+    /// `SELECT COUNT(*) FROM (<this compound SELECT>)`: the answer is the number of rows of the
+    /// set operation (a derived table the tools express as `aggregate_data(count)` on it).
+    pub count_rows: bool,
 }
 
 impl QueryPlan {

@@ -50,14 +50,17 @@ pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) ->
             label,
         );
     }
-    // DISTINCT over several items: the columns, then their distinct rows.
+    // DISTINCT over several items: the columns, then their distinct rows (LIMIT applies to
+    // those). Ordered by a column it does not select, SQLite orders each distinct row by one of
+    // its rows' values (the first in scan order): not reproducible by sorting first.
     let rows_distinct = plan.distinct && plan.projection.len() > 1;
-    if rows_distinct && plan.limit.is_some() {
+    if rows_distinct && plan.order_by.iter().any(|o| !plan.projection.contains(&o.measure)) {
         return Err(unsupported(
-            "distinct_multi_column",
-            "SELECT DISTINCT with several items and LIMIT",
+            "distinct_order_by_unselected",
+            "SELECT DISTINCT with several items, ordered by a column it does not select",
         ));
     }
+    let column_limit = if rows_distinct { -1 } else { limit(plan) };
     let mut columns = Vec::new();
     for (i, m) in plan.projection.iter().enumerate() {
         match m {
@@ -65,7 +68,7 @@ pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) ->
                 let label = em.label(&format!("SELECT_COL_{i}"));
                 columns.push(em.call(
                     "retrieve_data",
-                    json!({"data_source": label_ref(&cur), "key_name": k, "distinct": plan.distinct && !rows_distinct, "limit": limit(plan)}),
+                    json!({"data_source": label_ref(&cur), "key_name": k, "distinct": plan.distinct && !rows_distinct, "limit": column_limit}),
                     label,
                 ));
             }
@@ -78,7 +81,11 @@ pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) ->
     if rows_distinct {
         let refs: Vec<String> = columns.iter().map(|l| label_ref(l)).collect();
         let label = em.label("UNIQUE_ROWS");
-        em.call("select_unique_values", json!({"unique_array": refs}), label);
+        let mut args = json!({"unique_array": refs});
+        if let Some(n) = plan.limit {
+            args["limit"] = json!(n);
+        }
+        em.call("select_unique_values", args, label);
     }
     Ok(())
 }

@@ -34,7 +34,12 @@ pub(super) fn lower_grouped(
     let all = plan
         .projection
         .iter()
-        .chain(plan.having.iter().map(|h| &h.measure))
+        .chain(
+            plan.having
+                .iter()
+                .chain(plan.having_branches.iter().flatten())
+                .map(|h| &h.measure),
+        )
         .chain(plan.order_by.iter().map(|o| &o.measure));
     for m in all {
         match m {
@@ -46,7 +51,10 @@ pub(super) fn lower_grouped(
             _ => {}
         }
     }
-    let reshapes = !plan.having.is_empty() || !plan.order_by.is_empty() || plan.limit.is_some();
+    let reshapes = !plan.having.is_empty()
+        || !plan.having_branches.is_empty()
+        || !plan.order_by.is_empty()
+        || plan.limit.is_some();
     if plan.distinct {
         return Err(unsupported("distinct_group_by", "SELECT DISTINCT with GROUP BY"));
     }
@@ -104,6 +112,19 @@ pub(super) fn lower_grouped(
                 },
             );
         }
+        if !plan.having_branches.is_empty() {
+            let on_aggregate = |h: &crate::sql::plan::Having| Condition {
+                key: agg_name.into(),
+                condition: h.condition,
+                value: h.value.clone(),
+            };
+            let branches: Vec<Vec<Condition>> = plan
+                .having_branches
+                .iter()
+                .map(|b| b.iter().map(on_aggregate).collect())
+                .collect();
+            table = em.either(&table, &branches);
+        }
         for o in plan.order_by.iter().rev() {
             let k = match &o.measure {
                 Measure::Column(k) => k.clone(),
@@ -135,6 +156,12 @@ pub(super) fn lower_grouped(
     // comparison are then kept in the other tables with an `is_in` filter on the group key, so
     // every table keeps the same groups in the same order and the items read from them align.
     let mut tables: Vec<(Measure, String)> = aggs.iter().map(|m| ((*m).clone(), emit_agg(em, m))).collect();
+    if !plan.having_branches.is_empty() {
+        return Err(unsupported(
+            "having_or_multiple_aggregates",
+            "HAVING with OR next to several aggregates",
+        ));
+    }
     let mut base = grouped.clone();
     if !plan.having.is_empty() {
         // Groups are kept aligned by membership of their key; with several keys that would need

@@ -124,6 +124,29 @@ impl Emitter {
         label
     }
 
+    /// A disjunction over `source`: one filter chain per branch, joined by
+    /// `combine_data(operation="either")` (a row matching several branches appears once).
+    pub(super) fn either(&mut self, source: &str, branches: &[Vec<Condition>]) -> String {
+        let mut outs = Vec::new();
+        for branch in branches {
+            let mut b = source.to_string();
+            for c in branch {
+                b = self.filter(&b, c);
+            }
+            outs.push(b);
+        }
+        let mut cur = outs[0].clone();
+        for other in &outs[1..] {
+            let label = self.label("COMBINED_DF");
+            cur = self.call(
+                "combine_data",
+                json!({"data_source_1": label_ref(&cur), "data_source_2": label_ref(other), "operation": "either"}),
+                label,
+            );
+        }
+        cur
+    }
+
     pub(super) fn filter(&mut self, source: &str, c: &Condition) -> String {
         let label = format!("FILTERED_DF_{}", self.counter);
         self.counter += 1;
@@ -161,7 +184,15 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         database_path: database_path.into(),
     };
     em.start(plan);
-    lower_compound(&mut em, plan)?;
+    let sinks = lower_compound(&mut em, plan)?;
+    if plan.count_rows {
+        // A derived table's rows, counted (`SELECT COUNT(*) FROM (… UNION …)`).
+        let [table] = sinks.as_slice() else {
+            return Err(unsupported("derived_table", "COUNT(*) over a derived table of lists"));
+        };
+        let label = em.label("COUNT");
+        em.call("aggregate_data", aggregate_args(table, "count", None, false), label);
+    }
     let mut setups = em.setups.into_iter().map(|(_, c)| c);
     let setup = setups.next().expect("the outer query's join step");
     Ok(Lowered {
@@ -241,24 +272,7 @@ fn lower_body(em: &mut Emitter, plan: &QueryPlan, start: &str) -> Result<(), Low
         cur = em.filter(&cur, c);
     }
     if !plan.branches.is_empty() {
-        let base = cur.clone();
-        let mut outs = Vec::new();
-        for branch in &plan.branches {
-            let mut b = base.clone();
-            for c in branch {
-                b = em.filter(&b, c);
-            }
-            outs.push(b);
-        }
-        cur = outs[0].clone();
-        for other in &outs[1..] {
-            let label = em.label("COMBINED_DF");
-            cur = em.call(
-                "combine_data",
-                json!({"data_source_1": label_ref(&cur), "data_source_2": label_ref(other), "operation": "either"}),
-                label,
-            );
-        }
+        cur = em.either(&cur, &plan.branches);
     }
     match plan.group_by.as_slice() {
         [] => lower_flat(em, plan, cur),
