@@ -229,6 +229,10 @@ fn every_supported_construct_reproduces_sqlite() {
         "SELECT first_name FROM member WHERE last_name = 'Lee' OR zip = 200",
         "SELECT count(*) FROM member WHERE last_name = 'Lee' OR zip >= 200 OR score = 2",
         "SELECT first_name FROM member WHERE first_name NOT LIKE '%a%'",
+        // NOT LIKE skips NULL cells (Dan's major), is case-insensitive for ASCII, reads numbers
+        // as text.
+        "SELECT first_name FROM member WHERE link_to_major NOT LIKE 'M1'",
+        "SELECT first_name FROM member WHERE joined NOT LIKE '2020%' AND zip NOT LIKE '2%'",
         // Uncorrelated subqueries over the same joined table.
         "SELECT first_name FROM member WHERE zip = (SELECT max(zip) FROM member)",
         "SELECT first_name FROM member WHERE score > (SELECT avg(score) FROM member)",
