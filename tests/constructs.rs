@@ -211,6 +211,9 @@ fn every_supported_construct_reproduces_sqlite() {
         "SELECT DISTINCT T2.department, T1.zip FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id",
         "SELECT DISTINCT last_name, zip FROM member ORDER BY zip DESC",
         "SELECT DISTINCT count(*), max(zip) FROM member",
+        // … with LIMIT: the first distinct rows (Lee/200 twice counts once).
+        "SELECT DISTINCT last_name, zip FROM member ORDER BY zip DESC LIMIT 2",
+        "SELECT DISTINCT last_name, link_to_major FROM member ORDER BY last_name LIMIT 3",
         // Several aggregates per group with HAVING on one or several of them.
         "SELECT last_name, count(*), max(zip) FROM member GROUP BY last_name HAVING avg(score) > 1",
         "SELECT sum(zip), last_name FROM member GROUP BY last_name HAVING count(*) > 1",
@@ -218,10 +221,18 @@ fn every_supported_construct_reproduces_sqlite() {
         "SELECT last_name, sum(zip), avg(score) FROM member GROUP BY last_name HAVING avg(score) < 3.6",
         // HAVING with BETWEEN.
         "SELECT last_name FROM member GROUP BY last_name HAVING count(*) BETWEEN 1 AND 1",
+        // HAVING with OR: Lee matches both branches and appears once.
+        "SELECT last_name, count(*) FROM member GROUP BY last_name HAVING count(*) >= 2 OR count(*) > 1",
+        "SELECT last_name, count(*) FROM member GROUP BY last_name HAVING count(*) > 1 OR count(*) < 2",
+        "SELECT last_name, max(zip) FROM member GROUP BY last_name HAVING max(zip) > 250 OR (max(zip) < 150 AND max(zip) > 50) ORDER BY max(zip)",
         // OR with set semantics: Bob matches both branches and appears once.
         "SELECT first_name FROM member WHERE last_name = 'Lee' OR zip = 200",
         "SELECT count(*) FROM member WHERE last_name = 'Lee' OR zip >= 200 OR score = 2",
         "SELECT first_name FROM member WHERE first_name NOT LIKE '%a%'",
+        // NOT LIKE skips NULL cells (Dan's major), is case-insensitive for ASCII, reads numbers
+        // as text.
+        "SELECT first_name FROM member WHERE link_to_major NOT LIKE 'M1'",
+        "SELECT first_name FROM member WHERE joined NOT LIKE '2020%' AND zip NOT LIKE '2%'",
         // Uncorrelated subqueries over the same joined table.
         "SELECT first_name FROM member WHERE zip = (SELECT max(zip) FROM member)",
         "SELECT first_name FROM member WHERE score > (SELECT avg(score) FROM member)",
@@ -236,6 +247,9 @@ fn every_supported_construct_reproduces_sqlite() {
         "SELECT last_name, zip FROM member WHERE zip >= 200 INTERSECT SELECT last_name, zip FROM member WHERE score IS NULL OR score < 3",
         "SELECT last_name FROM member EXCEPT SELECT last_name FROM member WHERE zip = 100",
         "SELECT zip FROM member EXCEPT SELECT zip FROM member WHERE score = 3.5 UNION SELECT zip FROM member WHERE last_name = 'Moe'",
+        // A derived table the tools express: the rows of a set operation, counted.
+        "SELECT count(*) FROM (SELECT last_name FROM member WHERE zip >= 200 UNION SELECT last_name FROM member WHERE score > 3)",
+        "SELECT COUNT(*) FROM (SELECT link_to_major FROM member INTERSECT SELECT major_id FROM major) AS t",
         "SELECT T2.department FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id WHERE T1.zip = 200 INTERSECT SELECT T2.department FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id WHERE T1.score > 1",
     ] {
         check(dir.path(), q);
@@ -316,12 +330,20 @@ fn unsupported_constructs_get_named_reasons() {
         ),
         ("SELECT first_name, zip FROM member, major", "unsupported:comma_join"),
         (
-            "SELECT DISTINCT first_name, last_name FROM member LIMIT 2",
-            "unsupported:distinct_multi_column",
+            "SELECT DISTINCT first_name, last_name FROM member ORDER BY zip LIMIT 2",
+            "unsupported:distinct_order_by_unselected",
         ),
         (
-            "SELECT first_name, max(zip) FROM member",
+            "SELECT first_name, count(*) FROM member",
             "unsupported:bare_column_with_aggregate",
+        ),
+        (
+            "SELECT last_name, count(*) FROM member GROUP BY last_name HAVING count(*) > 1 OR max(zip) > 250",
+            "unsupported:having_or_multiple_aggregates",
+        ),
+        (
+            "SELECT last_name, zip, max(score) FROM member GROUP BY last_name, zip HAVING count(*) > 1",
+            "unsupported:group_multiple_keys_aggregates",
         ),
         ("SELECT nope FROM member", "schema_mismatch"),
     ] {
@@ -450,3 +472,167 @@ fn reason_details_are_sql_text_not_rust_debug() {
         }
     }
 }
+
+/// Multi-key GROUP BY: one `group_data_by` with a list of keys (one group per distinct
+/// combination, NULL keys one group), with HAVING and ORDER BY on the aggregate, several
+/// aggregates, keys from joined tables; the SEL binding of the same calls gives the same answer.
+#[test]
+fn multi_key_group_by_reproduces_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    for q in MULTI_KEY_GROUP_BY {
+        let lowered = check_lowered(dir.path(), q);
+        let group = lowered
+            .calls
+            .iter()
+            .find(|c| c.name == "group_data_by")
+            .expect("grouped");
+        assert!(group.arguments["key_name"].is_array(), "{q}: several keys as a list");
+        // SEL keeps `group_data_by` as is: the bound sequence gives the same answer.
+        let (conn, _) = lower(dir.path(), q);
+        let gold = query_rows(&conn, q).unwrap();
+        let sel = toolforge::tools::sel::bind(&lowered.calls);
+        let got = Executor::new(dir.path())
+            .run_with_setup(&[&lowered.setup], &sel)
+            .unwrap_or_else(|e| panic!("{q} (SEL): {e}"));
+        assert!(
+            answers_match(&gold, &got, q.contains("ORDER BY")),
+            "{q} (SEL)\n gold {gold:?}\n got {got:?}"
+        );
+    }
+}
+
+/// The multi-key GROUP BY construct rows (fixture: Lee/200/m2 twice, Moe with NULL zip and
+/// major, tied scores 3.5).
+const MULTI_KEY_GROUP_BY: [&str; 10] = [
+    "SELECT last_name, zip, count(*) FROM member GROUP BY last_name, zip",
+    "SELECT last_name, zip FROM member GROUP BY last_name, zip",
+    "SELECT count(*) FROM member GROUP BY link_to_major, zip",
+    "SELECT link_to_major, last_name, count(*) FROM member GROUP BY link_to_major, last_name HAVING count(*) > 1",
+    "SELECT link_to_major, zip, sum(score) FROM member GROUP BY link_to_major, zip HAVING sum(score) >= 3.5",
+    "SELECT link_to_major, zip, avg(score) FROM member GROUP BY link_to_major, zip ORDER BY avg(score) DESC LIMIT 1",
+    "SELECT last_name, zip, count(*) FROM member GROUP BY last_name, zip ORDER BY count(*) DESC, last_name LIMIT 2",
+    "SELECT last_name, link_to_major, count(*), max(zip), min(score) FROM member GROUP BY last_name, link_to_major",
+    "SELECT T2.department, T1.last_name, count(*) FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id GROUP BY T2.department, T1.last_name",
+    "SELECT T2.major_name, T1.zip, avg(T1.score) FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id GROUP BY T1.zip, T2.major_name HAVING avg(T1.score) >= 1",
+];
+
+/// SQLite's bare-column rule: a bare column beside a single MIN/MAX takes the value of the row
+/// holding the extreme (with and without GROUP BY; MIN skips NULL cells); when several rows of a
+/// group hold the extreme with different bare values (Bob and Cara both zip 200), or a MIN group
+/// has only NULLs, the gold is SQLite's pick: `bare_column_tie`.
+#[test]
+fn bare_column_beside_min_max_takes_the_extreme_row() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let conn = open_read_only(&dir.path().join("club/club.sqlite")).unwrap();
+    let schema = Schema::load(&conn).unwrap();
+    let ties = |q: &str| {
+        let stmt = sql::parse(q).unwrap();
+        let plan = sql::plan::build(&stmt, &schema).unwrap();
+        sql::extreme::extreme_row_ties(&conn, &stmt, &plan)
+    };
+    for q in BARE_EXTREME {
+        assert_eq!(ties(q), Ok(()), "{q}");
+        check(dir.path(), q);
+    }
+    for q in [
+        "SELECT first_name, link_to_major, max(zip) FROM member GROUP BY link_to_major",
+        "SELECT first_name, min(score) FROM member WHERE score = 3.5",
+        "SELECT first_name, min(zip) FROM member GROUP BY last_name",
+    ] {
+        let err = ties(q).expect_err(q);
+        assert!(err.contains("bare"), "{q}: {err}");
+    }
+}
+
+/// The bare-column construct rows (no tie at the extreme).
+const BARE_EXTREME: [&str; 6] = [
+    "SELECT last_name, max(zip) FROM member",
+    "SELECT first_name, min(score) FROM member",
+    "SELECT first_name, last_name, max(score) FROM member GROUP BY last_name",
+    "SELECT first_name, max(score) FROM member GROUP BY last_name ORDER BY max(score) DESC LIMIT 1",
+    "SELECT T1.first_name, T2.department, min(T1.zip) FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id WHERE T1.zip != 200 GROUP BY T2.department",
+    "SELECT first_name, last_name, min(score) FROM member WHERE score IS NOT NULL GROUP BY last_name",
+];
+
+/// SUM/AVG over text cells that start with a number (dates) add SQLite's numeric prefix: an
+/// engine quirk, named `aggregate_over_text`; text-typed numbers are not flagged.
+#[test]
+fn sum_and_avg_over_date_text_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let conn = rusqlite::Connection::open(dir.path().join("club/club.sqlite")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE reign (name TEXT, days_held TEXT); INSERT INTO reign VALUES ('a','90'),('b','1000');",
+    )
+    .unwrap();
+    let schema = Schema::load(&conn).unwrap();
+    let flagged = |q: &str| {
+        let plan = sql::plan::build(&sql::parse(q).unwrap(), &schema).unwrap();
+        let lowered = sql::slot::lower(&plan, "club/club.sqlite").unwrap();
+        let mut session = toolforge::tools::executor::Session::default();
+        let exec = Executor::new(dir.path());
+        let toolforge::tools::executor::Value::Table(t) = exec.step(&mut session, &lowered.setup).unwrap().clone()
+        else {
+            panic!("a table")
+        };
+        sql::gold::aggregate_over_text(&plan, &[("starting_table_var".into(), t)])
+    };
+    let d = flagged("SELECT avg(joined) FROM member").expect("dates");
+    assert!(d.contains("AVG(member_joined)") && d.contains("2019-09-01"), "{d}");
+    assert!(flagged("SELECT last_name, sum(joined) FROM member GROUP BY last_name").is_some());
+    assert_eq!(flagged("SELECT avg(score) FROM member"), None);
+    assert_eq!(flagged("SELECT sum(days_held) FROM reign"), None);
+    assert_eq!(
+        flagged("SELECT avg(first_name) FROM member"),
+        None,
+        "no numeric prefix: 0, as the executor reads it"
+    );
+}
+
+/// Comma joins: `FROM a, b WHERE a.k = b.k` — the WHERE equality linking each further table to
+/// the ones before it becomes its INNER join condition in the setup step, the rest stay filters.
+#[test]
+fn comma_joins_take_their_condition_from_where() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    for q in COMMA_JOINS {
+        let lowered = check_lowered(dir.path(), q);
+        let conditions = lowered.setup.arguments["condition_sequence"].as_array().unwrap();
+        assert_eq!(conditions.len(), 1, "{q}: the WHERE equality is the join condition");
+        assert_eq!(conditions[0][2], "INNER", "{q}");
+    }
+}
+
+/// `[NOT] IN` a set operation: the subquery's `combine_data` table (one column) is the list.
+#[test]
+fn in_a_set_operation_subquery_reproduces_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    for q in IN_SET_OPERATION {
+        let calls = check(dir.path(), q);
+        assert!(
+            calls
+                .iter()
+                .any(|c| c.name == "combine_data" && c.label.starts_with("SUBQUERY_")),
+            "{q}"
+        );
+    }
+}
+
+/// The `[NOT] IN (… UNION/INTERSECT …)` construct rows (a NULL in the list keeps no row under
+/// NOT IN, as in SQL).
+const IN_SET_OPERATION: [&str; 3] = [
+    "SELECT major_name FROM major WHERE major_id NOT IN (SELECT link_to_major FROM member WHERE zip = 100 UNION SELECT link_to_major FROM member WHERE zip = 200)",
+    "SELECT first_name FROM member WHERE link_to_major IN (SELECT major_id FROM major INTERSECT SELECT link_to_major FROM member WHERE score > 3)",
+    "SELECT major_name FROM major WHERE major_id NOT IN (SELECT link_to_major FROM member WHERE score > 3 UNION SELECT major_id FROM major WHERE department = 'Science')",
+];
+
+/// The comma-join construct rows (Dan's NULL major joins nothing; m3 has no member).
+const COMMA_JOINS: [&str; 4] = [
+    "SELECT T1.first_name, T2.major_name FROM member AS T1, major AS T2 WHERE T1.link_to_major = T2.major_id",
+    "SELECT first_name FROM member, major WHERE link_to_major = major_id AND department = 'Science'",
+    "SELECT count(*) FROM member AS T1, major AS T2 WHERE T2.major_id = T1.link_to_major AND T1.zip > 100",
+    "SELECT T2.department, count(*) FROM member AS T1, major AS T2 WHERE T1.link_to_major = T2.major_id GROUP BY T2.department",
+];

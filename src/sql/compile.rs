@@ -17,11 +17,15 @@
 //! single 0, a single NULL, every cell NULL; kept with the recipe knob
 //! `keep_degenerate_answers`), `tie_ambiguous_limit` (the LIMIT cut falls inside a tie, so the
 //! gold rows are the engine's arbitrary pick), `affinity_sensitive` (a filter's result depends on
-//! SQLite comparing number-like text as text), and under `tool_pool = "reference"`
+//! SQLite comparing number-like text as text), `aggregate_over_text` (SUM/AVG over text cells
+//! such as dates, whose numeric prefix SQLite adds), `bare_column_tie` (a bare column beside
+//! MIN/MAX whose extreme row is tied, [`crate::sql::extreme`]), and under `tool_pool = "reference"`
 //! `outside_reference_pool` (a call the reference tools do not execute faithfully,
 //! [`crate::tools::reference`]). The gold-answer drops come before the lowering
 //! ones, so "informative" = attempted minus `empty_gold_answer`, `degenerate_gold_answer`,
-//! `tie_ambiguous_limit`, `affinity_sensitive`.
+//! `tie_ambiguous_limit`, `affinity_sensitive`, `aggregate_over_text`, `bare_column_tie` (the last
+//! two are found after lowering, so they count among the attempted-but-not-informative only when
+//! the query lowers).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -369,6 +373,10 @@ fn compile_db(
                 if let Some(d) = sql::gold::affinity_sensitive(&plan, &joined) {
                     return Err(drop("affinity_sensitive".into(), d));
                 }
+                if let Some(d) = sql::gold::aggregate_over_text(&plan, &joined) {
+                    return Err(drop("aggregate_over_text".into(), d));
+                }
+                sql::extreme::extreme_row_ties(conn, &stmt, &plan).map_err(|d| drop("bare_column_tie".into(), d))?;
                 let candidate = executor
                     .run_in(&mut session, &calls)
                     .map_err(|e| drop("execution_error".into(), e.to_string()))?;

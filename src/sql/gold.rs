@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use arrow_array::RecordBatch;
 use sqlparser::ast::{Expr, LimitClause, OrderByKind, Query, SelectItem, SetExpr, Statement, Value};
 
-use super::plan::{Condition, Measure, QueryPlan};
+use super::plan::{Agg, Condition, Measure, QueryPlan};
 use crate::tools::table::{datums, number_text, query_rows};
 use crate::verify::{Datum, tie_runs};
 
@@ -251,4 +251,72 @@ pub fn sql_operator(condition: &str) -> &'static str {
         "like" => "LIKE",
         _ => "?",
     }
+}
+
+/// The longest prefix of `s` (after leading spaces) that reads as a number, as SQLite's text to
+/// number conversion takes it (`'1988-11-02'` → `1988`); `None` when there is none.
+fn numeric_prefix(s: &str) -> Option<f64> {
+    let t = s.trim_start();
+    if !t.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '.' | '+' | '-')) {
+        return None;
+    }
+    let ends: Vec<usize> = t.char_indices().map(|(i, c)| i + c.len_utf8()).collect();
+    ends.iter().rev().find_map(|&e| t[..e].parse::<f64>().ok())
+}
+
+/// The first SUM/AVG of `plan` over a column of the joined tables `tables` that holds a text
+/// cell starting with a number without being one (`AVG(transcript_date)` over
+/// `'1988-11-02 …'`): SQLite adds its numeric prefix, so the gold is an engine quirk, not a
+/// value the question asks for; `Some(detail)` naming the aggregate and the cell (reason code
+/// `aggregate_over_text`).
+pub fn aggregate_over_text(plan: &QueryPlan, tables: &[(String, RecordBatch)]) -> Option<String> {
+    for sub in plan.subqueries.iter().chain(plan.set_ops.iter().map(|(_, p)| p)) {
+        if let Some(d) = aggregate_over_text(sub, tables) {
+            return Some(d);
+        }
+    }
+    let mut measures: Vec<&Measure> = plan
+        .projection
+        .iter()
+        .chain(
+            plan.having
+                .iter()
+                .chain(plan.having_branches.iter().flatten())
+                .map(|h| &h.measure),
+        )
+        .chain(plan.order_by.iter().map(|o| &o.measure))
+        .collect();
+    while let Some(m) = measures.pop() {
+        let key = match m {
+            Measure::Arith(a, _, b) => {
+                measures.extend([&**a, &**b]);
+                continue;
+            }
+            Measure::Aggregate {
+                agg: Agg::Sum | Agg::Mean,
+                key: Some(key),
+                ..
+            } => key,
+            _ => continue,
+        };
+        for (_, table) in tables {
+            let Some(i) = table
+                .schema()
+                .fields()
+                .iter()
+                .position(|f| f.name().eq_ignore_ascii_case(key))
+            else {
+                continue;
+            };
+            for cell in datums(table.column(i).as_ref()) {
+                let Datum::Text(s) = &cell else { continue };
+                if s.trim().parse::<f64>().is_err() && numeric_prefix(s).is_some() {
+                    return Some(format!(
+                        "{m} over the text cell '{s}': SQLite adds its numeric prefix, so the gold is an engine quirk"
+                    ));
+                }
+            }
+        }
+    }
+    None
 }

@@ -10,6 +10,7 @@ pub mod compile;
 pub mod describe;
 pub mod dialect;
 pub mod expose;
+pub mod extreme;
 pub mod gold;
 pub mod normalise;
 pub mod plan;

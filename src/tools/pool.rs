@@ -75,6 +75,17 @@ fn key_name(keys: Option<&[KeyDescription]>, with_aggregates: bool) -> Value {
     schema
 }
 
+/// `group_data_by`'s `key_name`: one column, or a non-empty list of columns (a multi-key GROUP BY).
+fn group_keys(keys: Option<&[KeyDescription]>) -> Value {
+    let one = key_name(keys, false);
+    let mut item = one.clone();
+    item["description"] = json!("A column (key) to group by.");
+    json!({
+        "anyOf": [one, {"type": "array", "items": item, "minItems": 1}],
+        "description": "The column (key) to group by, or a list of columns to group by their combined values.",
+    })
+}
+
 fn spec(name: &str, description: &str, properties: Value, required: &[&str], output: &str) -> ToolSpec {
     ToolSpec {
         name: name.into(),
@@ -94,7 +105,7 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
     vec![
         spec(
             "filter_data",
-            "Keep the rows of a table whose column value satisfies a condition against a value. NULL cells never satisfy a comparison; a null value tests IS NULL (equal_to) or IS NOT NULL (not_equal_to). `contains` is a case-insensitive substring test, `like`/`not_like` are SQL LIKE / NOT LIKE. The value may be the `$LABEL$` of an earlier single value; `is_in`/`not_in` test membership in an earlier list given as its `$LABEL$` (`not_in` a list holding null keeps no row, as in SQL).",
+            "Keep the rows of a table whose column value satisfies a condition against a value. NULL cells never satisfy a comparison; a null value tests IS NULL (equal_to) or IS NOT NULL (not_equal_to). `contains` is a case-insensitive substring test, `like`/`not_like` are SQL LIKE / NOT LIKE. The value may be the `$LABEL$` of an earlier single value; `is_in`/`not_in` test membership in an earlier list (or one-column table) given as its `$LABEL$` (`not_in` a list holding null keeps no row, as in SQL).",
             json!({
                 "data_source": data_source("The table to filter"),
                 "key_name": key_name(keys, true),
@@ -142,8 +153,8 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "group_data_by",
-            "Group the rows of a table by the values of a column (NULLs form one group).",
-            json!({"data_source": data_source("The table to group"), "key_name": key_name(keys, false)}),
+            "Group the rows of a table by the values of a column, or by several columns given as a list (one group per distinct combination of their values); NULLs form one group.",
+            json!({"data_source": data_source("The table to group"), "key_name": group_keys(keys)}),
             &["data_source", "key_name"],
             "The grouped table.",
         ),
@@ -161,8 +172,11 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "select_unique_values",
-            "Return the distinct values of a list, or the distinct rows of several row-aligned lists (a list of their `$LABEL$`s), first occurrences in order.",
-            json!({"unique_array": {"type": ["string", "array"], "items": {"type": "string"}, "description": "The list as its `$LABEL$`, or several row-aligned lists as a list of `$LABEL$`s (distinct rows)."}}),
+            "Return the distinct values of a list, or the distinct rows of several row-aligned lists (a list of their `$LABEL$`s), first occurrences in order; `limit` keeps the first ones.",
+            json!({
+                "unique_array": {"type": ["string", "array"], "items": {"type": "string"}, "description": "The list as its `$LABEL$`, or several row-aligned lists as a list of `$LABEL$`s (distinct rows)."},
+                "limit": limit,
+            }),
             &["unique_array"],
             "The distinct values.",
         ),

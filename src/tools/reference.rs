@@ -330,7 +330,9 @@ fn check_call(call: &Call, session: &Session) -> Result<(), String> {
         "filter_data" | "sort_data" | "retrieve_data" | "aggregate_data"
     ) {
         return Err(match call.name.as_str() {
-            "group_data_by" => "grouping (the reference tools cannot aggregate grouped data)".into(),
+            "group_data_by" => {
+                "grouping (the reference tools cannot aggregate grouped data; their group_data_by takes one key)".into()
+            }
             "combine_data" => "a set operation (the reference has no combine_data)".into(),
             "select_unique_values" => {
                 "distinct rows of several lists (DISTINCT over several columns; the reference's select_unique_values takes one list)".into()

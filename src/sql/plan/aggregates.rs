@@ -110,78 +110,132 @@ impl<'s> Builder<'s> {
         }))
     }
 
-    /// The GROUP BY key (one column).
-    pub(super) fn group_by(&mut self, select: &Select) -> Result<Option<String>, LowerError> {
-        let group_by = match &select.group_by {
-            GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => match exprs.as_slice() {
-                [] => None,
-                [e] => match self.measure(e)? {
-                    Measure::Column(k) => Some(k),
-                    _ => return Err(unsupported("group_by_expression", e)),
-                },
-                _ => return Err(unsupported("group_by_multiple_keys", select.group_by.to_string())),
-            },
-            other => return Err(unsupported("group_by", other)),
+    /// The GROUP BY keys (columns, in the query's order); empty without GROUP BY.
+    pub(super) fn group_by(&mut self, select: &Select) -> Result<Vec<String>, LowerError> {
+        let GroupByExpr::Expressions(exprs, mods) = &select.group_by else {
+            return Err(unsupported("group_by", &select.group_by));
         };
-        Ok(group_by)
+        if !mods.is_empty() {
+            return Err(unsupported("group_by", &select.group_by));
+        }
+        let mut keys: Vec<String> = Vec::new();
+        for e in exprs {
+            match self.measure(e)? {
+                // `GROUP BY a, a` groups as `GROUP BY a`.
+                Measure::Column(k) if keys.contains(&k) => {}
+                Measure::Column(k) => keys.push(k),
+                _ => return Err(unsupported("group_by_expression", e)),
+            }
+        }
+        Ok(keys)
     }
 
-    /// The HAVING comparisons, each on an aggregate against a literal.
-    pub(super) fn having(&mut self, select: &Select) -> Result<Vec<Having>, LowerError> {
-        let mut having = Vec::new();
+    /// The HAVING comparisons, each on an aggregate against a literal: the AND-ed ones, and at
+    /// most one disjunction (`A OR B`, each branch AND-ed comparisons).
+    pub(super) fn having(&mut self, select: &Select) -> Result<(Vec<Having>, Vec<Vec<Having>>), LowerError> {
+        let (mut having, mut branches) = (Vec::new(), Vec::new());
         if let Some(h) = &select.having {
             let mut parts = Vec::new();
             Self::conjuncts(h, &mut parts);
             for part in parts {
-                if let Expr::Between {
-                    expr,
-                    negated: false,
-                    low,
-                    high,
-                } = part
-                {
-                    // `agg BETWEEN a AND b` = `agg >= a AND agg <= b`.
-                    let measure = self.measure(expr)?;
-                    if !matches!(measure, Measure::Aggregate { .. }) {
-                        return Err(unsupported("having", part));
-                    }
-                    for (condition, bound) in [("greater_than_equal_to", low), ("less_than_equal_to", high)] {
-                        let value = self.literal(bound).ok_or_else(|| unsupported("having", part))?;
-                        having.push(Having {
-                            measure: measure.clone(),
-                            condition,
-                            value,
-                        });
-                    }
+                let mut disjuncts = Vec::new();
+                Self::disjuncts(part, &mut disjuncts);
+                if disjuncts.len() == 1 {
+                    self.having_comparison(part, &mut having)?;
                     continue;
                 }
-                let Expr::BinaryOp { left, op, right } = part else {
-                    return Err(unsupported("having", part));
-                };
-                if matches!(**right, Expr::Subquery(_)) || matches!(**left, Expr::Subquery(_)) {
-                    return Err(unsupported("subquery_in_having", part));
-                }
-                let condition = match op {
-                    BinaryOperator::Eq => "equal_to",
-                    BinaryOperator::NotEq => "not_equal_to",
-                    BinaryOperator::Gt => "greater_than",
-                    BinaryOperator::Lt => "less_than",
-                    BinaryOperator::GtEq => "greater_than_equal_to",
-                    BinaryOperator::LtEq => "less_than_equal_to",
-                    _ => return Err(unsupported("having", part)),
-                };
-                let value = self.literal(right).ok_or_else(|| unsupported("having", part))?;
-                let measure = self.measure(left)?;
-                if !matches!(measure, Measure::Aggregate { .. }) {
+                if !branches.is_empty() {
                     return Err(unsupported("having", part));
                 }
-                having.push(Having {
-                    measure,
+                for d in disjuncts {
+                    let mut conjuncts = Vec::new();
+                    Self::conjuncts(d, &mut conjuncts);
+                    let mut branch = Vec::new();
+                    for c in conjuncts {
+                        self.having_comparison(c, &mut branch)?;
+                    }
+                    branches.push(branch);
+                }
+            }
+        }
+        Ok((having, branches))
+    }
+
+    /// The operands of a (nested) OR.
+    fn disjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+        match e {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Or,
+                right,
+            } => {
+                Self::disjuncts(left, out);
+                Self::disjuncts(right, out);
+            }
+            Expr::Nested(inner)
+                if matches!(
+                    **inner,
+                    Expr::BinaryOp {
+                        op: BinaryOperator::Or,
+                        ..
+                    }
+                ) =>
+            {
+                Self::disjuncts(inner, out)
+            }
+            other => out.push(other),
+        }
+    }
+
+    /// One HAVING comparison `aggregate <op> literal` (or `aggregate BETWEEN a AND b`, two).
+    fn having_comparison(&mut self, part: &Expr, out: &mut Vec<Having>) -> Result<(), LowerError> {
+        if let Expr::Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        } = part
+        {
+            // `agg BETWEEN a AND b` = `agg >= a AND agg <= b`.
+            let measure = self.measure(expr)?;
+            if !matches!(measure, Measure::Aggregate { .. }) {
+                return Err(unsupported("having", part));
+            }
+            for (condition, bound) in [("greater_than_equal_to", low), ("less_than_equal_to", high)] {
+                let value = self.literal(bound).ok_or_else(|| unsupported("having", part))?;
+                out.push(Having {
+                    measure: measure.clone(),
                     condition,
                     value,
                 });
             }
+            return Ok(());
         }
-        Ok(having)
+        let Expr::BinaryOp { left, op, right } = part else {
+            return Err(unsupported("having", part));
+        };
+        if matches!(**right, Expr::Subquery(_)) || matches!(**left, Expr::Subquery(_)) {
+            return Err(unsupported("subquery_in_having", part));
+        }
+        let condition = match op {
+            BinaryOperator::Eq => "equal_to",
+            BinaryOperator::NotEq => "not_equal_to",
+            BinaryOperator::Gt => "greater_than",
+            BinaryOperator::Lt => "less_than",
+            BinaryOperator::GtEq => "greater_than_equal_to",
+            BinaryOperator::LtEq => "less_than_equal_to",
+            _ => return Err(unsupported("having", part)),
+        };
+        let value = self.literal(right).ok_or_else(|| unsupported("having", part))?;
+        let measure = self.measure(left)?;
+        if !matches!(measure, Measure::Aggregate { .. }) {
+            return Err(unsupported("having", part));
+        }
+        out.push(Having {
+            measure,
+            condition,
+            value,
+        });
+        Ok(())
     }
 }

@@ -17,30 +17,69 @@ impl<'s> Builder<'s> {
             aliases: vec![],
             transforms: vec![],
             subqueries: vec![],
+            join_filters: vec![],
         };
-        match select.from.as_slice() {
-            [] => return Err(unsupported("no_from", "SELECT without FROM")),
-            [one] => {
-                b.add_table(&one.relation)?;
-                for join in &one.joins {
-                    let (kind, constraint) = match &join.join_operator {
-                        JoinOperator::Join(c) | JoinOperator::Inner(c) => ("INNER", c),
-                        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => ("LEFT", c),
-                        _ => {
-                            return Err(unsupported("join_kind", join.to_string()));
-                        }
-                    };
-                    b.add_table(&join.relation)?;
-                    match constraint {
-                        JoinConstraint::On(e) => b.add_join_condition(e, kind)?,
-                        JoinConstraint::None => {}
-                        _ => return Err(unsupported("join_condition", join.to_string())),
-                    }
+        let Some((first, rest)) = select.from.split_first() else {
+            return Err(unsupported("no_from", "SELECT without FROM"));
+        };
+        b.add_from_item(first)?;
+        // A comma join `FROM a, b WHERE a.k = b.k`: the WHERE equalities linking each further
+        // table to the tables before it become its (INNER) join conditions.
+        let mut conjuncts = Vec::new();
+        if let Some(w) = &select.selection {
+            Self::conjuncts(w, &mut conjuncts);
+        }
+        for item in rest {
+            b.add_from_item(item)?;
+            let newest = b.tables.len() - 1;
+            let mut linked = false;
+            for &c in &conjuncts {
+                let Expr::BinaryOp {
+                    left,
+                    op: BinaryOperator::Eq,
+                    right,
+                } = c
+                else {
+                    continue;
+                };
+                let (Ok((l, _)), Ok((r, _))) = (b.resolve_raw(left), b.resolve_raw(right)) else {
+                    continue;
+                };
+                if (l == newest) != (r == newest) && !b.join_filters.contains(c) {
+                    b.add_join_condition(c, "INNER")?;
+                    b.join_filters.push(c.clone());
+                    linked = true;
                 }
             }
-            _ => return Err(unsupported("comma_join", "FROM a, b")),
+            if !linked {
+                return Err(unsupported(
+                    "comma_join",
+                    format!("FROM …, {item} without a join condition in WHERE"),
+                ));
+            }
         }
         Ok(b)
+    }
+
+    /// Adds one FROM item: its table and the tables it joins with `JOIN … ON`.
+    fn add_from_item(&mut self, item: &sqlparser::ast::TableWithJoins) -> Result<(), LowerError> {
+        self.add_table(&item.relation)?;
+        for join in &item.joins {
+            let (kind, constraint) = match &join.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) => ("INNER", c),
+                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => ("LEFT", c),
+                _ => {
+                    return Err(unsupported("join_kind", join.to_string()));
+                }
+            };
+            self.add_table(&join.relation)?;
+            match constraint {
+                JoinConstraint::On(e) => self.add_join_condition(e, kind)?,
+                JoinConstraint::None => {}
+                _ => return Err(unsupported("join_condition", join.to_string())),
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn add_table(&mut self, relation: &TableFactor) -> Result<(), LowerError> {

@@ -183,10 +183,12 @@ pub struct QueryPlan {
     pub filters: Vec<Condition>,
     /// One disjunction: each branch is AND-ed conditions; empty when the WHERE has no OR.
     pub branches: Vec<Vec<Condition>>,
-    /// GROUP BY column.
-    pub group_by: Option<String>,
-    /// HAVING comparisons.
+    /// GROUP BY columns, in the query's order; empty without GROUP BY.
+    pub group_by: Vec<String>,
+    /// HAVING comparisons (AND-ed).
     pub having: Vec<Having>,
+    /// One HAVING disjunction: each branch is AND-ed comparisons; empty without OR.
+    pub having_branches: Vec<Vec<Having>>,
     /// ORDER BY keys, most significant first.
     pub order_by: Vec<SortKey>,
     /// SELECT items.
@@ -202,6 +204,9 @@ pub struct QueryPlan {
     /// Compound SELECT: the operations (`union`, `union_all`, `intersect`, `except`) applied
     /// left to right with the SELECTs that follow this one (over this joined table or another).
     pub set_ops: Vec<(&'static str, QueryPlan)>,
+    /// `SELECT COUNT(*) FROM (<this compound SELECT>)`: the answer is the number of rows of the
+    /// set operation (a derived table the tools express as `aggregate_data(count)` on it).
+    pub count_rows: bool,
 }
 
 impl QueryPlan {
@@ -288,6 +293,8 @@ struct Builder<'s> {
     aliases: Vec<(String, Measure)>,
     transforms: Vec<Transform>,
     subqueries: Vec<QueryPlan>,
+    /// WHERE equalities a comma join (`FROM a, b WHERE a.k = b.k`) took as join conditions.
+    join_filters: Vec<Expr>,
 }
 
 fn ident_name(name: &sqlparser::ast::ObjectName) -> String {

@@ -65,6 +65,9 @@ impl<'s> Builder<'s> {
             let mut parts = Vec::new();
             Self::conjuncts(w, &mut parts);
             for part in parts {
+                if self.join_filters.contains(part) {
+                    continue;
+                }
                 let is_or = matches!(
                     part,
                     Expr::BinaryOp {
@@ -102,7 +105,7 @@ impl<'s> Builder<'s> {
             }
         }
         let group_by = self.group_by(select)?;
-        let having = self.having(select)?;
+        let (having, having_branches) = self.having(select)?;
         let order_by = self.order_by(q)?;
         let limit = self.limit(q)?;
         let distinct = match &select.distinct {
@@ -121,19 +124,22 @@ impl<'s> Builder<'s> {
             branches,
             group_by,
             having,
+            having_branches,
             order_by,
             projection,
             distinct,
             limit,
             subqueries: self.subqueries,
             set_ops: vec![],
+            count_rows: false,
         };
-        if plan.group_by.is_none() && !plan.having.is_empty() {
+        if plan.group_by.is_empty() && (!plan.having.is_empty() || !plan.having_branches.is_empty()) {
             return Err(unsupported("having_without_group_by", "HAVING"));
         }
         if plan.projection.iter().any(|m| m.has_aggregate())
-            && plan.group_by.is_none()
+            && plan.group_by.is_empty()
             && plan.projection.iter().any(|m| matches!(m, Measure::Column(_)))
+            && plan.bare_extreme().is_none()
         {
             return Err(unsupported(
                 "bare_column_with_aggregate",

@@ -4,7 +4,7 @@
 //! gives each further joined table its own setup step ([`crate::sql::slot::Lowered`]).
 
 use serde_json::{Value as Json, json};
-use sqlparser::ast::{Expr, Query, Select, SetExpr};
+use sqlparser::ast::{GroupByExpr, Query, Select, SelectItem, SetExpr, TableFactor};
 
 use super::*;
 use crate::sql::schema::Schema;
@@ -42,12 +42,51 @@ pub(super) fn compound<'q>(body: &'q SetExpr, out: &mut Vec<(&'static str, &'q S
     }
 }
 
+/// `SELECT COUNT(*) FROM (<compound SELECT>) [AS t]` and nothing else: the compound's plan with
+/// [`QueryPlan::count_rows`] set (its rows, counted). Other derived tables keep the reason
+/// `derived_table`.
+fn derived_count(q: &Query, select: &Select, schema: &Schema) -> Result<Option<QueryPlan>, LowerError> {
+    let [item] = select.from.as_slice() else {
+        return Ok(None);
+    };
+    let TableFactor::Derived { subquery, .. } = &item.relation else {
+        return Ok(None);
+    };
+    let count_star = match select.projection.as_slice() {
+        [SelectItem::UnnamedExpr(Expr::Function(f))] => {
+            ident_name(&f.name).eq_ignore_ascii_case("count")
+                && f.filter.is_none()
+                && f.over.is_none()
+                && matches!(&f.args, FunctionArguments::List(l)
+                    if l.duplicate_treatment.is_none()
+                        && matches!(l.args.as_slice(), [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)]))
+        }
+        _ => false,
+    };
+    let plain = item.joins.is_empty()
+        && select.selection.is_none()
+        && matches!(&select.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
+        && select.having.is_none()
+        && select.distinct.is_none()
+        && q.order_by.is_none()
+        && q.limit_clause.is_none();
+    if !(count_star && plain && matches!(*subquery.body, SetExpr::SetOperation { .. })) {
+        return Ok(None);
+    }
+    let mut plan = build_query(subquery, schema)?;
+    plan.count_rows = true;
+    Ok(Some(plan))
+}
+
 /// Builds the plan of one query (top level or a subquery).
 pub(super) fn build_query(q: &Query, schema: &Schema) -> Result<QueryPlan, LowerError> {
     if q.with.is_some() {
         return Err(unsupported("cte", "WITH"));
     }
     if let SetExpr::Select(select) = &*q.body {
+        if let Some(plan) = derived_count(q, select, schema)? {
+            return Ok(plan);
+        }
         return Builder::new(schema, select)?.build(Some(q), select);
     }
     let mut parts = Vec::new();
@@ -82,7 +121,9 @@ impl<'s> Builder<'s> {
             LowerError::Schema(_) => unsupported("correlated_subquery", e),
             other => other,
         })?;
-        if plan.projection.len() != 1 || !plan.set_ops.is_empty() {
+        // A set operation gives a list for `[NOT] IN`, never a single value.
+        let list = matches!(e, Expr::InSubquery { .. });
+        if plan.projection.len() != 1 || (!plan.set_ops.is_empty() && !list) {
             return Err(unsupported("subquery_shape", e));
         }
         self.subqueries.push(plan);

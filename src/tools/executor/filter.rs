@@ -24,6 +24,8 @@ pub(super) fn filter_data(args: &Args) -> R<Value> {
         let list = match args.value("value")? {
             Value::Column(a) => datums(a.as_ref()),
             Value::Scalar(d) => vec![d.clone()],
+            // A one-column table (a set operation over lists: `IN (SELECT … UNION SELECT …)`).
+            Value::Table(l) if l.num_columns() == 1 => datums(l.column(0).as_ref()),
             other => return Err(format!("`{condition}` needs a list as `value`, got {}", kind(other))),
         };
         let has_null = list.iter().any(|d| matches!(d, Datum::Null));

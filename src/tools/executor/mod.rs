@@ -63,8 +63,8 @@ use crate::verify::{Answer, Datum};
 pub struct Grouped {
     /// The table that was grouped.
     pub table: RecordBatch,
-    /// The grouping column.
-    pub key: String,
+    /// The grouping columns (one, or several for a multi-key GROUP BY).
+    pub keys: Vec<String>,
     /// Row indices of each group.
     pub groups: Vec<Vec<u32>>,
 }
@@ -166,7 +166,9 @@ pub fn value_json(v: &Value, max_rows: usize) -> Json {
                 "truncated": t.num_rows() > max_rows,
             })
         }
-        Value::Grouped(g) => serde_json::json!({"grouped_by": g.key, "groups": g.groups.len()}),
+        Value::Grouped(g) => {
+            serde_json::json!({"grouped_by": match g.keys.as_slice() { [one] => serde_json::json!(one), several => serde_json::json!(several) }, "groups": g.groups.len()})
+        }
     }
 }
 

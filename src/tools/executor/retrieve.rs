@@ -47,13 +47,16 @@ pub(super) fn truncate(args: &Args) -> R<Value> {
 /// With `unique_array` a list of `$LABEL$`s of row-aligned lists (the columns of `SELECT DISTINCT
 /// a, b`), a table of their distinct rows (cells compared as in grouping: numbers by value, NULL
 /// equals NULL), first occurrences in order, columns named as in `combine_data`.
+/// `limit` (default -1, all) keeps the first `limit` distinct values or rows.
 pub(super) fn select_unique_values(args: &Args) -> R<Value> {
+    let limit = args.limit()?.unwrap_or(usize::MAX);
     if args.json("unique_array")?.is_array() {
         let (names, rows) = super::combine::combine_input(args, "unique_array")?;
         let mut seen = std::collections::HashSet::new();
         let rows: Vec<Vec<crate::verify::Datum>> = rows
             .into_iter()
             .filter(|r| seen.insert(r.iter().map(datum_key).collect::<Vec<_>>()))
+            .take(limit)
             .collect();
         let columns = (0..names.len())
             .map(|i| rows.iter().map(|r| r[i].clone()).collect())
@@ -64,5 +67,7 @@ pub(super) fn select_unique_values(args: &Args) -> R<Value> {
         Value::Column(a) => datums(a.as_ref()),
         other => return Err(format!("`unique_array` must be a list, got {}", kind(other))),
     };
-    Ok(Value::Column(array_from_datums(&distinct_datums(values))))
+    let mut values = distinct_datums(values);
+    values.truncate(limit);
+    Ok(Value::Column(array_from_datums(&values)))
 }

@@ -1,0 +1,162 @@
+//! SQLite's bare-column rule for MIN/MAX: in `SELECT b, MAX(v) FROM … [GROUP BY k]` the bare
+//! column `b` (neither aggregated nor a GROUP BY key) takes its value from the row holding the
+//! extreme (SQLite "Bare columns in an aggregate query"). The lowering reproduces it by sorting
+//! the rows on `v` before grouping ([`crate::sql::slot`]), so a group's first row holds the
+//! extreme; the answer is the engine's arbitrary pick when several rows of one group hold the
+//! extreme with different bare values (reason code `bare_column_tie`).
+
+use sqlparser::ast::{Expr, GroupByExpr, SelectItem, SetExpr, Statement};
+
+use super::plan::{Agg, Measure, QueryPlan};
+use crate::tools::table::query_rows;
+use crate::verify::Datum;
+
+impl QueryPlan {
+    /// `Some((agg, column))` when the query's only aggregate is `MIN(column)` or `MAX(column)`
+    /// and the SELECT list has a bare column beside it (SQLite's bare-column rule applies).
+    pub fn bare_extreme(&self) -> Option<(Agg, &str)> {
+        let mut aggs: Vec<&Measure> = Vec::new();
+        for m in self
+            .projection
+            .iter()
+            .chain(
+                self.having
+                    .iter()
+                    .chain(self.having_branches.iter().flatten())
+                    .map(|h| &h.measure),
+            )
+            .chain(self.order_by.iter().map(|o| &o.measure))
+        {
+            match m {
+                Measure::Aggregate { .. } if !aggs.contains(&m) => aggs.push(m),
+                Measure::Arith(..) if m.has_aggregate() => return None,
+                _ => {}
+            }
+        }
+        let [
+            Measure::Aggregate {
+                agg: agg @ (Agg::Min | Agg::Max),
+                key: Some(key),
+                filters,
+                ..
+            },
+        ] = aggs.as_slice()
+        else {
+            return None;
+        };
+        let bare = self
+            .projection
+            .iter()
+            .any(|m| matches!(m, Measure::Column(c) if !self.group_by.contains(c)));
+        (bare && filters.is_empty()).then_some((*agg, key.as_str()))
+    }
+}
+
+/// For a query under SQLite's bare-column rule ([`QueryPlan::bare_extreme`]): `Err(detail)` when
+/// some group has several rows at its extreme (or only NULLs) whose bare columns differ, so the
+/// gold row is the engine's pick. Runs one SQL query over the gold query's FROM and WHERE.
+pub fn extreme_row_ties(conn: &rusqlite::Connection, stmt: &Statement, plan: &QueryPlan) -> Result<(), String> {
+    let Some((agg, _)) = plan.bare_extreme() else {
+        return Ok(());
+    };
+    let Statement::Query(q) = stmt else { return Ok(()) };
+    let SetExpr::Select(select) = &*q.body else {
+        return Ok(());
+    };
+    let keys: Vec<&Expr> = match &select.group_by {
+        GroupByExpr::Expressions(exprs, _) => exprs.iter().collect(),
+        _ => return Ok(()),
+    };
+    let items: Vec<&Expr> = select
+        .projection
+        .iter()
+        .filter_map(|i| match i {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+            _ => None,
+        })
+        .collect();
+    if items.len() != plan.projection.len() {
+        return Ok(());
+    }
+    let bare: Vec<&Expr> = items
+        .iter()
+        .zip(&plan.projection)
+        .filter(|(_, m)| matches!(m, Measure::Column(c) if !plan.group_by.contains(c)))
+        .map(|(e, _)| *e)
+        .collect();
+    let Some(value) = items.iter().zip(&plan.projection).find_map(|(e, m)| match (e, m) {
+        (Expr::Function(f), Measure::Aggregate { .. }) => match &f.args {
+            sqlparser::ast::FunctionArguments::List(l) => match l.args.as_slice() {
+                [sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(v))] => Some(v.clone()),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }) else {
+        return Ok(());
+    };
+    let from = select.from.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
+    let filter = select
+        .selection
+        .as_ref()
+        .map(|w| format!(" WHERE {w}"))
+        .unwrap_or_default();
+    let mut r_items: Vec<String> = keys.iter().enumerate().map(|(i, k)| format!("{k} AS k_{i}")).collect();
+    r_items.push(format!("{value} AS v_"));
+    r_items.extend(bare.iter().enumerate().map(|(i, b)| format!("{b} AS b_{i}")));
+    let k_names: Vec<String> = (0..keys.len()).map(|i| format!("k_{i}")).collect();
+    let func = if agg == Agg::Min { "min" } else { "max" };
+    let g_items: Vec<String> = k_names.iter().cloned().chain([format!("{func}(v_) AS m_")]).collect();
+    let group = |prefix: &str| match k_names.is_empty() {
+        true => String::new(),
+        false => format!(
+            " GROUP BY {}",
+            k_names
+                .iter()
+                .map(|k| format!("{prefix}{k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let on: Vec<String> = k_names
+        .iter()
+        .map(|k| format!("r.{k} IS g.{k}"))
+        .chain(["(r.v_ = g.m_ OR g.m_ IS NULL)".to_string()])
+        .collect();
+    let bare_text = (0..bare.len())
+        .map(|i| format!("quote(r.b_{i})"))
+        .collect::<Vec<_>>()
+        .join(" || ',' || ");
+    let with = format!(
+        "WITH r AS (SELECT {} FROM {from}{filter}), g AS (SELECT {} FROM r{})",
+        r_items.join(", "),
+        g_items.join(", "),
+        group(""),
+    );
+    let count = |sql: String| -> Result<i64, String> {
+        let rows = query_rows(conn, &sql).map_err(|e| format!("the extreme-row check failed: {e}; SQL: {sql}"))?;
+        Ok(match rows.first().and_then(|r| r.first()) {
+            Some(Datum::Int(n)) => *n,
+            _ => 0,
+        })
+    };
+    let n = count(format!(
+        "{with} SELECT count(DISTINCT {bare_text}) AS n FROM r JOIN g ON {}{} ORDER BY n DESC LIMIT 1",
+        on.join(" AND "),
+        group("r."),
+    ))?;
+    if n > 1 {
+        return Err(format!(
+            "{}({value}) with bare columns: a group has {n} different bare values at its extreme (or only NULLs), so SQLite's pick is arbitrary",
+            func.to_uppercase()
+        ));
+    }
+    // MIN's lowering filters NULL cells out before sorting: a group with only NULLs would vanish.
+    if agg == Agg::Min && count(format!("{with} SELECT count(*) FROM g WHERE m_ IS NULL"))? > 0 {
+        return Err(format!(
+            "MIN({value}) with bare columns: a group holds only NULLs there, and its bare values are SQLite's pick"
+        ));
+    }
+    Ok(())
+}
