@@ -305,3 +305,44 @@ pub fn sql_operator(condition: &str) -> &'static str {
         _ => "?",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcuts of [`order_ties_with`] (tie runs read from the gold answer, the probe cut
+    /// to `LIMIT l + 1`) decide exactly as the full probe of [`order_ties`], on a real Spider
+    /// database with ties (four singers from France).
+    #[test]
+    fn order_ties_from_the_gold_answer_equal_the_full_probe() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/corpora/spider/database/concert_singer/concert_singer.sqlite");
+        let conn = crate::tools::table::open_read_only(&path).unwrap();
+        let queries = [
+            "SELECT Country FROM singer ORDER BY Country",
+            "SELECT Country AS c, Name FROM singer ORDER BY c",
+            "SELECT Country FROM singer ORDER BY 1 DESC",
+            "SELECT DISTINCT Country FROM singer ORDER BY Country",
+            "SELECT count(*), Country FROM singer GROUP BY Country ORDER BY count(*)",
+            "SELECT Name FROM singer ORDER BY Age",
+            "SELECT * FROM singer ORDER BY Country",
+            "SELECT Country, Name FROM singer ORDER BY Country LIMIT 2",
+            "SELECT Country FROM singer ORDER BY Country DESC LIMIT 2",
+            "SELECT Country FROM singer ORDER BY Country LIMIT 4",
+            "SELECT Country FROM singer ORDER BY Country LIMIT 3",
+            "SELECT Name FROM singer LIMIT 2",
+        ];
+        let mut shortcut_ties = 0;
+        for sql in queries {
+            let stmt = crate::sql::parse(sql).unwrap();
+            let gold = query_rows(&conn, sql).unwrap();
+            let full = order_ties(&conn, &stmt);
+            assert_eq!(order_ties_with(&conn, &stmt, Some(&gold)), full, "{sql}");
+            shortcut_ties += full.is_ok_and(|f| f.ties.is_some()) as usize;
+        }
+        // Not vacuous: ties were found, and a LIMIT cut inside one was refused.
+        assert!(shortcut_ties >= 4, "{shortcut_ties}");
+        let cut = crate::sql::parse("SELECT Country, Name FROM singer ORDER BY Country LIMIT 2").unwrap();
+        assert!(order_ties(&conn, &cut).is_err());
+    }
+}
