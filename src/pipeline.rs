@@ -127,11 +127,23 @@ fn llm_stage_configured(recipe: &Recipe, source: &ResolvedSource) -> bool {
     configs.iter().any(|c| crate::llm::resolve(c).is_ok())
 }
 
-/// The build key when it can be known without running the stages (seq recipes: from the input
-/// hashes), so an up-to-date output is recognised cheaply; `None` for families whose stages are
-/// cheap to load (text-to-SQL).
-pub fn quick_build_key(recipe_path: &Path) -> Result<Option<(Recipe, String)>, BuildError> {
+/// The build key when it can be known without running the stages (seq and text-to-SQL recipes:
+/// from the input hashes), so an up-to-date output is recognised cheaply; `None` for the other
+/// families, for builds whose key also depends on LLM answers, and when `out_root` holds no
+/// built output of the recipe (a cold or `out/`-only build would compute the key twice).
+pub fn quick_build_key(recipe_path: &Path, out_root: &Path) -> Result<Option<(Recipe, String)>, BuildError> {
     let (recipe, source) = load_recipe(recipe_path)?;
+    if !out_root.join(&recipe.name).join("MANIFEST.json").is_file() {
+        return Ok(None);
+    }
+    if ["slot", "sel", "rest"].contains(&recipe.format.as_str()) {
+        // The paraphrase stage folds its answers into the key (LLM or not: kept conservative).
+        if recipe.variants.as_ref().is_some_and(|v| v.paraphrase.is_some()) {
+            return Ok(None);
+        }
+        let key = crate::sql::compile::quick_build_key(&recipe, &source)?;
+        return Ok(Some((recipe, key)));
+    }
     if recipe.format != "seq"
         || crate::recipe::is_sql_source(&source.manifest.format)
         || crate::seq::writes_requests(&recipe, &source)
@@ -228,7 +240,8 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     }
     let root = project_root(recipe_path);
     let out_root = opts.out_root.clone().unwrap_or_else(|| root.join("out"));
-    if let Some((recipe, key)) = quick_build_key(recipe_path)? {
+    // Not for a merge: it must still name the stage items missing from the store.
+    if let Some((recipe, key)) = quick_build_key(recipe_path, &out_root)?.filter(|_| opts.merge.is_none()) {
         let out_dir = out_root.join(&recipe.name);
         if crate::emit::manifest::up_to_date(&out_dir, &key) {
             return crate::emit::report::up_to_date_summary(&out_dir, &recipe.name, start.elapsed().as_secs_f64());

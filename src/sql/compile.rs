@@ -34,12 +34,12 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::corpus::{self, Descriptions, Question};
-use crate::dataset::{Build, BuildError, Drop, Example, Outcome, build_key, code_fingerprint};
+use crate::corpus::{Descriptions, Question};
+use crate::dataset::{Build, BuildError, Drop, Example, Outcome, build_key};
 use crate::progress::progress_bar;
 use crate::recipe::{Recipe, ResolvedSource, ToolPool};
 use crate::sql::{self, rest::Template, schema::Schema};
-use crate::store::{Lookup, StageKey, Store, hash_file};
+use crate::store::{Lookup, Store, hash_file};
 use crate::tools::executor::{Executor, Session, Value};
 use crate::tools::pool::{KeyDescription, slot_tools};
 use crate::tools::reference;
@@ -49,7 +49,10 @@ use crate::tools::table::{self, safe_name};
 use crate::tools::{Call, ToolSpec};
 use crate::verify::{self, Answer, answers_match};
 
+mod key;
 mod rest;
+
+pub use self::key::quick_build_key;
 
 use self::rest::{RestCounts, categorical_columns, rename_across_databases, rest_endpoint, rest_summary};
 
@@ -69,40 +72,28 @@ struct DbStage {
 
 /// Runs the per-database compile stages of a text-to-SQL recipe (from the store where possible).
 pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: bool) -> Result<Build, BuildError> {
-    let (questions, bad_records) = corpus::read_questions(&source.questions, &source.manifest.format)?;
-    let spider = match &source.tables {
-        Some(p) => corpus::spider_descriptions(p)?,
-        None => BTreeMap::new(),
-    };
-    let mut by_db: BTreeMap<String, Vec<Question>> = BTreeMap::new();
-    for q in questions {
-        by_db.entry(q.db_id.clone()).or_default().push(q);
-    }
+    let key::Inputs {
+        by_db,
+        bad_records,
+        spider,
+    } = key::inputs(&source)?;
     let mut source_hashes = BTreeMap::new();
     source_hashes.insert("questions".to_string(), hash_file(&source.questions)?);
     let bar = progress_bar(progress, by_db.len() as u64, "databases");
-    let results: Vec<(String, DbStage, String, Option<String>, bool)> = by_db
+    let results: Vec<(String, DbStage, String, Option<String>, bool, Shown)> = by_db
         .par_iter()
         .filter_map(|(db_id, qs)| {
-            let db_dir = source.databases.join(db_id);
-            let db_path = db_dir.join(format!("{db_id}.sqlite"));
-            let db_hash = hash_file(&db_path).ok();
-            let descriptions = spider.get(db_id).cloned().unwrap_or_else(|| corpus::bird_descriptions(&db_dir));
-            let key = StageKey {
-                stage: format!("compile-{}", recipe.format),
-                version: COMPILE_VERSION,
-                config: json!({"dataset": recipe.name, "split": recipe.split, "keep_empty_answers": recipe.keep_empty_answers, "keep_degenerate_answers": recipe.keep_degenerate_answers, "tool_pool": recipe.tool_pool, "source": source.manifest.format, "code": code_fingerprint()}),
-                inputs: vec![
-                    blake3::hash(&serde_json::to_vec(qs).expect("serialise")).to_hex().to_string(),
-                    db_hash.clone().unwrap_or_else(|| "missing".into()),
-                    blake3::hash(&serde_json::to_vec(&descriptions).expect("serialise")).to_hex().to_string(),
-                ],
-            };
+            let key::DbKey {
+                db_path,
+                db_hash,
+                descriptions,
+                key,
+            } = key::db_key(&recipe, &source, &spider, db_id, qs);
             let digest = key.digest();
             if let Lookup::Hit(bytes) = store.get(&key) {
                 if let Ok(stage) = serde_json::from_slice::<DbStage>(&bytes) {
                     bar.inc(1);
-                    return Some((db_id.clone(), stage, digest, db_hash, true));
+                    return Some((db_id.clone(), stage, digest, db_hash, true, Vec::new()));
                 }
             }
             // Another shard's database (`--shard`), or one a merge did not find (`--merge`).
@@ -110,10 +101,10 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
                 bar.inc(1);
                 return None;
             }
-            let stage = compile_db(&recipe, &source, db_id, qs, &db_path, db_hash.is_some(), &descriptions);
+            let (stage, shown) = compile_db(&recipe, &source, db_id, qs, &db_path, db_hash.is_some(), &descriptions);
             let _ = store.put(&key, &serde_json::to_vec(&stage).expect("serialise"));
             bar.inc(1);
-            Some((db_id.clone(), stage, digest, db_hash, false))
+            Some((db_id.clone(), stage, digest, db_hash, false, shown))
         })
         .collect();
     bar.finish_and_clear();
@@ -122,7 +113,9 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     let mut counts = RestCounts::default();
     let mut digests = Vec::new();
     let (mut hits, mut misses) = (0, 0);
-    for (db, stage, digest, db_hash, hit) in results {
+    let mut shown = std::collections::HashMap::new();
+    for (db, stage, digest, db_hash, hit, db_shown) in results {
+        shown.extend(db_shown);
         if let Some(h) = db_hash {
             source_hashes.insert(format!("database/{db}"), h);
         }
@@ -155,6 +148,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         catalog: slot_tools(None),
         extra_files: BTreeMap::new(),
         stats: serde_json::Map::new(),
+        shown,
     };
     match build.recipe.format.as_str() {
         "sel" => sel_summary(&mut build),
@@ -215,6 +209,10 @@ fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbS
     }
 }
 
+/// What the compile stage of one database showed of its examples' results, by example id
+/// ([`Build::shown`]).
+type Shown = Vec<(String, crate::tools::shown::Shown)>;
+
 /// What one question compiled to, before REST endpoints are shared.
 enum Compiled {
     Calls {
@@ -226,6 +224,7 @@ enum Compiled {
         keys: Vec<KeyDescription>,
         gold: Answer,
         ordered: bool,
+        shown: Option<crate::tools::shown::Shown>,
     },
     Rest {
         template: Template,
@@ -233,7 +232,8 @@ enum Compiled {
     },
 }
 
-/// Lowers, executes and verifies every question of one database.
+/// Lowers, executes and verifies every question of one database; also returns what the
+/// verification showed of each SLOT/SEL example's results (not stored: the trajectories emitter's).
 fn compile_db(
     recipe: &Recipe,
     source: &ResolvedSource,
@@ -242,24 +242,16 @@ fn compile_db(
     db_path: &Path,
     exists: bool,
     descriptions: &Descriptions,
-) -> DbStage {
+) -> (DbStage, Shown) {
     if !exists {
-        return drop_all(
-            recipe,
-            qs,
-            "db_missing",
-            &format!("database file {} is absent", db_path.display()),
-        );
+        let detail = format!("database file {} is absent", db_path.display());
+        return (drop_all(recipe, qs, "db_missing", &detail), Vec::new());
     }
     let schema = match table::open_read_only(db_path).and_then(|c| Schema::load(&c)) {
         Ok(s) => s,
         Err(e) => {
-            return drop_all(
-                recipe,
-                qs,
-                "db_invalid",
-                &format!("{}: not a readable SQLite database: {e}", db_path.display()),
-            );
+            let detail = format!("{}: not a readable SQLite database: {e}", db_path.display());
+            return (drop_all(recipe, qs, "db_invalid", &detail), Vec::new());
         }
     };
     let executor = Executor::new(&source.databases);
@@ -299,7 +291,7 @@ fn compile_db(
                 let stmt = sql::parse(&q.sql).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let order = if calls_family {
                     sql::gold::subquery_ties(conn, &stmt).map_err(|d| drop("tie_ambiguous_limit".into(), d))?;
-                    sql::gold::order_ties(conn, &stmt).map_err(|d| drop("tie_ambiguous_limit".into(), d))?
+                    sql::gold::order_ties_with(conn, &stmt, Some(&gold)).map_err(|d| drop("tie_ambiguous_limit".into(), d))?
                 } else {
                     sql::gold::OrderFacts::default()
                 };
@@ -383,6 +375,9 @@ fn compile_db(
                 let ordered = !plan.order_by.is_empty();
                 verify::compare(&gold, &candidate, ordered, order.ties.as_deref())
                     .map_err(|d| drop("mismatch".into(), d))?;
+                let steps: Vec<&Call> = std::iter::once(&setup).chain(&additional_setup).collect();
+                let shown =
+                    crate::tools::shown::Shown::of_session(&session, &steps, &calls, recipe.trajectories.max_rows);
                 let keys = key_descriptions(&plan, &schema, descriptions);
                 let tools = if format == "sel" && recipe.tool_pool == ToolPool::Reference {
                     reference::sel::tools(Some(&keys))
@@ -398,6 +393,7 @@ fn compile_db(
                     keys,
                     gold,
                     ordered,
+                    shown,
                 })
             },
         )
@@ -453,6 +449,7 @@ fn compile_db(
         attempted: qs.len(),
         ..Outcome::default()
     };
+    let mut shown_of = Vec::new();
     for (q, r) in qs.iter().zip(results) {
         let base = Example {
             id: format!("{}/{}", recipe.name, q.id),
@@ -476,17 +473,23 @@ fn compile_db(
                 keys,
                 gold,
                 ordered,
-            }) => out.examples.push(Example {
-                output: calls,
-                initialization_step: Some(setup),
-                additional_setup_steps: additional_setup,
-                meta: ties.map(|t| json!({"order_ties": t})),
-                gold_answer: Some(gold),
-                ordered,
-                tools,
-                key_values_and_descriptions: keys,
-                ..base
-            }),
+                shown,
+            }) => {
+                if let Some(s) = shown {
+                    shown_of.push((base.id.clone(), s));
+                }
+                out.examples.push(Example {
+                    output: calls,
+                    initialization_step: Some(setup),
+                    additional_setup_steps: additional_setup,
+                    meta: ties.map(|t| json!({"order_ties": t})),
+                    gold_answer: Some(gold),
+                    ordered,
+                    tools,
+                    key_values_and_descriptions: keys,
+                    ..base
+                })
+            }
             Ok(Compiled::Rest { template, gold }) => {
                 let i = templates
                     .iter()
@@ -517,7 +520,7 @@ fn compile_db(
             }
         }
     }
-    DbStage {
+    let stage = DbStage {
         outcome: out,
         endpoints,
         rest: RestCounts {
@@ -525,7 +528,8 @@ fn compile_db(
             merged,
             merge_rejected,
         },
-    }
+    };
+    (stage, shown_of)
 }
 
 /// The toolkits built so far for one database, by the joined table's key descriptions: the

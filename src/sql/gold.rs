@@ -62,6 +62,21 @@ fn order_keys(items: &[SelectItem], keys: &[Expr]) -> Option<Vec<Expr>> {
 /// and no LIMIT, or when its shape (set operation, DISTINCT over other columns, OFFSET) keeps
 /// the keys from being read (strict comparison then).
 pub fn order_ties(conn: &rusqlite::Connection, stmt: &Statement) -> Result<OrderFacts, String> {
+    order_ties_with(conn, stmt, None)
+}
+
+/// [`order_ties`] knowing the gold answer (`gold`: the rows of `stmt` itself), which spares
+/// SQLite work without changing the result (issue 17):
+/// - without LIMIT, when every ORDER BY key is one of the SELECT items (and there is no
+///   wildcard), the tie runs are read from the gold answer's own key columns: no second query;
+/// - with LIMIT `l` and ORDER BY, the probe keeps `LIMIT l + 1` instead of dropping it: the
+///   checks read rows up to `l + 1` only, and the sequence of ORDER BY keys of the first `l + 1`
+///   rows is the same whichever rows of a tie SQLite returns.
+pub fn order_ties_with(
+    conn: &rusqlite::Connection,
+    stmt: &Statement,
+    gold: Option<&[Vec<Datum>]>,
+) -> Result<OrderFacts, String> {
     let Statement::Query(q) = stmt else {
         return Ok(OrderFacts::default());
     };
@@ -106,6 +121,30 @@ pub fn order_ties(conn: &rusqlite::Connection, stmt: &Statement) -> Result<Order
             return Ok(OrderFacts::default());
         }
         s2.projection.extend(keys.iter().cloned().map(SelectItem::UnnamedExpr));
+    }
+    if let (None, Some(gold), Some(at)) = (limit, gold, projected(&select.projection, &keys)) {
+        if !keys.is_empty() && gold.iter().all(|r| r.len() == select.projection.len()) {
+            let runs = tie_runs(
+                &gold
+                    .iter()
+                    .map(|r| at.iter().map(|&i| r[i].clone()).collect())
+                    .collect::<Vec<_>>(),
+            );
+            return Ok(OrderFacts {
+                ties: runs.iter().any(|&n| n > 1).then_some(runs),
+            });
+        }
+    }
+    if let (Some(l), false, Some(_)) = (limit, keys.is_empty(), gold) {
+        let mut cut = q.limit_clause.clone();
+        if let Some(LimitClause::LimitOffset {
+            limit: Some(Expr::Value(v)),
+            ..
+        }) = &mut cut
+        {
+            v.value = Value::Number((l + 1).to_string(), false);
+            q2.limit_clause = cut;
+        }
     }
     let Ok(rows) = query_rows(conn, &q2.to_string()) else {
         return Ok(OrderFacts::default());
@@ -157,6 +196,20 @@ pub fn subquery_ties(conn: &rusqlite::Connection, stmt: &Statement) -> Result<()
         order_ties(conn, &Statement::Query(Box::new(q))).map_err(|d| format!("in a subquery: {d}"))?;
     }
     Ok(())
+}
+
+/// The positions of `keys` among the SELECT items `items` (each key one of the items), `None`
+/// when a key is not an item or an item is a wildcard (the answer's columns are then not the
+/// items one for one).
+fn projected(items: &[SelectItem], keys: &[Expr]) -> Option<Vec<usize>> {
+    let exprs: Vec<&Expr> = items
+        .iter()
+        .map(|i| match i {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    keys.iter().map(|k| exprs.iter().position(|e| *e == k)).collect()
 }
 
 fn keys_eq(a: &[Datum], b: &[Datum]) -> bool {
@@ -319,4 +372,45 @@ pub fn aggregate_over_text(plan: &QueryPlan, tables: &[(String, RecordBatch)]) -
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcuts of [`order_ties_with`] (tie runs read from the gold answer, the probe cut
+    /// to `LIMIT l + 1`) decide exactly as the full probe of [`order_ties`], on a real Spider
+    /// database with ties (four singers from France).
+    #[test]
+    fn order_ties_from_the_gold_answer_equal_the_full_probe() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/corpora/spider/database/concert_singer/concert_singer.sqlite");
+        let conn = crate::tools::table::open_read_only(&path).unwrap();
+        let queries = [
+            "SELECT Country FROM singer ORDER BY Country",
+            "SELECT Country AS c, Name FROM singer ORDER BY c",
+            "SELECT Country FROM singer ORDER BY 1 DESC",
+            "SELECT DISTINCT Country FROM singer ORDER BY Country",
+            "SELECT count(*), Country FROM singer GROUP BY Country ORDER BY count(*)",
+            "SELECT Name FROM singer ORDER BY Age",
+            "SELECT * FROM singer ORDER BY Country",
+            "SELECT Country, Name FROM singer ORDER BY Country LIMIT 2",
+            "SELECT Country FROM singer ORDER BY Country DESC LIMIT 2",
+            "SELECT Country FROM singer ORDER BY Country LIMIT 4",
+            "SELECT Country FROM singer ORDER BY Country LIMIT 3",
+            "SELECT Name FROM singer LIMIT 2",
+        ];
+        let mut shortcut_ties = 0;
+        for sql in queries {
+            let stmt = crate::sql::parse(sql).unwrap();
+            let gold = query_rows(&conn, sql).unwrap();
+            let full = order_ties(&conn, &stmt);
+            assert_eq!(order_ties_with(&conn, &stmt, Some(&gold)), full, "{sql}");
+            shortcut_ties += full.is_ok_and(|f| f.ties.is_some()) as usize;
+        }
+        // Not vacuous: ties were found, and a LIMIT cut inside one was refused.
+        assert!(shortcut_ties >= 4, "{shortcut_ties}");
+        let cut = crate::sql::parse("SELECT Country, Name FROM singer ORDER BY Country LIMIT 2").unwrap();
+        assert!(order_ties(&conn, &cut).is_err());
+    }
 }

@@ -19,8 +19,8 @@ use std::time::SystemTime;
 
 use arrow_array::RecordBatch;
 
-/// What identifies one materialised join: the database file (path, length, modification time)
-/// and the join SQL ([`super::table::join_sql`]).
+/// What identifies one materialised join: the database file (canonical path, length,
+/// modification time) and the join SQL ([`super::table::join_sql`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct JoinKey {
     path: PathBuf,
@@ -31,11 +31,13 @@ pub struct JoinKey {
 
 impl JoinKey {
     /// The key of `sql` on the database file at `path` (its metadata read now; a file that
-    /// cannot be read gets length 0 and no time, and is then re-keyed once it exists).
+    /// cannot be read gets length 0 and no time, and is then re-keyed once it exists). The path
+    /// is canonicalised (`a/./b.sqlite`, `a/../a/b.sqlite` and a symbolic link to the file are
+    /// one key: one file is cached once).
     pub fn new(path: &Path, sql: &str) -> JoinKey {
         let meta = std::fs::metadata(path).ok();
         JoinKey {
-            path: path.to_path_buf(),
+            path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
             len: meta.as_ref().map_or(0, |m| m.len()),
             modified: meta.and_then(|m| m.modified().ok()),
             sql: sql.to_string(),
@@ -186,5 +188,42 @@ mod tests {
         // Errors are not cached.
         assert!(get_or_try_insert(Some(JoinKey::new(&path, "bad")), || Err::<RecordBatch, _>("e")).is_err());
         assert!(get_or_try_insert::<()>(Some(JoinKey::new(&path, "bad")), || Ok(batch())).is_ok());
+    }
+
+    #[test]
+    fn two_spellings_of_one_database_share_one_cached_join() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1), (2), (3);")
+            .unwrap();
+        drop(conn);
+        let tables = vec![super::super::table::JoinTable {
+            alias: "t".into(),
+            table: "t".into(),
+            prefix: "t".into(),
+        }];
+        assert_eq!(super::super::table::join_at(&path, &tables, &[]).unwrap().num_rows(), 3);
+        // The file no longer reads as a database (same length and time): another spelling of
+        // its path must be served the cached join, not join again (the old key, the path as
+        // given, missed and failed here).
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let modified = file.metadata().unwrap().modified().unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        std::io::Write::write_all(&mut &file, &vec![b'x'; len]).unwrap();
+        file.set_modified(modified).unwrap();
+        drop(file);
+        let link = dir.path().join("link.sqlite");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        for spelling in [dir.path().join(".").join("d.sqlite"), link] {
+            assert_eq!(
+                super::super::table::join_at(&spelling, &tables, &[])
+                    .unwrap()
+                    .num_rows(),
+                3,
+                "{}",
+                spelling.display()
+            );
+        }
     }
 }

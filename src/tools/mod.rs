@@ -22,6 +22,7 @@ pub mod pool;
 pub mod reference;
 pub mod rest;
 pub mod sel;
+pub mod shown;
 pub mod table;
 pub mod template;
 

@@ -49,6 +49,7 @@ use crate::dataset::{Build, Example};
 use crate::recipe::TrajectoryConfig;
 use crate::tools::executor::{Executor, Session, value_json};
 use crate::tools::rest::{Endpoint, Limits};
+use crate::tools::shown::{Shown, result_text};
 use crate::tools::{Call, ToolSpec};
 
 pub use faults::FAULT_KINDS;
@@ -81,15 +82,21 @@ pub enum Runner<'a> {
 
 /// Executes the setup step (if any) and `calls` in order; returns the active table (columns and
 /// total rows; `Null` without a setup step) and each tool message's content (JSON text).
+/// SLOT/SEL results the compile stage already showed (`known`, when they are of these steps and
+/// this row cap) are taken as they are instead of executing the calls again.
 fn execute(
     runner: &Runner,
     e: &Example,
-    setup: &[&Call],
-    calls: &[Call],
+    (setup, calls): (&[&Call], &[Call]),
+    known: Option<&Shown>,
     max_rows: usize,
     conn: &mut Option<(String, rusqlite::Connection)>,
 ) -> Result<(Vec<Json>, Vec<String>), String> {
     match runner {
+        Runner::Tools(_) if known.is_some_and(|k| k.is_of(setup, calls, max_rows)) => {
+            let known = known.expect("checked");
+            Ok((known.tables.clone(), known.results.clone()))
+        }
         Runner::Tools(executor) => {
             let mut session = Session::default();
             let table = setup
@@ -100,7 +107,7 @@ fn execute(
                 .iter()
                 .map(|c| {
                     let v = executor.step(&mut session, c)?;
-                    Ok(json!({"label": c.label, "output": value_json(v, max_rows)}).to_string())
+                    Ok(result_text(&c.label, v, max_rows))
                 })
                 .collect::<Result<_, String>>()?;
             Ok((table, results))
@@ -199,7 +206,8 @@ pub struct Built {
     pub skipped: Vec<&'static str>,
 }
 
-/// The trajectories of `e` (see [`Built`]). `catalog` resolves [`ToolSpec::reference`]s; `conn`
+/// The trajectories of `e` (see [`Built`]). `catalog` resolves [`ToolSpec::reference`]s; `known`
+/// is what the compile stage showed of `e`'s results ([`Build::shown`]), if anything; `conn`
 /// caches a REST connection as (database, connection). Errors: a call that does not execute
 /// (never for a verified example).
 pub fn trajectories(
@@ -207,6 +215,7 @@ pub fn trajectories(
     catalog: &HashMap<&str, &ToolSpec>,
     runner: &Runner,
     cfg: &TrajectoryConfig,
+    known: Option<&Shown>,
     conn: &mut Option<(String, rusqlite::Connection)>,
 ) -> Result<Built, String> {
     let rest = matches!(runner, Runner::Rest(..));
@@ -217,7 +226,7 @@ pub fn trajectories(
             ..Built::default()
         });
     }
-    let (table, results) = execute(runner, e, &setup, calls, cfg.max_rows, conn)?;
+    let (table, results) = execute(runner, e, (&setup, calls), known, cfg.max_rows, conn)?;
     let tools = tools_json(e, catalog);
     let user = match &e.evidence {
         Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", e.input),
@@ -451,7 +460,7 @@ impl<'b> Trajectories<'b> {
                 .map_init(
                     || None,
                     |conn, e| {
-                        trajectories(e, &catalog, &runner, cfg, conn)
+                        trajectories(e, &catalog, &runner, cfg, self.build.shown.get(&e.id), conn)
                             .map(cached::Line::from)
                             .map_err(|m| anyhow::anyhow!("{}: trajectory: {m}", e.id))
                     },
