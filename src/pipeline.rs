@@ -137,6 +137,10 @@ pub fn quick_build_key(recipe_path: &Path, out_root: &Path) -> Result<Option<(Re
         return Ok(None);
     }
     if ["slot", "sel", "rest"].contains(&recipe.format.as_str()) {
+        // A text-to-SQL recipe over another source fails in the build with its own error.
+        if !crate::recipe::is_sql_source(&source.manifest.format) {
+            return Ok(None);
+        }
         // The paraphrase stage folds its answers into the key (LLM or not: kept conservative).
         if recipe.variants.as_ref().is_some_and(|v| v.paraphrase.is_some()) {
             return Ok(None);
@@ -241,7 +245,11 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     let root = project_root(recipe_path);
     let out_root = opts.out_root.clone().unwrap_or_else(|| root.join("out"));
     // Not for a merge: it must still name the stage items missing from the store.
-    if let Some((recipe, key)) = quick_build_key(recipe_path, &out_root)?.filter(|_| opts.merge.is_none()) {
+    let quick = match opts.merge {
+        None => quick_build_key(recipe_path, &out_root)?,
+        Some(_) => None,
+    };
+    if let Some((recipe, key)) = quick {
         let out_dir = out_root.join(&recipe.name);
         if crate::emit::manifest::up_to_date(&out_dir, &key) {
             return crate::emit::report::up_to_date_summary(&out_dir, &recipe.name, start.elapsed().as_secs_f64());

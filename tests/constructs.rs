@@ -546,6 +546,36 @@ fn bare_column_beside_min_max_takes_the_extreme_row() {
     }
 }
 
+/// A query the lowering sorts for SQLite's bare-column rule but whose ties the probe cannot
+/// check (the MIN/MAX only in ORDER BY or HAVING; GROUP BY a position or a SELECT alias, which
+/// the probe would read as a constant) is refused, never kept on the chance that the executor's
+/// pick agrees with SQLite's (it returned `Ok` before, keeping tied extremes).
+#[test]
+fn bare_column_rule_queries_whose_ties_cannot_be_checked_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let conn = open_read_only(&dir.path().join("club/club.sqlite")).unwrap();
+    let schema = Schema::load(&conn).unwrap();
+    let mut checked = 0;
+    for q in [
+        "SELECT first_name FROM member GROUP BY link_to_major ORDER BY max(zip) DESC",
+        "SELECT first_name, link_to_major FROM member GROUP BY link_to_major HAVING max(zip) > 0",
+        "SELECT link_to_major, first_name, max(zip) FROM member GROUP BY 1",
+        "SELECT link_to_major AS m, first_name, max(zip) FROM member GROUP BY m",
+    ] {
+        let stmt = sql::parse(q).unwrap();
+        // A query the plan does not take is not lowered at all: nothing to check.
+        let Ok(plan) = sql::plan::build(&stmt, &schema) else { continue };
+        if plan.bare_extreme().is_none() {
+            continue;
+        }
+        checked += 1;
+        let err = sql::extreme::extreme_row_ties(&conn, &stmt, &plan).expect_err(q);
+        assert!(err.contains("bare"), "{q}: {err}");
+    }
+    assert!(checked >= 2, "the rule applies to at least the ORDER BY and HAVING forms ({checked})");
+}
+
 /// The bare-column construct rows (no tie at the extreme).
 const BARE_EXTREME: [&str; 6] = [
     "SELECT last_name, max(zip) FROM member",

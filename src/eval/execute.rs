@@ -110,7 +110,7 @@ impl<'s> Runner<'s> {
             // Per-instance drift: the row's own A_new (as `serve` enforces it in its session).
             let instance = match drift.scope {
                 crate::variants::drift::Scope::Instance => Some(
-                    Drift::of_instance(&self.set.format, &row.specs(), &row.meta["variant"])
+                    Drift::of_instance(&self.set.format, &row.tools, &row.meta["variant"])
                         .ok_or("drift row without a change log")?,
                 ),
                 crate::variants::drift::Scope::Tool => None,

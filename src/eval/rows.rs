@@ -60,12 +60,6 @@ impl EvalRow {
     pub fn variant_kind(&self) -> Option<&str> {
         self.meta["variant_kind"].as_str()
     }
-
-    /// The row's tool specs as owned values (as written; catalog references unresolved — see
-    /// [`EvalSet::toolkit`]).
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|t| (**t).clone()).collect()
-    }
 }
 
 /// Splits the setup steps off a row's calls ([`crate::tools::setup_and_calls`]):
@@ -153,7 +147,8 @@ impl Toolkits {
     }
 
     /// Distinct (toolkits, tools) held.
-    pub fn counts(&self) -> (usize, usize) {
+    #[cfg(test)]
+    fn counts(&self) -> (usize, usize) {
         (self.kits.len(), self.tools.len())
     }
 }
@@ -168,13 +163,8 @@ fn eval_meta(mut meta: Value) -> Value {
     meta
 }
 
-/// Parses one JSONL row; the error names the field.
-pub fn parse_row(v: &Value) -> Result<EvalRow> {
-    parse_row_sharing(v, &mut Toolkits::default())
-}
-
-/// [`parse_row`], the toolkit shared through `toolkits`.
-pub fn parse_row_sharing(v: &Value, toolkits: &mut Toolkits) -> Result<EvalRow> {
+/// Parses one JSONL row, its toolkit shared through `toolkits`; the error names the field.
+pub fn parse_row(v: &Value, toolkits: &mut Toolkits) -> Result<EvalRow> {
     let id = v["id"].as_str().context("no id")?.to_string();
     let output = v["output"]
         .as_array()
@@ -264,9 +254,7 @@ impl EvalSet {
                 }
                 let v: Value =
                     serde_json::from_str(&line).with_context(|| format!("{} line {}: not JSON", f.display(), i + 1))?;
-                rows.push(
-                    parse_row_sharing(&v, &mut toolkits).with_context(|| format!("{} line {}", f.display(), i + 1))?,
-                );
+                rows.push(parse_row(&v, &mut toolkits).with_context(|| format!("{} line {}", f.display(), i + 1))?);
             }
         }
         let read = |rel: &str| -> Result<Option<Value>> {
@@ -365,7 +353,7 @@ mod tests {
         let v = json!({"id": "d/1", "output": [{"name": "retrieve_data", "arguments": "{\"data_source\":\"$starting_table_var$\"}", "label": "SELECT_COL_0"}],
             "initialization_step": {"name": SETUP_TOOL, "arguments": {"database_path": "x/x.sqlite"}, "label": "starting_table_var"},
             "gold_answer": "[[1]]", "tools": "[]", "meta": null});
-        let r = parse_row(&v).unwrap();
+        let r = parse_row(&v, &mut Toolkits::default()).unwrap();
         assert_eq!(r.setup[0].arguments["database_path"], "x/x.sqlite");
         assert_eq!(r.gold[0].arguments["data_source"], "$starting_table_var$");
         assert_eq!(r.gold_answer.unwrap().len(), 1);
@@ -377,23 +365,23 @@ mod tests {
         let row =
             |id: &str, tools: Vec<Value>| json!({"id": id, "output": [], "tools": Value::Array(tools).to_string()});
         let mut kits = Toolkits::default();
-        let a = parse_row_sharing(&row("a", vec![tool("f"), tool("g")]), &mut kits).unwrap();
-        let b = parse_row_sharing(&row("b", vec![tool("f"), tool("g")]), &mut kits).unwrap();
-        let c = parse_row_sharing(&row("c", vec![tool("g"), tool("h")]), &mut kits).unwrap();
+        let a = parse_row(&row("a", vec![tool("f"), tool("g")]), &mut kits).unwrap();
+        let b = parse_row(&row("b", vec![tool("f"), tool("g")]), &mut kits).unwrap();
+        let c = parse_row(&row("c", vec![tool("g"), tool("h")]), &mut kits).unwrap();
         assert!(Arc::ptr_eq(&a.tools, &b.tools), "one toolkit held once");
         assert!(
             Arc::ptr_eq(&a.tools[1], &c.tools[0]),
             "a tool in two toolkits held once"
         );
         assert_eq!(kits.counts(), (2, 3));
-        assert_eq!(c.specs()[1].name, "h");
+        assert_eq!(c.tools[1].name, "h");
     }
 
     #[test]
     fn drift_rows_drop_the_a_new_specs_eval_never_reads() {
         let v = json!({"id": "d/1", "output": [], "meta": {"variant_kind": "drift",
             "variant": {"tools_new": [{"name": "f_v2"}], "changes": {"f": []}}}});
-        let r = parse_row(&v).unwrap();
+        let r = parse_row(&v, &mut Toolkits::default()).unwrap();
         assert!(r.meta["variant"].get("tools_new").is_none());
         assert!(r.meta["variant"]["changes"].is_object());
     }

@@ -59,13 +59,22 @@ pub fn extreme_row_ties(conn: &rusqlite::Connection, stmt: &Statement, plan: &Qu
     let Some((agg, _)) = plan.bare_extreme() else {
         return Ok(());
     };
-    let Statement::Query(q) = stmt else { return Ok(()) };
+    // The lowering relies on the rule: a query whose ties this probe cannot check is refused,
+    // never kept on the chance that the executor's pick agrees with SQLite's.
+    let unchecked = |why: &str| {
+        Err(format!(
+            "bare column beside MIN/MAX: the extreme's ties cannot be checked ({why})"
+        ))
+    };
+    let Statement::Query(q) = stmt else {
+        return unchecked("not a query");
+    };
     let SetExpr::Select(select) = &*q.body else {
-        return Ok(());
+        return unchecked("not a plain SELECT");
     };
     let keys: Vec<&Expr> = match &select.group_by {
         GroupByExpr::Expressions(exprs, _) => exprs.iter().collect(),
-        _ => return Ok(()),
+        _ => return unchecked("GROUP BY ALL"),
     };
     let items: Vec<&Expr> = select
         .projection
@@ -76,7 +85,23 @@ pub fn extreme_row_ties(conn: &rusqlite::Connection, stmt: &Statement, plan: &Qu
         })
         .collect();
     if items.len() != plan.projection.len() {
-        return Ok(());
+        return unchecked("a wildcard in the SELECT list");
+    }
+    // `GROUP BY 1` or `GROUP BY <alias>` would group the probe by a constant or a missing name.
+    let aliases: Vec<&str> = select
+        .projection
+        .iter()
+        .filter_map(|i| match i {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.as_str()),
+            _ => None,
+        })
+        .collect();
+    if keys.iter().any(|k| match k {
+        Expr::Value(_) => true,
+        Expr::Identifier(id) => aliases.iter().any(|a| a.eq_ignore_ascii_case(&id.value)),
+        _ => false,
+    }) {
+        return unchecked("GROUP BY a position or a SELECT alias");
     }
     let bare: Vec<&Expr> = items
         .iter()
@@ -94,7 +119,7 @@ pub fn extreme_row_ties(conn: &rusqlite::Connection, stmt: &Statement, plan: &Qu
         },
         _ => None,
     }) else {
-        return Ok(());
+        return unchecked("the MIN/MAX is not in the SELECT list");
     };
     let from = select.from.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
     let filter = select

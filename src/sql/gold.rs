@@ -135,7 +135,7 @@ pub fn order_ties_with(
             });
         }
     }
-    if let (Some(l), false, Some(_)) = (limit, keys.is_empty(), gold) {
+    if let (Some(l), false, Some(_)) = (limit.filter(|&l| l < usize::MAX), keys.is_empty(), gold) {
         let mut cut = q.limit_clause.clone();
         if let Some(LimitClause::LimitOffset {
             limit: Some(Expr::Value(v)),

@@ -2,9 +2,10 @@
 //! by the compile stage, which executes every call to verify it, and carried to the trajectories
 //! emitter in [`crate::dataset::Build::shown`] so that emitting does not execute the calls again.
 //!
-//! The text is the same whichever side computes it: [`Shown::of_session`] is what both the
-//! compile stage (from its verification session) and the emitter (from its own execution, when
-//! the compile stage was served from the store) call.
+//! The text is the same whichever side computes it: the compile stage ([`Shown::of_session`],
+//! from its verification session) and the emitter (executing step by step, when the compile
+//! stage was served from the store or a label repeats) both write each result with
+//! [`result_text`] and each setup table with `value_json(table, 0)`.
 
 use serde_json::{Value as Json, json};
 

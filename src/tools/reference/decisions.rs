@@ -1,6 +1,7 @@
 //! For every SLOT and SEL tool toolforge emits (and every categorical argument value of a SLOT
 //! tool in the pool), whether it is in the reference pool (`tool_pool = "reference"`) and why:
-//! the decision table behind [`super::restrict`] and [`super::sel::tools`]. A unit test fails
+//! the decision table that [`super::restrict`] and [`super::sel::tools`] follow (they keep
+//! their own checks; the tests hold the three together). A unit test fails
 //! when a tool or categorical value appears in toolforge's SLOT/SEL pools without a decision
 //! here, so extending the pools means deciding what the reference does with the addition.
 //!

@@ -16,6 +16,10 @@ fn alias(side: Option<&Json>) -> Option<&str> {
         .map(|(a, _)| a)
 }
 
+/// `Err(detail)` when IBM's `initialize_active_data` would not build the join step `setup` as
+/// we do: it merges the right-hand table of every condition, so a table merged twice (two
+/// conditions on one table pair, or a condition naming an already-joined table on its right)
+/// gets suffixed columns (`colour_colour_x` / `_y`).
 pub(super) fn check_joins(setup: &Call) -> Result<(), String> {
     let conditions = setup.arguments.get("condition_sequence").and_then(Json::as_array);
     let mut merged: Vec<&str> = Vec::new();

@@ -193,10 +193,11 @@ impl Drift {
     /// specs, `variant` its `meta.variant` (`changes`: change log by A_old tool name). `None`
     /// when `variant` has no change log. Used by `serve` (sessions of that row), `eval` and the
     /// tests.
-    pub fn of_instance(format: &str, tools: &[ToolSpec], variant: &Value) -> Option<Drift> {
+    pub fn of_instance<T: std::borrow::Borrow<ToolSpec>>(format: &str, tools: &[T], variant: &Value) -> Option<Drift> {
         let log = variant["changes"].as_object()?;
         let tools = tools
             .iter()
+            .map(T::borrow)
             .filter_map(|t| {
                 let changes: Vec<Change> = serde_json::from_value(log.get(&t.name)?.clone()).ok()?;
                 Some(ToolDrift::of_tool(t, changes))
