@@ -367,6 +367,9 @@ fn check_call(call: &Call, session: &Session) -> Result<(), String> {
         None => None,
     };
     match (call.name.as_str(), column) {
+        ("filter_data", _) if call.arguments.contains_key("other_key_name") => {
+            Err(decisions::why("filter_data.other_key_name").into())
+        }
         ("filter_data", Some((k, col))) => {
             needs_rows("filter_data")?;
             filter_rule(call, k, &col, session)

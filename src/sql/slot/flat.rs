@@ -104,6 +104,7 @@ pub(super) fn extreme_first(em: &mut Emitter, plan: &QueryPlan, cur: String) -> 
             key: key.into(),
             condition: "not_equal_to",
             value: Json::Null,
+            other_key: None,
         };
         cur = em.filter(&cur, &not_null);
     }
