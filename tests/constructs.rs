@@ -458,7 +458,7 @@ fn reason_details_are_sql_text_not_rust_debug() {
     let dir = tempfile::tempdir().unwrap();
     fixture(dir.path());
     for q in [
-        "SELECT first_name FROM member ORDER BY zip - score LIMIT 1",
+        "SELECT first_name FROM member ORDER BY zip - max(score) LIMIT 1",
         "SELECT first_name FROM member CROSS JOIN major",
         "SELECT link_to_major, zip + 1 FROM member GROUP BY link_to_major",
     ] {
@@ -720,3 +720,33 @@ fn column_comparisons_with_text_numbers_are_affinity_sensitive() {
     assert_eq!(sensitive("SELECT name FROM budget WHERE planned > spent"), None);
     assert_eq!(sensitive("SELECT name FROM budget WHERE owner > backup"), None);
 }
+
+/// ORDER BY an arithmetic expression of columns: the expression as a `calculate` list, then
+/// `sort_data` with `by_values` (NULL operands sort first ascending, ties keep SQLite's runs).
+#[test]
+fn order_by_arithmetic_reproduces_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    budget_fixture(dir.path());
+    for q in ORDER_BY_ARITHMETIC {
+        let calls = check(dir.path(), q);
+        assert!(
+            calls
+                .iter()
+                .any(|c| c.name == "sort_data" && c.arguments.contains_key("by_values")),
+            "{q}: {calls:#?}"
+        );
+    }
+}
+
+/// The ORDER BY-expression construct rows (`e` is duplicated, `a` ties `f` on `spent - planned`,
+/// `d`/`e` have NULL operands).
+const ORDER_BY_ARITHMETIC: [&str; 7] = [
+    "SELECT name FROM budget ORDER BY spent - planned",
+    "SELECT name FROM budget ORDER BY spent - planned DESC",
+    "SELECT name, planned FROM budget ORDER BY planned + spent DESC LIMIT 1",
+    "SELECT name FROM budget WHERE planned IS NOT NULL ORDER BY spent * 1.0 / planned",
+    "SELECT name FROM budget ORDER BY planned * 2 DESC, name",
+    "SELECT T1.first_name FROM member AS T1 JOIN budget AS T2 ON T1.member_id = T2.name ORDER BY T1.zip - T2.planned DESC",
+    "SELECT name FROM budget WHERE planned > 5 ORDER BY spent / planned LIMIT 3",
+];

@@ -6,7 +6,8 @@
 //! without duplicated rows) and `calculate` (arithmetic between aggregates or columns) extend
 //! the reference's seven tools, as do the `filter_data` conditions `not_like`, `is_in` and
 //! `not_in` (membership in an earlier list: `[NOT] IN (SELECT …)`) and its `other_key_name`
-//! (a comparison between two columns of a row: `WHERE T1.a > T2.b`); `initialize_active_data` is the instance's
+//! (a comparison between two columns of a row: `WHERE T1.a > T2.b`), and `sort_data`'s
+//! `by_values` (a sort on a computed list: `ORDER BY a - b`); `initialize_active_data` is the instance's
 //! setup step and is not part of the toolkit shown to a model.
 
 use serde_json::{Value, json};
@@ -164,13 +165,14 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "sort_data",
-            "Sort a table by a column (stable; NULL sorts before every value).",
+            "Sort a table by a column, or by a list with one value per row (`by_values` instead of `key_name`: e.g. the `calculate` result of two of its columns, for an arithmetic sort key); stable, NULL sorts before every value.",
             json!({
                 "data_source": data_source("The table to sort"),
                 "key_name": key_name(keys, true),
+                "by_values": {"type": "string", "description": "Instead of `key_name`: the `$LABEL$` of an earlier list holding one value per row of the table, in row order (e.g. `calculate` over two of its columns), to sort by."},
                 "ascending": {"type": "boolean", "description": "Smallest first when true, largest first when false.", "default": false},
             }),
-            &["data_source", "key_name"],
+            &["data_source"],
             "The sorted table.",
         ),
         spec(

@@ -345,7 +345,7 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         out.push(without(
             &sort,
             format!("sort_data_{dir}"),
-            format!("Sort a table by a column in {dir} order (stable; NULL sorts before every value)."),
+            format!("Sort a table by a column (or by `by_values`, a list with one value per row) in {dir} order (stable; NULL sorts before every value)."),
             &["ascending"],
         ));
     }

@@ -26,6 +26,8 @@ const fn d(tool: &'static str, in_pool: bool, why: &'static str) -> Decision {
 const COMPARE: &str = "IBM's filter_data compares as SQL does when the value has the column's kind, NULL rows are excluded and the column survives the CSV hand-off (rules in tools/reference.rs)";
 const LIKE: &str = "IBM's compare_like_pattern swaps pattern and cell; LIKE '%text%' with plain ASCII text becomes contains, any other LIKE is outside the pool";
 const NOT_LIKE: &str = "IBM has no not_like condition";
+const BY_VALUES: &str =
+    "a sort on a computed list (ORDER BY a - b): IBM's sort_data sorts by a column only and has no arithmetic tool";
 const COLUMNS: &str = "a comparison between two columns of a row (WHERE T1.a > T2.b): IBM's filter_data compares a column with a value only";
 const MEMBERSHIP: &str =
     "membership in an earlier list ([NOT] IN (SELECT …)): IBM has no such condition and holds one active table";
@@ -74,6 +76,7 @@ pub const SLOT: &[Decision] = &[
     d("filter_data.condition=not_in", false, MEMBERSHIP),
     d("filter_data.other_key_name", false, COLUMNS),
     d("sort_data", true, SORT),
+    d("sort_data.by_values", false, BY_VALUES),
     d("aggregate_data", true, AGG),
     d("aggregate_data.aggregation_type=count", true, AGG),
     d("aggregate_data.aggregation_type=sum", true, AGG),
@@ -193,7 +196,10 @@ mod tests {
                 continue;
             }
             let props = t.parameters["properties"].as_object().cloned().unwrap_or_default();
-            for (arg, schema) in props.iter().filter(|(a, _)| *a != "key_name") {
+            // Column names are not categorical; an argument decided as a whole (`tool.argument`)
+            // needs no decision per value.
+            let whole = |a: &str| decided(SLOT, &format!("{}.{a}", t.name)).is_some();
+            for (arg, schema) in props.iter().filter(|(a, _)| *a != "key_name" && !whole(a)) {
                 for v in schema.get("enum").and_then(Value::as_array).into_iter().flatten() {
                     let key = format!("{}.{arg}={}", t.name, v.as_str().unwrap_or_default());
                     if decided(SLOT, &key).is_none() {

@@ -116,6 +116,18 @@ pub fn tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
                     "",
                 );
             }
+            if t.name.starts_with("sort_data_") {
+                // IBM sorts by a column only (decision `sort_data.by_values`).
+                if let Some(props) = t.parameters["properties"].as_object_mut() {
+                    props.remove("by_values");
+                }
+                if let Some(required) = t.parameters["required"].as_array_mut() {
+                    required.push(json!("key_name"));
+                }
+                t.description = t
+                    .description
+                    .replace(" (or by `by_values`, a list with one value per row)", "");
+            }
             if t.name.starts_with("compute_data_") {
                 t.parameters["properties"]["distinct"] = distinct.clone();
                 t.description = t.description.replacen(
