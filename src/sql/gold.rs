@@ -9,7 +9,8 @@
 //! - **affinity-sensitive comparisons**: a filter comparing a text cell that reads as a number
 //!   with a numeric literal (`Days_held < 100` on a TEXT column) is decided by SQLite's type
 //!   affinity (text order: `'90' > '100'`), not by the values: reason code `affinity_sensitive`
-//!   when any cell's result differs from the numeric comparison.
+//!   when any cell's result differs from the numeric comparison; likewise a comparison of two
+//!   columns where a number-like text cell meets a number (or another number-like text).
 
 use std::cmp::Ordering;
 
@@ -254,6 +255,12 @@ pub fn affinity_sensitive(plan: &QueryPlan, tables: &[(String, RecordBatch)]) ->
         }
     }
     for c in conditions {
+        if let Some(other) = &c.other_key {
+            if let Some(d) = columns_affinity_sensitive(c, other, tables) {
+                return Some(d);
+            }
+            continue;
+        }
         let Some(v) = c.value.as_f64().filter(|_| c.value.is_number()) else {
             continue;
         };
@@ -284,6 +291,52 @@ pub fn affinity_sensitive(plan: &QueryPlan, tables: &[(String, RecordBatch)]) ->
                     c.key,
                     sql_operator(c.condition),
                     c.value
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// A comparison of two columns of a row (`c.key <op> other`) whose result on some row of a joined
+/// table holding both differs between comparing the cells as numbers and as text: a number-like
+/// text cell against a number or another number-like text, where SQLite's choice depends on the
+/// columns' declared types (affinity), not on the values.
+fn columns_affinity_sensitive(c: &Condition, other: &str, tables: &[(String, RecordBatch)]) -> Option<String> {
+    let as_text = |d: &Datum| match d {
+        Datum::Text(s) => Some(s.clone()),
+        n => number_text(n),
+    };
+    let as_number = |d: &Datum| match d {
+        Datum::Text(s) => s.trim().parse::<f64>().ok(),
+        n => n.as_f64(),
+    };
+    for (_, table) in tables {
+        let column = |k: &str| {
+            let fields = table.schema();
+            let i = fields.fields().iter().position(|f| f.name().eq_ignore_ascii_case(k))?;
+            Some(datums(table.column(i).as_ref()))
+        };
+        let (Some(a), Some(b)) = (column(&c.key), column(other)) else {
+            continue;
+        };
+        for (x, y) in a.iter().zip(&b) {
+            if !matches!(x, Datum::Text(_)) && !matches!(y, Datum::Text(_)) {
+                continue;
+            }
+            let (Some(nx), Some(ny)) = (as_number(x), as_number(y)) else {
+                continue;
+            };
+            let (Some(tx), Some(ty)) = (as_text(x), as_text(y)) else {
+                continue;
+            };
+            let by_text = holds(c.condition, tx.as_bytes().cmp(ty.as_bytes()));
+            let by_number = nx.partial_cmp(&ny).and_then(|o| holds(c.condition, o));
+            if by_text != by_number {
+                return Some(format!(
+                    "{} {} {other}: the cells '{tx}' and '{ty}' compare differently as text and as numbers (SQLite affinity)",
+                    c.key,
+                    sql_operator(c.condition),
                 ));
             }
         }

@@ -5,7 +5,9 @@
 //! `concatenate_data` (the reference's OR step), `combine_data` (SQL set operations, and OR
 //! without duplicated rows) and `calculate` (arithmetic between aggregates or columns) extend
 //! the reference's seven tools, as do the `filter_data` conditions `not_like`, `is_in` and
-//! `not_in` (membership in an earlier list: `[NOT] IN (SELECT …)`); `initialize_active_data` is the instance's
+//! `not_in` (membership in an earlier list: `[NOT] IN (SELECT …)`) and its `other_key_name`
+//! (a comparison between two columns of a row: `WHERE T1.a > T2.b`), and `sort_data`'s
+//! `by_values` (a sort on a computed list: `ORDER BY a - b`); `initialize_active_data` is the instance's
 //! setup step and is not part of the toolkit shown to a model.
 
 use serde_json::{Value, json};
@@ -29,6 +31,16 @@ pub const CONDITIONS: [&str; 11] = [
     "not_like",
     "is_in",
     "not_in",
+];
+
+/// The conditions of `filter_data` that can compare two columns (`other_key_name`).
+pub const COLUMN_COMPARISONS: [&str; 6] = [
+    "equal_to",
+    "not_equal_to",
+    "greater_than",
+    "less_than",
+    "greater_than_equal_to",
+    "less_than_equal_to",
 ];
 
 /// `transform_data` operations (`operation_type`).
@@ -75,6 +87,16 @@ fn key_name(keys: Option<&[KeyDescription]>, with_aggregates: bool) -> Value {
     schema
 }
 
+/// `filter_data`'s `other_key_name`: the column of the same row compared with instead of a value
+/// (`WHERE T1.a > T2.b`), from the same enum as `key_name`.
+fn other_key_name(keys: Option<&[KeyDescription]>) -> Value {
+    let mut schema = key_name(keys, true);
+    schema["description"] = json!(
+        "Instead of `value`: the name of another column of the same table whose value, in the same row, is compared with (one of the `key_name` columns)."
+    );
+    schema
+}
+
 /// `group_data_by`'s `key_name`: one column, or a non-empty list of columns (a multi-key GROUP BY).
 fn group_keys(keys: Option<&[KeyDescription]>) -> Value {
     let one = key_name(keys, false);
@@ -105,14 +127,15 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
     vec![
         spec(
             "filter_data",
-            "Keep the rows of a table whose column value satisfies a condition against a value. NULL cells never satisfy a comparison; a null value tests IS NULL (equal_to) or IS NOT NULL (not_equal_to). `contains` is a case-insensitive substring test, `like`/`not_like` are SQL LIKE / NOT LIKE. The value may be the `$LABEL$` of an earlier single value; `is_in`/`not_in` test membership in an earlier list (or one-column table) given as its `$LABEL$` (`not_in` a list holding null keeps no row, as in SQL).",
+            "Keep the rows of a table whose column value satisfies a condition against a value, or against another column of the same row (`other_key_name` instead of `value`: a comparison from equal_to to less_than_equal_to). NULL cells never satisfy a comparison; a null value tests IS NULL (equal_to) or IS NOT NULL (not_equal_to). `contains` is a case-insensitive substring test, `like`/`not_like` are SQL LIKE / NOT LIKE. The value may be the `$LABEL$` of an earlier single value; `is_in`/`not_in` test membership in an earlier list (or one-column table) given as its `$LABEL$` (`not_in` a list holding null keeps no row, as in SQL).",
             json!({
                 "data_source": data_source("The table to filter"),
                 "key_name": key_name(keys, true),
-                "value": {"type": ["string", "number", "integer", "null"], "description": "The value to compare with, or the `$LABEL$` of an earlier single value or (is_in, not_in) list."},
+                "value": {"type": ["string", "number", "integer", "null"], "description": "The value to compare with, or the `$LABEL$` of an earlier single value or (is_in, not_in) list. Give either `value` or `other_key_name`."},
+                "other_key_name": other_key_name(keys),
                 "condition": {"type": "string", "enum": CONDITIONS, "description": "The comparison to apply."},
             }),
-            &["data_source", "key_name", "value", "condition"],
+            &["data_source", "key_name", "condition"],
             "The filtered table.",
         ),
         spec(
@@ -142,13 +165,14 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "sort_data",
-            "Sort a table by a column (stable; NULL sorts before every value).",
+            "Sort a table by a column, or by a list with one value per row (`by_values` instead of `key_name`: e.g. the `calculate` result of two of its columns, for an arithmetic sort key); stable, NULL sorts before every value.",
             json!({
                 "data_source": data_source("The table to sort"),
                 "key_name": key_name(keys, true),
+                "by_values": {"type": "string", "description": "Instead of `key_name`: the `$LABEL$` of an earlier list holding one value per row of the table, in row order (e.g. `calculate` over two of its columns), to sort by."},
                 "ascending": {"type": "boolean", "description": "Smallest first when true, largest first when false.", "default": false},
             }),
-            &["data_source", "key_name"],
+            &["data_source"],
             "The sorted table.",
         ),
         spec(

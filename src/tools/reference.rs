@@ -367,6 +367,12 @@ fn check_call(call: &Call, session: &Session) -> Result<(), String> {
         None => None,
     };
     match (call.name.as_str(), column) {
+        ("sort_data", _) if call.arguments.contains_key("by_values") => {
+            Err(decisions::why("sort_data.by_values").into())
+        }
+        ("filter_data", _) if call.arguments.contains_key("other_key_name") => {
+            Err(decisions::why("filter_data.other_key_name").into())
+        }
         ("filter_data", Some((k, col))) => {
             needs_rows("filter_data")?;
             filter_rule(call, k, &col, session)

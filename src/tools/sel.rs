@@ -3,7 +3,7 @@
 //!
 //! | SLOT call                                        | SEL call(s)                                      |
 //! |--------------------------------------------------|--------------------------------------------------|
-//! | `filter_data(…, condition=c)`                    | `select_data_<c>(data_source, key_name, value)`  |
+//! | `filter_data(…, condition=c)`                    | `select_data_<c>(data_source, key_name, value \| other_key_name)` |
 //! | `sort_data(…, ascending=true/false)`             | `sort_data_ascending` / `sort_data_descending`   |
 //! | `aggregate_data(…, aggregation_type=a, distinct=d)` | `compute_data_<a>(data_source, key_name)`, `compute_data_<a>_distinct` when `d` |
 //! | `combine_data(…, operation=o)`                   | `combine_data_<o>(data_source_1, data_source_2)` |
@@ -25,7 +25,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::pool::{
-    AGGREGATE_COLUMNS, AGGREGATIONS, COMBINE_OPERATIONS, CONDITIONS, KeyDescription, OPERATORS, TRANSFORMS, slot_tools,
+    AGGREGATE_COLUMNS, AGGREGATIONS, COLUMN_COMPARISONS, COMBINE_OPERATIONS, CONDITIONS, KeyDescription, OPERATORS,
+    TRANSFORMS, slot_tools,
 };
 use super::{Call, ToolSpec, as_label_ref, label_ref};
 
@@ -328,8 +329,13 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             &filter,
             format!("select_data_{c}"),
             format!(
-                "Keep the rows of a table whose column value is {} the value. NULL cells never match.",
-                c.replace('_', " ")
+                "Keep the rows of a table whose column value is {} the value{}. NULL cells never match.",
+                c.replace('_', " "),
+                if COLUMN_COMPARISONS.contains(&c) {
+                    " (or the value of another column of the same row, `other_key_name`)"
+                } else {
+                    ""
+                }
             ),
             &["condition"],
         ));
@@ -339,7 +345,7 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         out.push(without(
             &sort,
             format!("sort_data_{dir}"),
-            format!("Sort a table by a column in {dir} order (stable; NULL sorts before every value)."),
+            format!("Sort a table by a column (or by `by_values`, a list with one value per row) in {dir} order (stable; NULL sorts before every value)."),
             &["ascending"],
         ));
     }

@@ -1,5 +1,5 @@
 //! Filters: WHERE conjuncts as `filter_data` conditions (comparisons, BETWEEN, IS [NOT] NULL,
-//! [NOT] LIKE, NOT IN lists), one disjunction as branches, literals, and the column transforms
+//! [NOT] LIKE, NOT IN lists, column-vs-column comparisons), one disjunction as branches, literals, and the column transforms
 //! (`substring`, `abs`, `strftime`) a comparison may read through.
 
 use serde_json::{Map, Value as Json, json};
@@ -113,6 +113,26 @@ impl<'s> Builder<'s> {
         Ok(())
     }
 
+    /// `left <condition> right` between two plain columns of the joined row (`WHERE T1.budget <
+    /// T2.budget`): a condition on `left` with `other_key` `right`. Anything else on either side
+    /// (arithmetic, functions, an aggregate) is `unsupported:column_comparison`.
+    fn column_comparison(
+        &mut self,
+        left: &Expr,
+        condition: &'static str,
+        right: &Expr,
+        e: &Expr,
+    ) -> Result<Condition, LowerError> {
+        let plain = |b: &Self, x: &Expr| b.column_key(x).map_err(|_| unsupported("column_comparison", e));
+        let (key, other) = (plain(self, left)?, plain(self, right)?);
+        Ok(Condition {
+            key,
+            condition,
+            value: Json::Null,
+            other_key: Some(other),
+        })
+    }
+
     /// Lowers a conjunct of the WHERE (or a branch of an OR) to conditions.
     pub(super) fn conditions(&mut self, e: &Expr, out: &mut Vec<Condition>) -> Result<(), LowerError> {
         match e {
@@ -146,7 +166,12 @@ impl<'s> Builder<'s> {
                 if let Expr::Subquery(q) = &**right {
                     let value = self.subquery(q, e)?;
                     let key = self.filter_key(left)?;
-                    out.push(Condition { key, condition, value });
+                    out.push(Condition {
+                        key,
+                        condition,
+                        value,
+                        other_key: None,
+                    });
                 } else if let Expr::Subquery(q) = &**left {
                     let value = self.subquery(q, e)?;
                     let key = self.filter_key(right)?;
@@ -154,11 +179,17 @@ impl<'s> Builder<'s> {
                         key,
                         condition: flip(condition),
                         value,
+                        other_key: None,
                     });
                 } else if let Some(value) = self.literal(right) {
                     let value = self.typed(left, value);
                     let key = self.filter_key(left)?;
-                    out.push(Condition { key, condition, value });
+                    out.push(Condition {
+                        key,
+                        condition,
+                        value,
+                        other_key: None,
+                    });
                 } else if let Some(value) = self.literal(left) {
                     let value = self.typed(right, value);
                     let key = self.filter_key(right)?;
@@ -166,9 +197,10 @@ impl<'s> Builder<'s> {
                         key,
                         condition: flip(condition),
                         value,
+                        other_key: None,
                     });
                 } else {
-                    return Err(unsupported("column_comparison", e));
+                    out.push(self.column_comparison(left, condition, right, e)?);
                 }
                 Ok(())
             }
@@ -187,11 +219,13 @@ impl<'s> Builder<'s> {
                     key: key.clone(),
                     condition: "greater_than_equal_to",
                     value: lo,
+                    other_key: None,
                 });
                 out.push(Condition {
                     key,
                     condition: "less_than_equal_to",
                     value: hi,
+                    other_key: None,
                 });
                 Ok(())
             }
@@ -201,6 +235,7 @@ impl<'s> Builder<'s> {
                     key,
                     condition: "equal_to",
                     value: Json::Null,
+                    other_key: None,
                 });
                 Ok(())
             }
@@ -210,6 +245,7 @@ impl<'s> Builder<'s> {
                     key,
                     condition: "not_equal_to",
                     value: Json::Null,
+                    other_key: None,
                 });
                 Ok(())
             }
@@ -228,6 +264,7 @@ impl<'s> Builder<'s> {
                     key,
                     condition: if *negated { "not_like" } else { "like" },
                     value,
+                    other_key: None,
                 });
                 Ok(())
             }
@@ -245,6 +282,7 @@ impl<'s> Builder<'s> {
                         key: key.clone(),
                         condition: "not_equal_to",
                         value,
+                        other_key: None,
                     });
                 }
                 Ok(())
@@ -260,6 +298,7 @@ impl<'s> Builder<'s> {
                     key,
                     condition: if *negated { "not_in" } else { "is_in" },
                     value,
+                    other_key: None,
                 });
                 Ok(())
             }
@@ -301,6 +340,7 @@ impl<'s> Builder<'s> {
                         key: key.clone(),
                         condition: "equal_to",
                         value,
+                        other_key: None,
                     }]);
                 }
                 Ok(())

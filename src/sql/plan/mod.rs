@@ -24,15 +24,19 @@ use super::schema::Schema;
 use super::{LowerError, unsupported};
 use crate::tools::table::{JoinCondition, JoinTable};
 
-/// A comparison `key <condition> value` (a `filter_data` call).
+/// A comparison `key <condition> value`, or `key <condition> other_key` between two columns of
+/// the same row (a `filter_data` call).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Condition {
     /// Column of the joined table (or an aggregate column in HAVING).
     pub key: String,
     /// One of the `filter_data` conditions.
     pub condition: &'static str,
-    /// The literal (JSON null for IS \[NOT\] NULL).
+    /// The literal (JSON null for IS \[NOT\] NULL); unused (null) with `other_key`.
     pub value: Json,
+    /// The column of the same row compared with instead of `value` (`WHERE T1.a > T2.b`;
+    /// `filter_data`'s `other_key_name`).
+    pub other_key: Option<String>,
 }
 
 /// A column transformation applied before filtering (a `transform_data` call).

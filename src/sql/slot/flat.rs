@@ -1,4 +1,5 @@
-//! The not-grouped tail of a SELECT: `sort_data` per ORDER BY key, then per SELECT item
+//! The not-grouped tail of a SELECT: `sort_data` per ORDER BY key (an arithmetic key as a
+//! `calculate` list sorted on with `by_values`), then per SELECT item
 //! `retrieve_data`, `aggregate_data` or `calculate`; DISTINCT over several items as
 //! `select_unique_values` of the row-aligned columns.
 
@@ -40,15 +41,17 @@ pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) ->
         return Ok(());
     }
     for key in plan.order_by.iter().rev() {
-        let Measure::Column(k) = &key.measure else {
-            return Err(unsupported("order_by_expression", key.measure.to_string()));
+        let arguments = match &key.measure {
+            Measure::Column(k) => json!({"data_source": label_ref(&cur), "key_name": k, "ascending": key.ascending}),
+            // `ORDER BY a - b`: the row-aligned list of the expression, then a sort on it.
+            m @ Measure::Arith(..) if !m.has_aggregate() => {
+                let values = column_arith(em, &cur, m, -1)?;
+                json!({"data_source": label_ref(&cur), "by_values": values, "ascending": key.ascending})
+            }
+            m => return Err(unsupported("order_by_expression", m.to_string())),
         };
         let label = em.label("SORTED_DF");
-        cur = em.call(
-            "sort_data",
-            json!({"data_source": label_ref(&cur), "key_name": k, "ascending": key.ascending}),
-            label,
-        );
+        cur = em.call("sort_data", arguments, label);
     }
     // DISTINCT over several items: the columns, then their distinct rows (LIMIT applies to
     // those). Ordered by a column it does not select, SQLite orders each distinct row by one of
@@ -104,6 +107,7 @@ pub(super) fn extreme_first(em: &mut Emitter, plan: &QueryPlan, cur: String) -> 
             key: key.into(),
             condition: "not_equal_to",
             value: Json::Null,
+            other_key: None,
         };
         cur = em.filter(&cur, &not_null);
     }

@@ -109,6 +109,7 @@ pub(super) fn lower_grouped(
                     key: agg_name.into(),
                     condition: h.condition,
                     value: h.value.clone(),
+                    other_key: None,
                 },
             );
         }
@@ -117,6 +118,7 @@ pub(super) fn lower_grouped(
                 key: agg_name.into(),
                 condition: h.condition,
                 value: h.value.clone(),
+                other_key: None,
             };
             let branches: Vec<Vec<Condition>> = plan
                 .having_branches
@@ -186,6 +188,7 @@ pub(super) fn lower_grouped(
                 key: agg.name().into(),
                 condition: h.condition,
                 value: h.value.clone(),
+                other_key: None,
             };
             let filtered = em.filter(&t.clone(), &c);
             tables[i].1 = filtered;
@@ -210,6 +213,7 @@ pub(super) fn lower_grouped(
                     key: key.into(),
                     condition: "is_in",
                     value: json!(label_ref(&keys)),
+                    other_key: None,
                 },
             );
         }
@@ -224,6 +228,7 @@ pub(super) fn lower_grouped(
                         key: key.into(),
                         condition: "is_in",
                         value: json!(label_ref(&keys)),
+                        other_key: None,
                     },
                 );
             }

@@ -154,11 +154,15 @@ impl Emitter {
             Some(l) => json!(l),
             None => c.value.clone(),
         };
-        self.call(
-            "filter_data",
-            json!({"data_source": label_ref(source), "key_name": c.key, "value": value, "condition": c.condition}),
-            label,
-        )
+        let arguments = match &c.other_key {
+            Some(other) => {
+                json!({"data_source": label_ref(source), "key_name": c.key, "other_key_name": other, "condition": c.condition})
+            }
+            None => {
+                json!({"data_source": label_ref(source), "key_name": c.key, "value": value, "condition": c.condition})
+            }
+        };
+        self.call("filter_data", arguments, label)
     }
 }
 

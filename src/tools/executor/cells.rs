@@ -40,6 +40,28 @@ pub(super) fn compare(cell: &Datum, value: &Datum) -> Option<Ordering> {
     }
 }
 
+/// SQL ordering of two cells of one row (`WHERE a.x > b.y`), `None` when either is NULL: numbers
+/// by value, text by bytes, and a number against text as numbers when the text reads as one
+/// (SQLite applies the numeric column's affinity to the text operand), else the number first.
+/// Which of these SQLite applies depends on the columns' declared types, so a build drops rows
+/// whose answer depends on it (`sql::gold::affinity_sensitive`).
+pub(super) fn compare_cells(a: &Datum, b: &Datum) -> Option<Ordering> {
+    let as_number = |t: &str| t.trim().parse::<f64>().ok();
+    match (a, b) {
+        (Datum::Null, _) | (_, Datum::Null) => None,
+        (Datum::Text(x), Datum::Text(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
+        (Datum::Text(x), n) => match as_number(x) {
+            Some(x) => x.partial_cmp(&n.as_f64()?),
+            None => Some(Ordering::Greater),
+        },
+        (n, Datum::Text(y)) => match as_number(y) {
+            Some(y) => n.as_f64()?.partial_cmp(&y),
+            None => Some(Ordering::Less),
+        },
+        (x, y) => x.as_f64()?.partial_cmp(&y.as_f64()?),
+    }
+}
+
 /// SQL `LIKE`: `%` any run, `_` one character, ASCII case-insensitive, no escape character.
 pub fn like(text: &str, pattern: &str) -> bool {
     fn go(t: &[char], p: &[char]) -> bool {

@@ -1,8 +1,11 @@
 //! `filter_data`: the rows of a table whose cell satisfies a condition against a value, an
 //! earlier single value (`$LABEL$`, a scalar subquery's chain) or, with `is_in`/`not_in`, an
-//! earlier list; comparisons skip NULLs and a JSON `null` value means `IS [NOT] NULL`.
+//! earlier list, or another column of the same row; comparisons skip NULLs and a JSON `null` value means `IS [NOT] NULL`.
 
 use std::cmp::Ordering;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use serde_json::Value as Json;
 
 use super::args::{Args, column, kind};
 use super::cells::*;
@@ -11,8 +14,9 @@ use crate::tools::as_label_ref;
 use crate::tools::table::{datum_at, datums};
 use crate::verify::Datum;
 
-/// `filter_data(data_source, key_name, value, condition)` → table of the rows whose `key_name`
-/// cell satisfies `condition` against `value`; conditions `equal_to`, `not_equal_to`,
+/// `filter_data(data_source, key_name, value | other_key_name, condition)` → table of the rows
+/// whose `key_name` cell satisfies `condition` against `value` (or against the row's
+/// `other_key_name` cell: [`compare_columns`]); conditions `equal_to`, `not_equal_to`,
 /// `greater_than`, `less_than`, `greater_than_equal_to`, `less_than_equal_to`, `contains`,
 /// `like`, `not_like`, and `is_in`/`not_in` against a list. `value` may be the `$LABEL$` of an
 /// earlier single value; a NULL one (an empty subquery) matches no row, as in SQL.
@@ -20,6 +24,9 @@ pub(super) fn filter_data(args: &Args) -> R<Value> {
     let t = args.table("data_source")?;
     let (_, col) = column(t, args.str("key_name")?)?;
     let condition = args.str("condition")?;
+    if let Some(other) = args.opt("other_key_name") {
+        return compare_columns(args, t, col, other, condition);
+    }
     if condition == "is_in" || condition == "not_in" {
         let list = match args.value("value")? {
             Value::Column(a) => datums(a.as_ref()),
@@ -77,6 +84,35 @@ pub(super) fn filter_data(args: &Args) -> R<Value> {
     };
     let rows: Vec<u32> = (0..t.num_rows())
         .filter(|&r| test(&datum_at(col.as_ref(), r)))
+        .map(|r| r as u32)
+        .collect();
+    take(t, &rows).map(Value::Table)
+}
+
+/// `filter_data` with `other_key_name` instead of `value`: the rows whose `key_name` cell
+/// satisfies a comparison (`equal_to` … `less_than_equal_to`) against their `other_key_name`
+/// cell, as SQL compares two columns ([`compare_cells`]; a NULL on either side never matches).
+fn compare_columns(args: &Args, t: &RecordBatch, col: &ArrayRef, other: &Json, condition: &str) -> R<Value> {
+    if args.opt("value").is_some() {
+        return Err("give either `value` or `other_key_name`, not both".into());
+    }
+    let other = other.as_str().ok_or("`other_key_name` must be a column name")?;
+    let (_, other) = column(t, other)?;
+    let holds: fn(Ordering) -> bool = match condition {
+        "equal_to" => |o| o == Ordering::Equal,
+        "not_equal_to" => |o| o != Ordering::Equal,
+        "greater_than" => |o| o == Ordering::Greater,
+        "less_than" => |o| o == Ordering::Less,
+        "greater_than_equal_to" => |o| o != Ordering::Less,
+        "less_than_equal_to" => |o| o != Ordering::Greater,
+        c => {
+            return Err(format!(
+                "`{c}` cannot compare two columns (use a comparison such as `greater_than`)"
+            ));
+        }
+    };
+    let rows: Vec<u32> = (0..t.num_rows())
+        .filter(|&r| compare_cells(&datum_at(col.as_ref(), r), &datum_at(other.as_ref(), r)).is_some_and(holds))
         .map(|r| r as u32)
         .collect();
     take(t, &rows).map(Value::Table)

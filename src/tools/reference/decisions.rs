@@ -6,7 +6,7 @@
 //! here, so extending the pools means deciding what the reference does with the addition.
 //!
 //! Keys: a SLOT tool name; `tool.argument=value` for a categorical argument of an in-pool SLOT
-//! tool; a SEL tool name, with `get_<column>s` (IBM's getter name), `get_<English plural>`
+//! tool; `tool.argument` for an optional argument the reference lacks; a SEL tool name, with `get_<column>s` (IBM's getter name), `get_<English plural>`
 //! (toolforge's getter name) and `get_<aggregate column>` standing for the getters.
 
 /// One decision: a tool (or argument value) and whether the reference pool keeps it.
@@ -27,6 +27,9 @@ const fn d(tool: &'static str, in_pool: bool, why: &'static str) -> Decision {
 const COMPARE: &str = "IBM's filter_data compares as SQL does when the value has the column's kind, NULL rows are excluded and the column survives the CSV hand-off (rules in tools/reference.rs)";
 const LIKE: &str = "IBM's compare_like_pattern swaps pattern and cell; LIKE '%text%' with plain ASCII text becomes contains, any other LIKE is outside the pool";
 const NOT_LIKE: &str = "IBM has no not_like condition";
+const BY_VALUES: &str =
+    "a sort on a computed list (ORDER BY a - b): IBM's sort_data sorts by a column only and has no arithmetic tool";
+const COLUMNS: &str = "a comparison between two columns of a row (WHERE T1.a > T2.b): IBM's filter_data compares a column with a value only";
 const MEMBERSHIP: &str =
     "membership in an earlier list ([NOT] IN (SELECT …)): IBM has no such condition and holds one active table";
 const AGG: &str = "IBM's aggregate_data matches SQL under the rules in tools/reference.rs (count without NULLs, sum/mean on numbers, integer min/max)";
@@ -72,7 +75,9 @@ pub const SLOT: &[Decision] = &[
     d("filter_data.condition=not_like", false, NOT_LIKE),
     d("filter_data.condition=is_in", false, MEMBERSHIP),
     d("filter_data.condition=not_in", false, MEMBERSHIP),
+    d("filter_data.other_key_name", false, COLUMNS),
     d("sort_data", true, SORT),
+    d("sort_data.by_values", false, BY_VALUES),
     d("aggregate_data", true, AGG),
     d("aggregate_data.aggregation_type=count", true, AGG),
     d("aggregate_data.aggregation_type=sum", true, AGG),
@@ -151,6 +156,11 @@ pub const SEL: &[Decision] = &[
     d("get_<aggregate column>", false, AGG_GETTER),
 ];
 
+/// Why the decision on `key` (a [`SLOT`] or [`SEL`] key) is what it is; empty when undecided.
+pub fn why(key: &str) -> &'static str {
+    SLOT.iter().chain(SEL).find(|d| d.tool == key).map_or("", |d| d.why)
+}
+
 /// The decision for SEL tool `name` (a getter by its pattern only: see [`SEL`]).
 pub fn sel(name: &str) -> Option<&'static Decision> {
     SEL.iter().find(|d| d.tool == name)
@@ -187,7 +197,10 @@ mod tests {
                 continue;
             }
             let props = t.parameters["properties"].as_object().cloned().unwrap_or_default();
-            for (arg, schema) in props.iter().filter(|(a, _)| *a != "key_name") {
+            // Column names are not categorical; an argument decided as a whole (`tool.argument`)
+            // needs no decision per value.
+            let whole = |a: &str| decided(SLOT, &format!("{}.{a}", t.name)).is_some();
+            for (arg, schema) in props.iter().filter(|(a, _)| *a != "key_name" && !whole(a)) {
                 for v in schema.get("enum").and_then(Value::as_array).into_iter().flatten() {
                     let key = format!("{}.{arg}={}", t.name, v.as_str().unwrap_or_default());
                     if decided(SLOT, &key).is_none() {

@@ -101,6 +101,33 @@ pub fn tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         .into_iter()
         .filter(|t| !t.name.starts_with("get_") && decisions::sel(&t.name).is_some_and(|d| d.in_pool))
         .map(|mut t| {
+            if t.name.starts_with("select_data_") {
+                // IBM's filters compare with a value only (decision `filter_data.other_key_name`).
+                if let Some(props) = t.parameters["properties"].as_object_mut() {
+                    props.remove("other_key_name");
+                }
+                if let Some(required) = t.parameters["required"].as_array_mut() {
+                    required.push(json!("value"));
+                }
+                t.parameters["properties"]["value"]["description"] =
+                    json!("The value to compare with, or the `$LABEL$` of an earlier single value.");
+                t.description = t.description.replace(
+                    " (or the value of another column of the same row, `other_key_name`)",
+                    "",
+                );
+            }
+            if t.name.starts_with("sort_data_") {
+                // IBM sorts by a column only (decision `sort_data.by_values`).
+                if let Some(props) = t.parameters["properties"].as_object_mut() {
+                    props.remove("by_values");
+                }
+                if let Some(required) = t.parameters["required"].as_array_mut() {
+                    required.push(json!("key_name"));
+                }
+                t.description = t
+                    .description
+                    .replace(" (or by `by_values`, a list with one value per row)", "");
+            }
             if t.name.starts_with("compute_data_") {
                 t.parameters["properties"]["distinct"] = distinct.clone();
                 t.description = t.description.replacen(

@@ -16,7 +16,7 @@ use super::Change;
 
 /// Related parameters `nested_object` groups: (object name, members by A_old name).
 pub const GROUPS: &[(&str, &[&str])] = &[
-    ("criterion", &["key_name", "value", "condition"]),
+    ("criterion", &["key_name", "value", "other_key_name", "condition"]),
     ("options", &["distinct", "limit"]),
     ("operands", &["operand_a", "operand_b"]),
     ("transformation", &["operation_type", "operation_args"]),
