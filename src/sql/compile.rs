@@ -18,8 +18,9 @@
 //! `keep_degenerate_answers`), `tie_ambiguous_limit` (the LIMIT cut falls inside a tie, so the
 //! gold rows are the engine's arbitrary pick), `affinity_sensitive` (a filter's result depends on
 //! SQLite comparing number-like text as text), `aggregate_over_text` (SUM/AVG over text cells
-//! such as dates, whose numeric prefix SQLite adds), `bare_column_tie` (a bare column beside
-//! MIN/MAX whose extreme row is tied, [`crate::sql::extreme`]), and under `tool_pool = "reference"`
+//! such as dates, whose numeric prefix SQLite adds), `bare_column_tie` (a bare column whose
+//! row is SQLite's pick: beside a MIN/MAX whose extreme is tied, or varying within a group,
+//! [`crate::sql::extreme`]), and under `tool_pool = "reference"`
 //! `outside_reference_pool` (a call the reference tools do not execute faithfully,
 //! [`crate::tools::reference`]). The gold-answer drops come before the lowering
 //! ones, so "informative" = attempted minus `empty_gold_answer`, `degenerate_gold_answer`,
