@@ -19,17 +19,7 @@ impl QueryPlan {
     /// and the SELECT list has a bare column beside it (SQLite's bare-column rule applies).
     pub fn bare_extreme(&self) -> Option<(Agg, &str)> {
         let mut aggs: Vec<&Measure> = Vec::new();
-        for m in self
-            .projection
-            .iter()
-            .chain(
-                self.having
-                    .iter()
-                    .chain(self.having_branches.iter().flatten())
-                    .map(|h| &h.measure),
-            )
-            .chain(self.order_by.iter().map(|o| &o.measure))
-        {
+        for m in self.measures() {
             match m {
                 Measure::Aggregate { .. } if !aggs.contains(&m) => aggs.push(m),
                 Measure::Arith(..) if m.has_aggregate() => return None,

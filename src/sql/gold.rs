@@ -381,17 +381,7 @@ pub fn aggregate_over_text(plan: &QueryPlan, tables: &[(String, RecordBatch)]) -
             return Some(d);
         }
     }
-    let mut measures: Vec<&Measure> = plan
-        .projection
-        .iter()
-        .chain(
-            plan.having
-                .iter()
-                .chain(plan.having_branches.iter().flatten())
-                .map(|h| &h.measure),
-        )
-        .chain(plan.order_by.iter().map(|o| &o.measure))
-        .collect();
+    let mut measures: Vec<&Measure> = plan.measures().collect();
     while let Some(m) = measures.pop() {
         let key = match m {
             Measure::Arith(a, _, b) => {

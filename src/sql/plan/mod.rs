@@ -214,6 +214,20 @@ pub struct QueryPlan {
 }
 
 impl QueryPlan {
+    /// Every measure the query computes, in order: the SELECT list, HAVING (all branches), then
+    /// ORDER BY.
+    pub fn measures(&self) -> impl Iterator<Item = &Measure> {
+        self.projection
+            .iter()
+            .chain(
+                self.having
+                    .iter()
+                    .chain(self.having_branches.iter().flatten())
+                    .map(|h| &h.measure),
+            )
+            .chain(self.order_by.iter().map(|o| &o.measure))
+    }
+
     /// What the join step materialises, independent of aliases: each table instance as
     /// `table/prefix`, each join condition as `prefix.column=prefix.column kind`. Two plans with
     /// the same signature read the same joined table (`$starting_table_var$`).

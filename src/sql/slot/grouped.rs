@@ -31,16 +31,7 @@ pub(super) fn lower_grouped(
     );
     // The distinct aggregates the query uses, in first-use order.
     let mut aggs: Vec<&Measure> = Vec::new();
-    let all = plan
-        .projection
-        .iter()
-        .chain(
-            plan.having
-                .iter()
-                .chain(plan.having_branches.iter().flatten())
-                .map(|h| &h.measure),
-        )
-        .chain(plan.order_by.iter().map(|o| &o.measure));
+    let all = plan.measures();
     for m in all {
         match m {
             Measure::Aggregate { filters, .. } if !filters.is_empty() => {
