@@ -161,32 +161,6 @@ impl<'s> Builder<'s> {
         Ok((having, branches))
     }
 
-    /// The operands of a (nested) OR.
-    fn disjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-        match e {
-            Expr::BinaryOp {
-                left,
-                op: BinaryOperator::Or,
-                right,
-            } => {
-                Self::disjuncts(left, out);
-                Self::disjuncts(right, out);
-            }
-            Expr::Nested(inner)
-                if matches!(
-                    **inner,
-                    Expr::BinaryOp {
-                        op: BinaryOperator::Or,
-                        ..
-                    }
-                ) =>
-            {
-                Self::disjuncts(inner, out)
-            }
-            other => out.push(other),
-        }
-    }
-
     /// One HAVING comparison `aggregate <op> literal` (or `aggregate BETWEEN a AND b`, two).
     fn having_comparison(&mut self, part: &Expr, out: &mut Vec<Having>) -> Result<(), LowerError> {
         if let Expr::Between {

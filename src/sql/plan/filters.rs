@@ -354,26 +354,26 @@ impl<'s> Builder<'s> {
         }
     }
 
+    /// The operands of a (nested, possibly parenthesised) AND.
     pub(super) fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+        Self::operands(e, &BinaryOperator::And, out)
+    }
+
+    /// The operands of a (nested, possibly parenthesised) OR.
+    pub(super) fn disjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+        Self::operands(e, &BinaryOperator::Or, out)
+    }
+
+    /// The operands of a chain of `op` (AND or OR), left to right, through parentheses around
+    /// the same operator.
+    fn operands<'e>(e: &'e Expr, op: &BinaryOperator, out: &mut Vec<&'e Expr>) {
         match e {
-            Expr::BinaryOp {
-                left,
-                op: BinaryOperator::And,
-                right,
-            } => {
-                Self::conjuncts(left, out);
-                Self::conjuncts(right, out);
+            Expr::BinaryOp { left, op: o, right } if o == op => {
+                Self::operands(left, op, out);
+                Self::operands(right, op, out);
             }
-            Expr::Nested(inner)
-                if matches!(
-                    **inner,
-                    Expr::BinaryOp {
-                        op: BinaryOperator::And,
-                        ..
-                    }
-                ) =>
-            {
-                Self::conjuncts(inner, out)
+            Expr::Nested(inner) if matches!(&**inner, Expr::BinaryOp { op: o, .. } if o == op) => {
+                Self::operands(inner, op, out)
             }
             other => out.push(other),
         }

@@ -144,13 +144,7 @@ fn scalar(em: &mut Emitter, source: &str, m: &Measure, top: bool) -> Result<Json
         Measure::Arith(a, op, b) => {
             let x = scalar(em, source, a, false)?;
             let y = scalar(em, source, b, false)?;
-            let label = em.label("CALCULATED");
-            em.call(
-                "calculate",
-                json!({"operand_a": x, "operand_b": y, "operator": op}),
-                label.clone(),
-            );
-            Ok(json!(label_ref(&label)))
+            Ok(calculate(em, x, y, op))
         }
         other => Err(unsupported("select_expression", other.to_string())),
     }
@@ -172,14 +166,19 @@ fn column_arith(em: &mut Emitter, source: &str, m: &Measure, limit: i64) -> Resu
         Measure::Arith(a, op, b) => {
             let x = column_arith(em, source, a, limit)?;
             let y = column_arith(em, source, b, limit)?;
-            let label = em.label("CALCULATED");
-            em.call(
-                "calculate",
-                json!({"operand_a": x, "operand_b": y, "operator": op}),
-                label.clone(),
-            );
-            Ok(json!(label_ref(&label)))
+            Ok(calculate(em, x, y, op))
         }
         other => Err(unsupported("select_expression", other.to_string())),
     }
+}
+
+/// Emits `calculate(x op y)` (numbers or `$LABEL$` references); returns its label reference.
+fn calculate(em: &mut Emitter, x: Json, y: Json, op: &impl serde::Serialize) -> Json {
+    let label = em.label("CALCULATED");
+    em.call(
+        "calculate",
+        json!({"operand_a": x, "operand_b": y, "operator": op}),
+        label.clone(),
+    );
+    json!(label_ref(&label))
 }
