@@ -69,7 +69,7 @@ pub struct Example {
     /// Whether the answer is ordered (the SQL has ORDER BY).
     pub ordered: bool,
     /// This instance's tool specs.
-    pub tools: Vec<ToolSpec>,
+    pub tools: crate::tools::Toolkit,
     /// The joined table's columns with descriptions and types (SLOT/SEL).
     pub key_values_and_descriptions: Vec<KeyDescription>,
     /// BIRD difficulty.

@@ -388,7 +388,7 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
                 input: q.user.clone(),
                 output: calls,
                 ordered: false,
-                tools: specs,
+                tools: specs.into(),
                 meta: Some(meta),
                 ..Default::default()
             });

@@ -74,44 +74,58 @@ pub struct EncodedRow<'a> {
     additional_setup_steps: Option<String>,
     gold_answer: Option<String>,
     tools: Arc<str>,
+    /// `tools` as a JSON string literal (quoted, escaped), for the JSONL line.
+    tools_quoted: Arc<serde_json::value::RawValue>,
     keys: String,
     meta: Option<String>,
 }
 
 /// Serialises the JSON-text fields of `examples`; [`ToolSpec::reference`]s are written as the
-/// `catalog` spec of their name. Identical toolkits (common in seq datasets, where rows share the
-/// catalog's specs) are serialised once.
+/// `catalog` spec of their name. Each toolkit is serialised once: rows sharing one
+/// ([`crate::tools::Toolkit::id`], the SLOT/SEL rows of a join signature) and rows with equal
+/// toolkits (seq rows, whose references resolve to the catalog's specs) get the same text.
 ///
 /// [`ToolSpec::reference`]: crate::tools::ToolSpec::reference
 pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSpec]) -> Vec<EncodedRow<'a>> {
+    type Encoded = (Arc<str>, Arc<serde_json::value::RawValue>);
     let by_name: std::collections::HashMap<&str, &crate::tools::ToolSpec> =
         catalog.iter().map(|t| (t.name.as_str(), t)).collect();
-    let mut memo: std::collections::HashMap<Vec<&str>, Vec<(&[crate::tools::ToolSpec], Arc<str>)>> =
+    let mut by_id: std::collections::HashMap<usize, Encoded> = std::collections::HashMap::new();
+    let mut by_value: std::collections::HashMap<Vec<&str>, Vec<(&[crate::tools::ToolSpec], Encoded)>> =
         std::collections::HashMap::new();
+    let mut encode = |tools: &'a crate::tools::Toolkit| -> Encoded {
+        if let Some(s) = by_id.get(&tools.id()) {
+            return s.clone();
+        }
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let seen = by_value.entry(names).or_default();
+        let encoded = match seen.iter().find(|(t, _)| *t == tools.as_slice()) {
+            Some((_, s)) => s.clone(),
+            None => {
+                let resolved: Vec<&crate::tools::ToolSpec> = tools
+                    .iter()
+                    .map(|t| match by_name.get(t.name.as_str()) {
+                        Some(spec) if t.is_reference() => *spec,
+                        _ => t,
+                    })
+                    .collect();
+                let text = to_json(&resolved);
+                let quoted = serde_json::value::RawValue::from_string(to_json(&text)).expect("a JSON string");
+                let s: Encoded = (text.into(), quoted.into());
+                if seen.len() == 8 {
+                    seen.remove(0);
+                }
+                seen.push((tools, s.clone()));
+                s
+            }
+        };
+        by_id.insert(tools.id(), encoded.clone());
+        encoded
+    };
     examples
         .iter()
         .map(|e| {
-            let names: Vec<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
-            let seen = memo.entry(names).or_default();
-            let tools = match seen.iter().find(|(t, _)| *t == e.tools.as_slice()) {
-                Some((_, s)) => s.clone(),
-                None => {
-                    let resolved: Vec<&crate::tools::ToolSpec> = e
-                        .tools
-                        .iter()
-                        .map(|t| match by_name.get(t.name.as_str()) {
-                            Some(spec) if t.is_reference() => *spec,
-                            _ => t,
-                        })
-                        .collect();
-                    let s: Arc<str> = to_json(&resolved).into();
-                    if seen.len() == 8 {
-                        seen.remove(0);
-                    }
-                    seen.push((&e.tools, s.clone()));
-                    s
-                }
-            };
+            let (tools, tools_quoted) = encode(&e.tools);
             EncodedRow {
                 example: e,
                 arguments: e.output.iter().map(|c| to_json(&c.arguments)).collect(),
@@ -122,6 +136,7 @@ pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSp
                     .map(|_| to_json(&e.additional_setup_steps)),
                 gold_answer: e.gold_answer.as_ref().map(to_json),
                 tools,
+                tools_quoted,
                 keys: to_json(&e.key_values_and_descriptions),
                 meta: e.meta.as_ref().map(to_json),
             }
@@ -237,7 +252,7 @@ struct JsonRow<'a> {
     additional_setup_steps: Option<&'a str>,
     gold_answer: Option<&'a str>,
     ordered: bool,
-    tools: &'a str,
+    tools: &'a serde_json::value::RawValue,
     key_values_and_descriptions: &'a str,
     difficulty: Option<&'a str>,
     meta: Option<&'a str>,
@@ -271,7 +286,7 @@ pub(super) fn write_jsonl(rows: &[EncodedRow], out: &mut impl std::io::Write) ->
             additional_setup_steps: r.additional_setup_steps.as_deref(),
             gold_answer: r.gold_answer.as_deref(),
             ordered: e.ordered,
-            tools: &r.tools,
+            tools: &r.tools_quoted,
             key_values_and_descriptions: &r.keys,
             difficulty: e.difficulty.as_deref(),
             meta: r.meta.as_deref(),
@@ -426,4 +441,77 @@ pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{ToolSpec, Toolkit};
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: format!("\"{name}\" does it\n"),
+            parameters: serde_json::json!({"type": "object", "properties": {"k": {"type": "string"}}}),
+            output_parameters: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn shared_equal_and_reference_toolkits_encode_as_their_own_specs() {
+        let catalog = vec![spec("get_c")];
+        let shared = Toolkit::from(vec![spec("get_a"), spec("get_b")]);
+        let rows = [
+            Example {
+                id: "1".into(),
+                tools: shared.clone(),
+                ..Example::default()
+            },
+            Example {
+                id: "2".into(),
+                tools: shared.clone(),
+                ..Example::default()
+            },
+            Example {
+                id: "3".into(),
+                tools: vec![spec("get_a"), spec("get_b")].into(),
+                ..Example::default()
+            },
+            Example {
+                id: "4".into(),
+                tools: vec![ToolSpec::reference("get_c")].into(),
+                ..Example::default()
+            },
+            Example {
+                id: "5".into(),
+                tools: vec![spec("get_b")].into(),
+                ..Example::default()
+            },
+        ];
+        let refs: Vec<&Example> = rows.iter().collect();
+        let encoded = encode_rows(&refs, &catalog);
+        let mut jsonl = Vec::new();
+        write_jsonl(&encoded, &mut jsonl).unwrap();
+        let lines: Vec<serde_json::Value> = jsonl
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect();
+        let expected = [
+            to_json(&[spec("get_a"), spec("get_b")]),
+            to_json(&[spec("get_a"), spec("get_b")]),
+            to_json(&[spec("get_a"), spec("get_b")]),
+            to_json(&catalog),
+            to_json(&[spec("get_b")]),
+        ];
+        for ((r, line), want) in encoded.iter().zip(&lines).zip(&expected) {
+            assert_eq!(&*r.tools, want.as_str(), "row {}", r.example.id);
+            assert_eq!(
+                line["tools"].as_str(),
+                Some(want.as_str()),
+                "JSONL row {}",
+                r.example.id
+            );
+        }
+    }
 }

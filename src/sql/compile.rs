@@ -47,7 +47,7 @@ use crate::tools::reference;
 use crate::tools::rest::{Endpoint, Limits, name_endpoints};
 use crate::tools::sel::{bind, sel_tools};
 use crate::tools::table::{self, safe_name};
-use crate::tools::{Call, ToolSpec};
+use crate::tools::{Call, Toolkit};
 use crate::verify::{self, Answer, answers_match};
 
 mod key;
@@ -221,7 +221,7 @@ enum Compiled {
         additional_setup: Vec<Call>,
         ties: Option<Vec<usize>>,
         calls: Vec<Call>,
-        tools: Vec<ToolSpec>,
+        tools: Toolkit,
         keys: Vec<KeyDescription>,
         gold: Answer,
         ordered: bool,
@@ -381,7 +381,7 @@ fn compile_db(
                     crate::tools::shown::Shown::of_session(&session, &steps, &calls, recipe.trajectories.max_rows);
                 let keys = key_descriptions(&plan, &schema, descriptions);
                 let tools = if format == "sel" && recipe.tool_pool == ToolPool::Reference {
-                    reference::sel::tools(Some(&keys))
+                    reference::sel::tools(Some(&keys)).into()
                 } else {
                     toolkit(&toolkits, &keys, format == "sel")
                 };
@@ -444,7 +444,7 @@ fn compile_db(
         }
     }
     let endpoints = name_endpoints(&source.manifest.format, db_id, &templates.iter().collect::<Vec<_>>());
-    let db_tools: Vec<ToolSpec> = endpoints.iter().map(Endpoint::tool_spec).collect();
+    let db_tools: Toolkit = endpoints.iter().map(Endpoint::tool_spec).collect();
     let split = recipe.split.clone().unwrap_or_default();
     let mut out = Outcome {
         attempted: qs.len(),
@@ -536,19 +536,19 @@ fn compile_db(
 /// The toolkits built so far for one database, by the joined table's key descriptions: the
 /// questions over the same join share one (building the SLOT/SEL specs was a tenth of a cold
 /// build's CPU, issue 17).
-type Toolkits = std::sync::Mutex<Vec<(Vec<KeyDescription>, Vec<ToolSpec>)>>;
+type Toolkits = std::sync::Mutex<Vec<(Vec<KeyDescription>, Toolkit)>>;
 
 /// The SLOT (`sel` false) or SEL toolkit for `keys`, from `memo` when an earlier question of the
 /// database had the same keys.
-fn toolkit(memo: &Toolkits, keys: &[KeyDescription], sel: bool) -> Vec<ToolSpec> {
+fn toolkit(memo: &Toolkits, keys: &[KeyDescription], sel: bool) -> Toolkit {
     if let Some((_, tools)) = memo.lock().expect("toolkit memo").iter().find(|(k, _)| k == keys) {
         return tools.clone();
     }
-    let tools = if sel {
+    let tools = Toolkit::from(if sel {
         sel_tools(Some(keys))
     } else {
         slot_tools(Some(keys))
-    };
+    });
     memo.lock().expect("toolkit memo").push((keys.to_vec(), tools.clone()));
     tools
 }

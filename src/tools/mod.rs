@@ -74,6 +74,68 @@ impl ToolSpec {
     }
 }
 
+/// A row's toolkit: its tool specs, shared. Rows whose toolkits are the same list (the SLOT/SEL
+/// rows of one join signature, 61 SEL specs each) hold one allocation, so cloning a row or its
+/// toolkit copies a pointer and the emitters serialise a toolkit once ([`Toolkit::id`] is the
+/// memo key). Serialised exactly as the list of specs (a JSON array); reads (`iter`, `len`,
+/// indexing) go through `Deref` to the `Vec`, and a write (`push`, `tools[0].name = …`) copies
+/// the list first when it is shared (`Arc::make_mut`), so no other row sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Toolkit(std::sync::Arc<Vec<ToolSpec>>);
+
+impl Toolkit {
+    /// The address of the shared list: equal for two toolkits that share it (then their specs are
+    /// equal); a memo key valid while either toolkit is alive.
+    pub fn id(&self) -> usize {
+        std::sync::Arc::as_ptr(&self.0) as usize
+    }
+}
+
+impl From<Vec<ToolSpec>> for Toolkit {
+    fn from(tools: Vec<ToolSpec>) -> Toolkit {
+        Toolkit(std::sync::Arc::new(tools))
+    }
+}
+
+impl FromIterator<ToolSpec> for Toolkit {
+    fn from_iter<I: IntoIterator<Item = ToolSpec>>(iter: I) -> Toolkit {
+        Toolkit::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl std::ops::Deref for Toolkit {
+    type Target = Vec<ToolSpec>;
+    fn deref(&self) -> &Vec<ToolSpec> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Toolkit {
+    fn deref_mut(&mut self) -> &mut Vec<ToolSpec> {
+        std::sync::Arc::make_mut(&mut self.0)
+    }
+}
+
+impl<'a> IntoIterator for &'a Toolkit {
+    type Item = &'a ToolSpec;
+    type IntoIter = std::slice::Iter<'a, ToolSpec>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl Serialize for Toolkit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.as_slice().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Toolkit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Toolkit, D::Error> {
+        Vec::<ToolSpec>::deserialize(d).map(Toolkit::from)
+    }
+}
+
 /// The setup calls and the predicted calls of a row, accepting both row shapes. The setup calls,
 /// in the order the framework runs them: the row's `initialization_step` when set (else
 /// `output[0]` when it is the join step `initialize_active_data`: rows built before the setup
@@ -132,4 +194,38 @@ pub fn functions_json(catalog: &[ToolSpec]) -> serde_json::Value {
             .map(|t| serde_json::json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
             .collect::<Vec<_>>()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: format!("{name} does it"),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+            output_parameters: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_cloned_toolkit_shares_its_specs_and_a_write_copies_them() {
+        let a = Toolkit::from(vec![spec("get_a"), spec("get_b")]);
+        let mut b = a.clone();
+        assert_eq!(a.id(), b.id(), "a clone shares the list");
+        b[0].name = "get_c".into();
+        assert_ne!(a.id(), b.id(), "a write copies a shared list");
+        assert_eq!(a[0].name, "get_a", "the other row's toolkit is untouched");
+        assert_eq!(b[0].name, "get_c");
+    }
+
+    #[test]
+    fn a_toolkit_serialises_as_the_list_of_its_specs() {
+        let specs = vec![spec("get_a"), spec("get_b")];
+        let text = serde_json::to_string(&Toolkit::from(specs.clone())).unwrap();
+        assert_eq!(text, serde_json::to_string(&specs).unwrap());
+        let back: Toolkit = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.as_slice(), specs.as_slice());
+    }
 }

@@ -29,7 +29,8 @@ pub(crate) fn example() -> Example {
             tool("get_b", &[("y", "integer"), ("z", "string")]),
             tool("get_c", &[]),
             tool("get_d", &[]),
-        ],
+        ]
+        .into(),
         output: vec![Call {
             name: "get_b".into(),
             arguments: json!({"y": 1, "z": "q"}).as_object().unwrap().clone(),

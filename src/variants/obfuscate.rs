@@ -227,7 +227,7 @@ pub fn obfuscate(e: &Example) -> Example {
         })
         .collect();
     let mut row = variant_row(e, "obfuscate", "obfuscate", json!({"mapping": mapping}));
-    row.tools = tools;
+    row.tools = tools.into();
     row.output = output;
     row
 }

@@ -45,7 +45,7 @@ pub fn shortlist(e: &Example, f: f64, seed: u64) -> Option<Example> {
         "shortlist",
         json!({"fraction": f, "universe": n, "size": tools.len()}),
     );
-    row.tools = tools;
+    row.tools = tools.into();
     Some(row)
 }
 

@@ -36,7 +36,7 @@ pub mod faults;
 mod prompt;
 pub mod variants;
 
-use prompt::{active_table, system_prompt, tools_json};
+use prompt::{ToolsText, active_table, system_prompt};
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -206,13 +206,13 @@ pub struct Built {
     pub skipped: Vec<&'static str>,
 }
 
-/// The trajectories of `e` (see [`Built`]). `catalog` resolves [`ToolSpec::reference`]s; `known`
+/// The trajectories of `e` (see [`Built`]). `tools` gives its toolkit's text; `known`
 /// is what the compile stage showed of `e`'s results ([`Build::shown`]), if anything; `conn`
 /// caches a REST connection as (database, connection). Errors: a call that does not execute
 /// (never for a verified example).
-pub fn trajectories(
+fn trajectories(
     e: &Example,
-    catalog: &HashMap<&str, &ToolSpec>,
+    tools: &ToolsText,
     runner: &Runner,
     cfg: &TrajectoryConfig,
     known: Option<&Shown>,
@@ -227,7 +227,7 @@ pub fn trajectories(
         });
     }
     let (table, results) = execute(runner, e, (&setup, calls), known, cfg.max_rows, conn)?;
-    let tools = tools_json(e, catalog);
+    let tools = tools.of(e);
     let user = match &e.evidence {
         Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", e.input),
         _ => e.input.clone(),
@@ -446,8 +446,7 @@ impl<'b> Trajectories<'b> {
     /// The trajectories of every verified example, per group, from the store where possible
     /// ([`cached::group_lines`]): keyed by the example's address in `build.groups`.
     pub(super) fn lines(&self, store: Option<&crate::store::Store>) -> Result<cached::Lines> {
-        let catalog: HashMap<&str, &crate::tools::ToolSpec> =
-            self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
+        let tools = ToolsText::new(&self.build.catalog);
         let runner = if self.build.recipe.format == "rest" {
             Runner::Rest(&self.endpoints, &self.build.source.databases)
         } else {
@@ -460,7 +459,7 @@ impl<'b> Trajectories<'b> {
                 .map_init(
                     || None,
                     |conn, e| {
-                        trajectories(e, &catalog, &runner, cfg, self.build.shown.get(&e.id), conn)
+                        trajectories(e, &tools, &runner, cfg, self.build.shown.get(&e.id), conn)
                             .map(cached::Line::from)
                             .map_err(|m| anyhow::anyhow!("{}: trajectory: {m}", e.id))
                     },

@@ -3,11 +3,12 @@
 //! `tools` list (the example's toolkit as OpenAI functions, without the setup step).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value as Json;
 
 use crate::dataset::Example;
-use crate::tools::{Call, ToolSpec};
+use crate::tools::{Call, ToolSpec, Toolkit};
 
 /// The active table as the system prompt states it: the joined tables and how, its columns and
 /// row count; a further setup step's table (`first` false) is stated as another loaded table
@@ -88,11 +89,42 @@ struct FunctionBody<'a> {
     parameters: &'a Json,
 }
 
-/// The `tools` of `e`'s trajectories as JSON text: its toolkit with references resolved through
-/// `catalog`, without the setup step.
-pub(super) fn tools_json(e: &Example, catalog: &HashMap<&str, &ToolSpec>) -> String {
-    let tools: Vec<FunctionTool> = e
-        .tools
+/// The `tools` of the trajectories as JSON text, each toolkit serialised once: a build's rows
+/// share a handful of toolkits (one per join signature for SLOT/SEL, one per database for REST),
+/// and serialising 61 SEL specs per row was a fifth of a sel-spider build (issue 17).
+pub(super) struct ToolsText<'b> {
+    /// The dataset catalog by name: resolves [`ToolSpec::reference`]s.
+    pub catalog: HashMap<&'b str, &'b ToolSpec>,
+    /// By [`crate::tools::Toolkit::id`]; the entry keeps the toolkit alive, so its id stays its own.
+    memo: Mutex<HashMap<usize, (Toolkit, Arc<str>)>>,
+}
+
+impl<'b> ToolsText<'b> {
+    /// The texts of the toolkits of a build whose catalog is `catalog`.
+    pub fn new(catalog: &'b [ToolSpec]) -> ToolsText<'b> {
+        ToolsText {
+            catalog: catalog.iter().map(|t| (t.name.as_str(), t)).collect(),
+            memo: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `e`'s toolkit with references resolved through the catalog, without the setup step, as
+    /// a JSON array of OpenAI functions.
+    pub fn of(&self, e: &Example) -> Arc<str> {
+        if let Some((_, text)) = self.memo.lock().expect("tools memo").get(&e.tools.id()) {
+            return text.clone();
+        }
+        let text: Arc<str> = tools_json(&e.tools, &self.catalog).into();
+        self.memo
+            .lock()
+            .expect("tools memo")
+            .insert(e.tools.id(), (e.tools.clone(), text.clone()));
+        text
+    }
+}
+
+fn tools_json(toolkit: &[ToolSpec], catalog: &HashMap<&str, &ToolSpec>) -> String {
+    let tools: Vec<FunctionTool> = toolkit
         .iter()
         .map(|t| match catalog.get(t.name.as_str()) {
             Some(s) if t.is_reference() => *s,

@@ -96,7 +96,7 @@ pub fn variant_trajectory(
             .as_ref()
             .and_then(|m| serde_json::from_value(m["variant"]["tools_new"].clone()).ok())
             .ok_or(UNPAIRED_CALLS)?,
-        _ => v.tools.clone(),
+        _ => v.tools.to_vec(),
     };
     let tools: Vec<Json> = shown
         .iter()
@@ -143,7 +143,7 @@ mod tests {
         let parent = Example {
             id: "p".into(),
             input: "How many singers?".into(),
-            tools: vec![spec("retrieve_data"), spec("aggregate_data")],
+            tools: vec![spec("retrieve_data"), spec("aggregate_data")].into(),
             output: vec![
                 call("retrieve_data", json!({"data_source": "$starting_table_var$"}), "A"),
                 call("aggregate_data", json!({"data_source": "$A$"}), "B"),
@@ -163,7 +163,7 @@ mod tests {
         v.id = "p/obfuscate".into();
         v.input = "how many SINGERS?".into();
         v.meta = Some(json!({"variant_of": "p", "variant_kind": "obfuscate"}));
-        v.tools = vec![spec("FUNC_1"), spec("FUNC_2")];
+        v.tools = vec![spec("FUNC_1"), spec("FUNC_2")].into();
         v.output = vec![
             call("FUNC_1", json!({"ARG_1": "$starting_table_var$"}), "VAR_1"),
             call("FUNC_2", json!({"ARG_1": "$VAR_1$"}), "VAR_2"),

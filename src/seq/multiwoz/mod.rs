@@ -374,7 +374,7 @@ fn convert_dialogue(
         input,
         ordered: calls.len() > 1,
         output: calls,
-        tools,
+        tools: tools.into(),
         meta: Some(json!({
             "dialogue_id": dial_id,
             "source_split": source_split,

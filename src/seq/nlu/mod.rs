@@ -268,7 +268,7 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
             split: p.split.clone(),
             input,
             output,
-            tools,
+            tools: tools.into(),
             meta: Some(meta),
             ..Example::default()
         };

@@ -206,7 +206,7 @@ fn convert_dialogue(
         input,
         ordered: calls.len() > 1,
         output: calls,
-        tools,
+        tools: tools.into(),
         meta: Some(json!({
             "dialogue_id": d.id,
             "file": file,

@@ -455,7 +455,7 @@ fn assemble(mut results: Vec<FileResult>) -> Conversion {
                 input: utterance,
                 ordered,
                 output,
-                tools,
+                tools: tools.into(),
                 meta: Some(json!({
                     "domain": domain,
                     "semantic_parse": parse_text,

@@ -2,7 +2,7 @@
 //! and renamed across databases, the categorical columns an optional filter may expose, and the
 //! REST report numbers and files (`tools/endpoints.json`, the OpenAPI documents).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -11,9 +11,9 @@ use serde_json::json;
 use super::ratio;
 use crate::dataset::{Build, Example, Outcome};
 use crate::sql::{rest::Template, schema::Schema};
-use crate::tools::ToolSpec;
 use crate::tools::rest::{Endpoint, qualify_across_databases};
 use crate::tools::table;
+use crate::tools::{ToolSpec, Toolkit};
 
 /// REST sharing numbers of one database.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
@@ -35,6 +35,9 @@ pub(super) fn rename_across_databases(endpoints: &mut [Endpoint], outcomes: &mut
     }
     for (db, outcome) in outcomes.iter_mut() {
         let new = |name: &str| renames.get(&(db.clone(), name.to_string())).cloned();
+        // One renamed toolkit per shared toolkit (the database's rows share one); the memo holds
+        // the original too, so its address (the key) stays taken while the memo lives.
+        let mut renamed: HashMap<usize, (Toolkit, Toolkit)> = HashMap::new();
         for e in &mut outcome.examples {
             for call in &mut e.output {
                 if let Some(n) = new(&call.name) {
@@ -45,11 +48,19 @@ pub(super) fn rename_across_databases(endpoints: &mut [Endpoint], outcomes: &mut
                     }
                 }
             }
-            for t in &mut e.tools {
-                if let Some(n) = new(&t.name) {
-                    t.name = n;
+            let (_, tools) = renamed.entry(e.tools.id()).or_insert_with(|| {
+                let mut tools = e.tools.clone();
+                if !tools.iter().any(|t| new(&t.name).is_some()) {
+                    return (e.tools.clone(), tools);
                 }
-            }
+                for t in tools.iter_mut() {
+                    if let Some(n) = new(&t.name) {
+                        t.name = n;
+                    }
+                }
+                (e.tools.clone(), tools)
+            });
+            e.tools = tools.clone();
         }
     }
 }
