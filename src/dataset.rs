@@ -16,7 +16,7 @@ use crate::corpus::{self, BadRecord};
 use crate::recipe::{Recipe, ResolvedSource};
 use crate::store::hash_file;
 use crate::tools::pool::KeyDescription;
-use crate::tools::{Call, ToolSpec};
+use crate::tools::{Call, ToolSpec, Toolkit};
 use crate::verify::Answer;
 
 /// Fingerprint of the running toolforge build: blake3 of its executable, so that any code
@@ -69,7 +69,7 @@ pub struct Example {
     /// Whether the answer is ordered (the SQL has ORDER BY).
     pub ordered: bool,
     /// This instance's tool specs.
-    pub tools: crate::tools::Toolkit,
+    pub tools: Toolkit,
     /// The joined table's columns with descriptions and types (SLOT/SEL).
     pub key_values_and_descriptions: Vec<KeyDescription>,
     /// BIRD difficulty.
@@ -102,6 +102,90 @@ pub struct Outcome {
     pub drops: Vec<Drop>,
     /// Items attempted.
     pub attempted: usize,
+}
+
+impl Outcome {
+    /// This outcome as a store entry holds it ([`StoredOutcome`]): the examples' toolkits taken
+    /// out, each shared one ([`Toolkit::id`]) listed once. [`Outcome::from_stored`] undoes it, the
+    /// rows sharing a toolkit again.
+    pub fn into_stored(mut self) -> StoredOutcome {
+        let mut toolkits: Vec<Toolkit> = Vec::new();
+        let mut index: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
+        let toolkit_of = self
+            .examples
+            .iter_mut()
+            .map(|e| {
+                let tools = std::mem::take(&mut e.tools);
+                *index.entry(tools.id()).or_insert_with(|| {
+                    toolkits.push(tools);
+                    toolkits.len() as u32 - 1
+                })
+            })
+            .collect();
+        StoredOutcome {
+            outcome: self,
+            toolkits,
+            toolkit_of,
+        }
+    }
+
+    /// The outcome of a store entry. Errors: a toolkit index out of range, or not one index per
+    /// example (a corrupt entry: the caller recomputes it).
+    pub fn from_stored(stored: StoredOutcome) -> Result<Outcome, String> {
+        let StoredOutcome {
+            mut outcome,
+            toolkits,
+            toolkit_of,
+        } = stored;
+        if toolkit_of.len() != outcome.examples.len() {
+            return Err(format!(
+                "{} toolkit indices for {} examples",
+                toolkit_of.len(),
+                outcome.examples.len()
+            ));
+        }
+        for (e, i) in outcome.examples.iter_mut().zip(toolkit_of) {
+            e.tools = toolkits
+                .get(i as usize)
+                .ok_or_else(|| format!("toolkit {i} of {} in example {}", toolkits.len(), e.id))?
+                .clone();
+        }
+        Ok(outcome)
+    }
+}
+
+/// An [`Outcome`] as a store entry holds it: the examples without their toolkits, the distinct
+/// toolkits, and the index of each example's toolkit. A sel-spider build's 889 rows hold 61 specs
+/// each but share a few hundred toolkits; stored whole they were 65 MB to serialise, hash and
+/// write (issue 17).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StoredOutcome {
+    /// The outcome, every example's `tools` empty.
+    outcome: Outcome,
+    /// The distinct toolkits, in first-use order.
+    toolkits: Vec<Toolkit>,
+    /// Per example (in order), its index in `toolkits`.
+    toolkit_of: Vec<u32>,
+}
+
+/// The BLAKE3 digest (hex) of `examples` as JSON, each distinct toolkit serialised and hashed
+/// once: a function of the examples' contents (two equal lists give one digest whether or not
+/// their toolkits are shared), for store keys that cover whole groups of rows.
+pub fn examples_digest(examples: &[&Example]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    let mut toolkits: std::collections::HashMap<usize, blake3::Hash> = std::collections::HashMap::new();
+    for e in examples {
+        let tools = *toolkits
+            .entry(e.tools.id())
+            .or_insert_with(|| blake3::hash(&serde_json::to_vec(&e.tools).expect("serialisable")));
+        let bare = Example {
+            tools: Toolkit::default(),
+            ..Example::clone(e)
+        };
+        serde_json::to_writer(&mut hasher, &bare).expect("serialisable");
+        hasher.update(tools.as_bytes());
+    }
+    hasher.finalize().to_hex().to_string()
 }
 
 /// Everything a build produced, for the emitters.

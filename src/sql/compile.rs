@@ -32,7 +32,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::corpus::{Descriptions, Question};
@@ -52,24 +51,15 @@ use crate::verify::{self, Answer, answers_match};
 
 mod key;
 mod rest;
+mod stage;
 
 pub use self::key::quick_build_key;
 
 use self::rest::{RestCounts, categorical_columns, rename_across_databases, rest_endpoint, rest_summary};
+use self::stage::DbStage;
 
 /// Version of the compile stage; bump when its output for the same inputs changes.
-pub const COMPILE_VERSION: u32 = 4;
-
-/// The stored output of one database's compile stage.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct DbStage {
-    outcome: Outcome,
-    /// REST: the database's endpoints, in first-question order.
-    endpoints: Vec<Endpoint>,
-    /// REST: how the questions were shared out.
-    #[serde(default)]
-    rest: RestCounts,
-}
+pub const COMPILE_VERSION: u32 = 5;
 
 /// Runs the per-database compile stages of a text-to-SQL recipe (from the store where possible).
 pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: bool) -> Result<Build, BuildError> {
@@ -92,7 +82,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             } = key::db_key(&recipe, &source, &spider, db_id, qs);
             let digest = key.digest();
             if let Lookup::Hit(bytes) = store.get(&key) {
-                if let Ok(stage) = serde_json::from_slice::<DbStage>(&bytes) {
+                if let Some(stage) = DbStage::decode(&bytes) {
                     bar.inc(1);
                     return Some((db_id.clone(), stage, digest, db_hash, true, Vec::new()));
                 }
@@ -103,7 +93,8 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
                 return None;
             }
             let (stage, shown) = compile_db(&recipe, &source, db_id, qs, &db_path, db_hash.is_some(), &descriptions);
-            let _ = store.put(&key, &serde_json::to_vec(&stage).expect("serialise"));
+            let (bytes, stage) = stage.encode();
+            let _ = store.put(&key, &bytes);
             bar.inc(1);
             Some((db_id.clone(), stage, digest, db_hash, false, shown))
         })

@@ -5,9 +5,10 @@
 //! An entry is keyed ([`StageKey`], stage `emit-trajectories`) by everything a trajectory is a
 //! function of: the group's verified examples (their JSON), the dataset catalog (references
 //! resolve through it), the `[trajectories]` knobs, the family, the database file's hash, the
-//! REST endpoints (`tools/endpoints.json`) and the code fingerprint. Its payload is the JSON
-//! list of [`Line`]s, one per verified example in group order; an entry that does not decode
-//! or whose length differs is recomputed.
+//! REST endpoints (`tools/endpoints.json`) and the code fingerprint. Its payload holds the
+//! [`Line`]s, one per verified example in group order ([`encode`]: the lines' texts stored as
+//! they are, not escaped into JSON strings); an entry that does not decode or whose length
+//! differs is recomputed.
 
 use std::collections::HashMap;
 
@@ -16,11 +17,11 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::dataset::{Build, Example, code_fingerprint};
+use crate::dataset::{Build, Example, code_fingerprint, examples_digest};
 use crate::store::{Lookup, StageKey, Store};
 
 /// Version of the stored trajectories; bump when a trajectory's text changes for the same inputs.
-pub const EMIT_TRAJECTORIES_VERSION: u32 = 1;
+pub const EMIT_TRAJECTORIES_VERSION: u32 = 2;
 
 /// One verified example's trajectory lines.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -84,7 +85,7 @@ pub fn group_lines(
                 version: EMIT_TRAJECTORIES_VERSION,
                 config: config.clone(),
                 inputs: vec![
-                    hex(&serde_json::to_vec(&originals).expect("serialise")),
+                    examples_digest(&originals),
                     catalog.clone(),
                     build
                         .source_hashes
@@ -95,9 +96,7 @@ pub fn group_lines(
                 ],
             };
             let stored = store.and_then(|s| match s.get(&key) {
-                Lookup::Hit(bytes) => serde_json::from_slice::<Vec<Line>>(&bytes)
-                    .ok()
-                    .filter(|l| l.len() == originals.len()),
+                Lookup::Hit(bytes) => decode(&bytes).filter(|l| l.len() == originals.len()),
                 _ => None,
             });
             let lines = match stored {
@@ -105,7 +104,7 @@ pub fn group_lines(
                 None => {
                     let lines = compute(&originals)?;
                     if let Some(s) = store {
-                        let _ = s.put(&key, &serde_json::to_vec(&lines).expect("serialise"));
+                        let _ = s.put(&key, &encode(&lines));
                     }
                     lines
                 }
@@ -118,4 +117,89 @@ pub fn group_lines(
         })
         .collect::<Result<_>>()?;
     Ok(per_group.into_iter().flatten().collect())
+}
+
+/// The store payload of `lines`: a JSON header, one `[clean length, faulted length, skip
+/// reasons]` per line (a length `null` when that text is absent; lengths in bytes), a newline,
+/// then every line's clean and faulted texts concatenated in that order. The texts are JSON
+/// lines already; stored this way they are copied, never escaped into and out of JSON strings
+/// (a sel-spider build's trajectories are 35 MB, issue 17).
+fn encode(lines: &[Line]) -> Vec<u8> {
+    let header: Vec<(Option<usize>, Option<usize>, &[String])> = lines
+        .iter()
+        .map(|l| {
+            (
+                l.clean.as_ref().map(String::len),
+                l.faulted.as_ref().map(String::len),
+                l.skipped.as_slice(),
+            )
+        })
+        .collect();
+    let mut out = serde_json::to_vec(&header).expect("serialise");
+    out.push(b'\n');
+    for l in lines {
+        out.extend(l.clean.iter().chain(&l.faulted).flat_map(|t| t.as_bytes()));
+    }
+    out
+}
+
+/// The lines of an [`encode`]d payload; `None` when it is not one (a header that does not parse,
+/// lengths that do not add up to the texts, a text that is not UTF-8).
+fn decode(bytes: &[u8]) -> Option<Vec<Line>> {
+    let newline = bytes.iter().position(|&b| b == b'\n')?;
+    let header: Vec<(Option<usize>, Option<usize>, Vec<String>)> = serde_json::from_slice(&bytes[..newline]).ok()?;
+    let mut rest = &bytes[newline + 1..];
+    let mut take = |len: Option<usize>| -> Option<Option<String>> {
+        let Some(len) = len else {
+            return Some(None);
+        };
+        let (text, tail) = rest.split_at_checked(len)?;
+        rest = tail;
+        Some(Some(String::from_utf8(text.to_vec()).ok()?))
+    };
+    let lines = header
+        .into_iter()
+        .map(|(clean, faulted, skipped)| {
+            Some(Line {
+                clean: take(clean)?,
+                faulted: take(faulted)?,
+                skipped,
+            })
+        })
+        .collect::<Option<Vec<Line>>>()?;
+    rest.is_empty().then_some(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_lines_decode_to_the_same_lines_and_a_damaged_entry_does_not_decode() {
+        let lines = vec![
+            Line {
+                clean: Some(r#"{"id":"a/1","messages":[{"content":"é\n\"x\""}]}"#.into()),
+                faulted: Some(r#"{"id":"a/1","faults":[]}"#.into()),
+                skipped: Vec::new(),
+            },
+            Line {
+                clean: None,
+                faulted: None,
+                skipped: vec!["over_size_cap".into(), "over_size_cap".into()],
+            },
+            Line {
+                clean: Some("{}".into()),
+                faulted: None,
+                skipped: vec!["over_size_cap".into()],
+            },
+        ];
+        let bytes = encode(&lines);
+        assert_eq!(decode(&bytes), Some(lines.clone()));
+        assert_eq!(decode(&bytes[..bytes.len() - 1]), None, "a text cut short");
+        let mut longer = bytes.clone();
+        longer.push(b'x');
+        assert_eq!(decode(&longer), None, "bytes beyond the texts");
+        assert_eq!(decode(b"not a header\n{}"), None);
+        assert_eq!(decode(&encode(&[])), Some(Vec::new()));
+    }
 }
