@@ -137,8 +137,8 @@ fn encode(lines: &[Line]) -> Vec<u8> {
         .collect();
     let mut out = serde_json::to_vec(&header).expect("serialise");
     out.push(b'\n');
-    for l in lines {
-        out.extend(l.clean.iter().chain(&l.faulted).flat_map(|t| t.as_bytes()));
+    for text in lines.iter().flat_map(|l| l.clean.iter().chain(&l.faulted)) {
+        out.extend_from_slice(text.as_bytes());
     }
     out
 }
