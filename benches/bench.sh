@@ -63,3 +63,23 @@ for recipe in slot-spider sel-spider; do
 secs, cpu = $secs, $user + $sys
 print(f'synth:{\"$recipe\":<7} cold     {secs:6.2f}s {cpu:6.2f}s {secs / $fw:8.1f}x {cpu / max($fc, 0.001):8.1f}x {$kib // 1024:5d} MiB $kept')"
 done
+# seq-sgd at the size of the official SGD train split (127 dialogue files; 10 are here): the train
+# files linked 13 times over (dev and test as they are), cold build, peak RSS against the 1 GiB bound.
+sgd=$corpora/sgd
+mkdir -p "$tmp/sgd/train"
+ln -s "$(realpath "$sgd/dev")" "$tmp/sgd/dev"
+ln -s "$(realpath "$sgd/test")" "$tmp/sgd/test"
+cp "$sgd/train/schema.json" "$tmp/sgd/train/"
+n=1
+for _ in $(seq 1 13); do
+  for f in "$sgd"/train/dialogues_*.json; do
+    ln -s "$(realpath "$f")" "$tmp/sgd/train/$(printf 'dialogues_%03d.json' "$n")"
+    n=$((n + 1))
+  done
+done
+rm -rf "$tmp/sout"
+TOOLFORGE_SGD="$tmp/sgd" /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" \
+  "$bin" build seq-sgd --quiet --out "$tmp/sout" --store "$tmp/sout/.store" > /dev/null
+read -r secs user sys kib < "$tmp/time"
+kept=$(python3 -c "import json; r=json.load(open('$tmp/sout/seq-sgd/report/verification.json')); print(f\"{r['kept']}/{r['attempted']}\")")
+python3 -c "print(f'seq-sgd x13 train files ($((n - 1))) cold {$secs:6.2f}s {$user + $sys:6.2f}s CPU {$kib // 1024:5d} MiB $kept')"
