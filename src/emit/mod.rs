@@ -73,32 +73,44 @@ pub fn write_cached(
     let split_files: Vec<SplitOut> = by_split
         .par_iter()
         .map(|(split, examples)| -> Result<SplitOut> {
-            let rows = rows::encode_rows(examples, &build.catalog);
-            let (parquet, jsonl) = rayon::join(
-                || {
-                    let batch = rows::record_batch(&rows);
-                    let num_bytes: usize = batch
-                        .columns()
-                        .iter()
-                        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
-                        .sum();
-                    rows::parquet_bytes(&batch).map(|p| (num_bytes, p))
-                },
-                || staging.put_with(&format!("data/{split}.jsonl"), |w| rows::write_jsonl(&rows, w)),
-            );
-            let (num_bytes, parquet) = parquet?;
-            let size = card::SplitSize {
-                num_bytes,
-                parquet_bytes: parquet.len(),
+            // The rows (Parquet beside JSONL) and the trajectories of a split, all at once.
+            let rows_files = || -> Result<(card::SplitSize, Vec<(String, String)>)> {
+                let rows = rows::encode_rows(examples, &build.catalog);
+                let (parquet, jsonl) = rayon::join(
+                    || {
+                        let batch = rows::record_batch(&rows);
+                        let num_bytes: usize = batch
+                            .columns()
+                            .iter()
+                            .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+                            .sum();
+                        rows::parquet_bytes(&batch).map(|p| (num_bytes, p))
+                    },
+                    || staging.put_with(&format!("data/{split}.jsonl"), |w| rows::write_jsonl(&rows, w)),
+                );
+                let (num_bytes, parquet) = parquet?;
+                let size = card::SplitSize {
+                    num_bytes,
+                    parquet_bytes: parquet.len(),
+                };
+                Ok((
+                    size,
+                    vec![staging.put(&format!("data/{split}.parquet"), &parquet)?, jsonl?],
+                ))
             };
-            let mut written = vec![staging.put(&format!("data/{split}.parquet"), &parquet)?, jsonl?];
-            let mut skipped = BTreeMap::new();
-            if let Some(t) = &trajectories {
-                let (clean, faulted, s) = t.write(examples, &lines)?;
-                skipped = s;
-                written.push(staging.put(&format!("trajectories/{split}.jsonl"), &clean)?);
-                written.push(staging.put(&format!("trajectories/{split}.faults.jsonl"), &faulted)?);
-            }
+            let trajectory_files = || -> Result<(BTreeMap<String, usize>, Vec<(String, String)>)> {
+                let Some(t) = &trajectories else {
+                    return Ok(Default::default());
+                };
+                let (clean, faulted, skipped) = t.write(examples, &lines)?;
+                let clean = staging.put(&format!("trajectories/{split}.jsonl"), &clean)?;
+                let faulted = staging.put(&format!("trajectories/{split}.faults.jsonl"), &faulted)?;
+                Ok((skipped, vec![clean, faulted]))
+            };
+            let (rows_out, trajectories_out) = rayon::join(rows_files, trajectory_files);
+            let (size, mut written) = rows_out?;
+            let (skipped, trajectory_written) = trajectories_out?;
+            written.extend(trajectory_written);
             Ok((split.to_string(), size, skipped, written))
         })
         .collect::<Result<_>>()?;
