@@ -13,6 +13,7 @@ use crate::dataset::{Build, Example, Outcome};
 use crate::sql::{rest::Template, schema::Schema};
 use crate::tools::ToolSpec;
 use crate::tools::rest::{Endpoint, qualify_across_databases};
+use crate::tools::shown::Shown;
 use crate::tools::table;
 
 /// REST sharing numbers of one database.
@@ -52,6 +53,23 @@ pub(super) fn rename_across_databases(endpoints: &mut [Endpoint], outcomes: &mut
             }
         }
     }
+}
+
+/// REST: the shown results of the examples in `outcomes` whose gold call's response the compile
+/// stage kept (`responses`, by example id), under the calls' final names
+/// ([`crate::tools::shown::Shown::of_rest`]).
+pub(super) fn rest_shown_calls(
+    outcomes: &BTreeMap<String, Outcome>,
+    mut responses: std::collections::HashMap<String, String>,
+    max_rows: usize,
+) -> Vec<(String, Shown)> {
+    let mut out = Vec::new();
+    for e in outcomes.values().flat_map(|o| &o.examples) {
+        if let Some(text) = responses.remove(&e.id) {
+            out.push((e.id.clone(), Shown::of_rest(&e.output, vec![text], max_rows)));
+        }
+    }
+    out
 }
 
 /// REST: catalog = every endpoint; `tools/endpoints.json` (with SQL), the combined and
