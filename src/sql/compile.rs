@@ -273,7 +273,7 @@ fn compile_db(
         db_path,
         schema: &schema,
         descriptions,
-        categorical: std::sync::OnceLock::new(),
+        categorical: Default::default(),
     };
     let max_rows = recipe.trajectories.max_rows;
     let rel_db = format!("{db_id}/{db_id}.sqlite");

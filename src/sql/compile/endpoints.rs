@@ -6,13 +6,11 @@
 //! again).
 
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::sync::OnceLock;
 
 use serde_json::{Map, Value as Json, json};
 
 use super::Compiled;
-use super::rest::{RestCounts, categorical_columns, rest_endpoint};
+use super::rest::{Categorical, RestCounts, rest_endpoint};
 use crate::corpus::Descriptions;
 use crate::dataset::{Drop, Example};
 use crate::sql::{self, rest::Template, schema::Schema};
@@ -53,14 +51,14 @@ impl Ran {
 }
 
 /// What one database's REST questions read: its schema and column descriptions, and its
-/// categorical columns, queried the first time a question needs one (only a template without a
-/// literal to lift does).
+/// categorical columns, each table's counted the first time a question needs it (only a template
+/// without a literal to lift does).
 pub(super) struct Database<'a> {
     pub(super) db_id: &'a str,
-    pub(super) db_path: &'a Path,
+    pub(super) db_path: &'a std::path::Path,
     pub(super) schema: &'a Schema,
     pub(super) descriptions: &'a Descriptions,
-    pub(super) categorical: OnceLock<std::collections::BTreeMap<String, (String, &'static str)>>,
+    pub(super) categorical: Categorical,
 }
 
 /// REST: `stmt` (whose result is `gold`) as an endpoint template that reproduces `gold` when run
@@ -78,12 +76,7 @@ pub(super) fn compile_question(
     let template =
         sql::rest::parameterise(stmt, db.schema, db.descriptions).map_err(|e| drop(e.reason(), e.to_string()))?;
     if template.parameters.is_empty() {
-        let pick = |t: &str| {
-            db.categorical
-                .get_or_init(|| categorical_columns(db.db_path, db.schema))
-                .get(&t.to_lowercase())
-                .cloned()
-        };
+        let pick = |t: &str| db.categorical.pick(db.db_path, db.schema, t);
         for t in sql::rest::exposures(&template, db.schema, &pick) {
             let ep = rest_endpoint(db.db_id, &t);
             if let Ok(got) = ep.execute(conn, &t.values, Limits::default()) {

@@ -2,8 +2,9 @@
 //! and renamed across databases, the categorical columns an optional filter may expose, and the
 //! REST report numbers and files (`tools/endpoints.json`, the OpenAPI documents).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -153,35 +154,69 @@ pub(super) fn pretty(v: &serde_json::Value) -> Vec<u8> {
     b
 }
 
-/// Each table's categorical column (lower-cased table → column, OpenAPI type): the column with
-/// 2 to 50 distinct non-NULL values, text columns before others, fewest values first (first in
-/// declaration order on a tie), for [`crate::sql::expose`]'s optional filter.
-pub(super) fn categorical_columns(db_path: &Path, schema: &Schema) -> BTreeMap<String, (String, &'static str)> {
-    let mut out = BTreeMap::new();
-    let Ok(conn) = table::open_read_only(db_path) else {
-        return out;
-    };
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-        .unwrap_or_default();
-    for t in tables {
-        let Some((name, cols)) = schema.table(&t) else { continue };
-        let counts = distinct_counts(&conn, name, cols);
-        let mut best: Option<((bool, i64), String, &'static str)> = None;
-        for (c, n) in cols.iter().zip(counts) {
-            let Some(n) = n else { continue };
-            let kind = schema.dtype(name, c);
-            let rank = (kind != "string", n);
-            if (2..=50).contains(&n) && best.as_ref().is_none_or(|(r, _, _)| rank < *r) {
-                best = Some((rank, c.clone(), kind));
-            }
+/// The categorical columns of one database's tables, for [`crate::sql::expose`]'s optional
+/// filter: a table's is counted the first time a question asks for it ([`Categorical::pick`]),
+/// then shared by the database's questions.
+#[derive(Default)]
+pub(super) struct Categorical(Mutex<Counted>);
+
+/// What [`Categorical`] has read of its database so far.
+#[derive(Default)]
+struct Counted {
+    /// A connection of its own and the database's tables (`sqlite_master`, type `table`):
+    /// lower-cased name → name; `None` when the database does not open.
+    tables: Option<Option<(rusqlite::Connection, BTreeMap<String, String>)>>,
+    /// The tables asked for so far (lower-cased) and their categorical column, if any.
+    picked: HashMap<String, Option<(String, &'static str)>>,
+}
+
+impl Categorical {
+    /// The categorical column of `table` (any case) of the database at `db_path`, and its
+    /// OpenAPI type: the column with 2 to 50 distinct non-NULL values, text columns before
+    /// others, fewest values first (first in declaration order on a tie); `None` for a table
+    /// without one or not in the database.
+    pub(super) fn pick(&self, db_path: &Path, schema: &Schema, table: &str) -> Option<(String, &'static str)> {
+        let key = table.to_lowercase();
+        let mut counted = self.0.lock().expect("categorical columns");
+        if let Some(known) = counted.picked.get(&key) {
+            return known.clone();
         }
-        if let Some((_, c, kind)) = best {
-            out.insert(t.to_lowercase(), (c, kind));
+        let tables = counted.tables.get_or_insert_with(|| {
+            let conn = table::open_read_only(db_path).ok()?;
+            let names: BTreeMap<String, String> = conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+                .and_then(|mut st| {
+                    st.query_map([], |r| r.get::<_, String>(0))?
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| (t.to_lowercase(), t))
+                .collect();
+            Some((conn, names))
+        });
+        let found = tables
+            .as_ref()
+            .and_then(|(conn, names)| categorical_column(conn, schema, names.get(&key)?));
+        counted.picked.insert(key, found.clone());
+        found
+    }
+}
+
+/// The categorical column of the database table `t` ([`Categorical::pick`]).
+fn categorical_column(conn: &rusqlite::Connection, schema: &Schema, t: &str) -> Option<(String, &'static str)> {
+    let (name, cols) = schema.table(t)?;
+    let counts = distinct_counts(conn, name, cols);
+    let mut best: Option<((bool, i64), String, &'static str)> = None;
+    for (c, n) in cols.iter().zip(counts) {
+        let Some(n) = n else { continue };
+        let kind = schema.dtype(name, c);
+        let rank = (kind != "string", n);
+        if (2..=50).contains(&n) && best.as_ref().is_none_or(|(r, _, _)| rank < *r) {
+            best = Some((rank, c.clone(), kind));
         }
     }
-    out
+    best.map(|(_, c, kind)| (c, kind))
 }
 
 /// The number of distinct non-NULL values of each of `table`'s `columns` (`None` where SQLite
@@ -233,7 +268,7 @@ mod tests {
     /// every table of every Spider dev database.
     #[test]
     fn distinct_counts_in_one_scan_equal_one_query_per_column() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/spider/database");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/spider/database");
         let mut checked = 0;
         for db in std::fs::read_dir(&root).unwrap() {
             let db = db.unwrap().path();
