@@ -215,7 +215,7 @@ pub struct Build {
     pub extra_files: BTreeMap<String, Vec<u8>>,
     /// Family-specific report numbers (`report/verification.json` → `stats`), also printed.
     pub stats: serde_json::Map<String, serde_json::Value>,
-    /// SLOT/SEL: the results of each example's calls as its trajectory shows them, by example
+    /// SLOT/SEL/REST: the results of each example's calls as its trajectory shows them, by example
     /// id, from the compile stages that ran in this process (a stage served from the store has
     /// none; the trajectories emitter then executes the calls itself). Not part of any output.
     pub shown: std::collections::HashMap<String, crate::tools::shown::Shown>,

@@ -297,3 +297,48 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
         assert!(s["conversations"][0]["value"].as_str().unwrap().contains("<tools>"));
     }
 }
+
+/// REST trajectories show the response that verified each question in the compile stage
+/// (`Build::shown`, issue 17) instead of running the endpoint again: every verified example of
+/// rest-spider has one, under its final (catalog-wide) call name, and it equals a fresh execution
+/// of the gold call on the database; a stage served from the store carries none (the emitter then
+/// executes the calls itself).
+#[test]
+fn rest_responses_shown_from_compile_equal_a_fresh_execution() {
+    let tmp = tempfile::tempdir().unwrap();
+    let recipe = root().join("recipes/rest-spider.toml");
+    let build = toolforge::pipeline::compile(&recipe, Some(&tmp.path().join("store")), false).unwrap();
+    let max_rows = build.recipe.trajectories.max_rows;
+    let endpoints: HashMap<(String, String), Endpoint> =
+        serde_json::from_slice::<Vec<Endpoint>>(&build.extra_files["tools/endpoints.json"])
+            .unwrap()
+            .into_iter()
+            .map(|e| ((e.db_id.clone(), e.name.clone()), e))
+            .collect();
+    let mut checked = 0;
+    for e in build.groups.values().flat_map(|o| &o.examples) {
+        let shown = build
+            .shown
+            .get(&e.id)
+            .unwrap_or_else(|| panic!("{}: no response kept", e.id));
+        assert!(shown.is_of(&[], &e.output, max_rows), "{}: shown for other calls", e.id);
+        let db = e.db_id.clone().unwrap();
+        let mut conn = toolforge::tools::table::open_read_only(&dbs().join(&db).join(format!("{db}.sqlite"))).unwrap();
+        for (c, text) in e.output.iter().zip(&shown.results) {
+            let ep = &endpoints[&(db.clone(), c.name.clone())];
+            let values = ep.arguments_from_json(&c.arguments).unwrap();
+            let rows = ep.execute(&mut conn, &values, Limits::default()).unwrap();
+            assert_eq!(
+                &toolforge::tools::shown::rest_result_text(&rows, max_rows),
+                text,
+                "{} {}",
+                e.id,
+                c.name
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 900, "{checked} responses checked");
+    let again = toolforge::pipeline::compile(&recipe, Some(&tmp.path().join("store")), false).unwrap();
+    assert!(again.shown.is_empty(), "a stage from the store carries no responses");
+}

@@ -43,19 +43,20 @@ use crate::store::{Lookup, Store, hash_file};
 use crate::tools::executor::{Executor, Session, Value};
 use crate::tools::pool::{KeyDescription, slot_tools};
 use crate::tools::reference;
-use crate::tools::rest::{Endpoint, Limits, name_endpoints};
+use crate::tools::rest::{Endpoint, name_endpoints};
 use crate::tools::sel::{bind, sel_tools};
 use crate::tools::table::{self, safe_name};
 use crate::tools::{Call, Toolkit};
-use crate::verify::{self, Answer, answers_match};
+use crate::verify::{self, Answer};
 
+mod endpoints;
 mod key;
 mod rest;
 mod stage;
 
 pub use self::key::quick_build_key;
 
-use self::rest::{RestCounts, categorical_columns, rename_across_databases, rest_endpoint, rest_summary};
+use self::rest::{RestCounts, rename_across_databases, rest_shown_calls, rest_summary};
 use self::stage::DbStage;
 
 /// Version of the compile stage; bump when its output for the same inputs changes.
@@ -71,7 +72,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     let mut source_hashes = BTreeMap::new();
     source_hashes.insert("questions".to_string(), hash_file(&source.questions)?);
     let bar = progress_bar(progress, by_db.len() as u64, "databases");
-    let results: Vec<(String, DbStage, String, Option<String>, bool, Shown)> = by_db
+    let results: Vec<(String, DbStage, String, Option<String>, bool, (Shown, RestShown))> = by_db
         .par_iter()
         .filter_map(|(db_id, qs)| {
             let key::DbKey {
@@ -84,7 +85,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             if let Lookup::Hit(bytes) = store.get(&key) {
                 if let Some(stage) = DbStage::decode(&bytes) {
                     bar.inc(1);
-                    return Some((db_id.clone(), stage, digest, db_hash, true, Vec::new()));
+                    return Some((db_id.clone(), stage, digest, db_hash, true, Default::default()));
                 }
             }
             // Another shard's database (`--shard`), or one a merge did not find (`--merge`).
@@ -92,11 +93,12 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
                 bar.inc(1);
                 return None;
             }
-            let (stage, shown) = compile_db(&recipe, &source, db_id, qs, &db_path, db_hash.is_some(), &descriptions);
+            let (stage, shown, rest_shown) =
+                compile_db(&recipe, &source, db_id, qs, &db_path, db_hash.is_some(), &descriptions);
             let (bytes, stage) = stage.encode();
             let _ = store.put(&key, &bytes);
             bar.inc(1);
-            Some((db_id.clone(), stage, digest, db_hash, false, shown))
+            Some((db_id.clone(), stage, digest, db_hash, false, (shown, rest_shown)))
         })
         .collect();
     bar.finish_and_clear();
@@ -106,8 +108,10 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     let mut digests = Vec::new();
     let (mut hits, mut misses) = (0, 0);
     let mut shown = std::collections::HashMap::new();
-    for (db, stage, digest, db_hash, hit, db_shown) in results {
+    let mut rest_shown = std::collections::HashMap::new();
+    for (db, stage, digest, db_hash, hit, (db_shown, db_rest_shown)) in results {
         shown.extend(db_shown);
+        rest_shown.extend(db_rest_shown);
         if let Some(h) = db_hash {
             source_hashes.insert(format!("database/{db}"), h);
         }
@@ -125,6 +129,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     }
     if recipe.format == "rest" {
         rename_across_databases(&mut endpoints, &mut outcomes);
+        shown.extend(rest_shown_calls(&outcomes, rest_shown, recipe.trajectories.max_rows));
     }
     let key = build_key(&recipe, &bad_records, &digests);
     let mut build = Build {
@@ -205,6 +210,10 @@ fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbS
 /// ([`Build::shown`]).
 type Shown = Vec<(String, crate::tools::shown::Shown)>;
 
+/// The response each REST example's gold call showed when the compile stage verified it, by
+/// example id (made [`crate::tools::shown::Shown`] once the calls have their final names).
+type RestShown = Vec<(String, String)>;
+
 /// What one question compiled to, before REST endpoints are shared.
 enum Compiled {
     Calls {
@@ -221,11 +230,14 @@ enum Compiled {
     Rest {
         template: Template,
         gold: Answer,
+        /// The execution that verified it, whose response the trajectory shows.
+        ran: endpoints::Ran,
     },
 }
 
 /// Lowers, executes and verifies every question of one database; also returns what the
-/// verification showed of each SLOT/SEL example's results (not stored: the trajectories emitter's).
+/// verification showed of each SLOT/SEL example's results and each REST example's response by id
+/// (not stored: the trajectories emitter's).
 fn compile_db(
     recipe: &Recipe,
     source: &ResolvedSource,
@@ -234,24 +246,27 @@ fn compile_db(
     db_path: &Path,
     exists: bool,
     descriptions: &Descriptions,
-) -> (DbStage, Shown) {
+) -> (DbStage, Shown, RestShown) {
     if !exists {
         let detail = format!("database file {} is absent", db_path.display());
-        return (drop_all(recipe, qs, "db_missing", &detail), Vec::new());
+        return (drop_all(recipe, qs, "db_missing", &detail), Vec::new(), Vec::new());
     }
     let schema = match table::open_read_only(db_path).and_then(|c| Schema::load(&c)) {
         Ok(s) => s,
         Err(e) => {
             let detail = format!("{}: not a readable SQLite database: {e}", db_path.display());
-            return (drop_all(recipe, qs, "db_invalid", &detail), Vec::new());
+            return (drop_all(recipe, qs, "db_invalid", &detail), Vec::new(), Vec::new());
         }
     };
     let executor = Executor::new(&source.databases);
-    let categorical = if recipe.format == "rest" {
-        categorical_columns(db_path, &schema)
-    } else {
-        BTreeMap::new()
+    let rest_db = endpoints::Database {
+        db_id,
+        db_path,
+        schema: &schema,
+        descriptions,
+        categorical: Default::default(),
     };
+    let max_rows = recipe.trajectories.max_rows;
     let rel_db = format!("{db_id}/{db_id}.sqlite");
     let format = recipe.format.as_str();
     let toolkits = Toolkits::default();
@@ -283,46 +298,13 @@ fn compile_db(
                 let stmt = sql::parse(&q.sql).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let order = if calls_family {
                     sql::gold::subquery_ties(conn, &stmt).map_err(|d| drop("tie_ambiguous_limit".into(), d))?;
-                    sql::gold::order_ties_with(conn, &stmt, Some(&gold)).map_err(|d| drop("tie_ambiguous_limit".into(), d))?
+                    sql::gold::order_ties_with(conn, &stmt, Some(&gold))
+                        .map_err(|d| drop("tie_ambiguous_limit".into(), d))?
                 } else {
                     sql::gold::OrderFacts::default()
                 };
                 if format == "rest" {
-                    let template = sql::rest::parameterise(&stmt, &schema, descriptions)
-                        .map_err(|e| drop(e.reason(), e.to_string()))?;
-                    if template.parameters.is_empty() {
-                        let pick = |t: &str| categorical.get(&t.to_lowercase()).cloned();
-                        for t in sql::rest::exposures(&template, &schema, &pick) {
-                            let got = rest_endpoint(db_id, &t).execute(conn, &t.values, Limits::default());
-                            if got.is_ok_and(|got| answers_match(&gold, &got, t.ordered)) {
-                                return Ok(Compiled::Rest { template: t, gold });
-                            }
-                        }
-                        return Err(drop(
-                            "unsupported:no_query_parameter".into(),
-                            format!("no literal to lift and no LIMIT, ORDER BY, GROUP BY key or categorical column to expose as a parameter; SQL: {}", template.sql),
-                        ));
-                    }
-                    let got = rest_endpoint(db_id, &template)
-                        .execute(conn, &template.values, Limits::default())
-                        .map_err(|e| {
-                            drop(
-                                "execution_error".into(),
-                                format!("{e}; parameterised SQL: {}", template.sql),
-                            )
-                        })?;
-                    if !answers_match(&gold, &got, template.ordered) {
-                        return Err(drop(
-                            "mismatch".into(),
-                            format!(
-                                "gold {} rows, endpoint {} rows; parameterised SQL: {}",
-                                gold.len(),
-                                got.len(),
-                                template.sql
-                            ),
-                        ));
-                    }
-                    return Ok(Compiled::Rest { template, gold });
+                    return endpoints::compile_question(conn, &rest_db, &stmt, gold, max_rows, &drop);
                 }
                 let plan = sql::plan::build(&stmt, &schema).map_err(|e| drop(e.reason(), e.to_string()))?;
                 let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
@@ -390,50 +372,9 @@ fn compile_db(
             },
         )
         .collect();
-    // REST: one endpoint per normal form of the parameterised query, in first-question order.
-    // A question joins an endpoint whose SQL text differs from its own only if that SQL, run with
-    // the question's arguments, reproduces its gold result; otherwise it keeps its own endpoint.
     let mut results = results;
-    let mut templates: Vec<Template> = Vec::new();
-    let mut texts = std::collections::BTreeSet::new();
-    let (mut merged, mut merge_rejected) = (0, 0);
     let mut conn = table::open_read_only(db_path).ok();
-    for r in results.iter_mut() {
-        let Ok(Compiled::Rest { template, gold }) = r else {
-            continue;
-        };
-        texts.insert(template.sql.to_lowercase());
-        match templates.iter().position(|t| t.key == template.key) {
-            None => templates.push(template.clone()),
-            Some(i) if templates[i].sql == template.sql => {}
-            Some(i) => {
-                let rep = &templates[i];
-                let values: Option<Vec<serde_json::Value>> = rep
-                    .parameters
-                    .iter()
-                    .map(|p| {
-                        let j = template.parameters.iter().position(|q| q.name == p.name)?;
-                        Some(template.values[j].clone())
-                    })
-                    .collect();
-                let reproduces = match (values, conn.as_mut()) {
-                    (Some(values), Some(c)) => rest_endpoint(db_id, rep)
-                        .execute(c, &values, Limits::default())
-                        .is_ok_and(|got| answers_match(gold, &got, template.ordered)),
-                    _ => false,
-                };
-                if reproduces {
-                    merged += 1;
-                } else {
-                    merge_rejected += 1;
-                    template.key.push_str(&format!("\n-- not merged: {}", template.sql));
-                    if !templates.iter().any(|t| t.key == template.key) {
-                        templates.push(template.clone());
-                    }
-                }
-            }
-        }
-    }
+    let (templates, rest_counts) = endpoints::share(&mut results, db_id, conn.as_mut(), max_rows);
     let endpoints = name_endpoints(&source.manifest.format, db_id, &templates.iter().collect::<Vec<_>>());
     let db_tools: Toolkit = endpoints.iter().map(Endpoint::tool_spec).collect();
     let split = recipe.split.clone().unwrap_or_default();
@@ -442,6 +383,7 @@ fn compile_db(
         ..Outcome::default()
     };
     let mut shown_of = Vec::new();
+    let mut rest_shown = Vec::new();
     for (q, r) in qs.iter().zip(results) {
         let base = Example {
             id: format!("{}/{}", recipe.name, q.id),
@@ -482,46 +424,22 @@ fn compile_db(
                     ..base
                 })
             }
-            Ok(Compiled::Rest { template, gold }) => {
-                let i = templates
-                    .iter()
-                    .position(|t| t.key == template.key)
-                    .expect("template registered");
-                let ep = &endpoints[i];
-                // By name: a merged question's literals may come in another order.
-                // An omitted optional filter (bound as NULL) is not part of the gold call.
-                let arguments = template
-                    .parameters
-                    .iter()
-                    .zip(&template.values)
-                    .filter(|(p, v)| !(p.optional && p.default.is_none() && v.is_null()))
-                    .map(|(p, v)| (p.name.clone(), v.clone()))
-                    .collect();
-                out.examples.push(Example {
-                    output: vec![Call {
-                        name: ep.name.clone(),
-                        arguments,
-                        label: format!("{}_0", ep.name),
-                    }],
-                    gold_answer: Some(gold),
-                    ordered: ep.ordered,
-                    tools: db_tools.clone(),
-                    meta: Some(json!({"endpoint": {"path": ep.path, "operation_id": ep.operation_id()}})),
-                    ..base
-                })
+            Ok(Compiled::Rest { template, gold, ran }) => {
+                let (example, text) =
+                    endpoints::example(base, (template, gold, ran), &templates, &endpoints, &db_tools);
+                if let Some(text) = text {
+                    rest_shown.push((example.id.clone(), text));
+                }
+                out.examples.push(example)
             }
         }
     }
     let stage = DbStage {
         outcome: out,
         endpoints,
-        rest: RestCounts {
-            by_text: texts.len(),
-            merged,
-            merge_rejected,
-        },
+        rest: rest_counts,
     };
-    (stage, shown_of)
+    (stage, shown_of, rest_shown)
 }
 
 /// The toolkits built so far for one database, by the joined table's key descriptions: the

@@ -186,17 +186,35 @@ fn categorical(q: &Query, pick: &dyn Fn(&str) -> Option<(String, &'static str)>)
     )
 }
 
-/// The candidate exposures of a literal-free query, in the module's order. `kind_of(column)`
-/// gives a column's OpenAPI type; `pick(table)` the categorical column of a table and its type.
-pub fn candidates(
+/// How many kinds of exposure there are ([`candidate`]'s `kind`).
+pub const KINDS: usize = 4;
+
+/// The candidate exposure of one kind of a literal-free query, if it has one: `kind` 0 the LIMIT,
+/// 1 the sort direction, 2 a GROUP BY key, 3 a categorical column filter (the module's order).
+/// `kind_of(column)` gives a column's OpenAPI type; `pick(table)` the categorical column of a
+/// table and its type (called only for kind 3).
+pub fn candidate(
     q: &Query,
+    kind: usize,
     kind_of: &dyn Fn(&str) -> &'static str,
     pick: &dyn Fn(&str) -> Option<(String, &'static str)>,
-) -> Vec<Exposure> {
-    [limit(q), direction(q), group_key(q, kind_of), categorical(q, pick)]
-        .into_iter()
-        .flatten()
-        .collect()
+) -> Option<Exposure> {
+    match kind {
+        0 => limit(q),
+        1 => direction(q),
+        2 => group_key(q, kind_of),
+        _ => categorical(q, pick),
+    }
+}
+
+/// The candidate exposures of a literal-free query, in the module's order, each built when the
+/// caller asks for the next one ([`candidate`]).
+pub fn candidates<'a>(
+    q: &'a Query,
+    kind_of: &'a dyn Fn(&str) -> &'static str,
+    pick: &'a dyn Fn(&str) -> Option<(String, &'static str)>,
+) -> impl Iterator<Item = Exposure> + 'a {
+    (0..KINDS).filter_map(move |kind| candidate(q, kind, kind_of, pick))
 }
 
 #[cfg(test)]

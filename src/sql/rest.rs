@@ -288,25 +288,27 @@ pub fn parameterise(stmt: &Statement, schema: &Schema, descriptions: &Descriptio
 }
 
 /// The templates a literal-free query can become ([`crate::sql::expose`]), in order of
-/// preference; `pick(table)` names a table's categorical column and its type.
-pub fn exposures(
+/// preference, each built when the caller asks for the next one; `pick(table)` names a table's
+/// categorical column and its type.
+pub fn exposures<'a>(
     template: &Template,
-    schema: &Schema,
-    pick: &dyn Fn(&str) -> Option<(String, &'static str)>,
-) -> Vec<Template> {
-    let Ok(Statement::Query(q)) = super::parse(&template.sql) else {
-        return vec![];
+    schema: &'a Schema,
+    pick: &'a dyn Fn(&str) -> Option<(String, &'static str)>,
+) -> impl Iterator<Item = Template> + 'a {
+    let query = match super::parse(&template.sql) {
+        Ok(Statement::Query(q)) => Some(q),
+        _ => None,
     };
-    let kind_of = |column: &str| {
+    let kind_of = move |column: &str| {
         schema
             .find_column(column)
             .map(|(t, c)| schema.dtype(t, c))
             .unwrap_or("string")
     };
-    super::expose::candidates(&q, &kind_of, pick)
-        .into_iter()
-        .map(|e| template_of(e.query, vec![e.parameter], vec![e.value]))
-        .collect()
+    (0..super::expose::KINDS).filter_map(move |kind| {
+        let e = super::expose::candidate(query.as_ref()?, kind, &kind_of, pick)?;
+        Some(template_of(e.query, vec![e.parameter], vec![e.value]))
+    })
 }
 
 /// A template from a parameterised query: SQL text, key and the naming slugs.

@@ -49,7 +49,7 @@ use crate::dataset::{Build, Example};
 use crate::recipe::TrajectoryConfig;
 use crate::tools::executor::{Executor, Session, value_json};
 use crate::tools::rest::{Endpoint, Limits};
-use crate::tools::shown::{Shown, result_text};
+use crate::tools::shown::{Shown, rest_result_text, result_text};
 use crate::tools::{Call, ToolSpec};
 
 pub use faults::FAULT_KINDS;
@@ -82,8 +82,8 @@ pub enum Runner<'a> {
 
 /// Executes the setup step (if any) and `calls` in order; returns the active table (columns and
 /// total rows; `Null` without a setup step) and each tool message's content (JSON text).
-/// SLOT/SEL results the compile stage already showed (`known`, when they are of these steps and
-/// this row cap) are taken as they are instead of executing the calls again.
+/// Results the compile stage already showed (`known`, when they are of these steps and this row
+/// cap) are taken as they are instead of executing the calls again.
 fn execute(
     runner: &Runner,
     e: &Example,
@@ -93,7 +93,7 @@ fn execute(
     conn: &mut Option<(String, rusqlite::Connection)>,
 ) -> Result<(Vec<Json>, Vec<String>), String> {
     match runner {
-        Runner::Tools(_) if known.is_some_and(|k| k.is_of(setup, calls, max_rows)) => {
+        _ if known.is_some_and(|k| k.is_of(setup, calls, max_rows)) => {
             let known = known.expect("checked");
             Ok((known.tables.clone(), known.results.clone()))
         }
@@ -133,11 +133,7 @@ fn execute(
                     let rows = ep
                         .execute(&mut conn.as_mut().expect("opened").1, &values, Limits::default())
                         .map_err(|e| e.to_string())?;
-                    Ok(if rows.len() > max_rows {
-                        json!({"rows": rows[..max_rows], "total_rows": rows.len(), "truncated": true}).to_string()
-                    } else {
-                        serde_json::to_string(&rows).unwrap_or_default()
-                    })
+                    Ok(rest_result_text(&rows, max_rows))
                 })
                 .collect::<Result<_, String>>()?;
             Ok((vec![], results))

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -12,6 +13,7 @@ use super::ratio;
 use crate::dataset::{Build, Example, Outcome};
 use crate::sql::{rest::Template, schema::Schema};
 use crate::tools::rest::{Endpoint, qualify_across_databases};
+use crate::tools::shown::Shown;
 use crate::tools::table;
 use crate::tools::{ToolSpec, Toolkit};
 
@@ -63,6 +65,23 @@ pub(super) fn rename_across_databases(endpoints: &mut [Endpoint], outcomes: &mut
             e.tools = tools.clone();
         }
     }
+}
+
+/// REST: the shown results of the examples in `outcomes` whose gold call's response the compile
+/// stage kept (`responses`, by example id), under the calls' final names
+/// ([`crate::tools::shown::Shown::of_rest`]).
+pub(super) fn rest_shown_calls(
+    outcomes: &BTreeMap<String, Outcome>,
+    mut responses: std::collections::HashMap<String, String>,
+    max_rows: usize,
+) -> Vec<(String, Shown)> {
+    let mut out = Vec::new();
+    for e in outcomes.values().flat_map(|o| &o.examples) {
+        if let Some(text) = responses.remove(&e.id) {
+            out.push((e.id.clone(), Shown::of_rest(&e.output, vec![text], max_rows)));
+        }
+    }
+    out
 }
 
 /// REST: catalog = every endpoint; `tools/endpoints.json` (with SQL), the combined and
@@ -146,41 +165,104 @@ pub(super) fn pretty(v: &serde_json::Value) -> Vec<u8> {
     b
 }
 
-/// Each table's categorical column (lower-cased table → column, OpenAPI type): the column with
-/// 2 to 50 distinct non-NULL values, text columns before others, fewest values first (first in
-/// declaration order on a tie), for [`crate::sql::expose`]'s optional filter.
-pub(super) fn categorical_columns(db_path: &Path, schema: &Schema) -> BTreeMap<String, (String, &'static str)> {
-    let mut out = BTreeMap::new();
-    let Ok(conn) = table::open_read_only(db_path) else {
-        return out;
-    };
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-        .unwrap_or_default();
-    for t in tables {
-        let Some((name, cols)) = schema.table(&t) else { continue };
-        let mut best: Option<((bool, i64), String, &'static str)> = None;
-        for c in cols {
-            let kind = schema.dtype(name, c);
-            let sql = format!(
-                "SELECT count(DISTINCT \"{}\") FROM \"{}\"",
-                c.replace('"', "\"\""),
-                name.replace('"', "\"\"")
-            );
-            let Ok(n) = conn.query_row(&sql, [], |r| r.get::<_, i64>(0)) else {
-                continue;
-            };
-            let rank = (kind != "string", n);
-            if (2..=50).contains(&n) && best.as_ref().is_none_or(|(r, _, _)| rank < *r) {
-                best = Some((rank, c.clone(), kind));
-            }
+/// The categorical columns of one database's tables, for [`crate::sql::expose`]'s optional
+/// filter: a table's is counted the first time a question asks for it ([`Categorical::pick`]),
+/// then shared by the database's questions.
+#[derive(Default)]
+pub(super) struct Categorical(Mutex<Counted>);
+
+/// What [`Categorical`] has read of its database so far.
+#[derive(Default)]
+struct Counted {
+    /// A connection of its own and the database's tables (`sqlite_master`, type `table`):
+    /// lower-cased name → name; `None` when the database does not open.
+    tables: Option<Option<(rusqlite::Connection, BTreeMap<String, String>)>>,
+    /// The tables asked for so far (lower-cased) and their categorical column, if any.
+    picked: HashMap<String, Option<(String, &'static str)>>,
+}
+
+impl Categorical {
+    /// The categorical column of `table` (any case) of the database at `db_path`, and its
+    /// OpenAPI type: the column with 2 to 50 distinct non-NULL values, text columns before
+    /// others, fewest values first (first in declaration order on a tie); `None` for a table
+    /// without one or not in the database.
+    pub(super) fn pick(&self, db_path: &Path, schema: &Schema, table: &str) -> Option<(String, &'static str)> {
+        let key = table.to_lowercase();
+        let mut counted = self.0.lock().expect("categorical columns");
+        if let Some(known) = counted.picked.get(&key) {
+            return known.clone();
         }
-        if let Some((_, c, kind)) = best {
-            out.insert(t.to_lowercase(), (c, kind));
+        let tables = counted.tables.get_or_insert_with(|| {
+            let conn = table::open_read_only(db_path).ok()?;
+            let names: BTreeMap<String, String> = conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+                .and_then(|mut st| {
+                    st.query_map([], |r| r.get::<_, String>(0))?
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| (t.to_lowercase(), t))
+                .collect();
+            Some((conn, names))
+        });
+        let found = tables
+            .as_ref()
+            .and_then(|(conn, names)| categorical_column(conn, schema, names.get(&key)?));
+        counted.picked.insert(key, found.clone());
+        found
+    }
+}
+
+/// The categorical column of the database table `t` ([`Categorical::pick`]).
+fn categorical_column(conn: &rusqlite::Connection, schema: &Schema, t: &str) -> Option<(String, &'static str)> {
+    let (name, cols) = schema.table(t)?;
+    let counts = distinct_counts(conn, name, cols);
+    let mut best: Option<((bool, i64), String, &'static str)> = None;
+    for (c, n) in cols.iter().zip(counts) {
+        let Some(n) = n else { continue };
+        let kind = schema.dtype(name, c);
+        let rank = (kind != "string", n);
+        if (2..=MAX_CATEGORIES).contains(&n) && best.as_ref().is_none_or(|(r, _, _)| rank < *r) {
+            best = Some((rank, c.clone(), kind));
         }
     }
-    out
+    best.map(|(_, c, kind)| (c, kind))
+}
+
+/// A categorical column has at most this many distinct non-NULL values.
+const MAX_CATEGORIES: i64 = 50;
+
+/// The number of distinct non-NULL values of each of `table`'s `columns`, counted up to
+/// [`MAX_CATEGORIES`]` + 1` (a column with more reads `MAX_CATEGORIES + 1`: SQLite stops reading
+/// it there, which is all the choice of a categorical column needs); `None` where SQLite cannot
+/// count one. One statement for all of them, or one per column when that fails (then a column
+/// that fails alone is `None`, the others counted).
+fn distinct_counts(conn: &rusqlite::Connection, table: &str, columns: &[String]) -> Vec<Option<i64>> {
+    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let count = |c: &String| {
+        let (c, t) = (quote(c), quote(table));
+        format!(
+            "(SELECT count(*) FROM (SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL LIMIT {}))",
+            MAX_CATEGORIES + 1
+        )
+    };
+    let all = format!("SELECT {}", columns.iter().map(count).collect::<Vec<_>>().join(", "));
+    let together = conn.query_row(&all, [], |r| {
+        (0..columns.len())
+            .map(|i| r.get::<_, i64>(i))
+            .collect::<Result<Vec<_>, _>>()
+    });
+    match together {
+        Ok(counts) if !columns.is_empty() => counts.into_iter().map(Some).collect(),
+        _ => columns
+            .iter()
+            .map(|c| {
+                let sql = format!("SELECT {}", count(c));
+                conn.query_row(&sql, [], |r| r.get::<_, i64>(0)).ok()
+            })
+            .collect(),
+    }
 }
 
 /// An unnamed endpoint running `template`'s SQL (for verification before naming).
@@ -193,5 +275,49 @@ pub(super) fn rest_endpoint(db_id: &str, template: &Template) -> Endpoint {
         sql: template.sql.clone(),
         parameters: template.parameters.clone(),
         ordered: template.ordered,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The capped counts of every column equal one full `count(DISTINCT …)` query per column,
+    /// cut at `MAX_CATEGORIES + 1`, on every table of every Spider dev database.
+    #[test]
+    fn capped_distinct_counts_equal_full_counts_cut_at_the_cap() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/spider/database");
+        let mut checked = 0;
+        for db in std::fs::read_dir(&root).unwrap() {
+            let db = db.unwrap().path();
+            let id = db.file_name().unwrap().to_string_lossy().to_string();
+            let Ok(conn) = table::open_read_only(&db.join(format!("{id}.sqlite"))) else {
+                continue;
+            };
+            let Ok(schema) = Schema::load(&conn) else { continue };
+            let tables: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+                .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+                .unwrap();
+            for t in tables {
+                let Some((name, cols)) = schema.table(&t) else { continue };
+                let one_each: Vec<Option<i64>> = cols
+                    .iter()
+                    .map(|c| {
+                        let sql = format!(
+                            "SELECT count(DISTINCT \"{}\") FROM \"{}\"",
+                            c.replace('"', "\"\""),
+                            name.replace('"', "\"\"")
+                        );
+                        conn.query_row(&sql, [], |r| r.get::<_, i64>(0))
+                            .ok()
+                            .map(|n| n.min(MAX_CATEGORIES + 1))
+                    })
+                    .collect();
+                assert_eq!(distinct_counts(&conn, name, cols), one_each, "{id}.{name}");
+                checked += cols.len();
+            }
+        }
+        assert!(checked > 400, "{checked} columns");
     }
 }
