@@ -40,22 +40,25 @@ use crate::dataset::{Build, BuildError, Drop, Example, Outcome, build_key};
 use crate::progress::progress_bar;
 use crate::recipe::{Recipe, ResolvedSource, ToolPool};
 use crate::sql::{self, rest::Template, schema::Schema};
-use crate::store::{Lookup, Store, hash_file};
+use crate::store::{Lookup, Store};
 use crate::tools::executor::{Executor, Session, Value};
 use crate::tools::pool::{KeyDescription, slot_tools};
 use crate::tools::reference;
 use crate::tools::rest::{Endpoint, Limits, name_endpoints};
 use crate::tools::sel::{bind, sel_tools};
-use crate::tools::table::{self, safe_name};
+use crate::tools::table;
 use crate::tools::{Call, ToolSpec};
 use crate::verify::{self, Answer, answers_match};
 
 mod key;
 mod rest;
+mod same_sql;
+mod toolkit;
 
 pub use self::key::quick_build_key;
 
 use self::rest::{RestCounts, categorical_columns, rename_across_databases, rest_endpoint, rest_summary};
+use self::toolkit::{Toolkits, key_descriptions, toolkit};
 
 /// Version of the compile stage; bump when its output for the same inputs changes.
 pub const COMPILE_VERSION: u32 = 4;
@@ -79,7 +82,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         spider,
     } = key::inputs(&source)?;
     let mut source_hashes = BTreeMap::new();
-    source_hashes.insert("questions".to_string(), hash_file(&source.questions)?);
+    source_hashes.insert("questions".to_string(), key::file_hash(&source.questions)?);
     let bar = progress_bar(progress, by_db.len() as u64, "databases");
     let results: Vec<(String, DbStage, String, Option<String>, bool, Shown)> = by_db
         .par_iter()
@@ -215,6 +218,7 @@ fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbS
 type Shown = Vec<(String, crate::tools::shown::Shown)>;
 
 /// What one question compiled to, before REST endpoints are shared.
+#[derive(Clone)]
 enum Compiled {
     Calls {
         setup: Call,
@@ -264,7 +268,10 @@ fn compile_db(
     let rel_db = format!("{db_id}/{db_id}.sqlite");
     let format = recipe.format.as_str();
     let toolkits = Toolkits::default();
-    let results: Vec<Result<Compiled, Drop>> = qs
+    // One computation per distinct gold SQL text ([`same_sql`]).
+    let same = same_sql::SameSql::of(qs);
+    let results: Vec<Result<Compiled, Drop>> = same
+        .firsts(qs)
         .par_iter()
         .map_init(
             || table::open_read_only(db_path),
@@ -399,6 +406,7 @@ fn compile_db(
             },
         )
         .collect();
+    let results = same.spread(results, qs, &recipe.name);
     // REST: one endpoint per normal form of the parameterised query, in first-question order.
     // A question joins an endpoint whose SQL text differs from its own only if that SQL, run with
     // the question's arguments, reproduces its gold result; otherwise it keeps its own endpoint.
@@ -531,61 +539,4 @@ fn compile_db(
         },
     };
     (stage, shown_of)
-}
-
-/// The toolkits built so far for one database, by the joined table's key descriptions: the
-/// questions over the same join share one (building the SLOT/SEL specs was a tenth of a cold
-/// build's CPU, issue 17).
-type Toolkits = std::sync::Mutex<Vec<(Vec<KeyDescription>, Vec<ToolSpec>)>>;
-
-/// The SLOT (`sel` false) or SEL toolkit for `keys`, from `memo` when an earlier question of the
-/// database had the same keys.
-fn toolkit(memo: &Toolkits, keys: &[KeyDescription], sel: bool) -> Vec<ToolSpec> {
-    if let Some((_, tools)) = memo.lock().expect("toolkit memo").iter().find(|(k, _)| k == keys) {
-        return tools.clone();
-    }
-    let tools = if sel {
-        sel_tools(Some(keys))
-    } else {
-        slot_tools(Some(keys))
-    };
-    memo.lock().expect("toolkit memo").push((keys.to_vec(), tools.clone()));
-    tools
-}
-
-/// The columns of the joined tables the plan reads (the outer query's, then those of its
-/// subqueries and set-operation operands), in join order, with descriptions and types; a key
-/// name is listed once.
-fn key_descriptions(plan: &sql::plan::QueryPlan, schema: &Schema, descriptions: &Descriptions) -> Vec<KeyDescription> {
-    let mut out: Vec<KeyDescription> = Vec::new();
-    let mut plans = vec![plan];
-    let mut i = 0;
-    while i < plans.len() {
-        let p = plans[i];
-        plans.extend(p.subqueries.iter().chain(p.set_ops.iter().map(|(_, s)| s)));
-        i += 1;
-    }
-    for t in plans.iter().flat_map(|p| &p.tables) {
-        let Some((table, cols)) = schema.table(&t.table) else {
-            continue;
-        };
-        for c in cols {
-            let key_name = safe_name(&t.prefix, c);
-            if out.iter().any(|k| k.key_name.eq_ignore_ascii_case(&key_name)) {
-                continue;
-            }
-            let description = descriptions
-                .get(&table.to_lowercase())
-                .and_then(|d| d.get(&c.to_lowercase()))
-                .filter(|d| !d.is_empty())
-                .cloned()
-                .unwrap_or_else(|| format!("{c} of {table}"));
-            out.push(KeyDescription {
-                key_name,
-                description,
-                dtype: schema.dtype(table, c).into(),
-            });
-        }
-    }
-    out
 }
