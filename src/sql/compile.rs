@@ -39,25 +39,28 @@ use crate::dataset::{Build, BuildError, Drop, Example, Outcome, build_key};
 use crate::progress::progress_bar;
 use crate::recipe::{Recipe, ResolvedSource, ToolPool};
 use crate::sql::{self, rest::Template, schema::Schema};
-use crate::store::{Lookup, Store, hash_file};
+use crate::store::{Lookup, Store};
 use crate::tools::executor::{Executor, Session, Value};
 use crate::tools::pool::{KeyDescription, slot_tools};
 use crate::tools::reference;
 use crate::tools::rest::{Endpoint, name_endpoints};
 use crate::tools::sel::{bind, sel_tools};
-use crate::tools::table::{self, safe_name};
+use crate::tools::table;
 use crate::tools::{Call, Toolkit};
 use crate::verify::{self, Answer};
 
 mod endpoints;
 mod key;
 mod rest;
+mod same_sql;
 mod stage;
+mod toolkit;
 
 pub use self::key::quick_build_key;
 
 use self::rest::{RestCounts, rename_across_databases, rest_shown_calls, rest_summary};
 use self::stage::DbStage;
+use self::toolkit::{Toolkits, key_descriptions, toolkit};
 
 /// Version of the compile stage; bump when its output for the same inputs changes.
 pub const COMPILE_VERSION: u32 = 5;
@@ -70,7 +73,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         spider,
     } = key::inputs(&source)?;
     let mut source_hashes = BTreeMap::new();
-    source_hashes.insert("questions".to_string(), hash_file(&source.questions)?);
+    source_hashes.insert("questions".to_string(), key::file_hash(&source.questions)?);
     let bar = progress_bar(progress, by_db.len() as u64, "databases");
     let results: Vec<(String, DbStage, String, Option<String>, bool, (Shown, RestShown))> = by_db
         .par_iter()
@@ -215,6 +218,7 @@ type Shown = Vec<(String, crate::tools::shown::Shown)>;
 type RestShown = Vec<(String, String)>;
 
 /// What one question compiled to, before REST endpoints are shared.
+#[derive(Clone)]
 enum Compiled {
     Calls {
         setup: Call,
@@ -270,7 +274,10 @@ fn compile_db(
     let rel_db = format!("{db_id}/{db_id}.sqlite");
     let format = recipe.format.as_str();
     let toolkits = Toolkits::default();
-    let results: Vec<Result<Compiled, Drop>> = qs
+    // One computation per distinct gold SQL text ([`same_sql`]).
+    let same = same_sql::SameSql::of(qs);
+    let results: Vec<Result<Compiled, Drop>> = same
+        .firsts(qs)
         .par_iter()
         .map_init(
             || table::open_read_only(db_path),
@@ -372,6 +379,7 @@ fn compile_db(
             },
         )
         .collect();
+    let results = same.spread(results, qs, &recipe.name);
     let mut results = results;
     let mut conn = table::open_read_only(db_path).ok();
     let (templates, rest_counts) = endpoints::share(&mut results, db_id, conn.as_mut(), max_rows);
@@ -440,61 +448,4 @@ fn compile_db(
         rest: rest_counts,
     };
     (stage, shown_of, rest_shown)
-}
-
-/// The toolkits built so far for one database, by the joined table's key descriptions: the
-/// questions over the same join share one (building the SLOT/SEL specs was a tenth of a cold
-/// build's CPU, issue 17).
-type Toolkits = std::sync::Mutex<Vec<(Vec<KeyDescription>, Toolkit)>>;
-
-/// The SLOT (`sel` false) or SEL toolkit for `keys`, from `memo` when an earlier question of the
-/// database had the same keys.
-fn toolkit(memo: &Toolkits, keys: &[KeyDescription], sel: bool) -> Toolkit {
-    if let Some((_, tools)) = memo.lock().expect("toolkit memo").iter().find(|(k, _)| k == keys) {
-        return tools.clone();
-    }
-    let tools = Toolkit::from(if sel {
-        sel_tools(Some(keys))
-    } else {
-        slot_tools(Some(keys))
-    });
-    memo.lock().expect("toolkit memo").push((keys.to_vec(), tools.clone()));
-    tools
-}
-
-/// The columns of the joined tables the plan reads (the outer query's, then those of its
-/// subqueries and set-operation operands), in join order, with descriptions and types; a key
-/// name is listed once.
-fn key_descriptions(plan: &sql::plan::QueryPlan, schema: &Schema, descriptions: &Descriptions) -> Vec<KeyDescription> {
-    let mut out: Vec<KeyDescription> = Vec::new();
-    let mut plans = vec![plan];
-    let mut i = 0;
-    while i < plans.len() {
-        let p = plans[i];
-        plans.extend(p.subqueries.iter().chain(p.set_ops.iter().map(|(_, s)| s)));
-        i += 1;
-    }
-    for t in plans.iter().flat_map(|p| &p.tables) {
-        let Some((table, cols)) = schema.table(&t.table) else {
-            continue;
-        };
-        for c in cols {
-            let key_name = safe_name(&t.prefix, c);
-            if out.iter().any(|k| k.key_name.eq_ignore_ascii_case(&key_name)) {
-                continue;
-            }
-            let description = descriptions
-                .get(&table.to_lowercase())
-                .and_then(|d| d.get(&c.to_lowercase()))
-                .filter(|d| !d.is_empty())
-                .cloned()
-                .unwrap_or_else(|| format!("{c} of {table}"));
-            out.push(KeyDescription {
-                key_name,
-                description,
-                dtype: schema.dtype(table, c).into(),
-            });
-        }
-    }
-    out
 }

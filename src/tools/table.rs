@@ -16,6 +16,8 @@ use rusqlite::types::ValueRef;
 
 use crate::verify::Datum;
 
+mod reuse;
+
 /// Converts one SQLite value to a [`Datum`].
 pub fn datum_from_sqlite(value: ValueRef<'_>) -> Datum {
     match value {
@@ -360,15 +362,17 @@ pub fn initialize_active_data(
 /// by the join's description (table instances with their prefixes, conditions) instead of its
 /// SQL: a cached join is returned without opening the database, reading its schema or building
 /// the SQL (on Spider those were most of a cache hit's cost, issue 17). On a miss the file is
-/// opened read-only and joined as [`initialize_active_data`] does (one cache entry, under this key). Errors: `<path>: <SQLite
-/// error>` when the file does not open, else the [`JoinError`] text.
+/// opened read-only (this thread's connection to the same file version is reused,
+/// [`reuse`]) and joined as [`initialize_active_data`] does (one cache entry, under this key).
+/// Errors: `<path>: <SQLite error>` when the file does not open, else the [`JoinError`] text.
 pub fn join_at(path: &Path, tables: &[JoinTable], conditions: &[JoinCondition]) -> Result<RecordBatch, String> {
     let description = format!("{tables:?}\u{1f}{conditions:?}");
     let key = super::join_cache::JoinKey::new(path, &description);
     super::join_cache::get_or_try_insert(Some(key), || {
-        let conn = open_read_only(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (sql, names) = join_sql(&conn, tables, conditions).map_err(|e| e.to_string())?;
-        materialise(&conn, &sql, &names).map_err(|e| e.to_string())
+        reuse::with_connection(path, |conn| {
+            let (sql, names) = join_sql(conn, tables, conditions).map_err(|e| e.to_string())?;
+            materialise(conn, &sql, &names).map_err(|e| e.to_string())
+        })
     })
 }
 

@@ -22,6 +22,7 @@ use crate::verify::{Answer, answers_match};
 
 /// One execution that verified a REST question: the SQL run, its parameters, the values bound,
 /// and the response as a trajectory's tool message shows it ([`rest_result_text`]).
+#[derive(Clone)]
 pub(super) struct Ran {
     sql: String,
     parameters: Vec<Parameter>,

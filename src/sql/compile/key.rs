@@ -1,9 +1,19 @@
 //! What the compile stages of a text-to-SQL recipe are keyed by, and the build key computed from
 //! those keys alone ([`quick_build_key`]): a no-op rebuild compares it with the manifest's
 //! without reading any stage entry (issue 17).
+//!
+//! A rebuild after a code change computes the quick key, finds the output stale and then runs
+//! [`super::compile`], which needs the same inputs and keys: the question records and the file
+//! hashes are memoised for the process ([`inputs`], [`file_hash`]) so that the question file is
+//! read once and each database hashed once. A memo entry is keyed by the file's canonical path,
+//! length and modification time (the rule of [`crate::tools::join_cache`]): a rewritten file is
+//! read again.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::SystemTime;
 
 use rayon::prelude::*;
 use serde_json::json;
@@ -12,19 +22,66 @@ use super::COMPILE_VERSION;
 use crate::corpus::{self, BadRecord, Descriptions, Question};
 use crate::dataset::{BuildError, build_key, code_fingerprint};
 use crate::recipe::{Recipe, ResolvedSource};
-use crate::store::{StageKey, hash_file};
+use crate::store::{StageKey, StoreError, hash_file};
 
 /// The question records of a recipe's source, by database, the records skipped, and the Spider
 /// column descriptions (`tables.json`; empty for BIRD, whose descriptions sit beside each
 /// database).
+#[derive(Clone)]
 pub(super) struct Inputs {
     pub by_db: BTreeMap<String, Vec<Question>>,
     pub bad_records: Vec<BadRecord>,
     pub spider: BTreeMap<String, Descriptions>,
 }
 
-/// Reads the [`Inputs`] of `source`. Errors: the questions or `tables.json` do not read.
+/// What identifies one version of a file for the memos: canonical path, length, modification
+/// time (length 0 and no time when the file cannot be read).
+type FileId = (PathBuf, u64, Option<SystemTime>);
+
+fn file_id(path: &Path) -> FileId {
+    let meta = std::fs::metadata(path).ok();
+    (
+        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+        meta.as_ref().map_or(0, |m| m.len()),
+        meta.and_then(|m| m.modified().ok()),
+    )
+}
+
+/// [`hash_file`], memoised for the process by [`FileId`] (the quick key and the compile stage
+/// hash each database and the question file once between them). Errors are not memoised.
+pub(super) fn file_hash(path: &Path) -> Result<String, StoreError> {
+    static MEMO: OnceLock<Mutex<HashMap<FileId, String>>> = OnceLock::new();
+    let id = file_id(path);
+    let memo = MEMO.get_or_init(Default::default);
+    if let Some(h) = memo.lock().expect("file hash memo").get(&id) {
+        return Ok(h.clone());
+    }
+    let h = hash_file(path)?;
+    memo.lock().expect("file hash memo").insert(id, h.clone());
+    Ok(h)
+}
+
+/// Reads the [`Inputs`] of `source`, or returns those read last by this process from the same
+/// question file, `tables.json` and format (one entry is kept). Errors: the questions or
+/// `tables.json` do not read.
 pub(super) fn inputs(source: &ResolvedSource) -> Result<Inputs, BuildError> {
+    type Memo = Option<((FileId, Option<FileId>, String), Inputs)>;
+    static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
+    let id = (
+        file_id(&source.questions),
+        source.tables.as_deref().map(file_id),
+        source.manifest.format.clone(),
+    );
+    let memo = MEMO.get_or_init(Default::default);
+    if let Some((_, inputs)) = memo.lock().expect("inputs memo").as_ref().filter(|(k, _)| *k == id) {
+        return Ok(inputs.clone());
+    }
+    let inputs = read_inputs(source)?;
+    *memo.lock().expect("inputs memo") = Some((id, inputs.clone()));
+    Ok(inputs)
+}
+
+fn read_inputs(source: &ResolvedSource) -> Result<Inputs, BuildError> {
     let (questions, bad_records) = corpus::read_questions(&source.questions, &source.manifest.format)?;
     let spider = match &source.tables {
         Some(p) => corpus::spider_descriptions(p)?,
@@ -61,7 +118,7 @@ pub(super) fn db_key(
 ) -> DbKey {
     let db_dir = source.databases.join(db_id);
     let db_path = db_dir.join(format!("{db_id}.sqlite"));
-    let db_hash = hash_file(&db_path).ok();
+    let db_hash = file_hash(&db_path).ok();
     let descriptions = spider
         .get(db_id)
         .cloned()
@@ -99,4 +156,35 @@ pub fn quick_build_key(recipe: &Recipe, source: &ResolvedSource) -> Result<Strin
         .map(|(db_id, qs)| db_key(recipe, source, &inputs.spider, db_id, qs).key.digest())
         .collect();
     Ok(build_key(recipe, &inputs.bad_records, &digests))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_is_hashed_once_per_version_of_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.sqlite");
+        std::fs::write(&path, b"first").unwrap();
+        let first = file_hash(&path).unwrap();
+        assert_eq!(first, hash_file(&path).unwrap());
+        // Same length and modification time, other bytes: the memo answers without reading the
+        // file again (the quick key and the compile stage used to hash every database twice).
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, b"other").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        assert_eq!(file_hash(&path).unwrap(), first);
+        // Another spelling of the path is the same file.
+        assert_eq!(file_hash(&dir.path().join(".").join("d.sqlite")).unwrap(), first);
+        // A rewritten file (another length) is hashed again.
+        std::fs::write(&path, b"rewritten").unwrap();
+        assert_eq!(file_hash(&path).unwrap(), hash_file(&path).unwrap());
+        assert_ne!(file_hash(&path).unwrap(), first);
+    }
 }

@@ -1,0 +1,71 @@
+//! The SLOT/SEL toolkit of one question: the joined table's key descriptions
+//! ([`key_descriptions`]) and the tool specs built from them, shared by the questions of one
+//! database over the same join ([`toolkit`]).
+
+use crate::corpus::Descriptions;
+use crate::sql::{self, schema::Schema};
+use crate::tools::Toolkit;
+use crate::tools::pool::{KeyDescription, slot_tools};
+use crate::tools::sel::sel_tools;
+use crate::tools::table::safe_name;
+
+/// The toolkits built so far for one database, by the joined table's key descriptions: the
+/// questions over the same join share one (building the SLOT/SEL specs was a tenth of a cold
+/// build's CPU, issue 17).
+pub(super) type Toolkits = std::sync::Mutex<Vec<(Vec<KeyDescription>, Toolkit)>>;
+
+/// The SLOT (`sel` false) or SEL toolkit for `keys`, from `memo` when an earlier question of the
+/// database had the same keys.
+pub(super) fn toolkit(memo: &Toolkits, keys: &[KeyDescription], sel: bool) -> Toolkit {
+    if let Some((_, tools)) = memo.lock().expect("toolkit memo").iter().find(|(k, _)| k == keys) {
+        return tools.clone();
+    }
+    let tools = Toolkit::from(if sel {
+        sel_tools(Some(keys))
+    } else {
+        slot_tools(Some(keys))
+    });
+    memo.lock().expect("toolkit memo").push((keys.to_vec(), tools.clone()));
+    tools
+}
+
+/// The columns of the joined tables the plan reads (the outer query's, then those of its
+/// subqueries and set-operation operands), in join order, with descriptions and types; a key
+/// name is listed once.
+pub(super) fn key_descriptions(
+    plan: &sql::plan::QueryPlan,
+    schema: &Schema,
+    descriptions: &Descriptions,
+) -> Vec<KeyDescription> {
+    let mut out: Vec<KeyDescription> = Vec::new();
+    let mut plans = vec![plan];
+    let mut i = 0;
+    while i < plans.len() {
+        let p = plans[i];
+        plans.extend(p.subqueries.iter().chain(p.set_ops.iter().map(|(_, s)| s)));
+        i += 1;
+    }
+    for t in plans.iter().flat_map(|p| &p.tables) {
+        let Some((table, cols)) = schema.table(&t.table) else {
+            continue;
+        };
+        for c in cols {
+            let key_name = safe_name(&t.prefix, c);
+            if out.iter().any(|k| k.key_name.eq_ignore_ascii_case(&key_name)) {
+                continue;
+            }
+            let description = descriptions
+                .get(&table.to_lowercase())
+                .and_then(|d| d.get(&c.to_lowercase()))
+                .filter(|d| !d.is_empty())
+                .cloned()
+                .unwrap_or_else(|| format!("{c} of {table}"));
+            out.push(KeyDescription {
+                key_name,
+                description,
+                dtype: schema.dtype(table, c).into(),
+            });
+        }
+    }
+    out
+}
