@@ -448,12 +448,11 @@ mod tests {
     use super::*;
     use crate::tools::{ToolSpec, Toolkit};
 
+    /// A spec whose JSON text has characters to escape (quotes, a newline).
     fn spec(name: &str) -> ToolSpec {
         ToolSpec {
-            name: name.into(),
             description: format!("\"{name}\" does it\n"),
-            parameters: serde_json::json!({"type": "object", "properties": {"k": {"type": "string"}}}),
-            output_parameters: serde_json::Value::Null,
+            ..crate::tools::test_spec(name)
         }
     }
 

@@ -19,27 +19,45 @@ use std::time::SystemTime;
 
 use arrow_array::RecordBatch;
 
-/// What identifies one materialised join: the database file (canonical path, length,
-/// modification time) and the join SQL ([`super::table::join_sql`]).
+/// One version of a file, as every process-wide memo keyed by a file knows it (this cache, the
+/// join step's kept connection, the compile stage's question records and database hashes): the
+/// canonical path (`a/./b.sqlite`, `a/../a/b.sqlite` and a symbolic link to the file are one
+/// file), the length and the modification time, read now. A file that cannot be read gets length
+/// 0 and no time, so it is another version once it exists. A file rewritten in place with the
+/// same length within one tick of the clock is not told apart.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct JoinKey {
+pub struct FileVersion {
     path: PathBuf,
     len: u64,
     modified: Option<SystemTime>,
+}
+
+impl FileVersion {
+    /// The version of the file at `path` now.
+    pub fn of(path: &Path) -> FileVersion {
+        let meta = std::fs::metadata(path).ok();
+        FileVersion {
+            path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+            len: meta.as_ref().map_or(0, |m| m.len()),
+            modified: meta.and_then(|m| m.modified().ok()),
+        }
+    }
+}
+
+/// What identifies one materialised join: the database file's [`FileVersion`] and the join SQL
+/// ([`super::table::join_sql`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct JoinKey {
+    file: FileVersion,
     sql: String,
 }
 
 impl JoinKey {
-    /// The key of `sql` on the database file at `path` (its metadata read now; a file that
-    /// cannot be read gets length 0 and no time, and is then re-keyed once it exists). The path
-    /// is canonicalised (`a/./b.sqlite`, `a/../a/b.sqlite` and a symbolic link to the file are
-    /// one key: one file is cached once).
+    /// The key of `sql` on the database file at `path` (its [`FileVersion`] read now: one file
+    /// is cached once whatever its spelling, and re-joined once rewritten).
     pub fn new(path: &Path, sql: &str) -> JoinKey {
-        let meta = std::fs::metadata(path).ok();
         JoinKey {
-            path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
-            len: meta.as_ref().map_or(0, |m| m.len()),
-            modified: meta.and_then(|m| m.modified().ok()),
+            file: FileVersion::of(path),
             sql: sql.to_string(),
         }
     }

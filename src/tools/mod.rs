@@ -196,17 +196,23 @@ pub fn functions_json(catalog: &[ToolSpec]) -> serde_json::Value {
     )
 }
 
+/// A tool spec for tests: `name`, a description naming it, no parameters.
+#[cfg(test)]
+pub(crate) fn test_spec(name: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: format!("{name} does it"),
+        parameters: serde_json::json!({"type": "object", "properties": {}}),
+        output_parameters: serde_json::Value::Null,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn spec(name: &str) -> ToolSpec {
-        ToolSpec {
-            name: name.into(),
-            description: format!("{name} does it"),
-            parameters: serde_json::json!({"type": "object", "properties": {}}),
-            output_parameters: serde_json::Value::Null,
-        }
+        test_spec(name)
     }
 
     #[test]

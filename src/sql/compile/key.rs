@@ -5,15 +5,13 @@
 //! A rebuild after a code change computes the quick key, finds the output stale and then runs
 //! [`super::compile`], which needs the same inputs and keys: the question records and the file
 //! hashes are memoised for the process ([`inputs`], [`file_hash`]) so that the question file is
-//! read once and each database hashed once. A memo entry is keyed by the file's canonical path,
-//! length and modification time (the rule of [`crate::tools::join_cache`]): a rewritten file is
-//! read again.
+//! read once and each database hashed once. A memo entry is keyed by the file's
+//! [`FileVersion`] (canonical path, length, modification time): a rewritten file is read again.
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
-use std::time::SystemTime;
 
 use rayon::prelude::*;
 use serde_json::json;
@@ -23,6 +21,7 @@ use crate::corpus::{self, BadRecord, Descriptions, Question};
 use crate::dataset::{BuildError, build_key, code_fingerprint};
 use crate::recipe::{Recipe, ResolvedSource};
 use crate::store::{StageKey, StoreError, hash_file};
+use crate::tools::join_cache::FileVersion;
 
 /// The question records of a recipe's source, by database, the records skipped, and the Spider
 /// column descriptions (`tables.json`; empty for BIRD, whose descriptions sit beside each
@@ -34,24 +33,11 @@ pub(super) struct Inputs {
     pub spider: BTreeMap<String, Descriptions>,
 }
 
-/// What identifies one version of a file for the memos: canonical path, length, modification
-/// time (length 0 and no time when the file cannot be read).
-type FileId = (PathBuf, u64, Option<SystemTime>);
-
-fn file_id(path: &Path) -> FileId {
-    let meta = std::fs::metadata(path).ok();
-    (
-        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
-        meta.as_ref().map_or(0, |m| m.len()),
-        meta.and_then(|m| m.modified().ok()),
-    )
-}
-
-/// [`hash_file`], memoised for the process by [`FileId`] (the quick key and the compile stage
+/// [`hash_file`], memoised for the process by [`FileVersion`] (the quick key and the compile stage
 /// hash each database and the question file once between them). Errors are not memoised.
 pub(super) fn file_hash(path: &Path) -> Result<String, StoreError> {
-    static MEMO: OnceLock<Mutex<HashMap<FileId, String>>> = OnceLock::new();
-    let id = file_id(path);
+    static MEMO: OnceLock<Mutex<HashMap<FileVersion, String>>> = OnceLock::new();
+    let id = FileVersion::of(path);
     let memo = MEMO.get_or_init(Default::default);
     if let Some(h) = memo.lock().expect("file hash memo").get(&id) {
         return Ok(h.clone());
@@ -65,11 +51,11 @@ pub(super) fn file_hash(path: &Path) -> Result<String, StoreError> {
 /// question file, `tables.json` and format (one entry is kept). Errors: the questions or
 /// `tables.json` do not read.
 pub(super) fn inputs(source: &ResolvedSource) -> Result<Inputs, BuildError> {
-    type Memo = Option<((FileId, Option<FileId>, String), Inputs)>;
+    type Memo = Option<((FileVersion, Option<FileVersion>, String), Inputs)>;
     static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
     let id = (
-        file_id(&source.questions),
-        source.tables.as_deref().map(file_id),
+        FileVersion::of(&source.questions),
+        source.tables.as_deref().map(FileVersion::of),
         source.manifest.format.clone(),
     );
     let memo = MEMO.get_or_init(Default::default);

@@ -31,13 +31,11 @@ impl SameSql {
         let mut of = Vec::with_capacity(qs.len());
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, q) in qs.iter().enumerate() {
-            let shared = deterministic(&q.sql)
-                .then(|| seen.get(q.sql.as_str()).copied())
-                .flatten();
-            match shared {
+            let shareable = deterministic(&q.sql);
+            match shareable.then(|| seen.get(q.sql.as_str()).copied()).flatten() {
                 Some(g) => of.push(g),
                 None => {
-                    if deterministic(&q.sql) {
+                    if shareable {
                         seen.insert(&q.sql, firsts.len());
                     }
                     of.push(firsts.len());

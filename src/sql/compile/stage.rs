@@ -63,16 +63,10 @@ impl DbStage {
 mod tests {
     use super::*;
     use crate::dataset::Example;
-    use crate::tools::{ToolSpec, Toolkit};
+    use crate::tools::{Toolkit, test_spec as spec};
 
     #[test]
     fn a_stage_entry_lists_a_shared_toolkit_once_and_decodes_to_the_same_rows() {
-        let spec = |name: &str| ToolSpec {
-            name: name.into(),
-            description: format!("{name} reads it"),
-            parameters: serde_json::json!({"type": "object"}),
-            output_parameters: serde_json::Value::Null,
-        };
         let shared = Toolkit::from(vec![spec("get_alpha_tool")]);
         let example = |id: &str, tools: &Toolkit| Example {
             id: id.into(),

@@ -2,21 +2,18 @@
 //! database file (issue 17): opening a database and parsing its schema was a fifth of a join
 //! miss's cost on Spider (156 joins, each on a fresh connection).
 //!
-//! A connection is reused only for the same version of the file (canonical path, length and
-//! modification time, the key rule of [`crate::tools::join_cache`]), so a rewritten file is
+//! A connection is reused only for the same [`FileVersion`] of the file, so a rewritten file is
 //! opened again; each thread keeps one connection (bounded memory: SQLite's page cache of one
 //! connection per thread). A connection's state does not change what a query returns.
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::path::Path;
 
 use super::open_read_only;
-
-type FileId = (PathBuf, u64, Option<SystemTime>);
+use crate::tools::join_cache::FileVersion;
 
 thread_local! {
-    static KEPT: RefCell<Option<(FileId, rusqlite::Connection)>> = const { RefCell::new(None) };
+    static KEPT: RefCell<Option<(FileVersion, rusqlite::Connection)>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` with a read-only connection to the database file at `path`: this thread's kept one
@@ -26,12 +23,7 @@ pub(super) fn with_connection<T>(
     path: &Path,
     f: impl FnOnce(&rusqlite::Connection) -> Result<T, String>,
 ) -> Result<T, String> {
-    let meta = std::fs::metadata(path).ok();
-    let id: FileId = (
-        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
-        meta.as_ref().map_or(0, |m| m.len()),
-        meta.and_then(|m| m.modified().ok()),
-    );
+    let id = FileVersion::of(path);
     let kept = KEPT.with(|k| k.borrow_mut().take()).filter(|(i, _)| *i == id);
     let conn = match kept {
         Some((_, c)) => c,
