@@ -33,8 +33,9 @@ pub const CONDITIONS: [&str; 11] = [
     "not_in",
 ];
 
-/// The conditions of `filter_data` that can compare two columns (`other_key_name`).
-pub const COLUMN_COMPARISONS: [&str; 6] = [
+/// The comparison conditions of `filter_data` (equality and order): the ones that can compare two
+/// columns (`other_key_name`), and the ones IBM's reference tools run as SQL does.
+pub const COMPARISONS: [&str; 6] = [
     "equal_to",
     "not_equal_to",
     "greater_than",

@@ -58,19 +58,10 @@ pub mod sel;
 
 use self::joins::check_joins;
 use super::executor::{Executor, Session, Value};
+use super::pool::COMPARISONS;
 use super::table::datums;
 use super::{Call, as_label_ref};
 use crate::verify::Datum;
-
-/// The comparisons of `filter_data` the reference runs as SQL does (with the rules above).
-const COMPARISONS: [&str; 6] = [
-    "equal_to",
-    "not_equal_to",
-    "greater_than",
-    "less_than",
-    "greater_than_equal_to",
-    "less_than_equal_to",
-];
 
 /// Strings `pandas.read_csv` reads as NaN by default (`na_values`, pandas 2.3).
 const PANDAS_NA: [&str; 19] = [

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::pool::{
-    AGGREGATE_COLUMNS, AGGREGATIONS, COLUMN_COMPARISONS, COMBINE_OPERATIONS, CONDITIONS, KeyDescription, OPERATORS,
+    AGGREGATE_COLUMNS, AGGREGATIONS, COMBINE_OPERATIONS, COMPARISONS, CONDITIONS, KeyDescription, OPERATORS,
     TRANSFORMS, slot_tools,
 };
 use super::{Call, ToolSpec, as_label_ref, label_ref};
@@ -331,7 +331,7 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             format!(
                 "Keep the rows of a table whose column value is {} the value{}. NULL cells never match.",
                 c.replace('_', " "),
-                if COLUMN_COMPARISONS.contains(&c) {
+                if COMPARISONS.contains(&c) {
                     " (or the value of another column of the same row, `other_key_name`)"
                 } else {
                     ""
