@@ -174,15 +174,48 @@ pub struct StoredOutcome {
 pub fn examples_digest(examples: &[&Example]) -> String {
     let mut hasher = blake3::Hasher::new();
     let mut toolkits: std::collections::HashMap<usize, blake3::Hash> = std::collections::HashMap::new();
+    let mut buf = Vec::new();
     for e in examples {
+        // Every field by name (no `..`): a field added to `Example` must be added here, or the
+        // key would not cover it.
+        let Example {
+            id,
+            dataset,
+            split,
+            db_id,
+            input,
+            evidence,
+            sql,
+            output,
+            initialization_step,
+            additional_setup_steps,
+            gold_answer,
+            ordered,
+            tools,
+            key_values_and_descriptions,
+            difficulty,
+            meta,
+        } = e;
         let tools = *toolkits
-            .entry(e.tools.id())
-            .or_insert_with(|| blake3::hash(&serde_json::to_vec(&e.tools).expect("serialisable")));
-        let bare = Example {
-            tools: Toolkit::default(),
-            ..Example::clone(e)
-        };
-        serde_json::to_writer(&mut hasher, &bare).expect("serialisable");
+            .entry(tools.id())
+            .or_insert_with(|| blake3::hash(&serde_json::to_vec(tools).expect("serialisable")));
+        buf.clear();
+        serde_json::to_writer(
+            &mut buf,
+            &(
+                (id, dataset, split, db_id, input, evidence, sql),
+                (
+                    output,
+                    initialization_step,
+                    additional_setup_steps,
+                    gold_answer,
+                    ordered,
+                ),
+                (key_values_and_descriptions, difficulty, meta),
+            ),
+        )
+        .expect("serialisable");
+        hasher.update(&buf);
         hasher.update(tools.as_bytes());
     }
     hasher.finalize().to_hex().to_string()
@@ -338,4 +371,77 @@ pub fn build_key(recipe: &Recipe, bad_records: &[BadRecord], digests: &[String])
     }
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
     h.finalize().to_hex().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_examples_digest_covers_every_field_and_not_toolkit_sharing() {
+        let spec = |name: &str| crate::tools::test_spec(name);
+        let base = Example {
+            id: "d/1".into(),
+            dataset: "d".into(),
+            split: "dev".into(),
+            db_id: Some("db".into()),
+            input: "How many?".into(),
+            sql: Some("SELECT 1".into()),
+            tools: Toolkit::from(vec![spec("a")]),
+            ..Example::default()
+        };
+        let digest = |e: &Example| examples_digest(&[e]);
+        let call = || Call {
+            name: "f".into(),
+            arguments: serde_json::Map::new(),
+            label: "x".into(),
+        };
+        let d0 = digest(&base);
+        // Equal toolkits give one digest whether or not they are one shared list.
+        let mut shared = base.clone();
+        shared.tools = base.tools.clone();
+        let mut equal = base.clone();
+        equal.tools = Toolkit::from(vec![spec("a")]);
+        assert_eq!(digest(&shared), d0);
+        assert_eq!(digest(&equal), d0);
+        // Any change of any field changes it.
+        let changes: Vec<(&str, Box<dyn Fn(&mut Example)>)> = vec![
+            ("id", Box::new(|e| e.id.push('x'))),
+            ("dataset", Box::new(|e| e.dataset.push('x'))),
+            ("split", Box::new(|e| e.split = "test".into())),
+            ("db_id", Box::new(|e| e.db_id = None)),
+            ("input", Box::new(|e| e.input.push('x'))),
+            ("evidence", Box::new(|e| e.evidence = Some(String::new()))),
+            ("sql", Box::new(|e| e.sql = None)),
+            ("output", Box::new(|e| e.output.push(call()))),
+            (
+                "initialization_step",
+                Box::new(|e| e.initialization_step = Some(call())),
+            ),
+            (
+                "additional_setup_steps",
+                Box::new(|e| e.additional_setup_steps.push(call())),
+            ),
+            ("gold_answer", Box::new(|e| e.gold_answer = Some(Answer::default()))),
+            ("ordered", Box::new(|e| e.ordered = true)),
+            ("tools", Box::new(|e| e.tools = Toolkit::from(vec![spec("b")]))),
+            (
+                "key_values_and_descriptions",
+                Box::new(|e| {
+                    e.key_values_and_descriptions.push(KeyDescription {
+                        key_name: "k".into(),
+                        description: String::new(),
+                        dtype: "string".into(),
+                    })
+                }),
+            ),
+            ("difficulty", Box::new(|e| e.difficulty = Some("easy".into()))),
+            ("meta", Box::new(|e| e.meta = Some(serde_json::json!({})))),
+        ];
+        for (field, change) in changes {
+            let mut e = base.clone();
+            change(&mut e);
+            assert_ne!(digest(&e), d0, "changing `{field}` must change the digest");
+        }
+    }
 }

@@ -63,68 +63,64 @@ pub fn write_cached(
     }
     let staging = Staging::new(out_dir)?;
     let trajectories = trajectories::Trajectories::new(build)?;
-    let lines = match &trajectories {
-        Some(t) => t.lines(store)?,
-        None => Default::default(),
-    };
-    // Splits in parallel; each file is written as soon as it exists, so at most a split's
-    // files are in memory at once.
-    type SplitOut = (String, card::SplitSize, BTreeMap<String, usize>, Vec<(String, String)>);
-    let split_files: Vec<SplitOut> = by_split
-        .par_iter()
-        .map(|(split, examples)| -> Result<SplitOut> {
-            // The rows (Parquet beside JSONL) and the trajectories of a split, all at once.
-            let rows_files = || -> Result<(card::SplitSize, Vec<(String, String)>)> {
-                let rows = rows::encode_rows(examples, &build.catalog);
-                let (parquet, jsonl) = rayon::join(
-                    || {
-                        let batch = rows::record_batch(&rows);
-                        let num_bytes: usize = batch
-                            .columns()
-                            .iter()
-                            .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
-                            .sum();
-                        rows::parquet_bytes(&batch).map(|p| (num_bytes, p))
-                    },
-                    || staging.put_with(&format!("data/{split}.jsonl"), |w| rows::write_jsonl(&rows, w)),
-                );
-                let (num_bytes, parquet) = parquet?;
-                let size = card::SplitSize {
-                    num_bytes,
-                    parquet_bytes: parquet.len(),
-                };
-                Ok((
-                    size,
-                    vec![staging.put(&format!("data/{split}.parquet"), &parquet)?, jsonl?],
-                ))
-            };
-            let trajectory_files = || -> Result<(BTreeMap<String, usize>, Vec<(String, String)>)> {
-                let Some(t) = &trajectories else {
-                    return Ok(Default::default());
-                };
-                let (clean, faulted, skipped) = t.write(examples, &lines)?;
-                let clean = staging.put(&format!("trajectories/{split}.jsonl"), &clean)?;
-                let faulted = staging.put(&format!("trajectories/{split}.faults.jsonl"), &faulted)?;
-                Ok((skipped, vec![clean, faulted]))
-            };
-            let (rows_out, trajectories_out) = rayon::join(rows_files, trajectory_files);
-            let (size, mut written) = rows_out?;
-            let (skipped, trajectory_written) = trajectories_out?;
-            written.extend(trajectory_written);
-            Ok((split.to_string(), size, skipped, written))
-        })
-        .collect::<Result<_>>()?;
-    let sizes: BTreeMap<String, card::SplitSize> = split_files.iter().map(|(k, z, _, _)| (k.clone(), *z)).collect();
+    // The rows files of every split (Parquet beside JSONL; each file written as soon as it
+    // exists, so at most a split's files are in memory at once) and the trajectory lines of the
+    // whole build, at once: the rows are mostly serial work, the lines parallel (issue 17).
+    type RowsOut = (String, card::SplitSize, Vec<(String, String)>);
+    let (rows_out, lines) = rayon::join(
+        || -> Result<Vec<RowsOut>> {
+            by_split
+                .par_iter()
+                .map(|(split, examples)| {
+                    let (size, written) = rows_files(&staging, split, examples, &build.catalog)?;
+                    Ok((split.to_string(), size, written))
+                })
+                .collect()
+        },
+        || match &trajectories {
+            Some(t) => t.lines(store),
+            None => Ok(Default::default()),
+        },
+    );
+    let (rows_out, lines) = (rows_out?, lines?);
+    let mut hashes: BTreeMap<String, String> = BTreeMap::new();
+    let mut sizes: BTreeMap<String, card::SplitSize> = BTreeMap::new();
+    for (split, size, written) in rows_out {
+        sizes.insert(split, size);
+        hashes.extend(written);
+    }
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
-    for (_, _, s, _) in &split_files {
-        for (r, n) in s {
-            *skipped.entry(r.clone()).or_default() += n;
+    if let Some(t) = &trajectories {
+        let per_split: Vec<(BTreeMap<String, usize>, Vec<(String, String)>)> = by_split
+            .par_iter()
+            .map(|(split, examples)| {
+                let mut skipped = BTreeMap::new();
+                let (clean, faulted) = rayon::join(
+                    || {
+                        staging.put_with(&format!("trajectories/{split}.jsonl"), |w| {
+                            skipped = t.write_clean(examples, &lines, w).map_err(std::io::Error::other)?;
+                            Ok(())
+                        })
+                    },
+                    || {
+                        staging.put_with(&format!("trajectories/{split}.faults.jsonl"), |w| {
+                            t.write_faulted(examples, &lines, w).map_err(std::io::Error::other)
+                        })
+                    },
+                );
+                Ok((skipped, vec![clean?, faulted?]))
+            })
+            .collect::<Result<_>>()?;
+        for (s, written) in per_split {
+            for (r, n) in s {
+                *skipped.entry(r).or_default() += n;
+            }
+            hashes.extend(written);
         }
     }
     let trajectory_stats = trajectories
         .as_ref()
         .map(|_| serde_json::json!({"skipped_by_reason": skipped}));
-    let mut hashes: BTreeMap<String, String> = split_files.into_iter().flat_map(|(_, _, _, w)| w).collect();
     let mut put = |rel: &str, bytes: &[u8]| -> Result<()> {
         let (k, v) = staging.put(rel, bytes)?;
         hashes.insert(k, v);
@@ -149,6 +145,39 @@ pub fn write_cached(
     )?;
     staging.finish()?;
     Ok(true)
+}
+
+/// Writes `data/<split>.parquet` and `data/<split>.jsonl` of one split's `examples` into
+/// `staging` (the Parquet encoded beside the JSONL); returns the split's sizes and each file's
+/// (path, hash).
+fn rows_files(
+    staging: &Staging,
+    split: &str,
+    examples: &[&Example],
+    catalog: &[crate::tools::ToolSpec],
+) -> Result<(card::SplitSize, Vec<(String, String)>)> {
+    let rows = rows::encode_rows(examples, catalog);
+    let (parquet, jsonl) = rayon::join(
+        || {
+            let batch = rows::record_batch(&rows);
+            let num_bytes: usize = batch
+                .columns()
+                .iter()
+                .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+                .sum();
+            rows::parquet_bytes(&batch).map(|p| (num_bytes, p))
+        },
+        || staging.put_with(&format!("data/{split}.jsonl"), |w| rows::write_jsonl(&rows, w)),
+    );
+    let (num_bytes, parquet) = parquet?;
+    let size = card::SplitSize {
+        num_bytes,
+        parquet_bytes: parquet.len(),
+    };
+    Ok((
+        size,
+        vec![staging.put(&format!("data/{split}.parquet"), &parquet)?, jsonl?],
+    ))
 }
 
 /// Pretty JSON with a trailing newline: the encoding of every JSON document the emitters write.
@@ -185,41 +214,51 @@ impl Staging {
         })
     }
 
-    /// Writes one file; returns (relative path, blake3 hex).
+    /// Writes one file; returns (relative path, blake3 hex). A large file is written and hashed
+    /// at once.
     fn put(&self, rel: &str, bytes: &[u8]) -> Result<(String, String)> {
         let path = self.tmp.join(rel);
         std::fs::create_dir_all(path.parent().expect("has parent"))
             .with_context(|| format!("creating {}", path.display()))?;
-        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-        let mut h = blake3::Hasher::new();
-        if bytes.len() > 1 << 20 {
-            h.update_rayon(bytes);
-        } else {
-            h.update(bytes);
-        }
-        Ok((rel.to_string(), h.finalize().to_hex().to_string()))
+        let hash = || {
+            let mut h = blake3::Hasher::new();
+            if bytes.len() > 1 << 20 {
+                h.update_rayon(bytes);
+            } else {
+                h.update(bytes);
+            }
+            h.finalize().to_hex().to_string()
+        };
+        let (written, hash) = rayon::join(|| std::fs::write(&path, bytes), hash);
+        written.with_context(|| format!("writing {}", path.display()))?;
+        Ok((rel.to_string(), hash))
     }
 
     /// Writes one file through `write` (buffered, hashed as it goes, never held whole); returns
-    /// (relative path, blake3 hex) as [`Staging::put`] does.
+    /// (relative path, blake3 hex) as [`Staging::put`] does. The hasher sees the buffer's 1 MiB
+    /// flushes, not each small write (BLAKE3 hashes large inputs many chunks at a time).
     fn put_with(
         &self,
         rel: &str,
-        write: impl FnOnce(&mut HashingWriter<std::io::BufWriter<std::fs::File>>) -> std::io::Result<()>,
+        write: impl FnOnce(&mut std::io::BufWriter<HashingWriter<std::fs::File>>) -> std::io::Result<()>,
     ) -> Result<(String, String)> {
         use std::io::Write;
         let path = self.tmp.join(rel);
         std::fs::create_dir_all(path.parent().expect("has parent"))
             .with_context(|| format!("creating {}", path.display()))?;
         let file = std::fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
-        let mut w = HashingWriter {
-            inner: std::io::BufWriter::with_capacity(1 << 20, file),
-            hasher: blake3::Hasher::new(),
-        };
+        let mut w = std::io::BufWriter::with_capacity(
+            1 << 20,
+            HashingWriter {
+                inner: file,
+                hasher: blake3::Hasher::new(),
+            },
+        );
         write(&mut w)
-            .and_then(|()| w.inner.flush())
+            .and_then(|()| w.flush())
             .with_context(|| format!("writing {}", path.display()))?;
-        Ok((rel.to_string(), w.hasher.finalize().to_hex().to_string()))
+        let (hashing, _) = w.into_parts();
+        Ok((rel.to_string(), hashing.hasher.finalize().to_hex().to_string()))
     }
 
     /// Replaces the dataset directory by the staged one.

@@ -87,45 +87,58 @@ pub struct EncodedRow<'a> {
 ///
 /// [`ToolSpec::reference`]: crate::tools::ToolSpec::reference
 pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSpec]) -> Vec<EncodedRow<'a>> {
+    use rayon::prelude::*;
     type Encoded = (Arc<str>, Arc<serde_json::value::RawValue>);
     let by_name: std::collections::HashMap<&str, &crate::tools::ToolSpec> =
         catalog.iter().map(|t| (t.name.as_str(), t)).collect();
-    let mut by_id: std::collections::HashMap<usize, Encoded> = std::collections::HashMap::new();
-    let mut by_value: std::collections::HashMap<Vec<&str>, Vec<(&[crate::tools::ToolSpec], Encoded)>> =
-        std::collections::HashMap::new();
-    let mut encode = |tools: &'a crate::tools::Toolkit| -> Encoded {
-        if let Some(s) = by_id.get(&tools.id()) {
-            return s.clone();
-        }
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        let seen = by_value.entry(names).or_default();
-        let encoded = match seen.iter().find(|(t, _)| *t == tools.as_slice()) {
-            Some((_, s)) => s.clone(),
-            None => {
-                let resolved: Vec<&crate::tools::ToolSpec> = tools
-                    .iter()
-                    .map(|t| match by_name.get(t.name.as_str()) {
-                        Some(spec) if t.is_reference() => *spec,
-                        _ => t,
-                    })
-                    .collect();
-                let text = to_json(&resolved);
-                let quoted = serde_json::value::RawValue::from_string(to_json(&text)).expect("a JSON string");
-                let s: Encoded = (text.into(), quoted.into());
-                if seen.len() == 8 {
-                    seen.remove(0);
-                }
-                seen.push((tools, s.clone()));
-                s
-            }
-        };
-        by_id.insert(tools.id(), encoded.clone());
-        encoded
-    };
-    examples
+    // The distinct toolkits, in first-use order, and each row's index among them.
+    let mut distinct: Vec<&'a crate::tools::Toolkit> = Vec::new();
+    let mut by_id: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut by_value: std::collections::HashMap<Vec<&str>, Vec<usize>> = std::collections::HashMap::new();
+    let slots: Vec<usize> = examples
         .iter()
         .map(|e| {
-            let (tools, tools_quoted) = encode(&e.tools);
+            let tools = &e.tools;
+            if let Some(&i) = by_id.get(&tools.id()) {
+                return i;
+            }
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            let seen = by_value.entry(names).or_default();
+            let i = match seen.iter().find(|&&i| distinct[i].as_slice() == tools.as_slice()) {
+                Some(&i) => i,
+                None => {
+                    distinct.push(tools);
+                    if seen.len() == 8 {
+                        seen.remove(0);
+                    }
+                    seen.push(distinct.len() - 1);
+                    distinct.len() - 1
+                }
+            };
+            by_id.insert(tools.id(), i);
+            i
+        })
+        .collect();
+    let encoded: Vec<Encoded> = distinct
+        .par_iter()
+        .map(|tools| {
+            let resolved: Vec<&crate::tools::ToolSpec> = tools
+                .iter()
+                .map(|t| match by_name.get(t.name.as_str()) {
+                    Some(spec) if t.is_reference() => *spec,
+                    _ => t,
+                })
+                .collect();
+            let text = to_json(&resolved);
+            let quoted = serde_json::value::RawValue::from_string(to_json(&text)).expect("a JSON string");
+            (text.into(), quoted.into())
+        })
+        .collect();
+    examples
+        .par_iter()
+        .zip(slots)
+        .map(|(e, slot)| {
+            let (tools, tools_quoted) = encoded[slot].clone();
             EncodedRow {
                 example: e,
                 arguments: e.output.iter().map(|c| to_json(&c.arguments)).collect(),

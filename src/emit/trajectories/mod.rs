@@ -464,17 +464,17 @@ impl<'b> Trajectories<'b> {
         })
     }
 
-    /// The clean and faulted JSON lines of one split's examples (in example order), and the
-    /// trajectories not written, counted by reason. `lines` is [`Trajectories::lines`]'s.
-    pub(super) fn write(
+    /// Writes the clean JSON lines of one split's examples (in example order) to `out` and
+    /// returns the trajectories not written, counted by reason. `lines` is
+    /// [`Trajectories::lines`]'s; variant rows are rewritten from their parent's clean trajectory
+    /// ([`variants`]).
+    pub(super) fn write_clean(
         &self,
         examples: &[&Example],
         lines: &cached::Lines,
-    ) -> Result<(Vec<u8>, Vec<u8>, BTreeMap<String, usize>)> {
-        let (mut clean, mut faulted) = (Vec::new(), Vec::new());
+        out: &mut impl std::io::Write,
+    ) -> Result<BTreeMap<String, usize>> {
         let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
-        // Verified examples from their executed lines; variant rows rewritten from their
-        // parent's clean trajectory ([`variants`]).
         let parents: HashMap<&str, (&Example, &cached::Line)> = examples
             .iter()
             .filter(|e| cached::is_original(e))
@@ -506,16 +506,34 @@ impl<'b> Trajectories<'b> {
                 };
                 &variant_line
             };
-            for (t, out) in [(&b.clean, &mut clean), (&b.faulted, &mut faulted)] {
-                if let Some(t) = t {
-                    out.extend_from_slice(t.as_bytes());
-                    out.push(b'\n');
-                }
+            if let Some(t) = &b.clean {
+                out.write_all(t.as_bytes())?;
+                out.write_all(b"\n")?;
             }
             for r in &b.skipped {
                 *skipped.entry(r.clone()).or_default() += 1;
             }
         }
-        Ok((clean, faulted, skipped))
+        Ok(skipped)
+    }
+
+    /// Writes the faulted JSON lines of one split's verified examples (in example order) to
+    /// `out` (variant rows have none).
+    pub(super) fn write_faulted(
+        &self,
+        examples: &[&Example],
+        lines: &cached::Lines,
+        out: &mut impl std::io::Write,
+    ) -> Result<()> {
+        for e in examples.iter().filter(|e| cached::is_original(e)) {
+            if let Some(t) = lines
+                .get(&(*e as *const Example as usize))
+                .and_then(|b| b.faulted.as_ref())
+            {
+                out.write_all(t.as_bytes())?;
+                out.write_all(b"\n")?;
+            }
+        }
+        Ok(())
     }
 }
