@@ -67,16 +67,34 @@ pub const COMPILE_VERSION: u32 = 5;
 
 /// Runs the per-database compile stages of a text-to-SQL recipe (from the store where possible).
 pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: bool) -> Result<Build, BuildError> {
+    // The questions are read while the questions file and the executable (the stage keys'
+    // `code`) are hashed.
+    let (inputs, questions_hash) = rayon::join(
+        || key::inputs(&source),
+        || {
+            crate::dataset::code_fingerprint();
+            key::file_hash(&source.questions)
+        },
+    );
     let key::Inputs {
         by_db,
         bad_records,
         spider,
-    } = key::inputs(&source)?;
+    } = inputs?;
     let mut source_hashes = BTreeMap::new();
-    source_hashes.insert("questions".to_string(), key::file_hash(&source.questions)?);
+    source_hashes.insert("questions".to_string(), questions_hash?);
     let bar = progress_bar(progress, by_db.len() as u64, "databases");
-    let results: Vec<(String, DbStage, String, Option<String>, bool, (Shown, RestShown))> = by_db
-        .par_iter()
+    // Largest stage first (database bytes × questions), from one queue the threads take from as
+    // they free up (`par_bridge`): the longest stages start first and the threads finish
+    // together. By name, Spider dev's largest database came last and ran alone (issue 17).
+    let mut order: Vec<(&String, &Vec<Question>)> = by_db.iter().collect();
+    order.sort_by_cached_key(|(db_id, qs)| {
+        let bytes = std::fs::metadata(key::db_path(&source, db_id)).map_or(0, |m| m.len());
+        std::cmp::Reverse(bytes.saturating_mul(qs.len() as u64))
+    });
+    let mut results: Vec<(String, DbStage, String, Option<String>, bool, (Shown, RestShown))> = order
+        .into_iter()
+        .par_bridge()
         .filter_map(|(db_id, qs)| {
             let key::DbKey {
                 db_path,
@@ -104,6 +122,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             Some((db_id.clone(), stage, digest, db_hash, false, (shown, rest_shown)))
         })
         .collect();
+    results.sort_by(|a, b| a.0.cmp(&b.0));
     bar.finish_and_clear();
     let mut outcomes = BTreeMap::new();
     let mut endpoints: Vec<Endpoint> = Vec::new();
@@ -166,12 +185,12 @@ fn sel_summary(build: &mut Build) {
         sel_tools(None)
     };
     let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
-    let mut names = std::collections::BTreeSet::new();
+    let mut names = std::collections::HashSet::new();
     let mut total = 0;
     for e in &examples {
         total += e.tools.len();
-        for t in &e.tools {
-            names.insert(format!("{}/{}", e.db_id.as_deref().unwrap_or_default(), t.name));
+        for t in e.tools.iter() {
+            names.insert((e.db_id.as_deref().unwrap_or_default(), t.name.as_str()));
         }
     }
     build.stats.insert("distinct_tools".into(), json!(names.len()));

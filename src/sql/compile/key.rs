@@ -68,11 +68,14 @@ pub(super) fn inputs(source: &ResolvedSource) -> Result<Inputs, BuildError> {
 }
 
 fn read_inputs(source: &ResolvedSource) -> Result<Inputs, BuildError> {
-    let (questions, bad_records) = corpus::read_questions(&source.questions, &source.manifest.format)?;
-    let spider = match &source.tables {
-        Some(p) => corpus::spider_descriptions(p)?,
-        None => BTreeMap::new(),
-    };
+    let (questions, spider) = rayon::join(
+        || corpus::read_questions(&source.questions, &source.manifest.format),
+        || match &source.tables {
+            Some(p) => corpus::spider_descriptions(p),
+            None => Ok(BTreeMap::new()),
+        },
+    );
+    let ((questions, bad_records), spider) = (questions?, spider?);
     let mut by_db: BTreeMap<String, Vec<Question>> = BTreeMap::new();
     for q in questions {
         by_db.entry(q.db_id.clone()).or_default().push(q);
@@ -93,6 +96,11 @@ pub(super) struct DbKey {
     pub key: StageKey,
 }
 
+/// The database file of `db_id`: `<databases>/<db_id>/<db_id>.sqlite` (Spider's and BIRD's layout).
+pub(super) fn db_path(source: &ResolvedSource, db_id: &str) -> PathBuf {
+    source.databases.join(db_id).join(format!("{db_id}.sqlite"))
+}
+
 /// The [`DbKey`] of database `db_id`, whose questions are `qs`: the stage is a function of the
 /// recipe knobs it reads, the questions, the database file's bytes, the descriptions and the code.
 pub(super) fn db_key(
@@ -102,13 +110,12 @@ pub(super) fn db_key(
     db_id: &str,
     qs: &[Question],
 ) -> DbKey {
-    let db_dir = source.databases.join(db_id);
-    let db_path = db_dir.join(format!("{db_id}.sqlite"));
+    let db_path = db_path(source, db_id);
     let db_hash = file_hash(&db_path).ok();
     let descriptions = spider
         .get(db_id)
         .cloned()
-        .unwrap_or_else(|| corpus::bird_descriptions(&db_dir));
+        .unwrap_or_else(|| corpus::bird_descriptions(&source.databases.join(db_id)));
     let key = StageKey {
         stage: format!("compile-{}", recipe.format),
         version: COMPILE_VERSION,
