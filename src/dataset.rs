@@ -162,10 +162,22 @@ impl Outcome {
 pub struct StoredOutcome {
     /// The outcome, every example's `tools` empty.
     outcome: Outcome,
-    /// The distinct toolkits, in first-use order.
+    /// The distinct toolkits, in first-use order (written from [`Toolkit::json`]).
+    #[serde(serialize_with = "toolkit_texts")]
     toolkits: Vec<Toolkit>,
     /// Per example (in order), its index in `toolkits`.
     toolkit_of: Vec<u32>,
+}
+
+/// Serialises toolkits from their memoised JSON texts (the same JSON as serialising the specs).
+fn toolkit_texts<S: serde::Serializer>(toolkits: &[Toolkit], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::{Error, SerializeSeq};
+    let mut seq = s.serialize_seq(Some(toolkits.len()))?;
+    for t in toolkits {
+        let raw = serde_json::value::RawValue::from_string(t.json().to_string()).map_err(S::Error::custom)?;
+        seq.serialize_element(&raw)?;
+    }
+    seq.end()
 }
 
 /// The BLAKE3 digest (hex) of `examples` as JSON, each distinct toolkit serialised and hashed
@@ -198,7 +210,7 @@ pub fn examples_digest(examples: &[&Example]) -> String {
         } = e;
         let tools = *toolkits
             .entry(tools.id())
-            .or_insert_with(|| blake3::hash(&serde_json::to_vec(tools).expect("serialisable")));
+            .or_insert_with(|| blake3::hash(tools.json().as_bytes()));
         buf.clear();
         serde_json::to_writer(
             &mut buf,

@@ -122,6 +122,11 @@ pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSp
     let encoded: Vec<Encoded> = distinct
         .par_iter()
         .map(|tools| {
+            if !tools.iter().any(crate::tools::ToolSpec::is_reference) {
+                let text: &Arc<str> = tools.json();
+                let quoted = serde_json::value::RawValue::from_string(to_json(&&**text)).expect("a JSON string");
+                return (text.clone(), quoted.into());
+            }
             let resolved: Vec<&crate::tools::ToolSpec> = tools
                 .iter()
                 .map(|t| match by_name.get(t.name.as_str()) {

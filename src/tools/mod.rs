@@ -80,8 +80,24 @@ impl ToolSpec {
 /// memo key). Serialised exactly as the list of specs (a JSON array); reads (`iter`, `len`,
 /// indexing) go through `Deref` to the `Vec`, and a write (`push`, `tools[0].name = …`) copies
 /// the list first when it is shared (`Arc::make_mut`), so no other row sees it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Toolkit(std::sync::Arc<Vec<ToolSpec>>);
+///
+/// A toolkit's compact JSON text is computed once per shared list, by whichever of the store
+/// entry, the trajectories key and the rows emitter asks first ([`Toolkit::json`]); a write clears
+/// it.
+#[derive(Debug, Clone, Default)]
+pub struct Toolkit(std::sync::Arc<Specs>);
+
+#[derive(Debug, Clone, Default)]
+struct Specs {
+    list: Vec<ToolSpec>,
+    json: std::sync::OnceLock<std::sync::Arc<str>>,
+}
+
+impl PartialEq for Toolkit {
+    fn eq(&self, other: &Toolkit) -> bool {
+        self.0.list == other.0.list
+    }
+}
 
 impl Toolkit {
     /// The address of the shared list: equal for two toolkits that share it (then their specs are
@@ -89,11 +105,22 @@ impl Toolkit {
     pub fn id(&self) -> usize {
         std::sync::Arc::as_ptr(&self.0) as usize
     }
+
+    /// The specs as compact JSON (what `serde_json::to_string` gives), computed once per shared
+    /// list.
+    pub fn json(&self) -> &std::sync::Arc<str> {
+        self.0
+            .json
+            .get_or_init(|| serde_json::to_string(&self.0.list).expect("serialisable").into())
+    }
 }
 
 impl From<Vec<ToolSpec>> for Toolkit {
-    fn from(tools: Vec<ToolSpec>) -> Toolkit {
-        Toolkit(std::sync::Arc::new(tools))
+    fn from(list: Vec<ToolSpec>) -> Toolkit {
+        Toolkit(std::sync::Arc::new(Specs {
+            list,
+            json: Default::default(),
+        }))
     }
 }
 
@@ -106,13 +133,15 @@ impl FromIterator<ToolSpec> for Toolkit {
 impl std::ops::Deref for Toolkit {
     type Target = Vec<ToolSpec>;
     fn deref(&self) -> &Vec<ToolSpec> {
-        &self.0
+        &self.0.list
     }
 }
 
 impl std::ops::DerefMut for Toolkit {
     fn deref_mut(&mut self) -> &mut Vec<ToolSpec> {
-        std::sync::Arc::make_mut(&mut self.0)
+        let specs = std::sync::Arc::make_mut(&mut self.0);
+        specs.json = Default::default();
+        &mut specs.list
     }
 }
 
@@ -120,13 +149,13 @@ impl<'a> IntoIterator for &'a Toolkit {
     type Item = &'a ToolSpec;
     type IntoIter = std::slice::Iter<'a, ToolSpec>;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.0.list.iter()
     }
 }
 
 impl Serialize for Toolkit {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.as_slice().serialize(s)
+        self.0.list.as_slice().serialize(s)
     }
 }
 
@@ -233,5 +262,24 @@ mod tests {
         assert_eq!(text, serde_json::to_string(&specs).unwrap());
         let back: Toolkit = serde_json::from_str(&text).unwrap();
         assert_eq!(back.as_slice(), specs.as_slice());
+    }
+
+    #[test]
+    fn a_toolkit_json_is_its_serialisation_shared_and_a_write_renews_it() {
+        let a = Toolkit::from(vec![spec("get_a")]);
+        let shared = a.clone();
+        assert_eq!(&**a.json(), serde_json::to_string(&a).unwrap());
+        assert!(
+            std::sync::Arc::ptr_eq(a.json(), shared.json()),
+            "computed once per shared list"
+        );
+        let mut written = shared.clone();
+        written.push(spec("get_b"));
+        assert_eq!(&**written.json(), serde_json::to_string(&written).unwrap());
+        assert_eq!(
+            &**a.json(),
+            serde_json::to_string(&a).unwrap(),
+            "the other rows keep theirs"
+        );
     }
 }
