@@ -356,7 +356,7 @@ pub fn initialize_active_data(
         .path()
         .filter(|p| !p.is_empty())
         .map(|p| super::join_cache::JoinKey::new(Path::new(p), &sql));
-    super::join_cache::get_or_try_insert(key, || materialise::materialise(conn, &sql, &names, &mut |_| {}))
+    super::join_cache::get_or_try_insert(key, |grown| materialise::materialise(conn, &sql, &names, grown))
 }
 
 /// The join step on the database file at `path`, shared like [`initialize_active_data`] but keyed
@@ -369,10 +369,10 @@ pub fn initialize_active_data(
 pub fn join_at(path: &Path, tables: &[JoinTable], conditions: &[JoinCondition]) -> Result<RecordBatch, String> {
     let description = format!("{tables:?}\u{1f}{conditions:?}");
     let key = super::join_cache::JoinKey::new(path, &description);
-    super::join_cache::get_or_try_insert(Some(key), || {
+    super::join_cache::get_or_try_insert(Some(key), |grown| {
         reuse::with_connection(path, |conn| {
             let (sql, names) = join_sql(conn, tables, conditions).map_err(|e| e.to_string())?;
-            materialise::materialise(conn, &sql, &names, &mut |_| {}).map_err(|e| e.to_string())
+            materialise::materialise(conn, &sql, &names, grown).map_err(|e| e.to_string())
         })
     })
 }
@@ -417,6 +417,7 @@ mod tests {
 
     #[test]
     fn a_cached_join_step_does_not_reopen_the_database() {
+        let _cache = super::super::join_cache::exclusive();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.sqlite");
         let conn = rusqlite::Connection::open(&path).unwrap();

@@ -32,7 +32,7 @@ use crate::verify::Datum;
 pub const REPORT_ROWS: usize = 1 << 16;
 
 /// Runs the join SQL and builds the record batch (typing of [`super`]); `grown` is told the
-/// bytes the columns hold every [`REPORT_ROWS`] rows (the join cache's gate on oversize joins,
+/// bytes the columns' cells take every [`REPORT_ROWS`] rows (the join cache's gate on oversize joins,
 /// [`crate::tools::join_cache`]).
 pub fn materialise(
     conn: &rusqlite::Connection,
@@ -251,14 +251,14 @@ impl Column {
         }
     }
 
-    /// Bytes the column holds (values and offsets; the validity bitmap is left out).
+    /// Bytes the column's cells take (values and offsets; the validity bitmap is left out).
     fn bytes(&self) -> usize {
         match self {
             Column::Nulls(_) => 0,
-            Column::Ints { values, .. } => values.capacity() * 8,
-            Column::Reals { values, .. } => values.capacity() * 8,
-            Column::Mixed(cells) => cells.capacity() * std::mem::size_of::<Num>(),
-            Column::Text { offsets, bytes, .. } => offsets.capacity() * 4 + bytes.capacity(),
+            Column::Ints { values, .. } => values.len() * 8,
+            Column::Reals { values, .. } => values.len() * 8,
+            Column::Mixed(cells) => cells.len() * std::mem::size_of::<Num>(),
+            Column::Text { offsets, bytes, .. } => offsets.len() * 4 + bytes.len(),
         }
     }
 
