@@ -340,6 +340,16 @@ pub fn query_rows(conn: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Ve
     Ok(out)
 }
 
+/// The rows a join is expected to have: those of its first table (the fact table of a join along
+/// foreign keys), 0 when they cannot be counted.
+fn rows_hint(conn: &rusqlite::Connection, tables: &[JoinTable]) -> usize {
+    let Some(first) = tables.first() else { return 0 };
+    conn.query_row(&format!("SELECT count(*) FROM {}", quote(&first.table)), [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map_or(0, |n| usize::try_from(n).unwrap_or(0))
+}
+
 /// The join step `initialize_active_data`: materialises the joined table as a record batch.
 ///
 /// One materialised join is shared per (database file, join SQL) across the questions and
@@ -356,7 +366,9 @@ pub fn initialize_active_data(
         .path()
         .filter(|p| !p.is_empty())
         .map(|p| super::join_cache::JoinKey::new(Path::new(p), &sql));
-    super::join_cache::get_or_try_insert(key, |grown| materialise::materialise(conn, &sql, &names, grown))
+    super::join_cache::get_or_try_insert(key, |grown| {
+        materialise::materialise(conn, &sql, &names, rows_hint(conn, tables), grown)
+    })
 }
 
 /// The join step on the database file at `path`, shared like [`initialize_active_data`] but keyed
@@ -372,7 +384,7 @@ pub fn join_at(path: &Path, tables: &[JoinTable], conditions: &[JoinCondition]) 
     super::join_cache::get_or_try_insert(Some(key), |grown| {
         reuse::with_connection(path, |conn| {
             let (sql, names) = join_sql(conn, tables, conditions).map_err(|e| e.to_string())?;
-            materialise::materialise(conn, &sql, &names, grown).map_err(|e| e.to_string())
+            materialise::materialise(conn, &sql, &names, rows_hint(conn, tables), grown).map_err(|e| e.to_string())
         })
     })
 }

@@ -7,7 +7,10 @@
 //! 2^53 has no exact `f64`, so both are kept until the column's type is known); and UTF-8 bytes
 //! with `i32` offsets from its first text cell on, every earlier cell rendered as text (the
 //! typing rule of [`super`] is per whole column). NULLs are a validity bitmap beside the values.
-//! When SQLite has returned the last row, each vector becomes its Arrow array without a copy
+//! Room for the rows the join is expected to have is reserved up front (the caller's estimate:
+//! the first table's row count), so a large column is allocated once instead of growing by
+//! doubling, whose copies leave freed blocks the C allocator keeps. When SQLite has returned the
+//! last row, each vector becomes its Arrow array without a copy
 //! ([`ScalarBuffer`] and [`Buffer::from_vec`] take the allocation over), one column at a time.
 //!
 //! Peak memory of one join step is therefore ≈ the final table (8 bytes per numeric cell, the
@@ -31,13 +34,18 @@ use crate::verify::Datum;
 /// Rows between two reports of the bytes held so far to [`materialise`]'s `grown`.
 pub const REPORT_ROWS: usize = 1 << 16;
 
-/// Runs the join SQL and builds the record batch (typing of [`super`]); `grown` is told the
+/// Runs the join SQL and builds the record batch (typing of [`super`]). `rows_hint` is the rows
+/// the join is expected to have (room for them is reserved after the first row, and for text
+/// bytes at the first report, at the rate of those rows), so that a large column is allocated
+/// once instead of growing by doubling: only an estimate, the vectors grow past it as needed and
+/// are shrunk to their length at the end. `grown` is told the
 /// bytes the columns' cells take every [`REPORT_ROWS`] rows (the join cache's gate on oversize joins,
 /// [`crate::tools::join_cache`]).
 pub fn materialise(
     conn: &rusqlite::Connection,
     sql: &str,
     names: &[String],
+    rows_hint: usize,
     grown: &mut dyn FnMut(usize),
 ) -> Result<RecordBatch, JoinError> {
     let err = |source| JoinError::Sqlite {
@@ -54,6 +62,9 @@ pub fn materialise(
             column.push(row.get_ref(i).expect("column index"));
         }
         count += 1;
+        if count == 1 || count == REPORT_ROWS {
+            columns.iter_mut().for_each(|c| c.reserve(rows_hint, count));
+        }
         if count % REPORT_ROWS == 0 {
             grown(columns.iter().map(Column::bytes).sum());
         }
@@ -251,6 +262,23 @@ impl Column {
         }
     }
 
+    /// Reserves room for `rows` cells in all (text bytes at the rate of the `seen` rows so far).
+    fn reserve(&mut self, rows: usize, seen: usize) {
+        let more = rows.saturating_sub(seen);
+        match self {
+            Column::Nulls(_) => {}
+            Column::Ints { values, .. } => values.reserve(more),
+            Column::Reals { values, .. } => values.reserve(more),
+            Column::Mixed(cells) => cells.reserve(more),
+            Column::Text { offsets, bytes, .. } => {
+                offsets.reserve(more);
+                if seen >= REPORT_ROWS {
+                    bytes.reserve(bytes.len() / seen * more);
+                }
+            }
+        }
+    }
+
     /// Bytes the column's cells take (values and offsets; the validity bitmap is left out).
     fn bytes(&self) -> usize {
         match self {
@@ -360,7 +388,7 @@ mod tests {
         for order in ["ASC", "DESC"] {
             for limit in 0..=7 {
                 let sql = format!("SELECT * FROM t ORDER BY rowid {order} LIMIT {limit}");
-                let got = materialise(&conn, &sql, &names, &mut |_| {}).unwrap();
+                let got = materialise(&conn, &sql, &names, 3, &mut |_| {}).unwrap();
                 assert_same(&got, &reference(&conn, &sql, &names), &format!("{order} {limit}"));
             }
         }
@@ -381,7 +409,7 @@ mod tests {
         .unwrap();
         let sql = "SELECT * FROM t";
         let mut sizes = Vec::new();
-        let got = materialise(&conn, sql, &names, &mut |b| sizes.push(b)).unwrap();
+        let got = materialise(&conn, sql, &names, 10, &mut |b| sizes.push(b)).unwrap();
         assert_same(&got, &reference(&conn, sql, &names), "large");
         assert_eq!(sizes.len(), 2, "told every REPORT_ROWS rows");
         assert!(sizes[0] > 0 && sizes[1] > sizes[0], "{sizes:?}");
