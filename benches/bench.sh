@@ -5,7 +5,7 @@
 # - per recipe: a cold build (empty store and output), an `out/`-only rebuild (store kept, output
 #   removed) and a no-op rebuild: wall, CPU (user+sys), × floor (wall and CPU), peak RSS.
 # Targets: text-to-SQL cold builds <= 3x the floor; no-op <= 0.2 s; peak RSS <= 1 GiB.
-# RECIPES="a b" limits the run; TOOLFORGE_BIN=path times another toolforge executable (e.g. the
+# RECIPES="a b" limits the run (RECIPES=none: only the synthetic large database); TOOLFORGE_BIN=path times another toolforge executable (e.g. the
 # previous commit's, for a before/after table) instead of building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,9 @@ spider_floor=$(python3 benches/floor.py "$corpora/spider/dev.json" "$corpora/spi
 bird_floor=$(python3 benches/floor.py "$corpora/bird/dev_databases/mini_dev_sqlite.json" "$corpora/bird/dev_databases")
 echo "SQLite floor (wall s, CPU s, queries): spider-dev $spider_floor; bird mini-dev $bird_floor (present databases only)"
 printf '%-13s %-8s %7s %7s %9s %9s %8s %s\n' recipe run wall CPU "x floor" "CPU x" "peak RSS" kept
-for recipe in ${RECIPES:-slot-spider sel-spider rest-spider slot-bird sel-bird rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl}; do
+recipes=${RECIPES:-slot-spider sel-spider rest-spider slot-bird sel-bird rest-bird seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz mcp-tools bfcl}
+[ "$recipes" = none ] && recipes=""
+for recipe in $recipes; do
   case "$recipe" in
     *-spider*) floor=$spider_floor ;;
     *-bird*) floor=$bird_floor ;;
@@ -63,6 +65,7 @@ for recipe in slot-spider sel-spider; do
 secs, cpu = $secs, $user + $sys
 print(f'synth:{\"$recipe\":<7} cold     {secs:6.2f}s {cpu:6.2f}s {secs / $fw:8.1f}x {cpu / max($fc, 0.001):8.1f}x {$kib // 1024:5d} MiB $kept')"
 done
+[ "${RECIPES:-}" = none ] && exit 0
 # seq-sgd at the size of the official SGD train split (127 dialogue files; 10 are here): the train
 # files linked 13 times over (dev and test as they are), cold build, peak RSS against the 1 GiB bound.
 sgd=$corpora/sgd

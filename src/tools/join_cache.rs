@@ -4,17 +4,34 @@
 //! - **Sharing**: a join is materialised once; concurrent callers of the same key wait for the
 //!   first one (a per-key slot lock) instead of running the join again. A [`RecordBatch`] clone
 //!   shares the Arrow buffers, so a hit costs a few reference counts.
-//! - **Bound**: the cached tables hold at most [`budget`] bytes (Arrow buffer sizes,
-//!   `TOOLFORGE_JOIN_CACHE_MIB`, default 256 MiB); the least recently used are evicted first, and a
-//!   join larger than the whole budget is returned without being cached. Peak memory is the
-//!   budget plus the joins being used at that moment.
+//! - **Budget**: the cached tables hold at most [`budget`] bytes (Arrow buffer sizes,
+//!   `TOOLFORGE_JOIN_CACHE_MIB`, default 256 MiB), or one table alone when it is larger than the
+//!   whole budget (an *oversize* join); the least recently used are evicted first. The cache
+//!   thus holds at most max(budget, one oversize join).
+//! - **Oversize joins, one at a time**: once a join under construction has grown past the budget
+//!   (the materialiser reports its bytes every 64K rows, [`crate::tools::table`]), it takes a
+//!   process-wide gate, so at most one oversize join is materialised at a time, and the cache
+//!   lets go of every other table (this one will fill it alone). Cached when done, it is shared
+//!   like any other: the questions after it on the same join, and the callers that waited for it
+//!   on its key, do not join again (the previous cache returned an oversize join uncached, so each
+//!   of them, on each thread, materialised it anew). The gate is a plain lock taken and released
+//!   within one call, held around SQLite stepping and column building, which run no rayon work
+//!   and wait on no other lock (the cache's own lock is only taken briefly, and nothing waits
+//!   while holding it), so no thread can wait at the gate while holding what its holder needs.
+//! - **The bound**: the cache's own peak is about one budget (the partial join when it crosses
+//!   the budget, while the cache still holds up to a budget) plus one oversize join (the one
+//!   kept, or the one being built once the others are let go of); a partial join below the
+//!   budget per other thread comes on top. So do the joins running questions still hold: a
+//!   table evicted while a question executes on it lives until that question is done (at most
+//!   one per thread, and on one thread the one being built is that question's), plus the
+//!   executor's working set on it. See README § "The memory bound of the join step".
 //! - **Freshness**: the key holds the file's length and modification time besides its path, so a
 //!   rewritten database file is joined again.
 //! - Errors are not cached (the next caller runs the join and gets the error itself).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::SystemTime;
 
 use arrow_array::RecordBatch;
@@ -74,6 +91,12 @@ struct Cache {
     clock: u64,
 }
 
+/// The gate an oversize join is materialised behind (module docs).
+fn gate() -> &'static Mutex<()> {
+    static GATE: OnceLock<Mutex<()>> = OnceLock::new();
+    GATE.get_or_init(Default::default)
+}
+
 fn cache() -> &'static Mutex<Cache> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
@@ -92,14 +115,25 @@ pub fn budget() -> usize {
     })
 }
 
-/// The cached table under `key`, else `make()`'s, cached when it fits the budget. `key` `None`
-/// (an in-memory database) bypasses the cache.
+/// The cached table under `key`, else `make(grown)`'s, cached (evicting the least recently used
+/// others until the cache fits its budget or holds this table alone). `make` reports the bytes of its table under
+/// construction to `grown` as it goes; past the budget, `grown` waits at the oversize gate
+/// (module docs). `key` `None` (an in-memory database) bypasses the cache.
 pub fn get_or_try_insert<E>(
     key: Option<JoinKey>,
-    make: impl FnOnce() -> Result<RecordBatch, E>,
+    make: impl FnOnce(&mut dyn FnMut(usize)) -> Result<RecordBatch, E>,
 ) -> Result<RecordBatch, E> {
-    let Some(key) = key.filter(|_| budget() > 0) else {
-        return make();
+    get_or_try_insert_within(budget(), key, make)
+}
+
+/// [`get_or_try_insert`] with the budget given (tests).
+fn get_or_try_insert_within<E>(
+    budget: usize,
+    key: Option<JoinKey>,
+    make: impl FnOnce(&mut dyn FnMut(usize)) -> Result<RecordBatch, E>,
+) -> Result<RecordBatch, E> {
+    let Some(key) = key.filter(|_| budget > 0) else {
+        return make(&mut |_| {});
     };
     let slot = {
         let mut c = cache().lock().expect("join cache lock");
@@ -116,7 +150,16 @@ pub fn get_or_try_insert<E>(
     if let Some(batch) = guard.as_ref() {
         return Ok(batch.clone());
     }
-    let batch = match make() {
+    // Held from the moment the join grows past the budget until it is cached (or dropped).
+    let mut oversize_gate: Option<MutexGuard<'static, ()>> = None;
+    let made = make(&mut |bytes| {
+        if bytes > budget && oversize_gate.is_none() {
+            oversize_gate = Some(gate().lock().unwrap_or_else(|p| p.into_inner()));
+            // This join alone will fill the cache: let go of the others now, not once it is done.
+            evict(&mut cache().lock().expect("join cache lock"), &key, 0);
+        }
+    });
+    let batch = match made {
         Ok(b) => b,
         Err(e) => {
             drop(guard);
@@ -124,17 +167,11 @@ pub fn get_or_try_insert<E>(
             return Err(e);
         }
     };
-    let size = batch.get_array_memory_size();
-    if size > budget() {
-        drop(guard);
-        remove_if_empty(&key);
-        return Ok(batch);
-    }
     *guard = Some(batch.clone());
     drop(guard);
     let mut c = cache().lock().expect("join cache lock");
-    c.bytes += size;
-    evict(&mut c, &key);
+    c.bytes += batch.get_array_memory_size();
+    evict(&mut c, &key, budget);
     Ok(batch)
 }
 
@@ -150,9 +187,10 @@ fn remove_if_empty(key: &JoinKey) {
     }
 }
 
-/// Evicts least recently used tables (never `keep`) until the cache fits its budget.
-fn evict(c: &mut Cache, keep: &JoinKey) {
-    while c.bytes > budget() {
+/// Evicts least recently used tables (never `keep`) until the cache fits `budget` or holds
+/// `keep` alone.
+fn evict(c: &mut Cache, keep: &JoinKey, budget: usize) {
+    while c.bytes > budget {
         let oldest = c
             .slots
             .iter()
@@ -168,6 +206,14 @@ fn evict(c: &mut Cache, keep: &JoinKey) {
     }
 }
 
+/// Serialises the tests that need the cache to keep what they put in it against the test that
+/// evicts everything (with a budget of one byte).
+#[cfg(test)]
+pub(crate) fn exclusive() -> MutexGuard<'static, ()> {
+    static TESTS: Mutex<()> = Mutex::new(());
+    TESTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Bytes the cached tables hold now (for benchmarks and tests).
 pub fn cached_bytes() -> usize {
     cache().lock().map(|c| c.bytes).unwrap_or(0)
@@ -180,6 +226,7 @@ mod tests {
 
     #[test]
     fn a_join_is_materialised_once_per_key() {
+        let _cache = exclusive();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.sqlite");
         std::fs::write(&path, b"x").unwrap();
@@ -187,7 +234,7 @@ mod tests {
         let batch = || super::super::table::batch_from_columns(&["a".into()], vec![vec![Datum::Int(1)]]);
         let mut runs = 0;
         for _ in 0..3 {
-            let b = get_or_try_insert::<()>(key(), || {
+            let b = get_or_try_insert::<()>(key(), |_| {
                 runs += 1;
                 Ok(batch())
             })
@@ -197,19 +244,20 @@ mod tests {
         assert_eq!(runs, 1, "one materialisation for three uses");
         // A rewritten file is a new key.
         std::fs::write(&path, b"xy").unwrap();
-        get_or_try_insert::<()>(key(), || {
+        get_or_try_insert::<()>(key(), |_| {
             runs += 1;
             Ok(batch())
         })
         .unwrap();
         assert_eq!(runs, 2);
         // Errors are not cached.
-        assert!(get_or_try_insert(Some(JoinKey::new(&path, "bad")), || Err::<RecordBatch, _>("e")).is_err());
-        assert!(get_or_try_insert::<()>(Some(JoinKey::new(&path, "bad")), || Ok(batch())).is_ok());
+        assert!(get_or_try_insert(Some(JoinKey::new(&path, "bad")), |_| Err::<RecordBatch, _>("e")).is_err());
+        assert!(get_or_try_insert::<()>(Some(JoinKey::new(&path, "bad")), |_| Ok(batch())).is_ok());
     }
 
     #[test]
     fn two_spellings_of_one_database_share_one_cached_join() {
+        let _cache = exclusive();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.sqlite");
         let conn = rusqlite::Connection::open(&path).unwrap();
@@ -243,5 +291,64 @@ mod tests {
                 spelling.display()
             );
         }
+    }
+
+    #[test]
+    fn oversize_joins_are_shared_and_materialised_one_at_a_time() {
+        let _cache = exclusive();
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        use std::time::Duration;
+        // One test for every use of the process's one oversize place (tests run in parallel).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.sqlite");
+        std::fs::write(&path, b"o").unwrap();
+        let key = |sql: &str| Some(JoinKey::new(&path, sql));
+        let batch = || super::super::table::batch_from_columns(&["a".into()], vec![vec![Datum::Int(1)]]);
+        // Budget 1 byte: every table is oversize. Concurrent users of one oversize join wait for
+        // the first and share its table (the old cache returned it uncached: 4 materialisations).
+        let runs = AtomicUsize::new(0);
+        let shared = |runs: &AtomicUsize| {
+            get_or_try_insert_within::<()>(1, key("shared"), |grown| {
+                runs.fetch_add(1, SeqCst);
+                grown(2);
+                std::thread::sleep(Duration::from_millis(50));
+                Ok(batch())
+            })
+            .unwrap()
+        };
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| assert_eq!(shared(&runs).num_rows(), 1));
+            }
+        });
+        assert_eq!(runs.load(SeqCst), 1, "one materialisation for four concurrent users");
+        shared(&runs);
+        assert_eq!(runs.load(SeqCst), 1, "a later question shares the kept oversize join");
+        // Different oversize joins: past the budget, one at a time (the old cache materialised
+        // them side by side, one per thread).
+        let (inside, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for i in 0..3 {
+                let (inside, most, key) = (&inside, &most, &key);
+                s.spawn(move || {
+                    get_or_try_insert_within::<()>(1, key(&format!("big {i}")), |grown| {
+                        grown(2);
+                        most.fetch_max(inside.fetch_add(1, SeqCst) + 1, SeqCst);
+                        std::thread::sleep(Duration::from_millis(30));
+                        inside.fetch_sub(1, SeqCst);
+                        Ok(batch())
+                    })
+                    .unwrap();
+                });
+            }
+        });
+        assert_eq!(most.load(SeqCst), 1, "one oversize join materialised at a time");
+        // Only the last one is kept (an uncached key runs `make`, whose error is not cached).
+        let kept: Vec<bool> = ["shared", "big 0", "big 1", "big 2"]
+            .iter()
+            .map(|k| get_or_try_insert_within(1, key(k), |_| Err(())).is_ok())
+            .collect();
+        assert_eq!(kept.iter().filter(|k| **k).count(), 1, "{kept:?}");
+        assert!(!kept[0], "the first oversize join was let go of");
     }
 }

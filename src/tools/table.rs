@@ -16,6 +16,7 @@ use rusqlite::types::ValueRef;
 
 use crate::verify::Datum;
 
+mod materialise;
 mod reuse;
 
 /// Converts one SQLite value to a [`Datum`].
@@ -339,6 +340,16 @@ pub fn query_rows(conn: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Ve
     Ok(out)
 }
 
+/// The rows a join is expected to have: those of its first table (the fact table of a join along
+/// foreign keys), 0 when they cannot be counted.
+fn rows_hint(conn: &rusqlite::Connection, tables: &[JoinTable]) -> usize {
+    let Some(first) = tables.first() else { return 0 };
+    conn.query_row(&format!("SELECT count(*) FROM {}", quote(&first.table)), [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map_or(0, |n| usize::try_from(n).unwrap_or(0))
+}
+
 /// The join step `initialize_active_data`: materialises the joined table as a record batch.
 ///
 /// One materialised join is shared per (database file, join SQL) across the questions and
@@ -355,7 +366,9 @@ pub fn initialize_active_data(
         .path()
         .filter(|p| !p.is_empty())
         .map(|p| super::join_cache::JoinKey::new(Path::new(p), &sql));
-    super::join_cache::get_or_try_insert(key, || materialise(conn, &sql, &names))
+    super::join_cache::get_or_try_insert(key, |grown| {
+        materialise::materialise(conn, &sql, &names, rows_hint(conn, tables), grown)
+    })
 }
 
 /// The join step on the database file at `path`, shared like [`initialize_active_data`] but keyed
@@ -368,133 +381,12 @@ pub fn initialize_active_data(
 pub fn join_at(path: &Path, tables: &[JoinTable], conditions: &[JoinCondition]) -> Result<RecordBatch, String> {
     let description = format!("{tables:?}\u{1f}{conditions:?}");
     let key = super::join_cache::JoinKey::new(path, &description);
-    super::join_cache::get_or_try_insert(Some(key), || {
+    super::join_cache::get_or_try_insert(Some(key), |grown| {
         reuse::with_connection(path, |conn| {
             let (sql, names) = join_sql(conn, tables, conditions).map_err(|e| e.to_string())?;
-            materialise(conn, &sql, &names).map_err(|e| e.to_string())
+            materialise::materialise(conn, &sql, &names, rows_hint(conn, tables), grown).map_err(|e| e.to_string())
         })
     })
-}
-
-/// Runs the join SQL and builds the record batch column by column: each cell goes straight into
-/// its column's accumulator ([`ColumnAcc`]), numbers as 16-byte cells and text into the Arrow
-/// string buffer, so no per-cell `Datum`/`String` is allocated (the allocator was the largest
-/// cost of the join step, issue 17). Same typing rule as [`array_from_datums`].
-fn materialise(conn: &rusqlite::Connection, sql: &str, names: &[String]) -> Result<RecordBatch, JoinError> {
-    let err = |source| JoinError::Sqlite {
-        path: sql.to_string(),
-        source,
-    };
-    let mut stmt = conn.prepare(sql).map_err(err)?;
-    let n = stmt.column_count();
-    let mut columns: Vec<ColumnAcc> = (0..n).map(|_| ColumnAcc::default()).collect();
-    let mut rows = stmt.query([]).map_err(err)?;
-    let mut count = 0usize;
-    while let Some(row) = rows.next().map_err(err)? {
-        for (i, column) in columns.iter_mut().enumerate() {
-            column.push(row.get_ref(i).expect("column index"));
-        }
-        count += 1;
-    }
-    let arrays: Vec<ArrayRef> = columns.into_iter().map(ColumnAcc::finish).collect();
-    let fields: Vec<Field> = names
-        .iter()
-        .zip(&arrays)
-        .map(|(n, a)| Field::new(n, a.data_type().clone(), true))
-        .collect();
-    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(count));
-    Ok(
-        RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
-            .expect("columns of equal length"),
-    )
-}
-
-/// A numeric cell of a column that has held no text yet.
-#[derive(Clone, Copy)]
-enum Num {
-    Null,
-    Int(i64),
-    Real(f64),
-}
-
-/// One column of the join step under construction: numbers (and NULLs) until the first text
-/// cell, then an Arrow string builder holding every cell rendered as [`array_from_datums`] does.
-enum ColumnAcc {
-    Nums { cells: Vec<Num>, any: bool, ints: bool },
-    Text(arrow_array::builder::StringBuilder),
-}
-
-impl Default for ColumnAcc {
-    fn default() -> ColumnAcc {
-        ColumnAcc::Nums {
-            cells: Vec::new(),
-            any: false,
-            ints: true,
-        }
-    }
-}
-
-impl ColumnAcc {
-    fn push(&mut self, value: ValueRef<'_>) {
-        let text = match value {
-            ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
-            ValueRef::Blob(b) => Some(std::borrow::Cow::Owned(b.iter().map(|x| format!("{x:02x}")).collect())),
-            _ => None,
-        };
-        if let (Some(_), ColumnAcc::Nums { cells, .. }) = (&text, &*self) {
-            let mut b = arrow_array::builder::StringBuilder::with_capacity(cells.len() + 1, 0);
-            for c in cells {
-                match c {
-                    Num::Null => b.append_null(),
-                    Num::Int(i) => b.append_value(i.to_string()),
-                    Num::Real(r) => b.append_option(number_text(&Datum::Real(*r))),
-                }
-            }
-            *self = ColumnAcc::Text(b);
-        }
-        match self {
-            ColumnAcc::Text(b) => match (text, value) {
-                (Some(t), _) => b.append_value(t),
-                (None, ValueRef::Integer(i)) => b.append_value(i.to_string()),
-                (None, ValueRef::Real(r)) if !r.is_nan() => b.append_option(number_text(&Datum::Real(r))),
-                _ => b.append_null(),
-            },
-            ColumnAcc::Nums { cells, any, ints } => cells.push(match value {
-                ValueRef::Integer(i) => {
-                    *any = true;
-                    Num::Int(i)
-                }
-                ValueRef::Real(r) if !r.is_nan() => {
-                    (*any, *ints) = (true, false);
-                    Num::Real(r)
-                }
-                _ => Num::Null,
-            }),
-        }
-    }
-
-    fn finish(self) -> ArrayRef {
-        match self {
-            ColumnAcc::Text(mut b) => Arc::new(b.finish()),
-            ColumnAcc::Nums { cells, any: false, .. } => Arc::new(StringArray::new_null(cells.len())),
-            ColumnAcc::Nums { cells, ints: true, .. } => Arc::new(
-                cells
-                    .iter()
-                    .map(|c| if let Num::Int(i) = c { Some(*i) } else { None })
-                    .collect::<Int64Array>(),
-            ),
-            ColumnAcc::Nums { cells, .. } => Arc::new(
-                cells
-                    .iter()
-                    .map(|c| match c {
-                        Num::Int(i) => Some(*i as f64),
-                        Num::Real(r) => Some(*r),
-                        Num::Null => None,
-                    })
-                    .collect::<Float64Array>(),
-            ),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -537,6 +429,7 @@ mod tests {
 
     #[test]
     fn a_cached_join_step_does_not_reopen_the_database() {
+        let _cache = super::super::join_cache::exclusive();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.sqlite");
         let conn = rusqlite::Connection::open(&path).unwrap();
