@@ -258,6 +258,23 @@ enum Compiled {
     },
 }
 
+/// Whether the database at `path` is large: its file is more than a quarter of the join cache's
+/// budget ([`crate::tools::join_cache::budget`]), so a join of its tables may not fit the budget
+/// (an Arrow join of a fact table with its dimensions takes about three times the file's bytes;
+/// `benches/synth.py`). Its questions run one at a time ([`large_database_lane`]).
+fn large_database(path: &Path) -> bool {
+    let budget = crate::tools::join_cache::budget() as u64;
+    budget > 0 && std::fs::metadata(path).is_ok_and(|m| m.len() > budget / 4)
+}
+
+/// The process-wide lane of large databases: held while one compiles its questions, one at a
+/// time, so at most one oversize join is in use by the compile stage (issue 17: at 5M trips on
+/// 2 threads, two were, 1.05 GiB). Never held across rayon work.
+fn large_database_lane() -> std::sync::MutexGuard<'static, ()> {
+    static LANE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LANE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Lowers, executes and verifies every question of one database; also returns what the
 /// verification showed of each SLOT/SEL example's results and each REST example's response by id
 /// (not stored: the trajectories emitter's).
@@ -295,109 +312,113 @@ fn compile_db(
     let toolkits = Toolkits::default();
     // One computation per distinct gold SQL text ([`same_sql`]).
     let same = same_sql::SameSql::of(qs);
-    let results: Vec<Result<Compiled, Drop>> = same
-        .firsts(qs)
-        .par_iter()
-        .map_init(
-            || table::open_read_only(db_path),
-            |conn, q| {
-                let drop = |reason: String, detail: String| Drop {
-                    id: format!("{}/{}", recipe.name, q.id),
-                    group: q.db_id.clone(),
-                    reason,
-                    detail,
-                };
-                let conn = conn.as_mut().map_err(|e| drop("db_invalid".into(), e.to_string()))?;
-                let gold = table::query_rows(conn, &q.sql).map_err(|e| drop("sql_error".into(), e.to_string()))?;
-                if gold.is_empty() && !recipe.keep_empty_answers {
-                    return Err(drop("empty_gold_answer".into(), "the gold SQL returns no rows".into()));
-                }
-                let calls_family = format != "rest";
-                if let Some(what) = verify::degenerate(&gold).filter(|_| calls_family && !gold.is_empty()) {
-                    if !recipe.keep_degenerate_answers {
-                        return Err(drop(
-                            "degenerate_gold_answer".into(),
-                            format!("the gold answer is {what}: any call sequence that computes nothing reproduces it"),
-                        ));
-                    }
-                }
-                let stmt = sql::parse(&q.sql).map_err(|e| drop(e.reason(), e.to_string()))?;
-                let order = if calls_family {
-                    sql::gold::subquery_ties(conn, &stmt).map_err(|d| drop("tie_ambiguous_limit".into(), d))?;
-                    sql::gold::order_ties_with(conn, &stmt, Some(&gold))
-                        .map_err(|d| drop("tie_ambiguous_limit".into(), d))?
-                } else {
-                    sql::gold::OrderFacts::default()
-                };
-                if format == "rest" {
-                    return endpoints::compile_question(conn, &rest_db, &stmt, gold, max_rows, &drop);
-                }
-                let plan = sql::plan::build(&stmt, &schema).map_err(|e| drop(e.reason(), e.to_string()))?;
-                let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
-                let mut lowered = lowered;
-                if recipe.tool_pool == ToolPool::Reference {
-                    let restrict = if format == "sel" {
-                        reference::sel::restrict
-                    } else {
-                        reference::restrict
-                    };
-                    lowered.calls = restrict(&executor, &lowered.setup, &lowered.additional_setup, &lowered.calls)
-                        .map_err(|d| drop("outside_reference_pool".into(), d))?;
-                }
-                let calls = if format == "sel" && recipe.tool_pool == ToolPool::Reference {
-                    reference::sel::bind(&lowered.calls)
-                } else if format == "sel" {
-                    bind(&lowered.calls)
-                } else {
-                    lowered.calls
-                };
-                let (setup, additional_setup) = (lowered.setup, lowered.additional_setup);
-                let mut session = Session::default();
-                let mut joined = Vec::new();
-                for step in std::iter::once(&setup).chain(&additional_setup) {
-                    let table = executor
-                        .step(&mut session, step)
-                        .map_err(|e| drop("execution_error".into(), format!("join step {}: {e}", step.label)))?;
-                    if let Value::Table(t) = table {
-                        joined.push((step.label.clone(), t.clone()));
-                    }
-                }
-                if let Some(d) = sql::gold::affinity_sensitive(&plan, &joined) {
-                    return Err(drop("affinity_sensitive".into(), d));
-                }
-                if let Some(d) = sql::gold::aggregate_over_text(&plan, &joined) {
-                    return Err(drop("aggregate_over_text".into(), d));
-                }
-                sql::extreme::extreme_row_ties(conn, &stmt, &plan).map_err(|d| drop("bare_column_tie".into(), d))?;
-                let candidate = executor
-                    .run_in(&mut session, &calls)
-                    .map_err(|e| drop("execution_error".into(), e.to_string()))?;
-                let ordered = !plan.order_by.is_empty();
-                verify::compare(&gold, &candidate, ordered, order.ties.as_deref())
-                    .map_err(|d| drop("mismatch".into(), d))?;
-                let steps: Vec<&Call> = std::iter::once(&setup).chain(&additional_setup).collect();
-                let shown =
-                    crate::tools::shown::Shown::of_session(&session, &steps, &calls, recipe.trajectories.max_rows);
-                let keys = key_descriptions(&plan, &schema, descriptions);
-                let tools = if format == "sel" && recipe.tool_pool == ToolPool::Reference {
-                    reference::sel::tools(Some(&keys)).into()
-                } else {
-                    toolkit(&toolkits, &keys, format == "sel")
-                };
-                Ok(Compiled::Calls {
-                    setup,
-                    additional_setup,
-                    ties: order.ties,
-                    calls,
-                    tools,
-                    keys,
-                    gold,
-                    ordered,
-                    shown,
-                })
-            },
-        )
-        .collect();
+    let compile_one = |conn: &mut rusqlite::Result<rusqlite::Connection>, q: &Question| -> Result<Compiled, Drop> {
+        let drop = |reason: String, detail: String| Drop {
+            id: format!("{}/{}", recipe.name, q.id),
+            group: q.db_id.clone(),
+            reason,
+            detail,
+        };
+        let conn = conn.as_mut().map_err(|e| drop("db_invalid".into(), e.to_string()))?;
+        let gold = table::query_rows(conn, &q.sql).map_err(|e| drop("sql_error".into(), e.to_string()))?;
+        if gold.is_empty() && !recipe.keep_empty_answers {
+            return Err(drop("empty_gold_answer".into(), "the gold SQL returns no rows".into()));
+        }
+        let calls_family = format != "rest";
+        if let Some(what) = verify::degenerate(&gold).filter(|_| calls_family && !gold.is_empty()) {
+            if !recipe.keep_degenerate_answers {
+                return Err(drop(
+                    "degenerate_gold_answer".into(),
+                    format!("the gold answer is {what}: any call sequence that computes nothing reproduces it"),
+                ));
+            }
+        }
+        let stmt = sql::parse(&q.sql).map_err(|e| drop(e.reason(), e.to_string()))?;
+        let order = if calls_family {
+            sql::gold::subquery_ties(conn, &stmt).map_err(|d| drop("tie_ambiguous_limit".into(), d))?;
+            sql::gold::order_ties_with(conn, &stmt, Some(&gold)).map_err(|d| drop("tie_ambiguous_limit".into(), d))?
+        } else {
+            sql::gold::OrderFacts::default()
+        };
+        if format == "rest" {
+            return endpoints::compile_question(conn, &rest_db, &stmt, gold, max_rows, &drop);
+        }
+        let plan = sql::plan::build(&stmt, &schema).map_err(|e| drop(e.reason(), e.to_string()))?;
+        let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
+        let mut lowered = lowered;
+        if recipe.tool_pool == ToolPool::Reference {
+            let restrict = if format == "sel" {
+                reference::sel::restrict
+            } else {
+                reference::restrict
+            };
+            lowered.calls = restrict(&executor, &lowered.setup, &lowered.additional_setup, &lowered.calls)
+                .map_err(|d| drop("outside_reference_pool".into(), d))?;
+        }
+        let calls = if format == "sel" && recipe.tool_pool == ToolPool::Reference {
+            reference::sel::bind(&lowered.calls)
+        } else if format == "sel" {
+            bind(&lowered.calls)
+        } else {
+            lowered.calls
+        };
+        let (setup, additional_setup) = (lowered.setup, lowered.additional_setup);
+        let mut session = Session::default();
+        let mut joined = Vec::new();
+        for step in std::iter::once(&setup).chain(&additional_setup) {
+            let table = executor
+                .step(&mut session, step)
+                .map_err(|e| drop("execution_error".into(), format!("join step {}: {e}", step.label)))?;
+            if let Value::Table(t) = table {
+                joined.push((step.label.clone(), t.clone()));
+            }
+        }
+        if let Some(d) = sql::gold::affinity_sensitive(&plan, &joined) {
+            return Err(drop("affinity_sensitive".into(), d));
+        }
+        if let Some(d) = sql::gold::aggregate_over_text(&plan, &joined) {
+            return Err(drop("aggregate_over_text".into(), d));
+        }
+        sql::extreme::extreme_row_ties(conn, &stmt, &plan).map_err(|d| drop("bare_column_tie".into(), d))?;
+        let candidate = executor
+            .run_in(&mut session, &calls)
+            .map_err(|e| drop("execution_error".into(), e.to_string()))?;
+        let ordered = !plan.order_by.is_empty();
+        verify::compare(&gold, &candidate, ordered, order.ties.as_deref()).map_err(|d| drop("mismatch".into(), d))?;
+        let steps: Vec<&Call> = std::iter::once(&setup).chain(&additional_setup).collect();
+        let shown = crate::tools::shown::Shown::of_session(&session, &steps, &calls, recipe.trajectories.max_rows);
+        let keys = key_descriptions(&plan, &schema, descriptions);
+        let tools = if format == "sel" && recipe.tool_pool == ToolPool::Reference {
+            reference::sel::tools(Some(&keys)).into()
+        } else {
+            toolkit(&toolkits, &keys, format == "sel")
+        };
+        Ok(Compiled::Calls {
+            setup,
+            additional_setup,
+            ties: order.ties,
+            calls,
+            tools,
+            keys,
+            gold,
+            ordered,
+            shown,
+        })
+    };
+    let firsts = same.firsts(qs);
+    let results: Vec<Result<Compiled, Drop>> = if large_database(db_path) {
+        // One question at a time, one large database at a time: each question's join may be
+        // larger than the join cache's budget, and two of them (one per thread) would double the
+        // peak. No rayon work runs under the lane, so no thread waits for it while holding it.
+        let _lane = large_database_lane();
+        let mut conn = table::open_read_only(db_path);
+        firsts.iter().map(|q| compile_one(&mut conn, q)).collect()
+    } else {
+        firsts
+            .par_iter()
+            .map_init(|| table::open_read_only(db_path), |conn, q| compile_one(conn, q))
+            .collect()
+    };
     let results = same.spread(results, qs, &recipe.name);
     let mut results = results;
     let mut conn = table::open_read_only(db_path).ok();
@@ -467,4 +488,22 @@ fn compile_db(
         rest: rest_counts,
     };
     (stage, shown_of, rest_shown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_file_over_a_quarter_of_the_join_budget_is_large() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.sqlite");
+        let quarter = crate::tools::join_cache::budget() as u64 / 4;
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(quarter).unwrap();
+        assert!(!large_database(&path));
+        file.set_len(quarter + 1).unwrap();
+        assert!(large_database(&path), "sparse file of {} bytes", quarter + 1);
+        assert!(!large_database(&dir.path().join("absent.sqlite")));
+    }
 }
