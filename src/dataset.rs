@@ -23,12 +23,17 @@ use crate::verify::Answer;
 /// change invalidates stage results even when a `*_VERSION` bump was forgotten.
 pub fn code_fingerprint() -> &'static str {
     static FP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    FP.get_or_init(|| {
-        std::env::current_exe()
-            .ok()
-            .and_then(|p| hash_file(&p).ok())
-            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
-    })
+    if let Some(fp) = FP.get() {
+        return fp;
+    }
+    // Hashed outside the lock's initialiser: the hash runs rayon work, and a rayon thread that
+    // steals a job calling this function while another thread runs the initialiser would wait
+    // for it forever (two builds in one process deadlocked so). Two first callers may both hash.
+    let fp = std::env::current_exe()
+        .ok()
+        .and_then(|p| hash_file(&p).ok())
+        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
+    FP.get_or_init(|| fp)
 }
 
 /// One dataset row. Fields a family does not have stay `None`/empty (e.g. a SeqATIS row has no
