@@ -108,7 +108,12 @@ pub fn datums(array: &dyn Array) -> Vec<Datum> {
 /// Builds a record batch from named columns of datums (all of one length).
 pub fn batch_from_columns(names: &[String], columns: Vec<Vec<Datum>>) -> RecordBatch {
     let rows = columns.first().map_or(0, Vec::len);
-    let arrays: Vec<ArrayRef> = columns.iter().map(|c| array_from_datums(c)).collect();
+    batch_of_arrays(names, columns.iter().map(|c| array_from_datums(c)).collect(), rows)
+}
+
+/// A record batch of `rows` rows from named arrays (all of that length; every field nullable,
+/// of its array's type).
+fn batch_of_arrays(names: &[String], arrays: Vec<ArrayRef>, rows: usize) -> RecordBatch {
     let fields: Vec<Field> = names
         .iter()
         .zip(&arrays)

@@ -25,7 +25,6 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_buffer::{Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{Field, Schema};
 use rusqlite::types::ValueRef;
 
 use super::{JoinError, number_text};
@@ -73,16 +72,7 @@ pub fn materialise(
     drop(stmt);
     // `into_iter` hands each column to `finish` and frees what it does not reuse before the next.
     let arrays: Vec<ArrayRef> = columns.into_iter().map(Column::finish).collect();
-    let fields: Vec<Field> = names
-        .iter()
-        .zip(&arrays)
-        .map(|(n, a)| Field::new(n, a.data_type().clone(), true))
-        .collect();
-    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(count));
-    Ok(
-        RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
-            .expect("columns of equal length"),
-    )
+    Ok(super::batch_of_arrays(names, arrays, count))
 }
 
 /// A numeric cell of a column mixing integers and reals.
