@@ -24,12 +24,13 @@ serve RECIPE:
 
 # Whole test suite: cargo tests, every recipe built and verified, Python consumer/conformance tests
 # and the replay of slot-spider-reference and sel-spider-reference through IBM's reference tools (skipped, loudly, when
-# they are not importable: not on PyPI; see tests/reference/replay.py).
+# they are not importable: not on PyPI; see tests/reference/replay.py). A passing pytest test's
+# tmp_path is removed when it ends (the `datasets` cache of a loaded split is hundreds of MB).
 test:
     @cargo test --release
     @for r in {{recipes}}; do echo "build $r"; target/release/toolforge build $r --quiet > /dev/null; done
     @for r in {{executable}}; do printf '%s ' $r; target/release/toolforge verify out/$r; done
-    @python3 -m pytest tests/consumer tests/conformance tests/reference/replay.py -q -rs
+    @python3 -m pytest tests/consumer tests/conformance tests/reference/replay.py -q -rs -o tmp_path_retention_policy=failed
 
 # The LLM integration tests alone (tests/llm-server: node-llama-cpp + SmolLM2 on 127.0.0.1):
 # live requests, the Batch API, LLM requests shared out by shards.
