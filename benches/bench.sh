@@ -5,7 +5,8 @@
 # - per recipe: a cold build (empty store and output), an `out/`-only rebuild (store kept, output
 #   removed) and a no-op rebuild: wall, CPU (user+sys), × floor (wall and CPU), peak RSS.
 # Targets: text-to-SQL cold builds <= 3x the floor; no-op <= 0.2 s; peak RSS <= 1 GiB.
-# RECIPES="a b" limits the run (RECIPES=none: only the synthetic large database); TOOLFORGE_BIN=path times another toolforge executable (e.g. the
+# RECIPES="a b" limits the run (RECIPES=none: only the synthetic large database, and Spider train
+# when SPIDER_TRAIN is set); TOOLFORGE_BIN=path times another toolforge executable (e.g. the
 # previous commit's, for a before/after table) instead of building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +66,29 @@ for recipe in slot-spider sel-spider; do
 secs, cpu = $secs, $user + $sys
 print(f'synth:{\"$recipe\":<7} cold     {secs:6.2f}s {cpu:6.2f}s {secs / $fw:8.1f}x {cpu / max($fc, 0.001):8.1f}x {$kib // 1024:5d} MiB $kept')"
 done
+# A larger dump of Spider (SPIDER_TRAIN=dir of the official Spider release: train_spider.json,
+# tables.json, database/<db>/<db>.sqlite; 7,000 questions over 140 databases), when given: slot,
+# sel and rest cold builds of its train questions beside their own floor. Not in the shared
+# corpora, so skipped unless set.
+if [ -n "${SPIDER_TRAIN:-}" ]; then
+  mkdir -p "$tmp/train"
+  ln -s "$(realpath "$SPIDER_TRAIN/train_spider.json")" "$tmp/train/dev.json"
+  ln -s "$(realpath "$SPIDER_TRAIN/tables.json")" "$tmp/train/tables.json"
+  ln -s "$(realpath "$SPIDER_TRAIN/database")" "$tmp/train/database"
+  floor=$(python3 benches/floor.py "$tmp/train/dev.json" "$tmp/train/database")
+  echo "spider train ($SPIDER_TRAIN): SQLite floor (wall s, CPU s, queries) $floor"
+  read -r fw fc _ <<< "$floor"
+  for recipe in slot-spider sel-spider rest-spider; do
+    rm -rf "$tmp/sout"
+    TOOLFORGE_SPIDER_DEV="$tmp/train" /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" \
+      "$bin" build "$recipe" --quiet --out "$tmp/sout" --store "$tmp/sout/.store" > /dev/null
+    read -r secs user sys kib < "$tmp/time"
+    kept=$(python3 -c "import json; r=json.load(open('$tmp/sout/$recipe/report/verification.json')); print(f\"{r['kept']}/{r['attempted']}\")")
+    python3 -c "
+secs, cpu = $secs, $user + $sys
+print(f'train:{\"$recipe\":<7} cold     {secs:6.2f}s {cpu:6.2f}s {secs / $fw:8.1f}x {cpu / max($fc, 0.001):8.1f}x {$kib // 1024:5d} MiB $kept')"
+  done
+fi
 [ "${RECIPES:-}" = none ] && exit 0
 # seq-sgd at the size of the official SGD train split (127 dialogue files; 10 are here): the train
 # files linked 13 times over (dev and test as they are), cold build, peak RSS against the 1 GiB bound.
