@@ -35,7 +35,7 @@ use crate::dataset::{Build, Example};
 
 pub use manifest::{database_root, read_manifest};
 pub use reverify::reverify;
-pub use rows::{EncodedRow, StoredRow, encode_rows, read_rows, record_batch};
+pub use rows::{EncodedRow, StoredRow, encode_rows, read_rows};
 
 /// Writes every file of `build` into `out_dir` (staged, then renamed into place). Returns `false`
 /// without writing when `out_dir` already holds this build (same build key, every file's hash
@@ -64,10 +64,11 @@ pub fn write_cached(
     let staging = Staging::new(out_dir)?;
     let trajectories = trajectories::Trajectories::new(build)?;
     // The rows files of every split (Parquet beside JSONL; each file written as soon as it
-    // exists, so at most a split's files are in memory at once) and the trajectory lines of the
-    // whole build, at once: the rows are mostly serial work, the lines parallel (issue 17).
+    // exists, so at most a split's files are in memory at once) and the trajectory files, at
+    // once: the rows are mostly serial work, the trajectories parallel (issue 17).
     type RowsOut = (String, card::SplitSize, Vec<(String, String)>);
-    let (rows_out, lines) = rayon::join(
+    let splits: Vec<&str> = by_split.keys().copied().collect();
+    let (rows_out, trajectories_out) = rayon::join(
         || -> Result<Vec<RowsOut>> {
             by_split
                 .par_iter()
@@ -78,46 +79,18 @@ pub fn write_cached(
                 .collect()
         },
         || match &trajectories {
-            Some(t) => t.lines(store),
+            Some(t) => t.write_files(&splits, store, &staging),
             None => Ok(Default::default()),
         },
     );
-    let (rows_out, lines) = (rows_out?, lines?);
+    let (rows_out, (skipped, written)) = (rows_out?, trajectories_out?);
     let mut hashes: BTreeMap<String, String> = BTreeMap::new();
     let mut sizes: BTreeMap<String, card::SplitSize> = BTreeMap::new();
     for (split, size, written) in rows_out {
         sizes.insert(split, size);
         hashes.extend(written);
     }
-    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
-    if let Some(t) = &trajectories {
-        let per_split: Vec<(BTreeMap<String, usize>, Vec<(String, String)>)> = by_split
-            .par_iter()
-            .map(|(split, examples)| {
-                let mut skipped = BTreeMap::new();
-                let (clean, faulted) = rayon::join(
-                    || {
-                        staging.put_with(&format!("trajectories/{split}.jsonl"), |w| {
-                            skipped = t.write_clean(examples, &lines, w).map_err(std::io::Error::other)?;
-                            Ok(())
-                        })
-                    },
-                    || {
-                        staging.put_with(&format!("trajectories/{split}.faults.jsonl"), |w| {
-                            t.write_faulted(examples, &lines, w).map_err(std::io::Error::other)
-                        })
-                    },
-                );
-                Ok((skipped, vec![clean?, faulted?]))
-            })
-            .collect::<Result<_>>()?;
-        for (s, written) in per_split {
-            for (r, n) in s {
-                *skipped.entry(r).or_default() += n;
-            }
-            hashes.extend(written);
-        }
-    }
+    hashes.extend(written);
     let trajectory_stats = trajectories
         .as_ref()
         .map(|_| serde_json::json!({"skipped_by_reason": skipped}));
@@ -158,15 +131,7 @@ fn rows_files(
 ) -> Result<(card::SplitSize, Vec<(String, String)>)> {
     let rows = rows::encode_rows(examples, catalog);
     let (parquet, jsonl) = rayon::join(
-        || {
-            let batch = rows::record_batch(&rows);
-            let num_bytes: usize = batch
-                .columns()
-                .iter()
-                .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
-                .sum();
-            rows::parquet_bytes(&batch).map(|p| (num_bytes, p))
-        },
+        || rows::parquet_file(&rows),
         || staging.put_with(&format!("data/{split}.jsonl"), |w| rows::write_jsonl(&rows, w)),
     );
     let (num_bytes, parquet) = parquet?;
@@ -235,30 +200,36 @@ impl Staging {
     }
 
     /// Writes one file through `write` (buffered, hashed as it goes, never held whole); returns
-    /// (relative path, blake3 hex) as [`Staging::put`] does. The hasher sees the buffer's 1 MiB
-    /// flushes, not each small write (BLAKE3 hashes large inputs many chunks at a time).
+    /// (relative path, blake3 hex) as [`Staging::put`] does.
     fn put_with(
         &self,
         rel: &str,
         write: impl FnOnce(&mut std::io::BufWriter<HashingWriter<std::fs::File>>) -> std::io::Result<()>,
     ) -> Result<(String, String)> {
-        use std::io::Write;
+        let mut file = self.create(rel)?;
+        write(&mut file.w).with_context(|| format!("writing {}", file.path.display()))?;
+        file.finish()
+    }
+
+    /// Creates one file, to be written through [`StagedFile::w`] and closed by
+    /// [`StagedFile::finish`] (several can be open at once).
+    fn create(&self, rel: &str) -> Result<StagedFile> {
         let path = self.tmp.join(rel);
         std::fs::create_dir_all(path.parent().expect("has parent"))
             .with_context(|| format!("creating {}", path.display()))?;
         let file = std::fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
-        let mut w = std::io::BufWriter::with_capacity(
+        let w = std::io::BufWriter::with_capacity(
             1 << 20,
             HashingWriter {
                 inner: file,
                 hasher: blake3::Hasher::new(),
             },
         );
-        write(&mut w)
-            .and_then(|()| w.flush())
-            .with_context(|| format!("writing {}", path.display()))?;
-        let (hashing, _) = w.into_parts();
-        Ok((rel.to_string(), hashing.hasher.finalize().to_hex().to_string()))
+        Ok(StagedFile {
+            rel: rel.to_string(),
+            path,
+            w,
+        })
     }
 
     /// Replaces the dataset directory by the staged one.
@@ -279,6 +250,27 @@ impl Staging {
         let _ = std::fs::remove_dir_all(&old);
         self.done = true;
         Ok(())
+    }
+}
+
+/// A staged file being written ([`Staging::create`]): buffered, hashed as it goes, never held
+/// whole. The hasher sees the buffer's 1 MiB flushes, not each small write (BLAKE3 hashes large
+/// inputs many chunks at a time).
+struct StagedFile {
+    rel: String,
+    path: PathBuf,
+    w: std::io::BufWriter<HashingWriter<std::fs::File>>,
+}
+
+impl StagedFile {
+    /// Flushes the file; returns (relative path, blake3 hex) as [`Staging::put`] does.
+    fn finish(mut self) -> Result<(String, String)> {
+        use std::io::Write;
+        self.w
+            .flush()
+            .with_context(|| format!("writing {}", self.path.display()))?;
+        let (hashing, _) = self.w.into_parts();
+        Ok((self.rel, hashing.hasher.finalize().to_hex().to_string()))
     }
 }
 

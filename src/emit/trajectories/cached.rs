@@ -10,10 +10,7 @@
 //! they are, not escaped into JSON strings); an entry that does not decode or whose length
 //! differs is recomputed.
 
-use std::collections::HashMap;
-
 use anyhow::Result;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -44,9 +41,6 @@ impl From<super::Built> for Line {
     }
 }
 
-/// Every verified example's [`Line`], by the example's address in `build.groups`.
-pub type Lines = HashMap<usize, Line>;
-
 /// Whether an example gets trajectories: verified rows, not variant rows (drifted, obfuscated, …
 /// calls are not directly executable).
 pub fn is_original(e: &Example) -> bool {
@@ -57,66 +51,70 @@ fn hex(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 
-/// The [`Line`]s of every group of `build`, groups in parallel, each read from `store` when it
-/// holds them and otherwise computed by `compute` (the group's verified examples in order → one
-/// line each) and stored. Errors: `compute`'s.
-pub fn group_lines(
-    build: &Build,
-    store: Option<&Store>,
-    compute: impl Fn(&[&Example]) -> Result<Vec<Line>> + Sync,
-) -> Result<Lines> {
-    let catalog = hex(&serde_json::to_vec(&build.catalog).expect("serialise"));
-    let endpoints = build
-        .extra_files
-        .get("tools/endpoints.json")
-        .map_or_else(|| "none".to_string(), |b| hex(b));
-    let config =
-        json!({"format": build.recipe.format, "trajectories": build.recipe.trajectories, "code": code_fingerprint()});
-    let per_group: Vec<Vec<(usize, Line)>> = build
-        .groups
-        .par_iter()
-        .map(|(group, outcome)| -> Result<Vec<(usize, Line)>> {
-            let originals: Vec<&Example> = outcome.examples.iter().filter(|e| is_original(e)).collect();
-            if originals.is_empty() {
-                return Ok(Vec::new());
-            }
-            let key = StageKey {
-                stage: "emit-trajectories".into(),
-                version: EMIT_TRAJECTORIES_VERSION,
-                config: config.clone(),
-                inputs: vec![
-                    examples_digest(&originals),
-                    catalog.clone(),
-                    build
-                        .source_hashes
-                        .get(&format!("database/{group}"))
-                        .cloned()
-                        .unwrap_or_else(|| "none".into()),
-                    endpoints.clone(),
-                ],
-            };
-            let stored = store.and_then(|s| match s.get(&key) {
-                Lookup::Hit(bytes) => decode(&bytes).filter(|l| l.len() == originals.len()),
-                _ => None,
-            });
-            let lines = match stored {
-                Some(lines) => lines,
-                None => {
-                    let lines = compute(&originals)?;
-                    if let Some(s) = store {
-                        let _ = s.put(&key, &encode(&lines));
-                    }
-                    lines
-                }
-            };
-            Ok(originals
-                .iter()
-                .map(|e| *e as *const Example as usize)
-                .zip(lines)
-                .collect())
-        })
-        .collect::<Result<_>>()?;
-    Ok(per_group.into_iter().flatten().collect())
+/// The stored trajectories of one build: what every group's [`StageKey`] shares, computed once.
+pub struct GroupLines<'b> {
+    build: &'b Build,
+    store: Option<&'b Store>,
+    catalog: String,
+    endpoints: String,
+    config: serde_json::Value,
+}
+
+impl<'b> GroupLines<'b> {
+    /// The stored trajectories of `build` in `store` (`None`: nothing read or stored).
+    pub fn new(build: &'b Build, store: Option<&'b Store>) -> GroupLines<'b> {
+        GroupLines {
+            build,
+            store,
+            catalog: hex(&serde_json::to_vec(&build.catalog).expect("serialise")),
+            endpoints: build
+                .extra_files
+                .get("tools/endpoints.json")
+                .map_or_else(|| "none".to_string(), |b| hex(b)),
+            config: json!({"format": build.recipe.format, "trajectories": build.recipe.trajectories, "code": code_fingerprint()}),
+        }
+    }
+
+    /// The [`Line`]s of group `group`'s verified examples `originals` (in group order, one line
+    /// each): read from the store when it holds them, otherwise computed by `compute` and stored.
+    /// Errors: `compute`'s.
+    pub fn of(
+        &self,
+        group: &str,
+        originals: &[&Example],
+        compute: impl FnOnce(&[&Example]) -> Result<Vec<Line>>,
+    ) -> Result<Vec<Line>> {
+        if originals.is_empty() {
+            return Ok(Vec::new());
+        }
+        let key = StageKey {
+            stage: "emit-trajectories".into(),
+            version: EMIT_TRAJECTORIES_VERSION,
+            config: self.config.clone(),
+            inputs: vec![
+                examples_digest(originals),
+                self.catalog.clone(),
+                self.build
+                    .source_hashes
+                    .get(&format!("database/{group}"))
+                    .cloned()
+                    .unwrap_or_else(|| "none".into()),
+                self.endpoints.clone(),
+            ],
+        };
+        let stored = self.store.and_then(|s| match s.get(&key) {
+            Lookup::Hit(bytes) => decode(&bytes).filter(|l| l.len() == originals.len()),
+            _ => None,
+        });
+        if let Some(lines) = stored {
+            return Ok(lines);
+        }
+        let lines = compute(originals)?;
+        if let Some(s) = self.store {
+            let _ = s.put(&key, &encode(&lines));
+        }
+        Ok(lines)
+    }
 }
 
 /// The store payload of `lines`: a JSON header, one `[clean length, faulted length, skip

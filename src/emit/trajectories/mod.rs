@@ -45,7 +45,7 @@ use anyhow::Result;
 use rayon::prelude::*;
 use serde_json::{Value as Json, json};
 
-use crate::dataset::{Build, Example};
+use crate::dataset::{Build, Example, Outcome};
 use crate::recipe::TrajectoryConfig;
 use crate::tools::executor::{Executor, Session, value_json};
 use crate::tools::rest::{Endpoint, Limits};
@@ -439,9 +439,30 @@ impl<'b> Trajectories<'b> {
         }))
     }
 
-    /// The trajectories of every verified example, per group, from the store where possible
-    /// ([`cached::group_lines`]): keyed by the example's address in `build.groups`.
-    pub(super) fn lines(&self, store: Option<&crate::store::Store>) -> Result<cached::Lines> {
+    /// Writes `trajectories/<split>.jsonl` (clean) and `trajectories/<split>.faults.jsonl` of
+    /// every split in `splits` into `staging`; returns the trajectories not written, counted by
+    /// reason, and each file's (path, hash).
+    ///
+    /// The groups are taken in order, a window of groups (about [`WINDOW_EXAMPLES`] verified
+    /// examples) at a time: a window's lines are computed — read from the store where it holds
+    /// them ([`cached::GroupLines`]), otherwise executed, groups and examples in parallel — while
+    /// the previous window's are written, so a build never holds all its trajectories at once
+    /// (5,742 Spider-train SEL rows: 430 MB of lines, issue 17). Within each file, examples come
+    /// in group order, then in their group's order (the rows' order). Variant rows get a clean
+    /// trajectory rewritten from their parent's ([`variants`]); a variant's parent is in its
+    /// group ([`crate::variants`] adds variants beside their parent).
+    pub(super) fn write_files(
+        &self,
+        splits: &[&str],
+        store: Option<&crate::store::Store>,
+        staging: &super::Staging,
+    ) -> Result<(BTreeMap<String, usize>, Vec<(String, String)>)> {
+        let mut files: BTreeMap<&str, [super::StagedFile; 2]> = BTreeMap::new();
+        for split in splits {
+            let clean = staging.create(&format!("trajectories/{split}.jsonl"))?;
+            let faulted = staging.create(&format!("trajectories/{split}.faults.jsonl"))?;
+            files.insert(split, [clean, faulted]);
+        }
         let tools = ToolsText::new(&self.build.catalog);
         let runner = if self.build.recipe.format == "rest" {
             Runner::Rest(&self.endpoints, &self.build.source.databases)
@@ -449,7 +470,8 @@ impl<'b> Trajectories<'b> {
             Runner::Tools(&self.executor)
         };
         let cfg = &self.build.recipe.trajectories;
-        cached::group_lines(self.build, store, |originals| {
+        let stored = cached::GroupLines::new(self.build, store);
+        let compute = |originals: &[&Example]| -> Result<Vec<cached::Line>> {
             originals
                 .par_iter()
                 .map_init(
@@ -460,39 +482,76 @@ impl<'b> Trajectories<'b> {
                             .map_err(|m| anyhow::anyhow!("{}: trajectory: {m}", e.id))
                     },
                 )
-                .collect::<Result<_>>()
-        })
+                .collect()
+        };
+        let window_lines = |window: &[(&String, &Outcome)]| -> Result<Vec<Vec<cached::Line>>> {
+            window
+                .par_iter()
+                .map(|(group, outcome)| {
+                    let originals: Vec<&Example> =
+                        outcome.examples.iter().filter(|e| cached::is_original(e)).collect();
+                    stored.of(group, &originals, compute)
+                })
+                .collect()
+        };
+        let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
+        let mut write_window = |window: &[(&String, &Outcome)], lines: Vec<Vec<cached::Line>>| -> Result<()> {
+            for ((_, outcome), lines) in window.iter().zip(lines) {
+                self.write_group(outcome, &lines, &mut files, &mut skipped)?;
+            }
+            Ok(())
+        };
+        let groups: Vec<(&String, &Outcome)> = self.build.groups.iter().collect();
+        let mut previous: Option<(&[(&String, &Outcome)], Vec<Vec<cached::Line>>)> = None;
+        for window in windows(&groups) {
+            let (wrote, lines) = rayon::join(
+                || previous.take().map_or(Ok(()), |(w, l)| write_window(w, l)),
+                || window_lines(window),
+            );
+            wrote?;
+            previous = Some((window, lines?));
+        }
+        if let Some((w, l)) = previous {
+            write_window(w, l)?;
+        }
+        let mut written = Vec::new();
+        for [clean, faulted] in files.into_values() {
+            written.push(clean.finish()?);
+            written.push(faulted.finish()?);
+        }
+        Ok((skipped, written))
     }
 
-    /// Writes the clean JSON lines of one split's examples (in example order) to `out` and
-    /// returns the trajectories not written, counted by reason. `lines` is
-    /// [`Trajectories::lines`]'s; variant rows are rewritten from their parent's clean trajectory
-    /// ([`variants`]).
-    pub(super) fn write_clean(
+    /// Writes one group's lines (`lines`: one per verified example, in order) to the files of
+    /// each example's split, counting skips into `skipped`.
+    fn write_group(
         &self,
-        examples: &[&Example],
-        lines: &cached::Lines,
-        out: &mut impl std::io::Write,
-    ) -> Result<BTreeMap<String, usize>> {
-        let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
-        let parents: HashMap<&str, (&Example, &cached::Line)> = examples
-            .iter()
-            .filter(|e| cached::is_original(e))
-            .filter_map(|e| Some((e.id.as_str(), (*e, lines.get(&(*e as *const Example as usize))?))))
+        outcome: &Outcome,
+        lines: &[cached::Line],
+        files: &mut BTreeMap<&str, [super::StagedFile; 2]>,
+        skipped: &mut BTreeMap<String, usize>,
+    ) -> Result<()> {
+        use std::io::Write;
+        let originals = outcome.examples.iter().filter(|e| cached::is_original(e));
+        let by_example: HashMap<*const Example, &cached::Line> =
+            originals.clone().map(|e| e as *const Example).zip(lines).collect();
+        let parents: HashMap<(&str, &str), (&Example, &cached::Line)> = originals
+            .zip(lines)
+            .map(|(e, l)| ((e.split.as_str(), e.id.as_str()), (e, l)))
             .collect();
         let catalog: HashMap<&str, &ToolSpec> = self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
         let max_chars = self.build.recipe.trajectories.max_chars;
-        for e in examples {
+        for e in &outcome.examples {
+            let Some([clean, faulted]) = files.get_mut(e.split.as_str()) else {
+                continue;
+            };
             let variant_line;
-            let b = if cached::is_original(e) {
-                let Some(b) = lines.get(&(*e as *const Example as usize)) else {
-                    continue;
-                };
-                b
+            let line = if cached::is_original(e) {
+                by_example[&(e as *const Example)]
             } else {
                 let parent = e.meta.as_ref().and_then(|m| m["variant_of"].as_str());
                 let Some((p, Some(t))) = parent
-                    .and_then(|id| parents.get(id))
+                    .and_then(|id| parents.get(&(e.split.as_str(), id)))
                     .map(|(p, l)| (p, l.clean.as_ref()))
                 else {
                     continue;
@@ -506,34 +565,40 @@ impl<'b> Trajectories<'b> {
                 };
                 &variant_line
             };
-            if let Some(t) = &b.clean {
-                out.write_all(t.as_bytes())?;
-                out.write_all(b"\n")?;
+            for (text, file) in [(&line.clean, clean), (&line.faulted, faulted)] {
+                if let Some(t) = text {
+                    file.w.write_all(t.as_bytes())?;
+                    file.w.write_all(b"\n")?;
+                }
             }
-            for r in &b.skipped {
+            for r in &line.skipped {
                 *skipped.entry(r.clone()).or_default() += 1;
-            }
-        }
-        Ok(skipped)
-    }
-
-    /// Writes the faulted JSON lines of one split's verified examples (in example order) to
-    /// `out` (variant rows have none).
-    pub(super) fn write_faulted(
-        &self,
-        examples: &[&Example],
-        lines: &cached::Lines,
-        out: &mut impl std::io::Write,
-    ) -> Result<()> {
-        for e in examples.iter().filter(|e| cached::is_original(e)) {
-            if let Some(t) = lines
-                .get(&(*e as *const Example as usize))
-                .and_then(|b| b.faulted.as_ref())
-            {
-                out.write_all(t.as_bytes())?;
-                out.write_all(b"\n")?;
             }
         }
         Ok(())
     }
+}
+
+/// Verified examples per window of [`Trajectories::write_files`]: enough to keep both threads
+/// busy, few enough that a window's lines stay small (a SEL line carries its ~61 tools: 40 KB).
+pub const WINDOW_EXAMPLES: usize = 512;
+
+/// `groups` cut into consecutive windows of about [`WINDOW_EXAMPLES`] examples (a window ends
+/// with the group that reaches it; a larger group is a window alone).
+fn windows<'g, 'a>(groups: &'g [(&'a String, &'a Outcome)]) -> impl Iterator<Item = &'g [(&'a String, &'a Outcome)]> {
+    let mut rest = groups;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut n = 0;
+        let mut end = 0;
+        while end < rest.len() && n < WINDOW_EXAMPLES {
+            n += rest[end].1.examples.len();
+            end += 1;
+        }
+        let (window, tail) = rest.split_at(end);
+        rest = tail;
+        Some(window)
+    })
 }
