@@ -141,8 +141,9 @@ pub fn quick_build_key(recipe_path: &Path, out_root: &Path) -> Result<Option<(Re
         if !crate::recipe::is_sql_source(&source.manifest.format) {
             return Ok(None);
         }
-        // The paraphrase stage folds its answers into the key (LLM or not: kept conservative).
-        if recipe.variants.as_ref().is_some_and(|v| v.paraphrase.is_some()) {
+        // The paraphrase stage folds its LLM answers into the key; with no endpoint configured
+        // it is skipped (one line in the summary) and adds nothing, so the key is known here.
+        if llm_stage_configured(&recipe, &source) {
             return Ok(None);
         }
         let key = crate::sql::compile::quick_build_key(&recipe, &source)?;

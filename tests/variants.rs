@@ -88,3 +88,24 @@ fn rest_spider_variants() {
     check_drift_keeps_functionality(&build, &dir);
     tonnage_is_enforced_as_a_new_states(&drift, &addr.to_string());
 }
+
+/// A no-op rebuild of a variants recipe is recognised from its manifest, with no stage run: the
+/// paraphrase stage these recipes configure adds nothing to the build key when no LLM endpoint
+/// is configured (before, every no-op rebuild of sel-spider-variants ran the compile and
+/// variants stages again: 5 s and 2.5 GiB).
+#[test]
+fn noop_rebuild_of_a_variants_recipe_without_an_llm_endpoint_does_no_stage_work() {
+    if std::env::var_os("OPENAI_BASE_URL").is_some() {
+        eprintln!("\n!!!!! SKIPPED: OPENAI_BASE_URL is set, so the paraphrase stage runs and keys the build !!!!!\n");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = support::root().join("recipes/slot-spider-variants.toml");
+    let out = tmp.path().join("out");
+    toolforge::pipeline::build_and_emit(&path, Some(&out), Some(&tmp.path().join("store")), false).unwrap();
+    // Another store, empty: a rebuild that ran any stage would compute it all again.
+    let again =
+        toolforge::pipeline::build_and_emit(&path, Some(&out), Some(&tmp.path().join("empty")), false).unwrap();
+    assert!(again.contains("up to date") && again.contains("[no stage work]"), "{again}");
+    assert!(!tmp.path().join("empty").exists(), "the no-op rebuild opened the store");
+}

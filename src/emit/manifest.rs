@@ -73,11 +73,14 @@ pub fn up_to_date(dir: &Path, build_key: &str) -> bool {
     let Some(files) = m["files"].as_object() else {
         return false;
     };
-    // Files in parallel: a no-op rebuild is mostly this check (issue 17).
+    // Files in parallel: a no-op rebuild is mostly this check (issue 17). Each file is hashed
+    // as it is read, never held whole (sel-spider-variants' JSONL is 600 MB).
     use rayon::prelude::*;
     let files: Vec<(&String, &serde_json::Value)> = files.iter().collect();
     files.par_iter().all(|(name, hash)| {
-        std::fs::read(dir.join(name)).is_ok_and(|b| hash.as_str() == Some(blake3::hash(&b).to_hex().as_str()))
+        std::fs::File::open(dir.join(name))
+            .and_then(|f| blake3::Hasher::new().update_reader(f).map(|h| h.finalize()))
+            .is_ok_and(|h| hash.as_str() == Some(h.to_hex().as_str()))
     })
 }
 

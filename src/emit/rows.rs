@@ -188,7 +188,7 @@ fn other_columns(rows: &[EncodedRow]) -> Vec<ArrayRef> {
         Arc::new(rows.iter().map(|r| Some(f(r))).collect::<StringArray>())
     }
     fn opt<'r>(rows: &'r [EncodedRow], f: &dyn for<'x> Fn(&'x EncodedRow<'r>) -> Option<&'x str>) -> ArrayRef {
-        Arc::new(rows.iter().map(|r| f(r)).collect::<StringArray>())
+        Arc::new(rows.iter().map(f).collect::<StringArray>())
     }
     let calls: Vec<(&Call, &str)> = rows
         .iter()

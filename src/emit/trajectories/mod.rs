@@ -456,7 +456,7 @@ impl<'b> Trajectories<'b> {
         splits: &[&str],
         store: Option<&crate::store::Store>,
         staging: &super::Staging,
-    ) -> Result<(BTreeMap<String, usize>, Vec<(String, String)>)> {
+    ) -> Result<(Skipped, Vec<(String, String)>)> {
         let mut files: BTreeMap<&str, [super::StagedFile; 2]> = BTreeMap::new();
         for split in splits {
             let clean = staging.create(&format!("trajectories/{split}.jsonl"))?;
@@ -484,7 +484,7 @@ impl<'b> Trajectories<'b> {
                 )
                 .collect()
         };
-        let window_lines = |window: &[(&String, &Outcome)]| -> Result<Vec<Vec<cached::Line>>> {
+        let window_lines = |window: &Window| -> Result<Vec<Vec<cached::Line>>> {
             window
                 .par_iter()
                 .map(|(group, outcome)| {
@@ -494,15 +494,15 @@ impl<'b> Trajectories<'b> {
                 })
                 .collect()
         };
-        let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
-        let mut write_window = |window: &[(&String, &Outcome)], lines: Vec<Vec<cached::Line>>| -> Result<()> {
+        let mut skipped = Skipped::new();
+        let mut write_window = |window: &Window, lines: Vec<Vec<cached::Line>>| -> Result<()> {
             for ((_, outcome), lines) in window.iter().zip(lines) {
                 self.write_group(outcome, &lines, &mut files, &mut skipped)?;
             }
             Ok(())
         };
         let groups: Vec<(&String, &Outcome)> = self.build.groups.iter().collect();
-        let mut previous: Option<(&[(&String, &Outcome)], Vec<Vec<cached::Line>>)> = None;
+        let mut previous: Option<(&Window, Vec<Vec<cached::Line>>)> = None;
         for window in windows(&groups) {
             let (wrote, lines) = rayon::join(
                 || previous.take().map_or(Ok(()), |(w, l)| write_window(w, l)),
@@ -529,7 +529,7 @@ impl<'b> Trajectories<'b> {
         outcome: &Outcome,
         lines: &[cached::Line],
         files: &mut BTreeMap<&str, [super::StagedFile; 2]>,
-        skipped: &mut BTreeMap<String, usize>,
+        skipped: &mut Skipped,
     ) -> Result<()> {
         use std::io::Write;
         let originals = outcome.examples.iter().filter(|e| cached::is_original(e));
@@ -579,13 +579,19 @@ impl<'b> Trajectories<'b> {
     }
 }
 
+/// Trajectories not written, counted by reason.
+type Skipped = BTreeMap<String, usize>;
+
+/// Consecutive groups of a build, by name, in order ([`windows`]).
+type Window<'a> = [(&'a String, &'a Outcome)];
+
 /// Verified examples per window of [`Trajectories::write_files`]: enough to keep both threads
 /// busy, few enough that a window's lines stay small (a SEL line carries its ~61 tools: 40 KB).
 pub const WINDOW_EXAMPLES: usize = 512;
 
-/// `groups` cut into consecutive windows of about [`WINDOW_EXAMPLES`] examples (a window ends
-/// with the group that reaches it; a larger group is a window alone).
-fn windows<'g, 'a>(groups: &'g [(&'a String, &'a Outcome)]) -> impl Iterator<Item = &'g [(&'a String, &'a Outcome)]> {
+/// `groups` cut into consecutive windows of about [`WINDOW_EXAMPLES`] examples: a window ends
+/// with the group that reaches it, so only its last group takes it past the size.
+fn windows<'g, 'a>(groups: &'g Window<'a>) -> impl Iterator<Item = &'g Window<'a>> {
     let mut rest = groups;
     std::iter::from_fn(move || {
         if rest.is_empty() {
@@ -601,4 +607,38 @@ fn windows<'g, 'a>(groups: &'g [(&'a String, &'a Outcome)]) -> impl Iterator<Ite
         rest = tail;
         Some(window)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_cover_the_groups_in_order_about_window_examples_each() {
+        let sizes = [0, 3, 700, 1, 200, 200, 200, 5, 0, 1200, 600];
+        let names: Vec<String> = (0..sizes.len()).map(|i| format!("g{i:02}")).collect();
+        let outcomes: Vec<Outcome> = sizes
+            .iter()
+            .map(|&n| Outcome {
+                examples: vec![Example::default(); n],
+                ..Outcome::default()
+            })
+            .collect();
+        let groups: Vec<(&String, &Outcome)> = names.iter().zip(&outcomes).collect();
+        let cut: Vec<&[(&String, &Outcome)]> = windows(&groups).collect();
+        // Every group once, in order.
+        let flat: Vec<&String> = cut.iter().flat_map(|w| w.iter().map(|(g, _)| *g)).collect();
+        assert_eq!(flat, names.iter().collect::<Vec<_>>());
+        let counts: Vec<usize> = cut
+            .iter()
+            .map(|w| w.iter().map(|(_, o)| o.examples.len()).sum())
+            .collect();
+        assert_eq!(counts, vec![703, 601, 1205, 600]);
+        // A window holds more than WINDOW_EXAMPLES only through its last group.
+        for w in &cut {
+            let before_last: usize = w[..w.len() - 1].iter().map(|(_, o)| o.examples.len()).sum();
+            assert!(before_last < WINDOW_EXAMPLES, "{before_last}");
+        }
+        assert_eq!(windows(&[]).count(), 0);
+    }
 }
