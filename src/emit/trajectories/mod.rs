@@ -41,7 +41,7 @@ use prompt::{ToolsText, active_table, system_prompt};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde_json::{Value as Json, json};
 
@@ -567,8 +567,8 @@ impl<'b> Trajectories<'b> {
             };
             for (text, file) in [(&line.clean, clean), (&line.faulted, faulted)] {
                 if let Some(t) = text {
-                    file.w.write_all(t.as_bytes())?;
-                    file.w.write_all(b"\n")?;
+                    (file.w.write_all(t.as_bytes()).and_then(|()| file.w.write_all(b"\n")))
+                        .with_context(|| format!("writing {}", file.path.display()))?;
                 }
             }
             for r in &line.skipped {
