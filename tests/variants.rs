@@ -104,8 +104,10 @@ fn noop_rebuild_of_a_variants_recipe_without_an_llm_endpoint_does_no_stage_work(
     let out = tmp.path().join("out");
     toolforge::pipeline::build_and_emit(&path, Some(&out), Some(&tmp.path().join("store")), false).unwrap();
     // Another store, empty: a rebuild that ran any stage would compute it all again.
-    let again =
-        toolforge::pipeline::build_and_emit(&path, Some(&out), Some(&tmp.path().join("empty")), false).unwrap();
-    assert!(again.contains("up to date") && again.contains("[no stage work]"), "{again}");
+    let again = toolforge::pipeline::build_and_emit(&path, Some(&out), Some(&tmp.path().join("empty")), false).unwrap();
+    assert!(
+        again.contains("up to date") && again.contains("[no stage work]"),
+        "{again}"
+    );
     assert!(!tmp.path().join("empty").exists(), "the no-op rebuild opened the store");
 }
