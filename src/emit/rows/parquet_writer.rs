@@ -11,13 +11,12 @@ use arrow_schema::{DataType, Field};
 use super::{EncodedRow, call_fields, row_schema};
 use crate::tools::Call;
 
-/// Index of the `tools` column in [`row_schema`].
-const TOOLS: usize = 12;
-
-/// The record batch of `others` ([`other_columns`]) with `tools` put back at its place.
+/// The record batch of `others` ([`other_columns`]) with `tools` put back at its place in
+/// [`row_schema`].
 fn batch_of(mut others: Vec<ArrayRef>, tools: ArrayRef) -> RecordBatch {
-    others.insert(TOOLS, tools);
-    RecordBatch::try_new(Arc::new(row_schema()), others).expect("schema matches columns")
+    let schema = row_schema();
+    others.insert(schema.index_of("tools").expect("a tools column"), tools);
+    RecordBatch::try_new(Arc::new(schema), others).expect("schema matches columns")
 }
 
 /// The `tools` column of `rows`: each row's toolkit text, the largest column by far (a SEL row

@@ -95,10 +95,11 @@ impl<'b> Trajectories<'b> {
                 })
                 .collect()
         };
+        let catalog: HashMap<&str, &ToolSpec> = self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
         let mut skipped = Skipped::new();
         let mut write_window = |window: &Window, lines: Vec<Vec<cached::Line>>| -> Result<()> {
             for ((_, outcome), lines) in window.iter().zip(lines) {
-                self.write_group(outcome, &lines, &mut files, &mut skipped)?;
+                self.write_group(outcome, &lines, &catalog, &mut files, &mut skipped)?;
             }
             Ok(())
         };
@@ -124,31 +125,28 @@ impl<'b> Trajectories<'b> {
     }
 
     /// Writes one group's lines (`lines`: one per verified example, in order) to the files of
-    /// each example's split, counting skips into `skipped`.
+    /// each example's split, counting skips into `skipped`. `catalog`: the build's tools by name.
     fn write_group(
         &self,
         outcome: &Outcome,
         lines: &[cached::Line],
+        catalog: &HashMap<&str, &ToolSpec>,
         files: &mut BTreeMap<&str, [crate::emit::StagedFile; 2]>,
         skipped: &mut Skipped,
     ) -> Result<()> {
         use std::io::Write;
         let originals = outcome.examples.iter().filter(|e| cached::is_original(e));
-        let by_example: HashMap<*const Example, &cached::Line> =
-            originals.clone().map(|e| e as *const Example).zip(lines).collect();
         let parents: HashMap<(&str, &str), (&Example, &cached::Line)> = originals
             .zip(lines)
             .map(|(e, l)| ((e.split.as_str(), e.id.as_str()), (e, l)))
             .collect();
-        let catalog: HashMap<&str, &ToolSpec> = self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
         let max_chars = self.build.recipe.trajectories.max_chars;
+        // The verified examples' lines, met in the same order as the examples.
+        let mut next_line = lines.iter();
         for e in &outcome.examples {
-            let Some([clean, faulted]) = files.get_mut(e.split.as_str()) else {
-                continue;
-            };
             let variant_line;
             let line = if cached::is_original(e) {
-                by_example[&(e as *const Example)]
+                next_line.next().expect("one line per verified example")
             } else {
                 let parent = e.meta.as_ref().and_then(|m| m["variant_of"].as_str());
                 let Some((p, Some(t))) = parent
@@ -158,13 +156,16 @@ impl<'b> Trajectories<'b> {
                     continue;
                 };
                 let t: Json = serde_json::from_str(t)?;
-                let v = variants::variant_trajectory(e, p, &t, &catalog, max_chars);
+                let v = variants::variant_trajectory(e, p, &t, catalog, max_chars);
                 variant_line = cached::Line {
                     skipped: v.as_ref().err().map(|r| r.to_string()).into_iter().collect(),
                     clean: v.ok().map(|t| t.to_string()),
                     faulted: None,
                 };
                 &variant_line
+            };
+            let Some([clean, faulted]) = files.get_mut(e.split.as_str()) else {
+                continue;
             };
             for (text, file) in [(&line.clean, clean), (&line.faulted, faulted)] {
                 if let Some(t) = text {
