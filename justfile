@@ -49,6 +49,13 @@ bench:
 bench-eval:
     @bash benches/eval.sh
 
+# BIRD mini-dev construct coverage (issue 27's method): the ten absent databases rebuilt empty from
+# mini_dev_sqlite_tables.json, empty and degenerate answers kept, so only the lowering decides a row.
+# FORMAT is slot, sel or rest; prints `coverage FORMAT: K / 500 (P%)` and the drops by reason.
+bird-coverage FORMAT="slot":
+    @cargo build --release --quiet
+    @python3 scripts/bird_coverage.py --format {{FORMAT}}
+
 # Fuzz every target SECONDS each (libFuzzer via cargo-fuzz, nightly; seeds from ../shared/corpora).
 fuzz SECONDS="600":
     @bash fuzz/run.sh {{SECONDS}}
