@@ -51,9 +51,10 @@ bench-eval:
 
 # BIRD mini-dev construct coverage (issue 27's method): the ten absent databases rebuilt empty from
 # mini_dev_sqlite_tables.json, empty and degenerate answers kept, so only the lowering decides a row.
+# (`cargo test --no-run` builds the executable with the test suite's feature set, as `just test` does.)
 # FORMAT is slot, sel or rest; prints `coverage FORMAT: K / 500 (P%)` and the drops by reason.
 bird-coverage FORMAT="slot":
-    @cargo build --release --quiet
+    @cargo test --release --no-run --quiet
     @python3 scripts/bird_coverage.py --format {{FORMAT}}
 
 # Fuzz every target SECONDS each (libFuzzer via cargo-fuzz, nightly; seeds from ../shared/corpora).
