@@ -12,13 +12,15 @@
 //!   is the same share one endpoint ([`crate::tools::rest::name_endpoints`]).
 //!
 //! Drop reason codes: `db_missing`, `db_invalid`, `sql_error`, `parse_error`, `schema_mismatch`,
-//! `unsupported:<construct>`, `execution_error`, `mismatch`, `empty_gold_answer`, and for SLOT/SEL
-//! the answers that cannot verify anything ([`crate::sql::gold`]): `degenerate_gold_answer` (a
-//! single 0, a single NULL, every cell NULL; kept with the recipe knob
-//! `keep_degenerate_answers`), `tie_ambiguous_limit` (the LIMIT cut falls inside a tie, so the
-//! gold rows are the engine's arbitrary pick), `affinity_sensitive` (a filter's result depends on
-//! SQLite comparing number-like text as text), `aggregate_over_text` (SUM/AVG over text cells
-//! such as dates, whose numeric prefix SQLite adds), `bare_column_tie` (a bare column whose
+//! `unsupported:<construct>`, `execution_error`, `mismatch`, `empty_gold_answer`, and the answers
+//! that cannot verify anything ([`crate::sql::gold`]), the same for SLOT, SEL and REST (issue
+//! 27): `degenerate_gold_answer` (a single 0, a single NULL, every cell NULL; kept with the
+//! recipe knob `keep_degenerate_answers`), `tie_ambiguous_limit` (the LIMIT cut falls inside a
+//! tie, so the gold rows are the engine's arbitrary pick), `affinity_sensitive` (the answer
+//! changes when number-like text is read as numbers, [`crate::sql::numeric_reading`]; for
+//! SLOT/SEL also a filter comparing number-like text with a number), SLOT/SEL's
+//! `aggregate_over_text` and `arithmetic_over_text` (SUM/AVG or arithmetic over text cells such
+//! as dates, whose numeric prefix SQLite reads), `bare_column_tie` (a bare column whose
 //! row is SQLite's pick: beside a MIN/MAX whose extreme is tied, or varying within a group,
 //! [`crate::sql::extreme`]), and under `tool_pool = "reference"`
 //! `outside_reference_pool` (a call the reference tools do not execute faithfully,

@@ -59,7 +59,8 @@ fn order_keys(items: &[SelectItem], keys: &[Expr]) -> Option<Vec<Expr>> {
 
 /// Tie runs of the gold answer and whether a LIMIT cut falls inside a tie. Runs the gold query
 /// once more with its ORDER BY keys appended to the SELECT list and without its LIMIT.
-/// `Err(detail)` for a LIMIT cut inside a tie; `Ok` with no runs when the query has no ORDER BY
+/// `Err(detail)` for a LIMIT cut inside a tie (or over DISTINCT rows ordered by a key they do not
+/// select, whose order is SQLite's pick); `Ok` with no runs when the query has no ORDER BY
 /// and no LIMIT, or when its shape (set operation, DISTINCT over other columns, OFFSET) keeps
 /// the keys from being read (strict comparison then).
 pub fn order_ties(conn: &rusqlite::Connection, stmt: &Statement) -> Result<OrderFacts, String> {
@@ -119,6 +120,13 @@ pub fn order_ties_with(
                 )
             })
         {
+            // SQLite orders each distinct row by the key of one of its rows, its pick: which
+            // rows a LIMIT keeps is then the engine's choice too.
+            if let Some(l) = limit {
+                return Err(format!(
+                    "LIMIT {l} over DISTINCT rows ordered by a key they do not select: each row's key is SQLite's pick among its duplicates"
+                ));
+            }
             return Ok(OrderFacts::default());
         }
         s2.projection.extend(keys.iter().cloned().map(SelectItem::UnnamedExpr));
