@@ -820,3 +820,58 @@ const ORDER_BY_ARITHMETIC: [&str; 7] = [
     "SELECT T1.first_name FROM member AS T1 JOIN budget AS T2 ON T1.member_id = T2.name ORDER BY T1.zip - T2.planned DESC",
     "SELECT name FROM budget WHERE planned > 5 ORDER BY spent / planned LIMIT 3",
 ];
+
+/// Issue 27 item 7: `SELECT DISTINCT a, b … <set operation> SELECT …` — the DISTINCT rows are
+/// one table (`select_unique_values`), passed to `combine_data` as that table, not as a list of
+/// one label (which failed: "must be a list, got a table"); over a join, on either side.
+#[test]
+fn distinct_rows_in_a_set_operation_are_passed_as_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    for q in DISTINCT_ROWS_SET_OPERATIONS {
+        let calls = check(dir.path(), q);
+        assert!(calls.iter().any(|c| c.name == "select_unique_values"), "{q}: {calls:#?}");
+    }
+}
+
+/// DISTINCT rows of a join combined with another SELECT (`Lee`/`Science` appears twice in the
+/// join; `m1` members in both).
+const DISTINCT_ROWS_SET_OPERATIONS: [&str; 4] = [
+    "SELECT DISTINCT T1.last_name, T2.department FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id EXCEPT SELECT T1.last_name, T2.department FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id WHERE T1.zip = 300",
+    "SELECT DISTINCT T1.last_name, T2.department FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id UNION SELECT last_name, first_name FROM member",
+    "SELECT last_name, link_to_major FROM member INTERSECT SELECT DISTINCT T1.last_name, T2.major_id FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id",
+    "SELECT DISTINCT last_name, zip FROM member EXCEPT SELECT DISTINCT T1.last_name, T1.zip FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id WHERE T2.department = 'Econ'",
+];
+
+/// Issue 27 item 7: `ORDER BY <date text> - <date text>` computes with the dates' numeric
+/// prefixes in SQLite (`'2020-02-01' - '2019-09-01'` is 1): named `arithmetic_over_text`, like
+/// SUM/AVG over such cells, not left to fail as an execution error.
+#[test]
+fn arithmetic_over_date_text_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    budget_fixture(dir.path());
+    let conn = rusqlite::Connection::open(dir.path().join("club/club.sqlite")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE stay (guest TEXT, date_from TEXT, date_to TEXT);
+         INSERT INTO stay VALUES ('a','2019-09-01','2020-02-01'),('b','2018-01-01','2018-03-01');",
+    )
+    .unwrap();
+    let schema = Schema::load(&conn).unwrap();
+    let flagged = |q: &str| {
+        let plan = sql::plan::build(&sql::parse(q).unwrap(), &schema).unwrap();
+        let lowered = sql::slot::lower(&plan, "club/club.sqlite").unwrap();
+        let mut session = toolforge::tools::executor::Session::default();
+        let exec = Executor::new(dir.path());
+        let toolforge::tools::executor::Value::Table(t) = exec.step(&mut session, &lowered.setup).unwrap().clone()
+        else {
+            panic!("a table")
+        };
+        sql::gold::arithmetic_over_text(&plan, &[("starting_table_var".into(), t)])
+    };
+    let d = flagged("SELECT guest FROM stay ORDER BY date_to - date_from").expect("dates");
+    assert!(d.contains("stay_date_to") && d.contains("numeric prefix"), "{d}");
+    assert!(flagged("SELECT guest, date_to - date_from FROM stay").is_some());
+    assert_eq!(flagged("SELECT name FROM budget ORDER BY spent - planned"), None);
+    assert_eq!(flagged("SELECT guest FROM stay ORDER BY date_to"), None);
+}

@@ -168,7 +168,9 @@ fn streamable_http_mcp_rest_result_is_a_structured_object() {
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
     );
     let tools = list.unwrap()["result"]["tools"].as_array().unwrap().clone();
-    assert!(tools.len() >= 500, "{}", tools.len());
+    // 456 endpoints since issue 27 (REST drops empty, degenerate and tied answers as SLOT does;
+    // 538 before).
+    assert!(tools.len() >= 450, "{}", tools.len());
     let (_, call) = rpc(
         &agent,
         &url,

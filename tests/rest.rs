@@ -15,7 +15,7 @@ use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::Value;
 use toolforge::emit::read_rows;
 use toolforge::pipeline::build_and_emit;
-use toolforge::verify::{Answer, answers_match};
+use toolforge::verify::{Answer, answers_match_ties};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -210,7 +210,7 @@ async fn every_gold_call_is_callable_under_its_one_catalog_name_over_http_and_mc
                 .clone()
                 .and_then(|v| serde_json::from_value(v["result"].clone()).ok());
             let gold = row.gold_answer.as_ref().unwrap();
-            if result.is_error == Some(true) || !got.is_some_and(|g| answers_match(gold, &g, row.ordered)) {
+            if result.is_error == Some(true) || !got.is_some_and(|g| answers_match_ties(gold, &g, row.ordered, row.ties.as_deref())) {
                 failures.insert(row.id.clone(), format!("{result:?}"));
             }
         }

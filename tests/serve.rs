@@ -75,7 +75,9 @@ fn rest_server_verifies_validates_and_resists_injection() {
     // Every REST row, through HTTP on 127.0.0.1.
     let (ok, bad) = verify_live(&dir, Some(&spider_dbs())).unwrap();
     assert_eq!(bad, 0);
-    assert!(ok >= 1000, "{ok}");
+    // 853 of 1034 since issue 27 (REST drops what SLOT drops: empty, degenerate, LIMIT in a
+    // tie, text order, bare columns); 1012 before.
+    assert!(ok >= 850, "{ok}");
 
     let endpoints: Vec<Value> =
         serde_json::from_slice(&std::fs::read(dir.join("tools/endpoints.json")).unwrap()).unwrap();

@@ -338,7 +338,8 @@ fn rest_responses_shown_from_compile_equal_a_fresh_execution() {
             checked += 1;
         }
     }
-    assert!(checked > 900, "{checked} responses checked");
+    // 853 REST rows since issue 27 (1012 before: empty and tied answers are dropped now).
+    assert!(checked > 800, "{checked} responses checked");
     let again = toolforge::pipeline::compile(&recipe, Some(&tmp.path().join("store")), false).unwrap();
     assert!(again.shown.is_empty(), "a stage from the store carries no responses");
 }

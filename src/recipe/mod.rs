@@ -100,7 +100,7 @@ pub struct Recipe {
     /// verifies any call sequence that filters everything away, so it proves little).
     #[serde(default)]
     pub keep_empty_answers: bool,
-    /// SLOT/SEL: keep verified questions whose gold answer is degenerate — a single 0, a single
+    /// Keep verified questions whose gold answer is degenerate — a single 0, a single
     /// NULL, or every cell NULL (default false: like an empty answer, any call sequence that
     /// filters everything away reproduces it; reason code `degenerate_gold_answer`).
     #[serde(default)]

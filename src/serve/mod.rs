@@ -178,11 +178,13 @@ pub fn verify_live(dir: &Path, databases: Option<&Path>) -> Result<(usize, usize
             Ok(serde_json::from_value::<crate::verify::Answer>(body)?)
         });
         match result {
-            Ok(got) if crate::verify::answers_match(gold, &got, row.ordered) => ok += 1,
-            Ok(_) => {
-                eprintln!("{}: live response differs from gold_answer", row.id);
-                bad += 1;
-            }
+            Ok(got) => match crate::verify::compare(gold, &got, row.ordered, row.ties.as_deref()) {
+                Ok(()) => ok += 1,
+                Err(d) => {
+                    eprintln!("{}: live response differs from gold_answer: {d}", row.id);
+                    bad += 1;
+                }
+            },
             Err(e) => {
                 eprintln!("{}: {e:#}", row.id);
                 bad += 1;

@@ -12,13 +12,15 @@
 //!   is the same share one endpoint ([`crate::tools::rest::name_endpoints`]).
 //!
 //! Drop reason codes: `db_missing`, `db_invalid`, `sql_error`, `parse_error`, `schema_mismatch`,
-//! `unsupported:<construct>`, `execution_error`, `mismatch`, `empty_gold_answer`, and for SLOT/SEL
-//! the answers that cannot verify anything ([`crate::sql::gold`]): `degenerate_gold_answer` (a
-//! single 0, a single NULL, every cell NULL; kept with the recipe knob
-//! `keep_degenerate_answers`), `tie_ambiguous_limit` (the LIMIT cut falls inside a tie, so the
-//! gold rows are the engine's arbitrary pick), `affinity_sensitive` (a filter's result depends on
-//! SQLite comparing number-like text as text), `aggregate_over_text` (SUM/AVG over text cells
-//! such as dates, whose numeric prefix SQLite adds), `bare_column_tie` (a bare column whose
+//! `unsupported:<construct>`, `execution_error`, `mismatch`, `empty_gold_answer`, and the answers
+//! that cannot verify anything ([`crate::sql::gold`]), the same for SLOT, SEL and REST (issue
+//! 27): `degenerate_gold_answer` (a single 0, a single NULL, every cell NULL; kept with the
+//! recipe knob `keep_degenerate_answers`), `tie_ambiguous_limit` (the LIMIT cut falls inside a
+//! tie, so the gold rows are the engine's arbitrary pick), `affinity_sensitive` (the answer
+//! changes when number-like text is read as numbers, [`crate::sql::numeric_reading`]; for
+//! SLOT/SEL also a filter comparing number-like text with a number), SLOT/SEL's
+//! `aggregate_over_text` and `arithmetic_over_text` (SUM/AVG or arithmetic over text cells such
+//! as dates, whose numeric prefix SQLite reads), `bare_column_tie` (a bare column whose
 //! row is SQLite's pick: beside a MIN/MAX whose extreme is tied, or varying within a group,
 //! [`crate::sql::extreme`]), and under `tool_pool = "reference"`
 //! `outside_reference_pool` (a call the reference tools do not execute faithfully,
@@ -63,7 +65,7 @@ use self::stage::DbStage;
 use self::toolkit::{Toolkits, key_descriptions, toolkit};
 
 /// Version of the compile stage; bump when its output for the same inputs changes.
-pub const COMPILE_VERSION: u32 = 5;
+pub const COMPILE_VERSION: u32 = 6;
 
 /// Runs the per-database compile stages of a text-to-SQL recipe (from the store where possible).
 pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: bool) -> Result<Build, BuildError> {
@@ -253,6 +255,8 @@ enum Compiled {
     Rest {
         template: Template,
         gold: Answer,
+        /// The gold answer's tie runs ([`sql::gold::OrderFacts`]).
+        ties: Option<Vec<usize>>,
         /// The execution that verified it, whose response the trajectory shows.
         ran: endpoints::Ran,
     },
@@ -312,7 +316,9 @@ fn compile_db(
     let toolkits = Toolkits::default();
     // One computation per distinct gold SQL text ([`same_sql`]).
     let same = same_sql::SameSql::of(qs);
-    let compile_one = |conn: &mut rusqlite::Result<rusqlite::Connection>, q: &Question| -> Result<Compiled, Drop> {
+    let compile_one = |(conn, numeric): &mut (rusqlite::Result<rusqlite::Connection>, sql::numeric_reading::NumericReading),
+                       q: &Question|
+     -> Result<Compiled, Drop> {
         let drop = |reason: String, detail: String| Drop {
             id: format!("{}/{}", recipe.name, q.id),
             group: q.db_id.clone(),
@@ -321,11 +327,11 @@ fn compile_db(
         };
         let conn = conn.as_mut().map_err(|e| drop("db_invalid".into(), e.to_string()))?;
         let gold = table::query_rows(conn, &q.sql).map_err(|e| drop("sql_error".into(), e.to_string()))?;
+        // The gold-answer classification, the same for every family (issue 27).
         if gold.is_empty() && !recipe.keep_empty_answers {
             return Err(drop("empty_gold_answer".into(), "the gold SQL returns no rows".into()));
         }
-        let calls_family = format != "rest";
-        if let Some(what) = verify::degenerate(&gold).filter(|_| calls_family && !gold.is_empty()) {
+        if let Some(what) = verify::degenerate(&gold).filter(|_| !gold.is_empty()) {
             if !recipe.keep_degenerate_answers {
                 return Err(drop(
                     "degenerate_gold_answer".into(),
@@ -334,14 +340,18 @@ fn compile_db(
             }
         }
         let stmt = sql::parse(&q.sql).map_err(|e| drop(e.reason(), e.to_string()))?;
-        let order = if calls_family {
-            sql::gold::subquery_ties(conn, &stmt).map_err(|d| drop("tie_ambiguous_limit".into(), d))?;
-            sql::gold::order_ties_with(conn, &stmt, Some(&gold)).map_err(|d| drop("tie_ambiguous_limit".into(), d))?
-        } else {
-            sql::gold::OrderFacts::default()
-        };
+        sql::gold::subquery_ties(conn, &stmt).map_err(|d| drop("tie_ambiguous_limit".into(), d))?;
+        let order =
+            sql::gold::order_ties_with(conn, &stmt, Some(&gold)).map_err(|d| drop("tie_ambiguous_limit".into(), d))?;
+        numeric
+            .check(&stmt, &q.sql, &gold, order.ties.as_deref())
+            .map_err(|d| drop("affinity_sensitive".into(), d))?;
         if format == "rest" {
-            return endpoints::compile_question(conn, &rest_db, &stmt, gold, max_rows, &drop);
+            // SQLite's pick of a bare column's row, where the planner reads the query.
+            if let Ok(plan) = sql::plan::build(&stmt, &schema) {
+                sql::extreme::extreme_row_ties(conn, &stmt, &plan).map_err(|d| drop("bare_column_tie".into(), d))?;
+            }
+            return endpoints::compile_question(conn, &rest_db, &stmt, (gold, order.ties), max_rows, &drop);
         }
         let plan = sql::plan::build(&stmt, &schema).map_err(|e| drop(e.reason(), e.to_string()))?;
         let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
@@ -379,6 +389,9 @@ fn compile_db(
         if let Some(d) = sql::gold::aggregate_over_text(&plan, &joined) {
             return Err(drop("aggregate_over_text".into(), d));
         }
+        if let Some(d) = sql::gold::arithmetic_over_text(&plan, &joined) {
+            return Err(drop("arithmetic_over_text".into(), d));
+        }
         sql::extreme::extreme_row_ties(conn, &stmt, &plan).map_err(|d| drop("bare_column_tie".into(), d))?;
         let candidate = executor
             .run_in(&mut session, &calls)
@@ -411,12 +424,15 @@ fn compile_db(
         // larger than the join cache's budget, and two of them (one per thread) would double the
         // peak. No rayon work runs under the lane, so no thread waits for it while holding it.
         let _lane = large_database_lane();
-        let mut conn = table::open_read_only(db_path);
-        firsts.iter().map(|q| compile_one(&mut conn, q)).collect()
+        let mut conns = (table::open_read_only(db_path), sql::numeric_reading::NumericReading::new(db_path));
+        firsts.iter().map(|q| compile_one(&mut conns, q)).collect()
     } else {
         firsts
             .par_iter()
-            .map_init(|| table::open_read_only(db_path), |conn, q| compile_one(conn, q))
+            .map_init(
+                || (table::open_read_only(db_path), sql::numeric_reading::NumericReading::new(db_path)),
+                |conns, q| compile_one(conns, q),
+            )
             .collect()
     };
     let results = same.spread(results, qs, &recipe.name);
@@ -472,9 +488,14 @@ fn compile_db(
                     ..base
                 })
             }
-            Ok(Compiled::Rest { template, gold, ran }) => {
+            Ok(Compiled::Rest {
+                template,
+                gold,
+                ties,
+                ran,
+            }) => {
                 let (example, text) =
-                    endpoints::example(base, (template, gold, ran), &templates, &endpoints, &db_tools);
+                    endpoints::example(base, (template, gold, ties, ran), &templates, &endpoints, &db_tools);
                 if let Some(text) = text {
                     rest_shown.push((example.id.clone(), text));
                 }

@@ -59,7 +59,8 @@ fn order_keys(items: &[SelectItem], keys: &[Expr]) -> Option<Vec<Expr>> {
 
 /// Tie runs of the gold answer and whether a LIMIT cut falls inside a tie. Runs the gold query
 /// once more with its ORDER BY keys appended to the SELECT list and without its LIMIT.
-/// `Err(detail)` for a LIMIT cut inside a tie; `Ok` with no runs when the query has no ORDER BY
+/// `Err(detail)` for a LIMIT cut inside a tie (or over DISTINCT rows ordered by a key they do not
+/// select, whose order is SQLite's pick); `Ok` with no runs when the query has no ORDER BY
 /// and no LIMIT, or when its shape (set operation, DISTINCT over other columns, OFFSET) keeps
 /// the keys from being read (strict comparison then).
 pub fn order_ties(conn: &rusqlite::Connection, stmt: &Statement) -> Result<OrderFacts, String> {
@@ -119,6 +120,13 @@ pub fn order_ties_with(
                 )
             })
         {
+            // SQLite orders each distinct row by the key of one of its rows, its pick: which
+            // rows a LIMIT keeps is then the engine's choice too.
+            if let Some(l) = limit {
+                return Err(format!(
+                    "LIMIT {l} over DISTINCT rows ordered by a key they do not select: each row's key is SQLite's pick among its duplicates"
+                ));
+            }
             return Ok(OrderFacts::default());
         }
         s2.projection.extend(keys.iter().cloned().map(SelectItem::UnnamedExpr));
@@ -370,47 +378,82 @@ fn numeric_prefix(s: &str) -> Option<f64> {
     ends.iter().rev().find_map(|&e| t[..e].parse::<f64>().ok())
 }
 
+/// The first text cell of column `key` in the joined tables `tables` that starts with a number
+/// without being one (`'1988-11-02 …'`): SQLite's arithmetic reads its numeric prefix.
+fn prefix_text_cell(tables: &[(String, RecordBatch)], key: &str) -> Option<String> {
+    for (_, table) in tables {
+        let Some(i) = table
+            .schema()
+            .fields()
+            .iter()
+            .position(|f| f.name().eq_ignore_ascii_case(key))
+        else {
+            continue;
+        };
+        for cell in datums(table.column(i).as_ref()) {
+            let Datum::Text(s) = cell else { continue };
+            if s.trim().parse::<f64>().is_err() && numeric_prefix(&s).is_some() {
+                return Some(s);
+            }
+        }
+    }
+    None
+}
+
 /// The first SUM/AVG of `plan` over a column of the joined tables `tables` that holds a text
 /// cell starting with a number without being one (`AVG(transcript_date)` over
 /// `'1988-11-02 …'`): SQLite adds its numeric prefix, so the gold is an engine quirk, not a
 /// value the question asks for; `Some(detail)` naming the aggregate and the cell (reason code
 /// `aggregate_over_text`).
 pub fn aggregate_over_text(plan: &QueryPlan, tables: &[(String, RecordBatch)]) -> Option<String> {
+    over_text(plan, tables, false)
+}
+
+/// The first arithmetic of `plan` (a SELECT item, HAVING or ORDER BY key such as
+/// `ORDER BY date_to - date_from`) with a column operand holding a text cell that starts with a
+/// number without being one: SQLite computes with the numeric prefix (`'2018-03-01' -
+/// '2017-12-31'` is `1`), an engine quirk as for [`aggregate_over_text`]; `Some(detail)` naming
+/// the expression and the cell (reason code `arithmetic_over_text`).
+pub fn arithmetic_over_text(plan: &QueryPlan, tables: &[(String, RecordBatch)]) -> Option<String> {
+    over_text(plan, tables, true)
+}
+
+/// [`aggregate_over_text`] (`arithmetic` false) or [`arithmetic_over_text`] (true).
+fn over_text(plan: &QueryPlan, tables: &[(String, RecordBatch)], arithmetic: bool) -> Option<String> {
     for sub in plan.subqueries.iter().chain(plan.set_ops.iter().map(|(_, p)| p)) {
-        if let Some(d) = aggregate_over_text(sub, tables) {
+        if let Some(d) = over_text(sub, tables, arithmetic) {
             return Some(d);
         }
     }
     let mut measures: Vec<&Measure> = plan.measures().collect();
     while let Some(m) = measures.pop() {
-        let key = match m {
+        let keys: Vec<&String> = match m {
             Measure::Arith(a, _, b) => {
                 measures.extend([&**a, &**b]);
-                continue;
+                if !arithmetic {
+                    continue;
+                }
+                [&**a, &**b]
+                    .into_iter()
+                    .filter_map(|o| match o {
+                        Measure::Column(k) => Some(k),
+                        _ => None,
+                    })
+                    .collect()
             }
             Measure::Aggregate {
                 agg: Agg::Sum | Agg::Mean,
                 key: Some(key),
                 ..
-            } => key,
+            } if !arithmetic => vec![key],
             _ => continue,
         };
-        for (_, table) in tables {
-            let Some(i) = table
-                .schema()
-                .fields()
-                .iter()
-                .position(|f| f.name().eq_ignore_ascii_case(key))
-            else {
-                continue;
-            };
-            for cell in datums(table.column(i).as_ref()) {
-                let Datum::Text(s) = &cell else { continue };
-                if s.trim().parse::<f64>().is_err() && numeric_prefix(s).is_some() {
-                    return Some(format!(
-                        "{m} over the text cell '{s}': SQLite adds its numeric prefix, so the gold is an engine quirk"
-                    ));
-                }
+        for key in keys {
+            if let Some(s) = prefix_text_cell(tables, key) {
+                let what = if arithmetic { "arithmetic" } else { "aggregate" };
+                return Some(format!(
+                    "{m} over the text cell '{s}': SQLite's {what} reads its numeric prefix, so the gold is an engine quirk"
+                ));
             }
         }
     }

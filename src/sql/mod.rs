@@ -13,6 +13,7 @@ pub mod expose;
 pub mod extreme;
 pub mod gold;
 pub mod normalise;
+pub mod numeric_reading;
 pub mod plan;
 pub mod rest;
 pub mod schema;

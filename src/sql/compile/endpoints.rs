@@ -18,7 +18,7 @@ use crate::tools::rest::{Endpoint, Limits};
 use crate::tools::shown::rest_result_text;
 use crate::tools::template::Parameter;
 use crate::tools::{Call, Toolkit};
-use crate::verify::{Answer, answers_match};
+use crate::verify::{Answer, compare};
 
 /// One execution that verified a REST question: the SQL run, its parameters, the values bound,
 /// and the response as a trajectory's tool message shows it ([`rest_result_text`]).
@@ -62,15 +62,16 @@ pub(super) struct Database<'a> {
     pub(super) categorical: Categorical,
 }
 
-/// REST: `stmt` (whose result is `gold`) as an endpoint template that reproduces `gold` when run
-/// with the question's values; a template with no parameter gets one exposed
-/// ([`sql::rest::exposures`]: the first that reproduces `gold`). `max_rows` is the trajectories'
-/// row cap. Errors: the drop of the question (`drop(reason, detail)`).
+/// REST: `stmt` (whose result is `gold`, with tie runs `ties`) as an endpoint template that
+/// reproduces `gold` when run with the question's values — compared as SLOT/SEL answers are
+/// ([`crate::verify::compare`], any order inside a tie run); a template with no parameter gets
+/// one exposed ([`sql::rest::exposures`]: the first that reproduces `gold`). `max_rows` is the
+/// trajectories' row cap. Errors: the drop of the question (`drop(reason, detail)`).
 pub(super) fn compile_question(
     conn: &mut rusqlite::Connection,
     db: &Database,
     stmt: &sqlparser::ast::Statement,
-    gold: Answer,
+    (gold, ties): (Answer, Option<Vec<usize>>),
     max_rows: usize,
     drop: &dyn Fn(String, String) -> Drop,
 ) -> Result<Compiled, Drop> {
@@ -81,9 +82,14 @@ pub(super) fn compile_question(
         for t in sql::rest::exposures(&template, db.schema, &pick) {
             let ep = rest_endpoint(db.db_id, &t);
             if let Ok(got) = ep.execute(conn, &t.values, Limits::default()) {
-                if answers_match(&gold, &got, t.ordered) {
+                if compare(&gold, &got, t.ordered, ties.as_deref()).is_ok() {
                     let ran = Ran::new(ep, &t.values, &got, max_rows);
-                    return Ok(Compiled::Rest { template: t, gold, ran });
+                    return Ok(Compiled::Rest {
+                        template: t,
+                        gold,
+                        ties,
+                        ran,
+                    });
                 }
             }
         }
@@ -102,19 +108,15 @@ pub(super) fn compile_question(
             format!("{e}; parameterised SQL: {}", template.sql),
         )
     })?;
-    if !answers_match(&gold, &got, template.ordered) {
-        return Err(drop(
-            "mismatch".into(),
-            format!(
-                "gold {} rows, endpoint {} rows; parameterised SQL: {}",
-                gold.len(),
-                got.len(),
-                template.sql
-            ),
-        ));
-    }
+    compare(&gold, &got, template.ordered, ties.as_deref())
+        .map_err(|d| drop("mismatch".into(), format!("{d}; parameterised SQL: {}", template.sql)))?;
     let ran = Ran::new(ep, &template.values, &got, max_rows);
-    Ok(Compiled::Rest { template, gold, ran })
+    Ok(Compiled::Rest {
+        template,
+        gold,
+        ties,
+        ran,
+    })
 }
 
 /// REST: one endpoint template per normal form of the parameterised queries of `results`, in
@@ -133,7 +135,13 @@ pub(super) fn share(
     let mut texts = BTreeSet::new();
     let (mut merged, mut merge_rejected) = (0, 0);
     for r in results.iter_mut() {
-        let Ok(Compiled::Rest { template, gold, ran }) = r else {
+        let Ok(Compiled::Rest {
+            template,
+            gold,
+            ties,
+            ran,
+        }) = r
+        else {
             continue;
         };
         texts.insert(template.sql.to_lowercase());
@@ -154,7 +162,7 @@ pub(super) fn share(
                     (Some(values), Some(c)) => {
                         let ep = rest_endpoint(db_id, rep);
                         match ep.execute(c, &values, Limits::default()) {
-                            Ok(got) if answers_match(gold, &got, template.ordered) => {
+                            Ok(got) if compare(gold, &got, template.ordered, ties.as_deref()).is_ok() => {
                                 Some(Ran::new(ep, &values, &got, max_rows))
                             }
                             _ => None,
@@ -185,10 +193,11 @@ pub(super) fn share(
 
 /// REST: the example of a verified question (`base` filled with its question fields): its gold
 /// call of `template`'s endpoint among `endpoints` (named from `templates`, in that order), and
-/// the response its trajectory shows when the call runs what verified it ([`Ran::text_for`]).
+/// the response its trajectory shows when the call runs what verified it ([`Ran::text_for`]); its
+/// `meta.order_ties` are the gold answer's tie runs, as a SLOT/SEL row's.
 pub(super) fn example(
     base: Example,
-    (template, gold, ran): (Template, Answer, Ran),
+    (template, gold, ties, ran): (Template, Answer, Option<Vec<usize>>, Ran),
     templates: &[Template],
     endpoints: &[Endpoint],
     db_tools: &Toolkit,
@@ -217,7 +226,10 @@ pub(super) fn example(
         gold_answer: Some(gold),
         ordered: ep.ordered,
         tools: db_tools.clone(),
-        meta: Some(json!({"endpoint": {"path": ep.path, "operation_id": ep.operation_id()}})),
+        meta: Some(match ties {
+            Some(t) => json!({"endpoint": {"path": ep.path, "operation_id": ep.operation_id()}, "order_ties": t}),
+            None => json!({"endpoint": {"path": ep.path, "operation_id": ep.operation_id()}}),
+        }),
         ..base
     };
     (example, text)

@@ -206,14 +206,25 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
     })
 }
 
+/// The tools of a SELECT's tail whose output is a table (rather than a list or a value).
+const TABLE_TOOLS: [&str; 2] = ["combine_data", "select_unique_values"];
+
 /// Emits a SELECT and the set operations that follow it (`combine_data`, `COMBINED_DF`, applied
 /// left to right); returns the labels of its outputs.
 fn lower_compound(em: &mut Emitter, plan: &QueryPlan) -> Result<Vec<String>, LowerError> {
     let mut sinks = segment(em, |em| lower_select(em, plan))?;
     for (op, side) in &plan.set_ops {
         let right = segment(em, |em| lower_select(em, side))?;
+        // A single output that is a table (a set operation's, DISTINCT rows') is passed as the
+        // table; column outputs as the list of their labels.
+        let tables: Vec<String> = em
+            .calls
+            .iter()
+            .filter(|c| TABLE_TOOLS.contains(&c.name.as_str()))
+            .map(|c| c.label.clone())
+            .collect();
         let source = |labels: &[String]| match labels {
-            [one] if one.starts_with("COMBINED_DF") => json!(label_ref(one)),
+            [one] if tables.contains(one) => json!(label_ref(one)),
             many => json!(many.iter().map(|l| label_ref(l)).collect::<Vec<_>>()),
         };
         let label = em.label("COMBINED_DF");
