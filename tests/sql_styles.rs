@@ -274,6 +274,14 @@ fn respelled(endpoints: &[Value], style: Style) -> Vec<Value> {
         .collect()
 }
 
+/// The two values' texts around their first differing character.
+fn around_first_difference(a: &Value, b: &Value) -> String {
+    let (a, b) = (a.to_string(), b.to_string());
+    let at = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let window = |s: &str| s.chars().skip(at.saturating_sub(120)).take(240).collect::<String>();
+    format!("\n  {}\n  {}", window(&a), window(&b))
+}
+
 /// Compares one format's build on the rewritten corpus with the original; returns the
 /// differences (row ids and endpoint names) for the message.
 fn compare(recipe: &str, style: Style, original: &Built, tmp: &Path) -> Vec<String> {
@@ -292,8 +300,14 @@ fn compare(recipe: &str, style: Style, original: &Built, tmp: &Path) -> Vec<Stri
         styled.attempted
     );
     let mut diffs = Vec::new();
+    // Upper-cased names are the same names to SQLite; descriptions quote them as written.
+    let cased = |v: &Value| match style {
+        Style::Upper => serde_json::from_str(&v.to_string().to_lowercase()).unwrap(),
+        _ => v.clone(),
+    };
     for (id, row) in &original.rows {
-        match styled.rows.get(id) {
+        let row = &cased(row);
+        match styled.rows.get(id).map(cased).as_ref() {
             None => diffs.push(format!("{recipe} {style:?}: {id} dropped")),
             Some(r) if r != row => {
                 let fields: Vec<&String> = row
@@ -303,10 +317,7 @@ fn compare(recipe: &str, style: Style, original: &Built, tmp: &Path) -> Vec<Stri
                     .filter(|(k, v)| r.get(k.as_str()) != Some(v))
                     .map(|(k, _)| k)
                     .collect();
-                let first = fields.first().map(|k| {
-                    let cut = |v: &Value| v.to_string().chars().take(300).collect::<String>();
-                    format!("\n  {}\n  {}", cut(&row[k.as_str()]), cut(&r[k.as_str()]))
-                });
+                let first = fields.first().map(|k| around_first_difference(&row[k.as_str()], &r[k.as_str()]));
                 diffs.push(format!("{recipe} {style:?}: {id} differs in {fields:?}{}", first.unwrap_or_default()));
             }
             _ => {}
@@ -315,9 +326,10 @@ fn compare(recipe: &str, style: Style, original: &Built, tmp: &Path) -> Vec<Stri
     for id in styled.rows.keys().filter(|id| !original.rows.contains_key(*id)) {
         diffs.push(format!("{recipe} {style:?}: {id} kept only when re-spelled"));
     }
-    let (a, b) = (respelled(&original.endpoints, style), respelled(&styled.endpoints, style));
+    let respelled = |e: &[Value]| respelled(e, style).iter().map(cased).collect::<Vec<Value>>();
+    let (a, b) = (respelled(&original.endpoints), respelled(&styled.endpoints));
     if a != b {
-        let first = a.iter().zip(&b).find(|(x, y)| x != y).map(|(x, y)| format!("\n  {x}\n  {y}"));
+        let first = a.iter().zip(&b).find(|(x, y)| x != y).map(|(x, y)| around_first_difference(x, y));
         diffs.push(format!(
             "{recipe} {style:?}: endpoints differ ({} vs {}){}",
             a.len(),

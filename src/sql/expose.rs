@@ -105,7 +105,7 @@ fn direction(q: &Query) -> Option<Exposure> {
             kind: "string".into(),
             description: format!(
                 "Sort direction of the rows by {}: `asc` (ascending) or `desc` (descending); default `{gold}`.",
-                first.expr
+                crate::sql::ident::plain_text(&first.expr)
             ),
             optional: true,
             default: Some(json!(gold)),

@@ -75,10 +75,21 @@ pub fn may_be_string(id: &Ident) -> bool {
 /// (used by [`crate::sql::normalise::key`]; the text may no longer parse when a name holds a
 /// space).
 pub fn unquote(q: &mut Query) {
-    let _ = q.visit(&mut Unquote);
+    let _ = q.visit(&mut Unquote { strings_too: false });
 }
 
-struct Unquote;
+/// The text of `e` as a person reads it in a description: every identifier without its quotes,
+/// double-quoted ones too (`` `T1`.`age` `` → `T1.age`).
+pub fn plain_text(e: &Expr) -> String {
+    let mut e = e.clone();
+    let _ = e.visit(&mut Unquote { strings_too: true });
+    e.to_string()
+}
+
+/// Removes identifier quotes; `strings_too` also from a bare double-quoted identifier.
+struct Unquote {
+    strings_too: bool,
+}
 
 fn unquote_name(name: &mut ObjectName) {
     for part in &mut name.0 {
@@ -137,7 +148,7 @@ impl VisitorMut for Unquote {
 
     fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
         match e {
-            Expr::Identifier(id) if !may_be_string(id) => id.quote_style = None,
+            Expr::Identifier(id) if self.strings_too || !may_be_string(id) => id.quote_style = None,
             Expr::CompoundIdentifier(ids) => ids.iter_mut().for_each(|id| id.quote_style = None),
             _ => {}
         }
@@ -179,7 +190,7 @@ mod tests {
     /// Unquoting gives the unquoted spelling back, and leaves SQLite's double-quoted strings.
     #[test]
     fn unquote_gives_the_unquoted_spelling_and_keeps_double_quoted_strings() {
-        let plain = "SELECT T1.name AS n FROM singer AS T1 JOIN song USING (sid) WHERE T1.x = \"a\" ORDER BY n";
+        let plain = "SELECT T1.name AS n FROM singer AS T1 JOIN song USING(sid) WHERE T1.x = \"a\" ORDER BY n";
         for sql in [
             plain,
             "SELECT `T1`.`name` AS `n` FROM `singer` AS `T1` JOIN `song` USING (`sid`) WHERE [T1].[x] = \"a\" ORDER BY [n]",
@@ -187,6 +198,8 @@ mod tests {
             let Ok(sqlparser::ast::Statement::Query(mut q)) = crate::sql::parse(sql) else { panic!("{sql}") };
             unquote(&mut q);
             assert_eq!(q.to_string(), plain);
+            let SetExpr::Select(s) = *q.body else { panic!() };
+            assert_eq!(plain_text(s.selection.as_ref().unwrap()), "T1.x = a");
         }
     }
 }
