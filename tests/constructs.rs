@@ -875,3 +875,123 @@ fn arithmetic_over_date_text_is_named() {
     assert_eq!(flagged("SELECT name FROM budget ORDER BY spent - planned"), None);
     assert_eq!(flagged("SELECT guest FROM stay ORDER BY date_to"), None);
 }
+
+/// `NOT p` for every predicate the planner accepts, in any spelling (issue 27): each query
+/// lowers and reproduces SQLite on the fixture's NULLs (Dan's zip and major, Bob's score), so a
+/// NULL operand never satisfies the negation (`NOT (score > 3)` keeps neither Bob nor NULLs).
+#[test]
+fn not_prefix_forms_lower_like_their_negated_operators_and_reproduce_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    for q in [
+        "SELECT first_name FROM member WHERE NOT zip IN (100, 300)",
+        "SELECT first_name FROM member WHERE NOT (zip IN (100, 300))",
+        "SELECT first_name FROM member WHERE NOT zip NOT IN (100, 300)",
+        "SELECT major_name FROM major WHERE NOT major_id IN (SELECT link_to_major FROM member WHERE zip = 100)",
+        "SELECT major_name FROM major WHERE NOT (major_id NOT IN (SELECT link_to_major FROM member WHERE zip = 100))",
+        "SELECT major_name FROM major WHERE NOT major_id IN (SELECT link_to_major FROM member)",
+        "SELECT first_name FROM member WHERE NOT last_name LIKE 'L%'",
+        "SELECT first_name FROM member WHERE NOT link_to_major LIKE 'm1'",
+        "SELECT first_name FROM member WHERE zip NOT BETWEEN 150 AND 250",
+        "SELECT first_name FROM member WHERE NOT zip BETWEEN 150 AND 250",
+        "SELECT first_name FROM member WHERE NOT zip NOT BETWEEN 150 AND 250",
+        "SELECT first_name FROM member WHERE NOT (score > 3)",
+        "SELECT first_name FROM member WHERE NOT score <= 3",
+        "SELECT first_name FROM member WHERE NOT score = 3.5",
+        "SELECT first_name FROM member WHERE NOT (score IS NULL)",
+        "SELECT first_name FROM member WHERE NOT (link_to_major IS NOT NULL)",
+        "SELECT first_name FROM member WHERE NOT (last_name = 'Lee' AND zip > 150)",
+        "SELECT first_name FROM member WHERE NOT (last_name = 'Lee' OR score > 3)",
+        "SELECT first_name FROM member WHERE NOT NOT (zip > 150)",
+        "SELECT first_name FROM member WHERE first_name = 'Bob' OR zip NOT BETWEEN 150 AND 350",
+        "SELECT T1.first_name FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id WHERE NOT (T2.department = 'Science')",
+        "SELECT T1.first_name FROM member AS T1 JOIN member AS T2 ON T1.last_name = T2.last_name WHERE NOT (T1.zip = T2.zip)",
+        "SELECT last_name, count(*) FROM member GROUP BY last_name HAVING NOT count(*) > 1",
+        "SELECT count(*) FROM member WHERE NOT (zip IN (100, 200) OR last_name LIKE 'S%')",
+    ] {
+        check(dir.path(), q);
+    }
+}
+
+/// NOT over a list holding NULL is never true in SQL (`NOT (x IN (1, NULL))`): SQLite keeps no
+/// row, and the lowering names the drop instead of reading NULL as IS NULL. A NOT over what no
+/// predicate rule covers keeps a named reason.
+#[test]
+fn not_over_null_lists_and_non_predicates_are_named_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let conn = open_read_only(&dir.path().join("club/club.sqlite")).unwrap();
+    for q in [
+        "SELECT first_name FROM member WHERE NOT (zip IN (100, NULL))",
+        "SELECT first_name FROM member WHERE zip NOT IN (100, NULL)",
+    ] {
+        assert!(query_rows(&conn, q).unwrap().is_empty(), "{q}: SQLite keeps no row");
+        assert_eq!(reason(dir.path(), q), "unsupported:in_list_expression", "{q}");
+    }
+    for (q, want) in [
+        ("SELECT first_name FROM member WHERE NOT zip", "unsupported:not"),
+        ("SELECT first_name FROM member WHERE NOT (zip + 1)", "unsupported:not"),
+        (
+            "SELECT first_name FROM member WHERE NOT EXISTS (SELECT 1 FROM major)",
+            "unsupported:exists_subquery",
+        ),
+    ] {
+        assert_eq!(reason(dir.path(), q), want, "{q}");
+    }
+}
+
+/// Join forms (issue 27): ON conditions placed after a later JOIN, `USING`, `NATURAL JOIN`,
+/// comma joins over three tables (a table linked only by a later one's equality) and mixed
+/// comma/JOIN all become the setup step's `condition_sequence` and reproduce SQLite; an INNER
+/// join's ON conjunct that is no join equality is a row filter.
+#[test]
+fn join_forms_become_the_setup_condition_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    for (q, conditions) in [
+        (
+            "SELECT T1.first_name, T3.major_name FROM member AS T1 JOIN member AS T2 JOIN major AS T3 ON T1.member_id = T2.member_id AND T2.link_to_major = T3.major_id",
+            2,
+        ),
+        (
+            "SELECT T2.first_name FROM member AS T1 JOIN member AS T2 USING (zip) WHERE T1.first_name = 'Bob'",
+            1,
+        ),
+        ("SELECT zip, count(*) FROM member AS T1 JOIN member AS T2 USING (last_name, zip) GROUP BY zip", 2),
+        ("SELECT count(*) FROM member AS T1 NATURAL JOIN member AS T2", 7),
+        (
+            "SELECT T1.first_name FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id AND T2.department = 'Science'",
+            1,
+        ),
+        (
+            "SELECT T1.first_name FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id AND NOT T1.zip > 150",
+            1,
+        ),
+        (
+            "SELECT T1.first_name, T2.first_name FROM member AS T1, member AS T2, major AS T3 WHERE T1.link_to_major = T3.major_id AND T2.link_to_major = T3.major_id AND T3.department = 'Science'",
+            2,
+        ),
+        (
+            "SELECT T3.first_name FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id, member AS T3 WHERE T3.link_to_major = T2.major_id AND T1.first_name = 'Bob'",
+            2,
+        ),
+    ] {
+        let lowered = check_lowered(dir.path(), q);
+        let sequence = lowered.setup.arguments["condition_sequence"].as_array().unwrap();
+        assert_eq!(sequence.len(), conditions, "{q}: {sequence:?}");
+    }
+    for (q, want) in [
+        (
+            "SELECT T1.first_name FROM member AS T1 LEFT JOIN major AS T2 ON T1.link_to_major = T2.major_id AND T2.department = 'Science'",
+            "unsupported:join_condition",
+        ),
+        (
+            "SELECT T1.first_name FROM member AS T1 LEFT JOIN member AS T2 LEFT JOIN major AS T3 ON T1.member_id = T2.member_id AND T2.link_to_major = T3.major_id",
+            "unsupported:join_condition",
+        ),
+        ("SELECT * FROM member AS T1 JOIN member AS T2 USING (zip)", "unsupported:wildcard_using"),
+        ("SELECT first_name, zip FROM member, major", "unsupported:comma_join"),
+    ] {
+        assert_eq!(reason(dir.path(), q), want, "{q}");
+    }
+}

@@ -60,7 +60,7 @@ fn flipped(op: &BinaryOperator) -> BinaryOperator {
 fn table_name(f: &TableFactor) -> Option<(String, Option<String>)> {
     match f {
         TableFactor::Table { name, alias, .. } => Some((
-            name.to_string().trim_matches('"').to_string(),
+            crate::sql::ident::table_name(name),
             alias.as_ref().map(|a| a.name.value.clone()),
         )),
         _ => None,

@@ -105,7 +105,7 @@ fn direction(q: &Query) -> Option<Exposure> {
             kind: "string".into(),
             description: format!(
                 "Sort direction of the rows by {}: `asc` (ascending) or `desc` (descending); default `{gold}`.",
-                first.expr
+                crate::sql::ident::plain_text(&first.expr)
             ),
             optional: true,
             default: Some(json!(gold)),
@@ -171,7 +171,7 @@ fn categorical(q: &Query, pick: &dyn Fn(&str) -> Option<(String, &'static str)>)
     let TableFactor::Table { name, alias, .. } = &select.from.first()?.relation else {
         return None;
     };
-    let table = name.to_string().trim_matches('"').to_string();
+    let table = crate::sql::ident::table_name(name);
     let (column, kind) = pick(&table)?;
     let qualifier = alias
         .as_ref()

@@ -12,6 +12,7 @@ pub mod dialect;
 pub mod expose;
 pub mod extreme;
 pub mod gold;
+pub mod ident;
 pub mod normalise;
 pub mod numeric_reading;
 pub mod plan;

@@ -8,6 +8,8 @@
 //! - table aliases are resolved to their table (`T1.name` → `singer.name`; a lone table's columns
 //!   lose the qualifier) and dropped from `FROM`, scope by scope (a subquery's aliases are its
 //!   own); a scope that names one table twice (a self-join) keeps its aliases;
+//! - identifiers lose their quotes (`` `singer` ``, `[singer]` and `singer` are one name;
+//!   [`crate::sql::ident::unquote`]), except a bare double-quoted one, which may be a string;
 //! - `JOIN` and `INNER JOIN` are one operator;
 //! - a comparison with the parameter on the left is turned round (`?1 < age` → `age > ?1`), and
 //!   the two sides of `=` / `<>` between columns are put in text order (`a.x = b.y` ≡ `b.y = a.x`);
@@ -62,7 +64,7 @@ fn collect(body: &mut SetExpr, acc: &mut Tables) {
                         acc.self_join = true;
                         continue;
                     };
-                    let table = name.to_string().trim_matches('"').to_lowercase();
+                    let table = crate::sql::ident::table_name(name).to_lowercase();
                     acc.self_join |= seen.contains(&table);
                     seen.push(table.clone());
                     if let Some(a) = alias {
@@ -218,6 +220,7 @@ impl VisitorMut for Normaliser<'_> {
 /// placeholder `?{i + 1}`.
 pub fn key(query: &Query, parameters: &[(String, String)]) -> String {
     let mut q = query.clone();
+    crate::sql::ident::unquote(&mut q);
     let _ = q.visit(&mut Normaliser {
         scopes: Vec::new(),
         parameters,

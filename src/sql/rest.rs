@@ -317,7 +317,7 @@ fn template_of(q: Query, parameters: Vec<Parameter>, values: Vec<Json>) -> Templ
     let table = first
         .and_then(|s| s.from.first())
         .map(|t| match &t.relation {
-            TableFactor::Table { name, .. } => name.to_string().trim_matches('"').to_string(),
+            TableFactor::Table { name, .. } => crate::sql::ident::table_name(name),
             _ => "query".into(),
         })
         .unwrap_or_else(|| "query".into());

@@ -135,8 +135,9 @@ impl<'s> Builder<'s> {
     pub(super) fn having(&mut self, select: &Select) -> Result<(Vec<Having>, Vec<Vec<Having>>), LowerError> {
         let (mut having, mut branches) = (Vec::new(), Vec::new());
         if let Some(h) = &select.having {
+            let h = super::negation::push_not(h)?;
             let mut parts = Vec::new();
-            Self::conjuncts(h, &mut parts);
+            Self::conjuncts(&h, &mut parts);
             for part in parts {
                 let mut disjuncts = Vec::new();
                 Self::disjuncts(part, &mut disjuncts);

@@ -9,6 +9,7 @@
 mod aggregates;
 mod filters;
 mod joins;
+mod negation;
 mod ordering;
 mod select;
 mod subqueries;
@@ -313,14 +314,17 @@ struct Builder<'s> {
     subqueries: Vec<QueryPlan>,
     /// WHERE equalities a comma join (`FROM a, b WHERE a.k = b.k`) took as join conditions.
     join_filters: Vec<Expr>,
+    /// Conjuncts of INNER joins' ON clauses that are not join equalities (`ON a.x = b.y AND
+    /// b.z = 1`): row filters, lowered with the WHERE.
+    on_filters: Vec<Expr>,
+    /// `USING` / `NATURAL JOIN` columns (lower case) and the table instance an unqualified
+    /// reference to them names (the left one, as in SQLite).
+    using: Vec<(String, usize)>,
 }
 
+/// A function's or object's name as written, unquoted ([`crate::sql::ident::object_name`]).
 fn ident_name(name: &sqlparser::ast::ObjectName) -> String {
-    name.0
-        .iter()
-        .map(|p| p.to_string().trim_matches(['"', '`', '[', ']']).to_string())
-        .collect::<Vec<_>>()
-        .join(".")
+    crate::sql::ident::object_name(name)
 }
 
 fn number(s: &str) -> Option<Json> {

@@ -61,9 +61,13 @@ impl<'s> Builder<'s> {
     pub(super) fn build(mut self, q: Option<&Query>, select: &Select) -> Result<QueryPlan, LowerError> {
         let mut filters = Vec::new();
         let mut branches = Vec::new();
-        if let Some(w) = &select.selection {
-            let mut parts = Vec::new();
-            Self::conjuncts(w, &mut parts);
+        let selection = select.selection.as_ref().map(negation::push_not).transpose()?;
+        let on_filters = std::mem::take(&mut self.on_filters);
+        {
+            let mut parts: Vec<&Expr> = on_filters.iter().collect();
+            if let Some(w) = &selection {
+                Self::conjuncts(w, &mut parts);
+            }
             for part in parts {
                 if self.join_filters.contains(part) {
                     continue;
@@ -94,6 +98,10 @@ impl<'s> Builder<'s> {
                     let m = self.measure(expr)?;
                     self.aliases.push((alias.value.clone(), m.clone()));
                     projection.push(m);
+                }
+                SelectItem::Wildcard(_) if !self.using.is_empty() => {
+                    // SQLite's `*` lists a USING / NATURAL column once.
+                    return Err(unsupported("wildcard_using", item));
                 }
                 SelectItem::Wildcard(_) => {
                     for t in self.tables.clone() {
