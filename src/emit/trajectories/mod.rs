@@ -24,8 +24,10 @@
 //!
 //! The final assistant message is the answer read back from the shown results ([`answer`]): it
 //! never contains a value no tool message showed, and when a result was cut it states the total
-//! and which rows it lists. A trajectory whose JSON line exceeds `max_chars` characters is not
-//! written; the skip is counted by reason in `report/verification.json` (`trajectories`).
+//! and which rows it lists. A trajectory whose conversation (the JSON text of `messages`; the
+//! `tools` list is the instance's fixed toolkit and does not count) exceeds `max_chars`
+//! characters is not written; the skip is counted by reason, and by group (database or split), in
+//! `report/verification.json` (`trajectories`).
 //!
 //! Variant rows (issue 16) get a clean trajectory rewritten from their parent's ([`variants`]):
 //! the variant's request, tools and calls over the same real results.
@@ -279,12 +281,15 @@ fn trajectories(
         messages.push(json!({"role": "assistant", "content": text}));
         // The line of `{"id", "messages", "tools", "gold_answer", "faults"}`, serialised once, its
         // parts in place (the tools and the gold answer are not copied into a JSON tree first).
+        let messages = Json::Array(messages).to_string();
+        let messages_len = messages.chars().count();
         let record = format!(
-            "{{\"id\":{id},\"messages\":{},\"tools\":{tools},\"gold_answer\":{gold},\"faults\":{faults}}}",
-            Json::Array(messages)
+            "{{\"id\":{id},\"messages\":{messages},\"tools\":{tools},\"gold_answer\":{gold},\"faults\":{faults}}}"
         );
-        // The cap is on the whole JSON line (messages, tools and the gold answer alike).
-        (record.len() <= cfg.max_chars).then_some(record)
+        // The cap is on the conversation (`messages`), never on `tools`: an instance's toolkit is
+        // fixed by its database (a SEL toolkit alone is 50-62K characters on Spider dev), so a cap
+        // on the whole line dropped the rows of the databases with many columns (issue 29).
+        (messages_len <= cfg.max_chars).then_some(record)
     };
     let mut built = Built::default();
     let mut clean = head.clone();

@@ -30,7 +30,7 @@ pub const UNPAIRED_CALLS: &str = "variant_calls_unpaired";
 
 /// The trajectory of variant row `v` from its parent `parent` and the parent's clean trajectory
 /// `parent_trajectory` (module docs). Errors (skip reasons): [`UNPAIRED_CALLS`], or
-/// [`super::OVER_SIZE_CAP`] when the JSON line would exceed `max_chars`.
+/// [`super::OVER_SIZE_CAP`] when its `messages` (JSON text) would exceed `max_chars` characters.
 pub fn variant_trajectory(
     v: &Example,
     parent: &Example,
@@ -108,7 +108,8 @@ pub fn variant_trajectory(
         .map(|s| json!({"type": "function", "function": {"name": s.name, "description": s.description, "parameters": s.parameters}}))
         .collect();
     let record = json!({"id": v.id, "messages": messages, "tools": tools, "gold_answer": parent_trajectory["gold_answer"], "faults": []});
-    if record.to_string().len() > max_chars {
+    // The cap counts the conversation, not the toolkit (as for verified examples' trajectories).
+    if record["messages"].to_string().chars().count() > max_chars {
         return Err(super::OVER_SIZE_CAP);
     }
     Ok(record)
