@@ -220,6 +220,17 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
         for t in clean.iter().chain(&faulted) {
             assert!(t["messages"].to_string().chars().count() <= 64_000, "{}: over the size cap", t["id"]);
         }
+        // Issue 29: the active tables (the only place a SLOT/SEL trajectory names its columns)
+        // are also in the first user turn, which Mistral-family templates keep when they drop
+        // the system prompt.
+        for t in clean.iter().chain(&faulted) {
+            let system = t["messages"][0]["content"].as_str().unwrap();
+            if let Some(start) = system.find("The active table is already loaded as") {
+                let end = system.find(" Each tool result is stored").unwrap();
+                let user = t["messages"][1]["content"].as_str().unwrap();
+                assert!(user.contains(&system[start..end]), "{}: the user turn lacks the active table", t["id"]);
+            }
+        }
         let mut kinds: HashMap<String, usize> = HashMap::new();
         let mut bad = Vec::new();
         for t in clean.iter().chain(&faulted) {

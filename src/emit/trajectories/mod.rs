@@ -20,7 +20,9 @@
 //! `output[0]` in the older row shape) is a framework step, never shown to the model: it is run
 //! before the first call and the system prompt states the active table (`$starting_table_var$`,
 //! the joined tables, its columns and row count); so are the `additional_setup_steps`, each
-//! stated as another loaded table under its label (`$starting_table_var_2$`, …).
+//! stated as another loaded table under its label (`$starting_table_var_2$`, …). The first user
+//! turn states them again after the request ([`user_turn`]): Mistral-family chat templates drop
+//! the system prompt, and it is the only other place a SLOT/SEL trajectory names its columns.
 //!
 //! The final assistant message is the answer read back from the shown results ([`answer`]): it
 //! never contains a value no tool message showed, and when a result was cut it states the total
@@ -40,6 +42,7 @@ pub mod variants;
 mod write;
 
 use prompt::{ToolsText, active_table, system_prompt};
+pub(crate) use prompt::{request_text, user_turn};
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -227,10 +230,6 @@ fn trajectories(
     }
     let (table, results) = execute(runner, e, (&setup, calls), known, cfg.max_rows, conn)?;
     let tools = tools.of(e);
-    let user = match &e.evidence {
-        Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", e.input),
-        _ => e.input.clone(),
-    };
     let active = (!setup.is_empty()).then(|| {
         let parts: Vec<String> = setup
             .iter()
@@ -242,7 +241,7 @@ fn trajectories(
     });
     let head = vec![
         json!({"role": "system", "content": system_prompt(e, active.as_deref())}),
-        json!({"role": "user", "content": user}),
+        json!({"role": "user", "content": user_turn(e, active.as_deref())}),
     ];
     let args: Vec<(&str, Json)> = calls
         .iter()

@@ -62,10 +62,17 @@ pub fn variant_trajectory(
                 m["content"] = json!(text);
             }
             Some("user") => {
-                m["content"] = json!(match &v.evidence {
-                    Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", v.input),
-                    _ => v.input.clone(),
-                });
+                // The parent's request replaced by the variant's; what follows it (the active
+                // tables, [`super::user_turn`]) kept, with the variant's labels.
+                let content = m["content"].as_str().unwrap_or_default();
+                let mut rest = content
+                    .strip_prefix(super::request_text(parent).as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                for (p, v) in &labels {
+                    rest = rest.replace(&format!("${p}$"), &format!("${v}$"));
+                }
+                m["content"] = json!(format!("{}{rest}", super::request_text(v)));
             }
             Some("assistant") if m.get("tool_calls").is_some() => {
                 let c = vcalls.get(call).ok_or(UNPAIRED_CALLS)?;
