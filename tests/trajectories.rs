@@ -145,6 +145,8 @@ fn replay(t: &Value, setup: &[&Call], run: &mut dyn FnMut(&Call, &mut Session) -
         assert!(id.len() == 9 && id.chars().all(|c| c.is_ascii_alphanumeric()), "{id}");
         let name = call["function"]["name"].as_str().unwrap().to_string();
         assert_ne!(name, "initialize_active_data", "{}: the setup step is shown", t["id"]);
+        // Issue 29: a tool message names its function (Hermes 2 Pro templates require it).
+        assert_eq!(result["name"], name, "{}: the tool message names its function", t["id"]);
         let arguments = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
         let content = result["content"].as_str().unwrap();
         match faults.get(id) {

@@ -8,8 +8,8 @@
 //! call (`content` is `""` — never null, which chat templates such as SmolLM2's and Qwen's reject
 //! — or a short recovery sentence; `tool_calls: [{"id", "type": "function", "function": {"name",
 //! "arguments" (JSON text)}}]`, the id 9 alphanumeric characters as Mistral's template requires)
-//! because later calls need earlier results; each `tool` message holds the **real result** of
-//! executing the call on the data:
+//! because later calls need earlier results; each `tool` message (`tool_call_id`, the function's
+//! `name`, `content`) holds the **real result** of executing the call on the data:
 //! - SLOT/SEL: `{"label": L, "output": …}` — later calls refer to it as `"$L$"`; tables show at
 //!   most `max_rows` rows, lists at most `max_rows` values, with the total stated
 //!   ([`crate::tools::executor::value_json`]);
@@ -192,8 +192,10 @@ fn assistant_call(id: &str, c: &Call, text: &str) -> Json {
     json!({"role": "assistant", "content": text, "tool_calls": [{"id": id, "type": "function", "function": {"name": c.name, "arguments": Json::Object(c.arguments.clone()).to_string()}}]})
 }
 
-fn tool_message(id: &str, content: &str) -> Json {
-    json!({"role": "tool", "tool_call_id": id, "content": content})
+/// A tool message: the result of call `id` of the function `name` (Hugging Face's convention
+/// names the function; Hermes 2 Pro templates fail on a tool message without it — issue 29).
+fn tool_message(id: &str, name: &str, content: &str) -> Json {
+    json!({"role": "tool", "tool_call_id": id, "name": name, "content": content})
 }
 
 /// The trajectories of one example: the clean one and, when the seeded plan gives it one, its
@@ -295,7 +297,7 @@ fn trajectories(
     for (i, (c, r)) in calls.iter().zip(&results).enumerate() {
         let id = call_id(&e.id, i);
         clean.push(assistant_call(&id, c, ""));
-        clean.push(tool_message(&id, r));
+        clean.push(tool_message(&id, &c.name, r));
     }
     built.clean = finish(clean, json!([]), None);
     if built.clean.is_none() {
@@ -336,6 +338,7 @@ fn faulted(
             m.push(assistant_call(&cid, c, ""));
             m.push(tool_message(
                 &cid,
+                &c.name,
                 &if i >= at { faults::constrain(r) } else { r.clone() },
             ));
         }
@@ -345,12 +348,12 @@ fn faulted(
     for (c, r) in calls.iter().zip(results).take(at) {
         let cid = id();
         m.push(assistant_call(&cid, c, ""));
-        m.push(tool_message(&cid, r));
+        m.push(tool_message(&cid, &c.name, r));
     }
     let wait = faults::retry_after(draw(cfg.seed, &e.id, "retry_after"));
     let fid = id();
     m.push(assistant_call(&fid, &calls[at], ""));
-    m.push(tool_message(&fid, &faults::fault_content(kind, &results[at], wait)));
+    m.push(tool_message(&fid, &calls[at].name, &faults::fault_content(kind, &results[at], wait)));
     let (recovery, from) = match kind {
         "session_expired" => ("redo_calls_in_new_session", 0),
         "rate_limit" | "unavailable" => ("wait_retry_after_then_retry", at),
@@ -365,7 +368,7 @@ fn faulted(
         };
         let cid = id();
         m.push(assistant_call(&cid, c, &text));
-        m.push(tool_message(&cid, r));
+        m.push(tool_message(&cid, &c.name, r));
     }
     let mut record = json!({"kind": kind, "call_index": at, "tool_call_id": fid, "recovery": recovery});
     if matches!(kind, "rate_limit" | "unavailable") {

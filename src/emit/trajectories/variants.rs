@@ -82,6 +82,7 @@ pub fn variant_trajectory(
             }
             Some("tool") => {
                 let c = vcalls.get(tool).ok_or(UNPAIRED_CALLS)?;
+                m["name"] = json!(c.name);
                 let content = m["content"].as_str().unwrap_or_default();
                 if let Ok(Json::Object(mut o)) = serde_json::from_str::<Json>(content) {
                     if o.contains_key("label") {
@@ -181,6 +182,7 @@ mod tests {
         assert_eq!(out["id"], "p/obfuscate");
         assert_eq!(m[1]["content"], "how many SINGERS?");
         assert_eq!(m[4]["tool_calls"][0]["function"]["name"], "FUNC_2");
+        assert_eq!(m[5]["name"], "FUNC_2", "the tool message names the variant's function");
         assert_eq!(
             m[4]["tool_calls"][0]["function"]["arguments"],
             "{\"ARG_1\":\"$VAR_1$\"}"
