@@ -93,7 +93,7 @@ pub fn write_cached(
     hashes.extend(written);
     let trajectory_stats = trajectories
         .as_ref()
-        .map(|_| serde_json::json!({"skipped_by_reason": skipped}));
+        .map(|_| serde_json::json!({"skipped_by_reason": skipped.by_reason, "skipped_by_group": skipped.by_group}));
     let mut put = |rel: &str, bytes: &[u8]| -> Result<()> {
         let (k, v) = staging.put(rel, bytes)?;
         hashes.insert(k, v);

@@ -5,7 +5,8 @@
 //! "group_kind": "database" | "split" | …, "per_group": {group: {"attempted", "kept",
 //! "dropped_by_reason"}}, "stats": {family numbers, `variants`; never `llm_run`},
 //! "bad_record_list": [{"file", "record", "message"}], "dropped_list": [{"id", "reason", "detail", …}],
-//! "trajectories" (executable families): {"skipped_by_reason": {reason: n}}}`.
+//! "trajectories" (executable families): {"skipped_by_reason": {reason: n}, "skipped_by_group":
+//! {group: {reason: n}}}}`.
 //! `llm_run` and `store_repaired` (corrupt store entries recomputed) are printed, never written.
 //! `attempted = kept + dropped` counts compiled examples; variant rows are not counted as kept.
 
@@ -57,7 +58,8 @@ pub(super) fn counts(build: &Build) -> Counts {
 }
 
 /// The `report/verification.json` document (module docs); `trajectories` (executable families:
-/// `{"skipped_by_reason": {reason: n}}`) is added when given.
+/// `{"skipped_by_reason": {reason: n}, "skipped_by_group": {group: {reason: n}}}`) is added when
+/// given.
 pub(super) fn report(build: &Build, c: &Counts, trajectories: Option<serde_json::Value>) -> serde_json::Value {
     let drops: Vec<_> = build.groups.values().flat_map(|o| &o.drops).collect();
     let mut doc = json!({

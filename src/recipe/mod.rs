@@ -161,8 +161,9 @@ pub struct TrajectoryConfig {
     /// Rows of a table (values of a list) shown in a tool message; the rest is cut and the total
     /// stated.
     pub max_rows: usize,
-    /// Size cap of one trajectory: characters of its JSON line; a trajectory over it is not
-    /// written and is counted under `over_size_cap` in the report.
+    /// Size cap of one trajectory: characters of its conversation (the JSON text of `messages`;
+    /// the `tools` list, the instance's fixed toolkit, does not count); a trajectory over it is
+    /// not written and is counted under `over_size_cap` in the report, per reason and per group.
     pub max_chars: usize,
 }
 

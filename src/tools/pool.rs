@@ -9,6 +9,10 @@
 //! (a comparison between two columns of a row: `WHERE T1.a > T2.b`), and `sort_data`'s
 //! `by_values` (a sort on a computed list: `ORDER BY a - b`); `initialize_active_data` is the instance's
 //! setup step and is not part of the toolkit shown to a model.
+//!
+//! Schemas stay in the subset every function-calling API and chat template accepts: a value of
+//! several types is an `anyOf` of single-type schemas, never a `type` array (Hermes and Granite
+//! templates recurse forever on `"type": [..., "null"]`; issue 29).
 
 use serde_json::{Value, json};
 
@@ -132,7 +136,7 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             json!({
                 "data_source": data_source("The table to filter"),
                 "key_name": key_name(keys, true),
-                "value": {"type": ["string", "number", "integer", "null"], "description": "The value to compare with, or the `$LABEL$` of an earlier single value or (is_in, not_in) list. Give either `value` or `other_key_name`."},
+                "value": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}], "description": "The value to compare with, or the `$LABEL$` of an earlier single value or (is_in, not_in) list. Give either `value` or `other_key_name`."},
                 "other_key_name": other_key_name(keys),
                 "condition": {"type": "string", "enum": CONDITIONS, "description": "The comparison to apply."},
             }),
@@ -199,7 +203,7 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             "select_unique_values",
             "Return the distinct values of a list, or the distinct rows of several row-aligned lists (a list of their `$LABEL$`s), first occurrences in order; `limit` keeps the first ones.",
             json!({
-                "unique_array": {"type": ["string", "array"], "items": {"type": "string"}, "description": "The list as its `$LABEL$`, or several row-aligned lists as a list of `$LABEL$`s (distinct rows)."},
+                "unique_array": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}], "description": "The list as its `$LABEL$`, or several row-aligned lists as a list of `$LABEL$`s (distinct rows)."},
                 "limit": limit,
             }),
             &["unique_array"],
@@ -216,8 +220,8 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             "combine_data",
             "Combine two tables (or two sets of lists, each a row-aligned list of `$LABEL$`s) row-wise like SQL set operations: `union` (distinct rows of both), `union_all` (all rows of both), `intersect` (distinct rows of the first also in the second), `except` (distinct rows of the first not in the second), or `either` (the rows of two filters of one table, each row once: an OR).",
             json!({
-                "data_source_1": {"type": ["string", "array"], "items": {"type": "string"}, "description": "The first table as its `$LABEL$`, or its columns as a list of `$LABEL$`s of lists."},
-                "data_source_2": {"type": ["string", "array"], "items": {"type": "string"}, "description": "The second table or columns, in the same form."},
+                "data_source_1": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}], "description": "The first table as its `$LABEL$`, or its columns as a list of `$LABEL$`s of lists."},
+                "data_source_2": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}], "description": "The second table or columns, in the same form."},
                 "operation": {"type": "string", "enum": COMBINE_OPERATIONS, "description": "How to combine the rows."},
             }),
             &["data_source_1", "data_source_2", "operation"],
@@ -227,12 +231,43 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             "calculate",
             "Arithmetic between two numbers, single values or lists (elementwise). `divide` is real division; division by zero gives null.",
             json!({
-                "operand_a": {"type": ["string", "number"], "description": "A number or the `$LABEL$` of an earlier value or list."},
-                "operand_b": {"type": ["string", "number"], "description": "A number or the `$LABEL$` of an earlier value or list."},
+                "operand_a": {"anyOf": [{"type": "string"}, {"type": "number"}], "description": "A number or the `$LABEL$` of an earlier value or list."},
+                "operand_b": {"anyOf": [{"type": "string"}, {"type": "number"}], "description": "A number or the `$LABEL$` of an earlier value or list."},
                 "operator": {"type": "string", "enum": OPERATORS, "description": "The operation: operand_a <operator> operand_b."},
             }),
             &["operand_a", "operand_b", "operator"],
             "The result.",
         ),
     ]
+}
+
+#[cfg(test)]
+mod common_subset_tests {
+    /// Whether `schema` (or any schema nested in it) has a `type` that is not a single string.
+    fn has_type_array(schema: &serde_json::Value) -> bool {
+        match schema {
+            serde_json::Value::Object(m) => {
+                m.get("type").is_some_and(|t| !t.is_string()) || m.values().any(has_type_array)
+            }
+            serde_json::Value::Array(a) => a.iter().any(has_type_array),
+            _ => false,
+        }
+    }
+
+    /// Issue 29: `"type": ["string", "number", "integer", "null"]` sent Hermes and Granite chat
+    /// templates into a `RecursionError` on every SLOT row; no tool of the pool has a type array.
+    #[test]
+    fn no_tool_schema_has_a_type_array() {
+        let keys = vec![super::KeyDescription {
+            key_name: "t_a".into(),
+            description: "a".into(),
+            dtype: "integer".into(),
+        }];
+        for spec in super::slot_tools(None).into_iter().chain(super::slot_tools(Some(&keys))) {
+            assert!(!has_type_array(&spec.parameters), "{}: {}", spec.name, spec.parameters);
+        }
+        for spec in crate::tools::sel::sel_tools(None).into_iter().chain(crate::tools::sel::sel_tools(Some(&keys))) {
+            assert!(!has_type_array(&spec.parameters), "{}: {}", spec.name, spec.parameters);
+        }
+    }
 }

@@ -8,8 +8,8 @@
 //! call (`content` is `""` — never null, which chat templates such as SmolLM2's and Qwen's reject
 //! — or a short recovery sentence; `tool_calls: [{"id", "type": "function", "function": {"name",
 //! "arguments" (JSON text)}}]`, the id 9 alphanumeric characters as Mistral's template requires)
-//! because later calls need earlier results; each `tool` message holds the **real result** of
-//! executing the call on the data:
+//! because later calls need earlier results; each `tool` message (`tool_call_id`, the function's
+//! `name`, `content`) holds the **real result** of executing the call on the data:
 //! - SLOT/SEL: `{"label": L, "output": …}` — later calls refer to it as `"$L$"`; tables show at
 //!   most `max_rows` rows, lists at most `max_rows` values, with the total stated
 //!   ([`crate::tools::executor::value_json`]);
@@ -20,12 +20,16 @@
 //! `output[0]` in the older row shape) is a framework step, never shown to the model: it is run
 //! before the first call and the system prompt states the active table (`$starting_table_var$`,
 //! the joined tables, its columns and row count); so are the `additional_setup_steps`, each
-//! stated as another loaded table under its label (`$starting_table_var_2$`, …).
+//! stated as another loaded table under its label (`$starting_table_var_2$`, …). The first user
+//! turn states them again after the request ([`user_turn`]): Mistral-family chat templates drop
+//! the system prompt, and it is the only other place a SLOT/SEL trajectory names its columns.
 //!
 //! The final assistant message is the answer read back from the shown results ([`answer`]): it
 //! never contains a value no tool message showed, and when a result was cut it states the total
-//! and which rows it lists. A trajectory whose JSON line exceeds `max_chars` characters is not
-//! written; the skip is counted by reason in `report/verification.json` (`trajectories`).
+//! and which rows it lists. A trajectory whose conversation (the JSON text of `messages`; the
+//! `tools` list is the instance's fixed toolkit and does not count) exceeds `max_chars`
+//! characters is not written; the skip is counted by reason, and by group (database or split), in
+//! `report/verification.json` (`trajectories`).
 //!
 //! Variant rows (issue 16) get a clean trajectory rewritten from their parent's ([`variants`]):
 //! the variant's request, tools and calls over the same real results.
@@ -38,6 +42,7 @@ pub mod variants;
 mod write;
 
 use prompt::{ToolsText, active_table, system_prompt};
+pub(crate) use prompt::{request_text, user_turn};
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -187,8 +192,10 @@ fn assistant_call(id: &str, c: &Call, text: &str) -> Json {
     json!({"role": "assistant", "content": text, "tool_calls": [{"id": id, "type": "function", "function": {"name": c.name, "arguments": Json::Object(c.arguments.clone()).to_string()}}]})
 }
 
-fn tool_message(id: &str, content: &str) -> Json {
-    json!({"role": "tool", "tool_call_id": id, "content": content})
+/// A tool message: the result of call `id` of the function `name` (Hugging Face's convention
+/// names the function; Hermes 2 Pro templates fail on a tool message without it — issue 29).
+fn tool_message(id: &str, name: &str, content: &str) -> Json {
+    json!({"role": "tool", "tool_call_id": id, "name": name, "content": content})
 }
 
 /// The trajectories of one example: the clean one and, when the seeded plan gives it one, its
@@ -225,10 +232,6 @@ fn trajectories(
     }
     let (table, results) = execute(runner, e, (&setup, calls), known, cfg.max_rows, conn)?;
     let tools = tools.of(e);
-    let user = match &e.evidence {
-        Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", e.input),
-        _ => e.input.clone(),
-    };
     let active = (!setup.is_empty()).then(|| {
         let parts: Vec<String> = setup
             .iter()
@@ -240,7 +243,7 @@ fn trajectories(
     });
     let head = vec![
         json!({"role": "system", "content": system_prompt(e, active.as_deref())}),
-        json!({"role": "user", "content": user}),
+        json!({"role": "user", "content": user_turn(e, active.as_deref())}),
     ];
     let args: Vec<(&str, Json)> = calls
         .iter()
@@ -279,19 +282,22 @@ fn trajectories(
         messages.push(json!({"role": "assistant", "content": text}));
         // The line of `{"id", "messages", "tools", "gold_answer", "faults"}`, serialised once, its
         // parts in place (the tools and the gold answer are not copied into a JSON tree first).
+        let messages = Json::Array(messages).to_string();
+        let messages_len = messages.chars().count();
         let record = format!(
-            "{{\"id\":{id},\"messages\":{},\"tools\":{tools},\"gold_answer\":{gold},\"faults\":{faults}}}",
-            Json::Array(messages)
+            "{{\"id\":{id},\"messages\":{messages},\"tools\":{tools},\"gold_answer\":{gold},\"faults\":{faults}}}"
         );
-        // The cap is on the whole JSON line (messages, tools and the gold answer alike).
-        (record.len() <= cfg.max_chars).then_some(record)
+        // The cap is on the conversation (`messages`), never on `tools`: an instance's toolkit is
+        // fixed by its database (a SEL toolkit alone is 50-62K characters on Spider dev), so a cap
+        // on the whole line dropped the rows of the databases with many columns (issue 29).
+        (messages_len <= cfg.max_chars).then_some(record)
     };
     let mut built = Built::default();
     let mut clean = head.clone();
     for (i, (c, r)) in calls.iter().zip(&results).enumerate() {
         let id = call_id(&e.id, i);
         clean.push(assistant_call(&id, c, ""));
-        clean.push(tool_message(&id, r));
+        clean.push(tool_message(&id, &c.name, r));
     }
     built.clean = finish(clean, json!([]), None);
     if built.clean.is_none() {
@@ -332,6 +338,7 @@ fn faulted(
             m.push(assistant_call(&cid, c, ""));
             m.push(tool_message(
                 &cid,
+                &c.name,
                 &if i >= at { faults::constrain(r) } else { r.clone() },
             ));
         }
@@ -341,12 +348,12 @@ fn faulted(
     for (c, r) in calls.iter().zip(results).take(at) {
         let cid = id();
         m.push(assistant_call(&cid, c, ""));
-        m.push(tool_message(&cid, r));
+        m.push(tool_message(&cid, &c.name, r));
     }
     let wait = faults::retry_after(draw(cfg.seed, &e.id, "retry_after"));
     let fid = id();
     m.push(assistant_call(&fid, &calls[at], ""));
-    m.push(tool_message(&fid, &faults::fault_content(kind, &results[at], wait)));
+    m.push(tool_message(&fid, &calls[at].name, &faults::fault_content(kind, &results[at], wait)));
     let (recovery, from) = match kind {
         "session_expired" => ("redo_calls_in_new_session", 0),
         "rate_limit" | "unavailable" => ("wait_retry_after_then_retry", at),
@@ -361,7 +368,7 @@ fn faulted(
         };
         let cid = id();
         m.push(assistant_call(&cid, c, &text));
-        m.push(tool_message(&cid, r));
+        m.push(tool_message(&cid, &c.name, r));
     }
     let mut record = json!({"kind": kind, "call_index": at, "tool_call_id": fid, "recovery": recovery});
     if matches!(kind, "rate_limit" | "unavailable") {

@@ -73,6 +73,24 @@ pub(super) fn system_prompt(e: &Example, active: Option<&str>) -> String {
     }
 }
 
+/// The request as the user turn states it: the question, and BIRD's evidence as `Hint: …`.
+pub(crate) fn request_text(e: &Example) -> String {
+    match &e.evidence {
+        Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", e.input),
+        _ => e.input.clone(),
+    }
+}
+
+/// The first user turn: [`request_text`], then (SLOT/SEL) the active tables the setup steps
+/// loaded, as the system prompt states them. Nothing a trajectory needs is only in the system
+/// prompt, which Mistral-family chat templates drop (issue 29). Layout: `<request>\n\n<active>`.
+pub(crate) fn user_turn(e: &Example, active: Option<&str>) -> String {
+    match active {
+        Some(active) => format!("{}\n\n{active}", request_text(e)),
+        None => request_text(e),
+    }
+}
+
 /// One entry of a trajectory's `tools`: an OpenAI function (`{"type": "function", "function":
 /// {"name", "description", "parameters"}}`), serialised from the spec in place.
 #[derive(serde::Serialize)]

@@ -30,7 +30,7 @@ pub const UNPAIRED_CALLS: &str = "variant_calls_unpaired";
 
 /// The trajectory of variant row `v` from its parent `parent` and the parent's clean trajectory
 /// `parent_trajectory` (module docs). Errors (skip reasons): [`UNPAIRED_CALLS`], or
-/// [`super::OVER_SIZE_CAP`] when the JSON line would exceed `max_chars`.
+/// [`super::OVER_SIZE_CAP`] when its `messages` (JSON text) would exceed `max_chars` characters.
 pub fn variant_trajectory(
     v: &Example,
     parent: &Example,
@@ -62,10 +62,17 @@ pub fn variant_trajectory(
                 m["content"] = json!(text);
             }
             Some("user") => {
-                m["content"] = json!(match &v.evidence {
-                    Some(ev) if !ev.is_empty() => format!("{}\nHint: {ev}", v.input),
-                    _ => v.input.clone(),
-                });
+                // The parent's request replaced by the variant's; what follows it (the active
+                // tables, [`super::user_turn`]) kept, with the variant's labels.
+                let content = m["content"].as_str().unwrap_or_default();
+                let mut rest = content
+                    .strip_prefix(super::request_text(parent).as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                for (p, v) in &labels {
+                    rest = rest.replace(&format!("${p}$"), &format!("${v}$"));
+                }
+                m["content"] = json!(format!("{}{rest}", super::request_text(v)));
             }
             Some("assistant") if m.get("tool_calls").is_some() => {
                 let c = vcalls.get(call).ok_or(UNPAIRED_CALLS)?;
@@ -75,6 +82,7 @@ pub fn variant_trajectory(
             }
             Some("tool") => {
                 let c = vcalls.get(tool).ok_or(UNPAIRED_CALLS)?;
+                m["name"] = json!(c.name);
                 let content = m["content"].as_str().unwrap_or_default();
                 if let Ok(Json::Object(mut o)) = serde_json::from_str::<Json>(content) {
                     if o.contains_key("label") {
@@ -108,7 +116,8 @@ pub fn variant_trajectory(
         .map(|s| json!({"type": "function", "function": {"name": s.name, "description": s.description, "parameters": s.parameters}}))
         .collect();
     let record = json!({"id": v.id, "messages": messages, "tools": tools, "gold_answer": parent_trajectory["gold_answer"], "faults": []});
-    if record.to_string().len() > max_chars {
+    // The cap counts the conversation, not the toolkit (as for verified examples' trajectories).
+    if record["messages"].to_string().chars().count() > max_chars {
         return Err(super::OVER_SIZE_CAP);
     }
     Ok(record)
@@ -173,6 +182,7 @@ mod tests {
         assert_eq!(out["id"], "p/obfuscate");
         assert_eq!(m[1]["content"], "how many SINGERS?");
         assert_eq!(m[4]["tool_calls"][0]["function"]["name"], "FUNC_2");
+        assert_eq!(m[5]["name"], "FUNC_2", "the tool message names the variant's function");
         assert_eq!(
             m[4]["tool_calls"][0]["function"]["arguments"],
             "{\"ARG_1\":\"$VAR_1$\"}"

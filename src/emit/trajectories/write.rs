@@ -96,10 +96,10 @@ impl<'b> Trajectories<'b> {
                 .collect()
         };
         let catalog: HashMap<&str, &ToolSpec> = self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
-        let mut skipped = Skipped::new();
+        let mut skipped = Skipped::default();
         let mut write_window = |window: &Window, lines: Vec<Vec<cached::Line>>| -> Result<()> {
-            for ((_, outcome), lines) in window.iter().zip(lines) {
-                self.write_group(outcome, &lines, &catalog, &mut files, &mut skipped)?;
+            for ((group, outcome), lines) in window.iter().zip(lines) {
+                self.write_group(group, outcome, &lines, &catalog, &mut files, &mut skipped)?;
             }
             Ok(())
         };
@@ -125,9 +125,11 @@ impl<'b> Trajectories<'b> {
     }
 
     /// Writes one group's lines (`lines`: one per verified example, in order) to the files of
-    /// each example's split, counting skips into `skipped`. `catalog`: the build's tools by name.
+    /// each example's split, counting skips into `skipped` (under `group` too). `catalog`: the
+    /// build's tools by name.
     fn write_group(
         &self,
+        group: &str,
         outcome: &Outcome,
         lines: &[cached::Line],
         catalog: &HashMap<&str, &ToolSpec>,
@@ -174,15 +176,22 @@ impl<'b> Trajectories<'b> {
                 }
             }
             for r in &line.skipped {
-                *skipped.entry(r.clone()).or_default() += 1;
+                *skipped.by_reason.entry(r.clone()).or_default() += 1;
+                *skipped.by_group.entry(group.to_string()).or_default().entry(r.clone()).or_default() += 1;
             }
         }
         Ok(())
     }
 }
 
-/// Trajectories not written, counted by reason.
-type Skipped = BTreeMap<String, usize>;
+/// Trajectories not written, counted by reason and by group (database or split) and reason.
+#[derive(Debug, Default)]
+pub(crate) struct Skipped {
+    /// Reason → count.
+    pub(crate) by_reason: BTreeMap<String, usize>,
+    /// Group → reason → count (groups without a skip absent).
+    pub(crate) by_group: BTreeMap<String, BTreeMap<String, usize>>,
+}
 
 /// Consecutive groups of a build, by name, in order ([`windows`]).
 type Window<'a> = [(&'a String, &'a Outcome)];

@@ -136,12 +136,14 @@ pub fn plan_instance(e: &Example, cfg: &DriftConfig, seed: u64, format: &str) ->
             (!changes.is_empty()).then(|| ToolDrift::of_tool(t, changes))
         })
         .collect();
-    Drift {
+    let mut drift = Drift {
         format: format.to_string(),
         seed,
         scope: Scope::Instance,
         tools,
-    }
+    };
+    drift.unique_new_names(e.tools.iter().map(|t| t.name.as_str()));
+    drift
 }
 
 impl Drift {
@@ -151,12 +153,14 @@ impl Drift {
     pub fn plan(build: &Build, cfg: &DriftConfig, seed: u64) -> Drift {
         let format = build.recipe.format.clone();
         let mut tools = Vec::new();
+        let mut names: Vec<String> = Vec::new();
         if format == "rest" {
             let endpoints: Vec<Endpoint> = build
                 .extra_files
                 .get("tools/endpoints.json")
                 .and_then(|b| serde_json::from_slice(b).ok())
                 .unwrap_or_default();
+            names = endpoints.iter().map(|ep| ep.name.clone()).collect();
             for ep in endpoints {
                 let spec = ep.tool_spec();
                 let mut rng = Rng::new(seed, &["drift", &ep.db_id, &ep.name]);
@@ -181,11 +185,35 @@ impl Drift {
             }
         }
         let scope = if format == "rest" { Scope::Tool } else { Scope::Instance };
-        Drift {
+        let mut drift = Drift {
             format,
             seed,
             scope,
             tools,
+        };
+        drift.unique_new_names(names.iter().map(String::as_str));
+        drift
+    }
+
+    /// Makes every `endpoint_evolution` name unique among the tools of the catalog (REST: every
+    /// endpoint, names being unique across databases) or the instance (SLOT/SEL): a new name that
+    /// an A_old name in `names` or an earlier A_new name already has is numbered
+    /// ([`endpoint_evolution::versioned`] with n = 2, 3, …), in the change log and A_new alike.
+    pub(super) fn unique_new_names<'n>(&mut self, names: impl Iterator<Item = &'n str>) {
+        let mut taken: std::collections::BTreeSet<String> = names.map(String::from).collect();
+        for t in &mut self.tools {
+            for c in &mut t.changes {
+                let Change::EndpointEvolution { name_old, name_new, .. } = c else {
+                    continue;
+                };
+                let mut n = 2;
+                while taken.contains(name_new.as_str()) {
+                    *name_new = endpoint_evolution::versioned(name_old, n);
+                    n += 1;
+                }
+                taken.insert(name_new.clone());
+                t.new.name = name_new.clone();
+            }
         }
     }
 

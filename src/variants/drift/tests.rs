@@ -417,3 +417,50 @@ fn rest_nesting_is_verb_evolution_with_a_json_body() {
     let old = Drift::check_json(&d, &args(json!({"criteria": {"name": "a"}, "limit": 3}))).unwrap();
     assert_eq!(old, args(json!({"name": "a", "limit": 3, "sort_order": "desc"})));
 }
+
+/// Issue 29: `endpoint_evolution` appended `_v2` to names already at 64 characters (458 of
+/// 10,921 rest-spider-variants trajectories, 464 / 864 drift rows' `tools_new`), over OpenAI's
+/// function-name limit. The versioned name stays within 64, drops whole words only, keeps the
+/// last word (the one that tells sibling endpoints apart) and is numbered on a collision.
+#[test]
+fn versioned_names_fit_sixty_four_characters_whole_words_and_stay_unique() {
+    use super::endpoint_evolution::versioned;
+    assert_eq!(versioned("filter_data", 0), "filter_data_v2");
+    let long = "get_flights_flightno_and_airline_by_destairport_sorted_by_flightno_via_sourceairport";
+    let v = versioned(long, 0);
+    assert!(v.len() <= 64 && v.ends_with("_sourceairport_v2") && v.starts_with("get_flights_"), "{v}");
+    let words: Vec<&str> = long.split('_').collect();
+    assert!(v.trim_end_matches("_v2").split('_').all(|w| words.contains(&w)), "a word was cut: {v}");
+    let exactly_64 = format!("get_{}", "a_".repeat(30));
+    let exactly_64 = &exactly_64[..64];
+    assert!(versioned(exactly_64, 0).len() <= 64);
+    assert!(versioned(long, 3).ends_with("_3_v2") && versioned(long, 3).len() <= 64);
+
+    // Two endpoints whose versioned names would collide get distinct names.
+    let spec = |name: &str| ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        parameters: json!({"type": "object", "properties": {}}),
+        output_parameters: json!({}),
+    };
+    let a = "get_flights_flightno_and_airline_by_destairport_sorted_by_flightno_x_sourceairport";
+    let b = "get_flights_flightno_and_airline_by_destairport_sorted_by_flightno_y_sourceairport";
+    assert_eq!(versioned(a, 0), versioned(b, 0), "the fixture must collide");
+    let mut drift = Drift {
+        format: "slot".into(),
+        seed: 0,
+        scope: Scope::Instance,
+        tools: [a, b]
+            .iter()
+            .map(|n| ToolDrift::of_tool(&spec(n), super::endpoint_evolution::propose(&spec(n), None)))
+            .collect(),
+    };
+    drift.unique_new_names([a, b].into_iter());
+    let new: Vec<&str> = drift.tools.iter().map(|t| t.new.name.as_str()).collect();
+    assert_ne!(new[0], new[1]);
+    for t in &drift.tools {
+        assert!(t.new.name.len() <= 64, "{}", t.new.name);
+        let Change::EndpointEvolution { name_new, .. } = &t.changes[0] else { panic!() };
+        assert_eq!(name_new, &t.new.name, "change log and A_new agree");
+    }
+}
