@@ -428,6 +428,14 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                 report.accounting["failed_requests"],
                 out.display()
             );
+            if report.failed > 0 {
+                anyhow::bail!(
+                    "{} of {} rows failed (the request failed, see {}); they are in no metric — run again to retry them",
+                    report.failed,
+                    report.rows,
+                    out.join("report.md").display()
+                );
+            }
             Ok(())
         }
     }

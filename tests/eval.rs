@@ -166,7 +166,7 @@ fn perturbed_predictions_give_hand_computed_scores() {
     // Swapped calls: no position matches; same API and parameter multisets; LCS 1 of 2.
     let r = run(vec![count.clone(), filter.clone()]);
     close(r.intent, prf(0.0, 0.0, 0.0), "swapped intent");
-    close(r.slot, prf(0.0, 0.0, 0.0), "swapped slot");
+    assert_eq!(r.slot, None, "swapped: no matched intent, no slot score");
     close(r.api, prf(1.0, 1.0, 1.0), "swapped api");
     close(r.parameter, prf(1.0, 1.0, 1.0), "swapped parameter");
     close(r.lcs, prf(0.5, 0.5, 0.5), "swapped lcs");
@@ -175,7 +175,7 @@ fn perturbed_predictions_give_hand_computed_scores() {
     // A wrong argument value: 7 of 8 arguments right; 'Sank' counts 1 ship, not 4.
     let r = run(vec![sank, count.clone()]);
     close(r.intent, prf(1.0, 1.0, 1.0), "wrong-arg intent");
-    close(r.slot, prf(0.875, 0.875, 0.875), "wrong-arg slot");
+    close(r.slot.unwrap(), prf(0.875, 0.875, 0.875), "wrong-arg slot");
     close(r.parameter, prf(0.875, 0.875, 0.875), "wrong-arg parameter");
     close(r.lcs, prf(1.0, 1.0, 1.0), "wrong-arg lcs");
     assert_eq!((r.exact_match, r.completion), (false, Some(false)));
@@ -184,7 +184,7 @@ fn perturbed_predictions_give_hand_computed_scores() {
     let r = run(vec![filter.clone()]);
     close(r.intent, prf(1.0, 0.5, 2.0 * third), "missing intent");
     close(
-        r.slot,
+        r.slot.unwrap(),
         prf(1.0, 1.0, 1.0),
         "missing slot (conditional on the matched intent)",
     );
@@ -196,7 +196,7 @@ fn perturbed_predictions_give_hand_computed_scores() {
     // An extra call: 2 of 3 calls right, 8 of 12 arguments; two sinks of different lengths.
     let r = run(vec![filter.clone(), count.clone(), names]);
     close(r.intent, prf(2.0 * third, 1.0, 0.8), "extra intent");
-    close(r.slot, prf(1.0, 1.0, 1.0), "extra slot");
+    close(r.slot.unwrap(), prf(1.0, 1.0, 1.0), "extra slot");
     close(r.api, prf(2.0 * third, 1.0, 0.8), "extra api");
     close(r.parameter, prf(2.0 * third, 1.0, 0.8), "extra parameter");
     close(r.lcs, prf(2.0 * third, 1.0, 0.8), "extra lcs");
@@ -207,7 +207,7 @@ fn perturbed_predictions_give_hand_computed_scores() {
     let text = json!({"id": id, "tool_calls": [tc(&filter), tc(&count)]}).to_string();
     let r = score(&set, &rows, &predictions::parse(&text)).rows.remove(0);
     assert_eq!((r.exact_match, r.completion), (true, Some(true)));
-    close(r.slot, prf(1.0, 1.0, 1.0), "tool_calls slot");
+    close(r.slot.unwrap(), prf(1.0, 1.0, 1.0), "tool_calls slot");
 
     // The totals over the four perturbed rows are the means of the per-row figures.
     let file: String = [line(id, &[count.clone(), filter.clone()]), line(id, &[filter.clone()])].join("\n");
@@ -265,17 +265,15 @@ fn bad_predictions_are_counted_and_named_never_fatal() {
     assert_eq!(rows[0]["completion"], true);
     assert_eq!(rows[1]["predicted_calls"], 0, "the malformed call is dropped");
     assert!(rows[1]["errors"][0].as_str().unwrap().contains("not JSON"));
-    assert_eq!(rows[2]["completion"], false);
-    assert!(
-        rows[2]["errors"][0].as_str().unwrap().contains("422"),
-        "{}",
-        rows[2]["errors"]
-    );
+    // An argument the endpoint does not declare is ignored, as `toolforge serve` and FastAPI
+    // ignore an unknown query parameter: the call runs as the gold (which takes no argument).
+    assert!(set.rows[2].gold[0].arguments.is_empty());
+    assert_eq!(rows[2]["completion"], true, "{}", rows[2]["errors"]);
     assert_eq!(
         (rows[3]["status"].as_str(), rows[3]["completion"].as_bool()),
         (Some("missing"), Some(false))
     );
-    assert_eq!(report["totals"]["metrics"]["completion"]["mean"], 0.25);
+    assert_eq!(report["totals"]["metrics"]["completion"]["mean"], 0.5);
     assert!(
         std::fs::read_to_string(run.join("report.md"))
             .unwrap()
@@ -395,4 +393,62 @@ fn drift_rows_pass_only_in_the_a_new_form() {
         "{:?}",
         r.errors
     );
+}
+
+/// A REST row whose gold passes an `integer` parameter a whole number, and that parameter.
+fn rest_row_with_integer_argument(set: &EvalSet) -> (&toolforge::eval::rows::EvalRow, usize, String, i64) {
+    for r in &set.rows {
+        for (i, c) in r.gold.iter().enumerate() {
+            let ep = set
+                .endpoints
+                .iter()
+                .find(|e| Some(&e.db_id) == r.db_id.as_ref() && e.name == c.name)
+                .unwrap();
+            for p in ep.parameters.iter().filter(|p| p.kind == "integer") {
+                if let Some(n) = c.arguments.get(&p.name).and_then(Value::as_i64) {
+                    return (r, i, p.name.clone(), n);
+                }
+            }
+        }
+    }
+    panic!("no REST gold call with an integer argument");
+}
+
+#[test]
+fn rest_completion_reads_arguments_as_the_server_and_fastapi_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = load("rest-spider", tmp.path());
+    let (row, i, param, n) = rest_row_with_integer_argument(&set);
+    let rows = select(&set, Some(&BTreeSet::from([row.id.clone()])), None);
+    let run = |calls: &[Call]| score(&set, &rows, &predictions::parse(&line(&row.id, calls))).rows.remove(0);
+    assert_eq!(run(&row.gold).completion, Some(true));
+    // FastAPI (0.165, pydantic 2) answers `?<int>=1980.0` with 200 and 1980, ignores an unknown
+    // query parameter, and answers `?<int>=1980.5` with 422 int_parsing.
+    let mut lax = row.gold.clone();
+    lax[i].arguments.insert(param.clone(), json!(n as f64));
+    lax[i].arguments.insert("not_a_parameter".into(), json!("ignored"));
+    let r = run(&lax);
+    assert_eq!(r.completion, Some(true), "{:?}", r.errors);
+    let mut half = row.gold.clone();
+    half[i].arguments.insert(param, json!(n as f64 + 0.5));
+    let r = run(&half);
+    assert_eq!(r.completion, Some(false));
+    assert!(r.errors.iter().any(|e| e.contains("int_parsing")), "{:?}", r.errors);
+}
+
+#[test]
+fn slot_limit_given_as_an_integral_float_executes_as_the_integer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = load("slot-spider", tmp.path());
+    let row = set.rows.iter().find(|r| r.id == "slot-spider/491").unwrap();
+    let mut calls = row.gold.clone();
+    assert_eq!(calls[1].arguments["limit"], json!(-1));
+    calls[1].arguments.insert("limit".into(), json!(-1.0));
+    let rows = select(&set, Some(&BTreeSet::from([row.id.clone()])), None);
+    let r = score(&set, &rows, &predictions::parse(&line(&row.id, &calls))).rows.remove(0);
+    assert_eq!(r.completion, Some(true), "{:?}", r.errors);
+    assert!(r.exact_match);
+    calls[1].arguments.insert("limit".into(), json!(-1.5));
+    let r = score(&set, &rows, &predictions::parse(&line(&row.id, &calls))).rows.remove(0);
+    assert_eq!(r.completion, Some(false), "a fractional limit is no integer");
 }

@@ -5,6 +5,12 @@
 //! A_new under drift) and its output (or the error a server would answer) goes back as the next
 //! user message. A turn without a call ends the episode (the model's answer).
 //!
+//! Every episode ends with a [`StopReason`] (Live API-Bench Table 4 counts them): `answered` (a
+//! turn without a call), `step_limit` (`max_steps` turns without an answer), `repeated_call`
+//! (the model made the same call, name and arguments, as its previous one: the tools are
+//! deterministic, so the loop would only repeat), `error` (the setup step or a request failed).
+//! Only an `answered` episode is finished: completion needs it ([`crate::eval::score`]).
+//!
 //! The prediction is the sequence of calls that **ran successfully**, in order: a failed call is
 //! the model's to repair, and is reported as an error but not kept. Every model turn is one
 //! cached chat request, so an episode replays from the store without requests (tool outputs are
@@ -32,8 +38,38 @@ pub struct Episode {
     pub failed_calls: usize,
     /// The model's closing text, when it answered without a call.
     pub answer: Option<String>,
-    /// Why the episode stopped early (`llm: …`, `setup: …`, `step limit`).
+    /// Why the episode stopped early (`llm: …`, `setup: …`, `step limit`, `repeated call …`).
     pub stopped: Option<String>,
+    /// How the episode ended (module docs).
+    pub stop_reason: StopReason,
+}
+
+/// How an agent episode ended (module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered (a turn without a call): the only finished episode.
+    #[default]
+    Answered,
+    /// `max_steps` turns without an answer.
+    StepLimit,
+    /// The same call as the previous one.
+    RepeatedCall,
+    /// The setup step or a request failed.
+    Error,
+}
+
+impl StopReason {
+    /// The name written in `predictions.jsonl` (`answered`, `step_limit`, `repeated_call`,
+    /// `error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Answered => "answered",
+            StopReason::StepLimit => "step_limit",
+            StopReason::RepeatedCall => "repeated_call",
+            StopReason::Error => "error",
+        }
+    }
 }
 
 fn observation(label: &str, result: &Result<serde_json::Value, String>) -> String {
@@ -51,13 +87,16 @@ pub fn episode(llm: &Llm, runner: &Runner, row: &EvalRow, tools: &[ToolSpec], ma
         Ok(s) => s,
         Err(e) => {
             out.stopped = Some(format!("setup: {e}"));
+            out.stop_reason = StopReason::Error;
             return out;
         }
     };
     let mut messages = agent_messages(row, tools);
+    let mut previous: Option<Call> = None;
     loop {
         if out.steps == max_steps {
             out.stopped = Some("step limit".into());
+            out.stop_reason = StopReason::StepLimit;
             return out;
         }
         out.steps += 1;
@@ -65,6 +104,7 @@ pub fn episode(llm: &Llm, runner: &Runner, row: &EvalRow, tools: &[ToolSpec], ma
             Ok(c) => c.text,
             Err(e) => {
                 out.stopped = Some(format!("llm: {e}"));
+                out.stop_reason = StopReason::Error;
                 return out;
             }
         };
@@ -77,6 +117,15 @@ pub fn episode(llm: &Llm, runner: &Runner, row: &EvalRow, tools: &[ToolSpec], ma
             out.answer = Some(text);
             return out;
         };
+        if previous
+            .as_ref()
+            .is_some_and(|p: &Call| p.name == call.name && p.arguments == call.arguments)
+        {
+            out.stopped = Some(format!("repeated call {}", call.name));
+            out.stop_reason = StopReason::RepeatedCall;
+            return out;
+        }
+        previous = Some(call.clone());
         if call.label.is_empty() || call.label == format!("{}_0", call.name) {
             call.label = format!("OUT_{}", out.calls.len());
         }

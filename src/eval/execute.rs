@@ -4,9 +4,12 @@
 //! - SLOT/SEL: the row's setup step (run by the framework), then the predicted calls, on the
 //!   project's executor ([`crate::tools::executor::Executor::run`]); the final answer is the
 //!   executor's (its module docs).
-//! - REST: each predicted call goes to the endpoint of that name in the row's database,
-//!   arguments validated as the server validates them ([`Endpoint::arguments_from_json`]),
-//!   SQL run with bound values; the final answer is the last call's rows.
+//! - REST: each predicted call goes to the endpoint of that name in the row's database as the
+//!   `GET` query string an HTTP client sends for its arguments ([`query_pairs`]), read exactly as
+//!   `toolforge serve` and FastAPI read it ([`Endpoint::arguments_from_query`]: pydantic's lax
+//!   numbers, so `max_year=1980.0` is the integer 1980; a parameter the endpoint does not declare
+//!   is ignored; checked against FastAPI 0.165 with pydantic 2), SQL run with bound values; the
+//!   final answer is the last call's rows. Drift rows go through A_new first, as `serve` does.
 //! - Obfuscated rows (`variant_kind = obfuscate`): calls are mapped back through the row's
 //!   mapping first. Drifted rows (`variant_kind = drift`): every call must be valid under A_new
 //!   exactly as `serve` enforces it ([`Drift::check_body`] for tools, [`Drift::check_query`] for
@@ -44,6 +47,20 @@ fn query_text(v: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
+}
+
+/// A call's arguments as the query string an HTTP client sends for them: each value as text
+/// ([`query_text`]), a list as the parameter repeated, a null left out (the parameter absent).
+fn query_pairs(args: &Map<String, Value>) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    for (k, v) in args {
+        match v {
+            Value::Null => {}
+            Value::Array(items) => pairs.extend(items.iter().map(|x| (k.clone(), query_text(x)))),
+            other => pairs.push((k.clone(), query_text(other))),
+        }
+    }
+    pairs
 }
 
 impl<'s> Runner<'s> {
@@ -170,17 +187,19 @@ impl<'s> Runner<'s> {
             let drift = self.set.drift.as_ref().filter(|_| row.variant_kind() == Some("drift"));
             let mut last = Err("no call was made".to_string());
             for c in &calls {
-                let (ep, args) = match drift {
-                    Some(d) => self.rest_drifted(d, db, c)?,
-                    None => (
-                        self.endpoint(db, &c.name)
-                            .ok_or_else(|| format!("404: no endpoint {:?} in {db}", c.name))?,
-                        c.arguments.clone(),
-                    ),
+                let (ep, values) = match drift {
+                    Some(d) => {
+                        let (ep, args) = self.rest_drifted(d, db, c)?;
+                        (ep, ep.arguments_from_json(&args))
+                    }
+                    None => {
+                        let ep = self
+                            .endpoint(db, &c.name)
+                            .ok_or_else(|| format!("404: no endpoint {:?} in {db}", c.name))?;
+                        (ep, ep.arguments_from_query(&query_pairs(&c.arguments)))
+                    }
                 };
-                let values = ep
-                    .arguments_from_json(&args)
-                    .map_err(|e| format!("422 {}: {}", c.name, Value::Array(e)))?;
+                let values = values.map_err(|e| format!("422 {}: {}", c.name, Value::Array(e)))?;
                 last = Ok(self.run_endpoint(ep, &values)?);
             }
             return last;

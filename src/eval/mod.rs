@@ -7,7 +7,7 @@
 //!   §5.4, BFCL AST and irrelevance).
 //! - [`execute`]: completion (the predicted sequence executed, answer compared as verification
 //!   compares) and the DynamicToolBench pass rate (A_new enforced as `serve` enforces it).
-//! - [`score`]: per-row results, totals and breakdowns.
+//! - [`score`]: per-row results, totals and breakdowns; [`stats`]: bootstrap 95% intervals.
 //! - [`report`]: `eval/<run>/` files (`rows.jsonl`, `report.json`, `report.md`) and the
 //!   cross-model Markdown table; [`charts`]: SVG charts.
 //! - [`run`]: a model through an OpenAI-compatible endpoint, *direct* or *agent*
@@ -27,3 +27,4 @@ pub mod report;
 pub mod rows;
 pub mod run;
 pub mod score;
+pub mod stats;

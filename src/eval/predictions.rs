@@ -9,7 +9,12 @@
 //!   `<name>_<i>`);
 //! - `tool_calls`: OpenAI's assistant-message shape, `function.arguments` a JSON string; the label
 //!   is `function.label` if given, else the tool call `id`, else `<name>_<i>`;
-//! - neither key, or an empty list: the model made no call.
+//! - neither key, or an empty list: the model made no call;
+//! - `failed` (a string, `eval run`): the request for this row failed (refused connection, 401,
+//!   500 after the retries, …) and the model gave no answer: the row is *failed*, not scored as
+//!   no call — excluded from every metric and counted ([`Prediction::failed`]);
+//! - `stop_reason` (agent runs): how the episode ended; only `answered` is finished, so any other
+//!   fails completion ([`Prediction::stop_reason`]).
 //!
 //! Nothing here is fatal: a line that is not JSON or has no `id` is a [`Problem`] (`malformed_line`),
 //! a second line for the same id is `duplicate_id` (the first one counts), an id the dataset does not
@@ -44,6 +49,11 @@ pub struct Prediction {
     pub calls: Vec<Call>,
     /// Problems of this row's calls (`malformed_call`), for its per-row result.
     pub problems: Vec<String>,
+    /// Why the request failed, when it did (module docs): no answer to score.
+    pub failed: Option<String>,
+    /// How an agent episode ended (`stop_reason`: `answered`, `step_limit`, `repeated_call`,
+    /// `error`; [`crate::eval::agent::StopReason`]); `None` for a direct prediction.
+    pub stop_reason: Option<String>,
 }
 
 /// A parsed predictions file.
@@ -100,7 +110,11 @@ pub fn parse_prediction(v: &Value) -> Prediction {
         .get("output")
         .filter(|x| !x.is_null())
         .or_else(|| v.get("tool_calls").filter(|x| !x.is_null()));
-    let mut out = Prediction::default();
+    let mut out = Prediction {
+        failed: v["failed"].as_str().map(String::from),
+        stop_reason: v["stop_reason"].as_str().map(String::from),
+        ..Prediction::default()
+    };
     match list {
         None => {}
         Some(Value::Array(items)) => {

@@ -21,13 +21,16 @@ use super::score::{RowResult, Scored, Summary};
 use crate::store::write_atomic;
 
 /// Columns of the Markdown table (Live API-Bench Table 3 style): metric, header, source.
-pub const TABLE: [(&str, &str, &str); 10] = [
+/// Our earlier variants of a paper's definition are columns beside it, named `(ours)`.
+pub const TABLE: [(&str, &str, &str); 12] = [
     ("intent_f1", "Intent F1", "Live API-Bench §4.1.1"),
-    ("slot_f1", "Slot F1", "Live API-Bench §4.1.1"),
+    ("slot_f1", "Slot F1", "Live API-Bench §4.1.1, matched-intent rows"),
+    ("slot_f1_all_rows", "Slot F1 all rows (ours)", "unmatched rows scored 0"),
     ("completion", "Completion", "Live API-Bench §4.1.1"),
     ("api_f1", "API-F1", "API-BLEND §5.4"),
     ("parameter_f1", "Param-F1", "API-BLEND §5.4"),
-    ("lcs_f1", "LCS-F1", "API-BLEND §5.4"),
+    ("lcs_f1", "LCS-F1", "API-BLEND §5.4, F1 of mean P and R"),
+    ("lcs_f1_row_mean", "LCS-F1 row mean (ours)", "mean of per-row F1"),
     ("exact_match", "EM", "API-BLEND §5.4"),
     ("bfcl_ast", "BFCL AST", "BFCL"),
     ("irrelevance", "Irrelevance", "BFCL"),
@@ -47,12 +50,23 @@ pub struct Report {
     pub mode: String,
     /// Rows selected.
     pub rows: usize,
-    /// Rows with a prediction line.
+    /// Rows with a prediction line that is an answer (not failed).
     pub scored: usize,
     /// Rows without one (scored as no call); their ids are `missing_ids`.
     pub missing: usize,
     /// Ids of the missing rows.
     pub missing_ids: Vec<String>,
+    /// Rows whose request failed (excluded from every metric; `eval run` retries them on
+    /// resume and exits non-zero while any remain); their ids are `failed_ids`.
+    #[serde(default)]
+    pub failed: usize,
+    /// Ids of the failed rows.
+    #[serde(default)]
+    pub failed_ids: Vec<String>,
+    /// Agent runs: rows per stop reason (`answered`, `step_limit`, `repeated_call`, `error`;
+    /// Live API-Bench Table 4); empty for direct runs and files without them.
+    #[serde(default)]
+    pub stop_reasons: BTreeMap<String, usize>,
     /// Problems of the predictions file by kind.
     pub problem_counts: BTreeMap<String, usize>,
     /// Every problem.
@@ -74,6 +88,18 @@ impl Report {
             .filter(|r| r.status == "missing")
             .map(|r| r.id.clone())
             .collect();
+        let failed_ids: Vec<String> = scored
+            .rows
+            .iter()
+            .filter(|r| r.status == "failed")
+            .map(|r| r.id.clone())
+            .collect();
+        let mut stop_reasons = BTreeMap::new();
+        for r in &scored.rows {
+            if let Some(s) = &r.stop_reason {
+                *stop_reasons.entry(s.clone()).or_insert(0) += 1;
+            }
+        }
         let mut problem_counts = BTreeMap::new();
         for p in &scored.problems {
             *problem_counts.entry(p.kind.clone()).or_insert(0) += 1;
@@ -84,9 +110,12 @@ impl Report {
             model: model.into(),
             mode: mode.into(),
             rows: scored.rows.len(),
-            scored: scored.rows.len() - missing_ids.len(),
+            scored: scored.rows.len() - missing_ids.len() - failed_ids.len(),
             missing: missing_ids.len(),
             missing_ids,
+            failed: failed_ids.len(),
+            failed_ids,
+            stop_reasons,
             problem_counts,
             problems: scored.problems.clone(),
             accounting: BTreeMap::new(),
@@ -126,10 +155,24 @@ pub fn table(rows: &[(String, &Summary)]) -> String {
 
 /// `report.md`: the totals table, the breakdowns, the accounting and the problems.
 pub fn markdown(report: &Report) -> String {
-    let mut out = format!(
-        "# Evaluation `{}`\n\nDataset `{}`, model `{}`, mode `{}`: {} rows, {} scored, {} missing.\n\n",
-        report.run, report.dataset, report.model, report.mode, report.rows, report.scored, report.missing
-    );
+    let mut out = format!("# Evaluation `{}`\n\n", report.run);
+    if report.failed > 0 {
+        out.push_str(&format!(
+            "**{} of {} rows failed** (the request failed: no answer; in no metric below; re-run to retry them): {}.\n\n",
+            report.failed,
+            report.rows,
+            report
+                .failed_ids
+                .iter()
+                .map(|i| format!("`{i}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out.push_str(&format!(
+        "Dataset `{}`, model `{}`, mode `{}`: {} rows, {} failed, {} scored, {} missing.\n\n",
+        report.dataset, report.model, report.mode, report.rows, report.failed, report.scored, report.missing
+    ));
     out.push_str(&table(&[(report.model.clone(), &report.totals)]));
     out.push_str("\nMetrics (percent, mean over the rows each applies to): ");
     out.push_str(
@@ -140,6 +183,24 @@ pub fn markdown(report: &Report) -> String {
             .join(", "),
     );
     out.push_str(".\n");
+    if !report.totals.intervals.is_empty() {
+        out.push_str(&format!(
+            "\n## 95% intervals\n\nPercentile bootstrap over rows ({} resamples, seed {}), percent.\n\n| Metric | Mean | 95% interval | Rows |\n|---|---:|---:|---:|\n",
+            super::stats::RESAMPLES,
+            super::stats::SEED
+        ));
+        for (k, i) in &report.totals.intervals {
+            if let Some(m) = report.totals.metrics.get(k) {
+                out.push_str(&format!(
+                    "| {k} | {:.1} | [{:.1}, {:.1}] | {} |\n",
+                    m.mean * 100.0,
+                    i.lo * 100.0,
+                    i.hi * 100.0,
+                    m.n
+                ));
+            }
+        }
+    }
     for (kind, groups) in &report.by {
         if groups.len() < 2 {
             continue;
@@ -147,6 +208,12 @@ pub fn markdown(report: &Report) -> String {
         out.push_str(&format!("\n## By {kind}\n\n"));
         let rows: Vec<(String, &Summary)> = groups.iter().map(|(g, s)| (g.clone(), s)).collect();
         out.push_str(&table(&rows).replacen("| Model |", &format!("| {kind} |"), 1));
+    }
+    if !report.stop_reasons.is_empty() {
+        out.push_str("\n## Agent stop reasons\n\nOnly `answered` episodes can complete.\n\n");
+        for (k, n) in &report.stop_reasons {
+            out.push_str(&format!("- {k}: {n}\n"));
+        }
     }
     if !report.accounting.is_empty() {
         out.push_str("\n## Accounting\n\n");

@@ -44,8 +44,13 @@ pub struct EvalRow {
     pub gold: Vec<Call>,
     /// The verified answer, when the family has one.
     pub gold_answer: Option<Answer>,
-    /// Whether the answer is ordered.
+    /// Whether the answer is ordered (text-to-SQL rows: the SQL has ORDER BY; other rows: the
+    /// order of the gold calls is part of the answer, see `seq/mod.rs` and `catalog/bfcl.rs`).
     pub ordered: bool,
+    /// Whether the gold calls may come in any order: `ordered` is false on a row that is not
+    /// text-to-SQL (no `sql`; BFCL rows, MixATIS/MixSNIPS clauses, single calls). A
+    /// text-to-SQL row's `ordered` speaks of its answer, and its calls keep their order.
+    pub calls_unordered: bool,
     /// The instance's tool specs (seq rows: references into the dataset catalog), each shared
     /// with the other rows offering it ([`Toolkits`]).
     pub tools: Toolkit,
@@ -201,6 +206,7 @@ pub fn parse_row(v: &Value, toolkits: &mut Toolkits) -> Result<EvalRow> {
             g => Some(serde_json::from_value(json_text(g)?).context("gold_answer")?),
         },
         ordered: v["ordered"].as_bool().unwrap_or(false),
+        calls_unordered: !v["ordered"].as_bool().unwrap_or(false) && v["sql"].is_null(),
         tools: toolkits.get(&v["tools"])?,
         difficulty: text("difficulty"),
         meta: eval_meta(json_text(&v["meta"]).context("meta")?),

@@ -7,9 +7,13 @@
 //!
 //! Files (`eval/<run>/`): `predictions.jsonl` (one line per row: `id`, `output` calls, and the
 //! episode's `steps`, `failed_calls`, `answer`, `stopped` or the direct `text`), then what
-//! [`super::report::write`] writes. A run is **resumable**: rows already in `predictions.jsonl`
-//! are not run again (a line is appended as each row finishes), and every request's answer is
-//! in the store, so re-running a finished run, or the same model and prompts under another run
+//! [`super::report::write`] writes. A row whose request failed (refused connection, 401, 500
+//! after the retries; in agent mode, any turn's request) gets a line with `failed` (the error):
+//! it is no answer — excluded from every metric, counted and listed first in the report, and
+//! the command exits non-zero while any remain. A run is **resumable**: rows already answered
+//! in `predictions.jsonl` are not run again (failed rows are, their new line replacing the
+//! old; a line is appended as each row finishes), and every request's answer is in the store
+//! (a failed request is not cached), so re-running a finished run, or the same model and prompts under another run
 //! name, makes no request. The report's `accounting` says what this invocation did: rows run and
 //! resumed, requests, cache hits, retries, failed requests, model turns.
 
@@ -78,7 +82,8 @@ impl Default for RunConfig {
     }
 }
 
-fn done_ids(path: &Path) -> BTreeMap<String, String> {
+/// The predictions lines of `path` by id (the last line of an id wins: a retried row's).
+fn lines_by_id(path: &Path) -> BTreeMap<String, String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -87,6 +92,16 @@ fn done_ids(path: &Path) -> BTreeMap<String, String> {
             Some((v["id"].as_str()?.to_string(), l.to_string()))
         })
         .collect()
+}
+
+/// Whether a predictions line records a failed request (retried on resume).
+fn is_failed(line: &str) -> bool {
+    serde_json::from_str::<Value>(line).is_ok_and(|v| v["failed"].is_string())
+}
+
+/// The ids finished (answered) in `path`: a failed row is not finished.
+fn done_ids(path: &Path) -> BTreeMap<String, String> {
+    lines_by_id(path).into_iter().filter(|(_, l)| !is_failed(l)).collect()
 }
 
 /// One row: its predictions line and the model turns it took.
@@ -99,8 +114,12 @@ fn run_row(llm: &Llm, runner: &Runner, set: &EvalSet, row: &EvalRow, cfg: &RunCo
             .iter()
             .map(|c| json!({"name": c.name, "arguments": c.arguments, "label": c.label}))
             .collect();
-        let line = json!({"id": row.id, "output": output, "steps": ep.steps, "failed_calls": ep.failed_calls,
-            "answer": ep.answer, "stopped": ep.stopped});
+        let mut line = json!({"id": row.id, "output": output, "steps": ep.steps, "failed_calls": ep.failed_calls,
+            "answer": ep.answer, "stopped": ep.stopped, "stop_reason": ep.stop_reason.as_str()});
+        // A request that failed is no answer of the model's: the row is failed, not scored.
+        if let Some(why) = ep.stopped.as_deref().filter(|s| s.starts_with("llm:")) {
+            line["failed"] = json!(why);
+        }
         return (line, ep.steps);
     }
     let messages = super::prompt::direct_messages(row, &tools);
@@ -117,7 +136,7 @@ fn run_row(llm: &Llm, runner: &Runner, set: &EvalSet, row: &EvalRow, cfg: &RunCo
                 1,
             )
         }
-        Err(e) => (json!({"id": row.id, "output": [], "error": e.to_string()}), 1),
+        Err(e) => (json!({"id": row.id, "output": [], "failed": e.to_string()}), 1),
     }
 }
 
@@ -173,7 +192,7 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
     });
     bar.finish_and_clear();
     // Rewrite in dataset order: the file is deterministic whatever the completion order.
-    let lines = done_ids(&pred_path);
+    let lines = lines_by_id(&pred_path);
     let ordered: String = rows
         .iter()
         .filter_map(|r| lines.get(&r.id))
@@ -191,6 +210,7 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
     for (k, v) in [
         ("rows_run", json!(todo.len())),
         ("rows_resumed", json!(rows.len() - todo.len())),
+        ("rows_failed", json!(report.failed)),
         ("model_turns", json!(turns.iter().sum::<usize>())),
         ("requests", json!(requests)),
         ("cache_hits", json!(cache_hits)),

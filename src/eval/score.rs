@@ -5,7 +5,9 @@
 //! A metric that does not apply to a row is absent from it (`null` in `rows.jsonl`) and is
 //! averaged only over the rows it applies to: completion needs a gold answer and an executable
 //! dataset, the BFCL AST check a `bfcl` row with gold calls, irrelevance a row without gold
-//! calls, the drift pass rate a drift variant row.
+//! calls, the drift pass rate a drift variant row, slot scores a row with a matched call.
+//! A row whose request failed (`failed` in the predictions line) is no answer: it is in no
+//! metric, and counted (`Summary::failed`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,7 +32,8 @@ pub struct RowResult {
     pub difficulty: Option<String>,
     /// Variant kind of a variant row.
     pub variant_kind: Option<String>,
-    /// `scored`, or `missing` (no prediction line: scored as no call).
+    /// `scored`, `missing` (no prediction line: scored as no call), or `failed` (the request
+    /// failed: no answer; excluded from every metric and counted, its `errors` say why).
     pub status: String,
     /// Gold calls (setup step excluded).
     pub gold_calls: usize,
@@ -38,8 +41,12 @@ pub struct RowResult {
     pub predicted_calls: usize,
     /// Live API-Bench §4.1.1 position-aware intent.
     pub intent: Prf,
-    /// Live API-Bench §4.1.1 slot, conditional on the matched intent.
-    pub slot: Prf,
+    /// Live API-Bench §4.1.1 slot, conditional on the matched intent (`None`: no call matched,
+    /// the row is excluded from the slot means).
+    pub slot: Option<Prf>,
+    /// Our earlier slot variant: a row with no matched call scores 0
+    /// ([`metrics::intent::slot_prf_all_rows`]).
+    pub slot_all_rows: Prf,
     /// API-BLEND §5.4 API-F1.
     pub api: Prf,
     /// API-BLEND §5.4 Parameter-F1.
@@ -58,6 +65,9 @@ pub struct RowResult {
     pub drift_pass: Option<bool>,
     /// Why checks failed, and malformed calls.
     pub errors: Vec<String>,
+    /// Agent runs: how the episode ended (`answered`, `step_limit`, `repeated_call`, `error`).
+    #[serde(default)]
+    pub stop_reason: Option<String>,
 }
 
 /// A metric averaged over the rows it applies to.
@@ -76,8 +86,14 @@ pub struct Summary {
     pub rows: usize,
     /// Rows without a prediction line.
     pub missing: usize,
+    /// Rows whose request failed (in `rows`, in no metric).
+    #[serde(default)]
+    pub failed: usize,
     /// Metric name → mean.
     pub metrics: BTreeMap<String, Mean>,
+    /// Metric name → bootstrap 95% interval ([`super::stats`]); the totals only.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intervals: BTreeMap<String, super::stats::Interval>,
 }
 
 impl RowResult {
@@ -88,9 +104,9 @@ impl RowResult {
             ("intent_p", self.intent.p),
             ("intent_r", self.intent.r),
             ("intent_f1", self.intent.f1),
-            ("slot_p", self.slot.p),
-            ("slot_r", self.slot.r),
-            ("slot_f1", self.slot.f1),
+            ("slot_p_all_rows", self.slot_all_rows.p),
+            ("slot_r_all_rows", self.slot_all_rows.r),
+            ("slot_f1_all_rows", self.slot_all_rows.f1),
             ("api_p", self.api.p),
             ("api_r", self.api.r),
             ("api_f1", self.api.f1),
@@ -102,6 +118,9 @@ impl RowResult {
             ("lcs_f1", self.lcs.f1),
             ("exact_match", b(self.exact_match)),
         ];
+        if let Some(s) = self.slot {
+            v.extend([("slot_p", s.p), ("slot_r", s.r), ("slot_f1", s.f1)]);
+        }
         for (k, x) in [
             ("completion", self.completion),
             ("bfcl_ast", self.bfcl_ast),
@@ -116,13 +135,19 @@ impl RowResult {
     }
 }
 
-/// Means over `rows` (module docs).
+/// Means over `rows` (module docs), except `lcs_f1`: API-BLEND §5.4 averages LCS precision and
+/// recall over the rows and takes the F1 of the two means; the mean of the per-row F1 is kept
+/// beside it as `lcs_f1_row_mean`.
 pub fn summarise<'a>(rows: impl IntoIterator<Item = &'a RowResult>) -> Summary {
     let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     let mut s = Summary::default();
     for r in rows {
         s.rows += 1;
         s.missing += (r.status == "missing") as usize;
+        if r.status == "failed" {
+            s.failed += 1;
+            continue;
+        }
         for (k, x) in r.values() {
             let e = sums.entry(k.to_string()).or_insert((0.0, 0));
             e.0 += x;
@@ -141,6 +166,17 @@ pub fn summarise<'a>(rows: impl IntoIterator<Item = &'a RowResult>) -> Summary {
             )
         })
         .collect();
+    if let (Some(p), Some(r)) = (s.metrics.get("lcs_p").copied(), s.metrics.get("lcs_r").copied()) {
+        if let Some(row_mean) = s.metrics.get("lcs_f1").copied() {
+            s.metrics.insert("lcs_f1_row_mean".into(), row_mean);
+        }
+        let f1 = if p.mean + r.mean == 0.0 {
+            0.0
+        } else {
+            2.0 * p.mean * r.mean / (p.mean + r.mean)
+        };
+        s.metrics.insert("lcs_f1".into(), Mean { mean: f1, n: p.n });
+    }
     s
 }
 
@@ -148,14 +184,33 @@ pub fn summarise<'a>(rows: impl IntoIterator<Item = &'a RowResult>) -> Summary {
 pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> RowResult {
     let empty = Prediction::default();
     let p = pred.unwrap_or(&empty);
+    // A failed request has no answer to execute (its metrics are never read).
+    let runner_or_none = if p.failed.is_some() { None } else { Some(runner) };
     let mut errors = p.problems.clone();
+    if let Some(why) = &p.failed {
+        errors.push(format!("request failed: {why}"));
+    }
     // A prediction in the old row shape may start with the setup step: it is the framework's.
     let calls: &[crate::tools::Call] = match p.calls.first() {
         Some(c) if c.name == SETUP_TOOL && !row.setup.is_empty() => &p.calls[1..],
         _ => &p.calls,
     };
-    let gold = &row.gold;
-    let completion = runner.completion(row, calls);
+    let mut completion = runner_or_none.and_then(|r| r.completion(row, calls));
+    // Completion needs a finished agent: the calls of an episode that hit the step limit (or
+    // looped, or broke) are not the model's answer, whatever they compute.
+    if let Some(reason) = p.stop_reason.as_deref().filter(|r| *r != "answered") {
+        if completion.is_some() {
+            completion = Some(Err(format!("the agent did not finish ({reason})")));
+        }
+    }
+    // Labels compared by the call they point to (alpha-equivalence).
+    let gold = &metrics::labels::resolve(&row.setup, &row.gold);
+    let resolved = metrics::labels::resolve(&row.setup, calls);
+    let order = if row.calls_unordered {
+        metrics::intent::Order::Free
+    } else {
+        metrics::intent::Order::Positional
+    };
     let is_drift = row.variant_kind() == Some("drift");
     if let Some(Err(e)) = &completion {
         errors.push(format!("completion: {e}"));
@@ -170,15 +225,21 @@ pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> R
         db_id: row.db_id.clone(),
         difficulty: row.difficulty.clone(),
         variant_kind: row.variant_kind().map(String::from),
-        status: if pred.is_some() { "scored" } else { "missing" }.into(),
+        status: match pred {
+            Some(p) if p.failed.is_some() => "failed",
+            Some(_) => "scored",
+            None => "missing",
+        }
+        .into(),
         gold_calls: gold.len(),
         predicted_calls: calls.len(),
-        intent: metrics::intent::intent_prf(gold, calls),
-        slot: metrics::intent::slot_prf(gold, calls),
-        api: metrics::blend::api_prf(gold, calls),
-        parameter: metrics::blend::parameter_prf(gold, calls),
-        lcs: metrics::blend::lcs_prf(gold, calls),
-        exact_match: metrics::blend::exact_match(gold, calls),
+        intent: metrics::intent::intent_prf(gold, &resolved, order),
+        slot: metrics::intent::slot_prf(gold, &resolved, order),
+        slot_all_rows: metrics::intent::slot_prf_all_rows(gold, &resolved, order),
+        api: metrics::blend::api_prf(gold, &resolved),
+        parameter: metrics::blend::parameter_prf(gold, &resolved),
+        lcs: metrics::blend::lcs_prf(gold, &resolved),
+        exact_match: metrics::blend::exact_match(gold, &resolved, order),
         drift_pass: if is_drift {
             completion.as_ref().map(Result::is_ok)
         } else {
@@ -188,6 +249,7 @@ pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> R
         bfcl_ast: bfcl.map(|c| c.is_ok()),
         irrelevance: metrics::irrelevance::irrelevance(gold, calls),
         errors,
+        stop_reason: p.stop_reason.clone(),
     }
 }
 
@@ -247,8 +309,10 @@ pub fn score(set: &EvalSet, rows: &[&EvalRow], predictions: &Predictions) -> Sco
         .into_iter()
         .map(|(k, groups)| (k, groups.into_iter().map(|(g, rs)| (g, summarise(rs))).collect()))
         .collect();
+    let mut totals = summarise(&results);
+    totals.intervals = super::stats::intervals(&results);
     Scored {
-        totals: summarise(&results),
+        totals,
         rows: results,
         problems,
         by,

@@ -2,13 +2,25 @@
 //!
 //! - **API-F1**: the predicted and gold API names as multisets; tp = size of their intersection.
 //! - **Parameter-F1**: the (parameter name, value) pairs of all calls as multisets (values
-//!   compared by [`super::canonical`], so `1 == 1.0`); tp = size of the intersection.
-//! - **LCS-F1**: tp = length of the longest common subsequence of the two name sequences.
-//! - **Exact match**: same length and, position by position, the same name and equal arguments
-//!   (labels ignored).
+//!   compared by [`super::canonical`], so `1 == 1.0`); tp = size of the intersection. When
+//!   neither side has a pair (every call takes no argument, or no call), the row scores 1 only
+//!   when both sides made calls or both made none, else 0: an empty prediction never earns
+//!   credit for a gold call (rest-spider: 305 / 1,012 gold calls take no argument), nor does a
+//!   spurious zero-argument call on a row with no gold call.
+//! - **LCS-F1** (§5.4): per row, LCS precision = lcs / predicted calls and recall = lcs / gold
+//!   calls, with lcs the length of the longest common subsequence of the two name sequences; the
+//!   dataset's LCS-F1 is the F1 of the *mean* precision and the *mean* recall
+//!   ([`crate::eval::score::summarise`]). The per-row F1 [`lcs_prf`] returns, averaged over rows,
+//!   is our earlier variant, reported beside it as `lcs_f1_row_mean`.
+//! - **Exact match**: same length and the same name and equal arguments position by position;
+//!   on a row whose call order is free ([`Order::Free`]), the two sequences equal as multisets of
+//!   (name, arguments). Labels are ignored.
+//!
+//! Calls are compared with their `$label$` references resolved ([`super::labels`]).
 
 use std::collections::HashMap;
 
+use super::intent::Order;
 use super::{Prf, canonical, value_eq};
 use crate::tools::Call;
 
@@ -46,6 +58,9 @@ pub fn parameter_prf(gold: &[Call], pred: &[Call]) -> Prf {
             .collect()
     };
     let (tp, np, ng) = multiset_overlap(pairs(gold), pairs(pred));
+    if np == 0 && ng == 0 && gold.is_empty() != pred.is_empty() {
+        return Prf::default();
+    }
     Prf::from_counts(tp, np, ng)
 }
 
@@ -62,7 +77,7 @@ pub fn lcs_len(a: &[&str], b: &[&str]) -> usize {
     prev[b.len()]
 }
 
-/// LCS-F1 (module docs).
+/// LCS precision and recall of one row, with their per-row F1 (module docs).
 pub fn lcs_prf(gold: &[Call], pred: &[Call]) -> Prf {
     let g: Vec<&str> = gold.iter().map(|c| c.name.as_str()).collect();
     let p: Vec<&str> = pred.iter().map(|c| c.name.as_str()).collect();
@@ -70,7 +85,12 @@ pub fn lcs_prf(gold: &[Call], pred: &[Call]) -> Prf {
 }
 
 /// Exact match (module docs).
-pub fn exact_match(gold: &[Call], pred: &[Call]) -> bool {
+pub fn exact_match(gold: &[Call], pred: &[Call], order: Order) -> bool {
+    if order == Order::Free {
+        let key = |c: &Call| (c.name.clone(), canonical(&serde_json::Value::Object(c.arguments.clone())));
+        let (tp, np, ng) = multiset_overlap(gold.iter().map(key).collect(), pred.iter().map(key).collect());
+        return tp == np && tp == ng;
+    }
     gold.len() == pred.len()
         && gold.iter().zip(pred).all(|(g, p)| {
             g.name == p.name

@@ -6,17 +6,21 @@
 //! - [`blend`]: API-BLEND §5.4 API-F1, Parameter-F1, LCS-F1 and exact match.
 //! - [`bfcl`]: BFCL's AST check (type coercion and acceptable values) for `bfcl` rows.
 //! - [`irrelevance`]: BFCL's irrelevance check (no gold call: pass when no call is made).
+//! - [`labels`]: `$label$` references resolved to the call they point to, so that renaming
+//!   labels consistently changes no score (every metric above runs on resolved calls).
 //! - Completion rate and the DynamicToolBench pass rate execute the prediction:
 //!   [`crate::eval::execute`].
 //!
 //! Conventions shared by every P/R/F1 here: `P = tp / predicted`, `R = tp / gold`,
 //! `F1 = 2PR / (P + R)` (0 when `P + R = 0`); when both sides are empty, P = R = F1 = 1; when only
-//! one side is empty, P = R = F1 = 0. Values compare with [`value_eq`].
+//! one side is empty, P = R = F1 = 0 (each metric says what its "sides" are where that matters:
+//! Parameter-F1 and slot on zero-argument calls). Values compare with [`value_eq`].
 
 pub mod bfcl;
 pub mod blend;
 pub mod intent;
 pub mod irrelevance;
+pub mod labels;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -38,7 +38,11 @@ impl Args<'_> {
     pub(super) fn limit(&self) -> R<Option<usize>> {
         match self.opt("limit") {
             None => Ok(None),
-            Some(v) => match v.as_i64() {
+            // An integral JSON number is an integer (`-1.0`), as JSON Schema's `integer` holds.
+            Some(v) => match v
+                .as_i64()
+                .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64))
+            {
                 Some(n) if n < 0 => Ok(None),
                 Some(n) => Ok(Some(n as usize)),
                 None => Err("argument `limit` must be an integer (-1 for no limit)".into()),
