@@ -6,7 +6,7 @@
 //! bounded by bytes. After every hostile request the server still answers a health check
 //! within 100 ms. SQLite (the city table's row count) is the judge of the estimates.
 
-use std::io::{BufRead as _, Write as _};
+use std::io::{BufRead, Write as _};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -126,7 +126,8 @@ fn city_copies(n: usize, prefix: &str) -> Value {
 
 fn city_rows() -> u64 {
     let conn = rusqlite::Connection::open(dbs().join("world_1/world_1.sqlite")).unwrap();
-    conn.query_row("SELECT count(*) FROM city", [], |r| r.get(0)).unwrap()
+    conn.query_row("SELECT count(*) FROM city", [], |r| r.get::<_, i64>(0))
+        .unwrap() as u64
 }
 
 /// The id of a slot-spider example on world_1.
