@@ -148,3 +148,16 @@ fn clients_cannot_inject_faults_unless_the_server_enables_them() {
     let enabled = serve(&["--faults"]);
     assert_eq!(status(&enabled.port, "POST", "/tools/filter_data", &fault), 504);
 }
+
+#[test]
+fn delete_session_is_in_the_openapi_document() {
+    let server = serve(&[]);
+    let mut s = TcpStream::connect(format!("127.0.0.1:{}", server.port)).unwrap();
+    s.write_all(b"GET /openapi.json HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let body = text.split("\r\n\r\n").nth(1).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(body).unwrap();
+    let delete = &doc["paths"]["/sessions/{id}"]["delete"];
+    assert!(delete["responses"]["200"].is_object() && delete["responses"]["404"].is_object(), "{delete}");
+}

@@ -560,10 +560,10 @@ mod tests {
         // An integer beyond i64 is the same value from the query string and from JSON (MCP).
         for big in ["99999999999999999999", "1180591620717411303424"] {
             let from_query = ep
-                .arguments_from_query(&q(&[("age", big), ("name", "x"), ("score", "1")]))
+                .arguments_from_query(&q(&[("age", big), ("name", "x"), ("score", "1.5")]))
                 .unwrap();
             let json_args = serde_json::from_str::<Map<String, Json>>(&format!(
-                r#"{{"age": {big}, "name": "x", "score": 1}}"#
+                r#"{{"age": {big}, "name": "x", "score": 1.5}}"#
             ))
             .unwrap();
             assert_eq!(ep.arguments_from_json(&json_args).unwrap(), from_query, "{big}");

@@ -104,7 +104,7 @@ pub fn join_at_within(
             let deadline = Instant::now() + budget.timeout;
             let over = Arc::new(AtomicBool::new(false));
             let stop = over.clone();
-            conn.progress_handler(
+            let _ = conn.progress_handler(
                 1000,
                 Some(move || stop.load(Ordering::Relaxed) || Instant::now() > deadline),
             );
