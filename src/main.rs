@@ -65,70 +65,13 @@ enum Command {
         /// Directory holding `<db>/<db>.sqlite` (default: the recipe's source).
         #[arg(long)]
         databases: Option<PathBuf>,
-        /// Per-query time limit in milliseconds.
-        #[arg(long, default_value_t = 5000)]
-        timeout_ms: u64,
-        /// Most rows in one response.
-        #[arg(long, default_value_t = 100_000)]
-        max_rows: usize,
-        /// Most live SLOT/SEL sessions (least recently used ends first).
-        #[arg(long, default_value_t = 1000)]
-        max_sessions: usize,
-        /// Share of tool/endpoint requests (0–1) answered with a random injected fault
-        /// (a request can also ask for one with header `X-Toolforge-Fault: <kind>`).
-        #[arg(long, default_value_t = 0.0)]
-        fault_rate: f64,
-        /// Seed of the random fault choice.
-        #[arg(long, default_value_t = 0)]
-        fault_seed: u64,
         /// Serve the tools over MCP on stdin/stdout instead of HTTP (the HTTP server always has
         /// MCP streamable HTTP at `/mcp`).
         #[arg(long)]
         mcp: bool,
-        /// Most rows a session's join step may have, estimated before materialising (413 past it).
-        #[arg(long, default_value_t = 5_000_000)]
-        max_join_rows: u64,
-        /// Most MiB a session's join step may take while materialising (413 past it).
-        #[arg(long, default_value_t = 512)]
-        max_join_mib: usize,
-        /// Let `POST /sessions {"arguments"}` run joins other than the dataset's setup steps
-        /// (403 otherwise).
-        #[arg(long)]
-        allow_ad_hoc_joins: bool,
-        /// Most tool results a session keeps (the oldest unlabelled are dropped past it).
-        #[arg(long, default_value_t = 256)]
-        max_session_results: usize,
-        /// Most MiB a session's tool results hold (the oldest unlabelled are dropped past it, else
-        /// the call is refused with 413).
-        #[arg(long, default_value_t = 64)]
-        max_session_mib: usize,
-        /// MiB of joined tables the server keeps cached between sessions (least recently used
-        /// evicted first; default: TOOLFORGE_JOIN_CACHE_MIB, else 256).
-        #[arg(long)]
-        join_cache_mib: Option<usize>,
-        /// Most open HTTP connections (more are closed when accepted).
-        #[arg(long, default_value_t = 4096)]
-        max_connections: usize,
-        /// Milliseconds a connection has to send a complete request head, counted from when it
-        /// starts waiting for one (also the idle timeout of a kept-alive connection).
-        #[arg(long, default_value_t = 10_000)]
-        header_timeout_ms: u64,
-        /// Most requests one connection carries before it is closed.
-        #[arg(long, default_value_t = 10_000)]
-        max_requests_per_connection: usize,
-        /// Milliseconds SIGINT/SIGTERM waits for running requests before the server stops anyway.
-        #[arg(long, default_value_t = 5_000)]
-        shutdown_deadline_ms: u64,
-        /// Bearer token every request must carry (`Authorization: Bearer <token>`; 401 without).
-        #[arg(long, env = "TOOLFORGE_TOKEN", hide_env_values = true)]
-        token: Option<String>,
-        /// A host name accepted in the `Host` header besides the loopback names and the bound
-        /// address (421 for any other); repeatable.
-        #[arg(long = "allowed-host", value_name = "NAME")]
-        allowed_hosts: Vec<String>,
-        /// Honour `X-Toolforge-Fault` request headers (fault injection for agent testing).
-        #[arg(long)]
-        faults: bool,
+        /// Limits, budgets and exposure.
+        #[command(flatten)]
+        flags: toolforge::serve::flags::ServeFlags,
     },
     /// Write a built dataset's trajectories (`<dir>/trajectories/*.jsonl`, OpenAI chat format) in
     /// another format: `sharegpt` (ShareGPT / Hermes function-calling style) or `openai`.
@@ -508,63 +451,17 @@ fn main() -> ExitCode {
             port,
             out,
             databases,
-            timeout_ms,
-            max_rows,
-            max_sessions,
-            fault_rate,
-            fault_seed,
             mcp,
-            max_join_rows,
-            max_join_mib,
-            allow_ad_hoc_joins,
-            max_session_results,
-            max_session_mib,
-            join_cache_mib,
-            max_connections,
-            header_timeout_ms,
-            max_requests_per_connection,
-            shutdown_deadline_ms,
-            token,
-            allowed_hosts,
-            faults,
+            flags,
         } => dataset_dir(&recipe, out.as_deref())
             .and_then(|dir| toolforge::serve::Toolkit::load(&dir, databases.as_deref()))
             .and_then(|toolkit| {
-                if let Some(mib) = join_cache_mib {
-                    toolforge::tools::join_cache::set_budget(mib << 20);
-                }
                 let run = if mcp {
                     toolforge::serve::mcp::run_stdio
                 } else {
                     toolforge::serve::run
                 };
-                run(
-                    toolkit,
-                    toolforge::serve::ServeConfig {
-                        addr: (host, port).into(),
-                        timeout: std::time::Duration::from_millis(timeout_ms),
-                        max_rows,
-                        max_sessions,
-                        fault_rate,
-                        fault_seed,
-                        max_join_rows,
-                        max_join_bytes: max_join_mib << 20,
-                        allow_ad_hoc_joins,
-                        session_budget: toolforge::serve::budget::SessionBudget {
-                            max_results: max_session_results,
-                            max_bytes: max_session_mib << 20,
-                        },
-                        connections: toolforge::serve::listen::ConnectionLimits {
-                            max_connections,
-                            header_read_timeout: std::time::Duration::from_millis(header_timeout_ms),
-                            max_requests_per_connection,
-                            shutdown_deadline: std::time::Duration::from_millis(shutdown_deadline_ms),
-                        },
-                        token: token.filter(|t| !t.is_empty()),
-                        allowed_hosts,
-                        faults,
-                    },
-                )
+                run(toolkit, flags.config((host, port).into()))
             }),
         Command::Eval { command } => eval(command),
         Command::Trajectories {

@@ -123,3 +123,35 @@ fn malformed_http_frames_get_400_with_the_specs_error() {
         assert_eq!((body["error"]["code"].as_i64(), &body["id"]), (Some(code), &id), "{shown}: {body}");
     }
 }
+
+#[test]
+fn mcp_http_sessions_past_the_limit_are_refused() {
+    let toolkit = toolforge::serve::Toolkit::load(&dataset(), Some(&root().join("../shared/corpora/spider/database"))).unwrap();
+    let config = toolforge::serve::ServeConfig {
+        max_mcp_sessions: 3,
+        ..Default::default()
+    };
+    let addr = toolforge::serve::spawn(toolkit, config).unwrap();
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let initialize = || {
+        let mut resp = agent
+            .post(format!("http://{addr}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .send(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+                .to_string(),
+            )
+            .unwrap();
+        (resp.status().as_u16(), resp.body_mut().read_to_string().unwrap())
+    };
+    for _ in 0..3 {
+        let (s, body) = initialize();
+        assert_eq!(s, 200, "{body}");
+    }
+    let (s, body) = initialize();
+    assert_eq!(s, 503, "{body}");
+    let e: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(e["error"]["code"], -32001, "{e}");
+}

@@ -273,19 +273,53 @@ fn refusal(status: Option<u16>, message: String) -> ErrorData {
     }
 }
 
-/// The streamable-HTTP MCP service mounted at `/mcp` of the HTTP server.
+/// The session manager of the streamable-HTTP MCP service (rmcp's in-memory one).
+pub(crate) type McpSessions = rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+/// The streamable-HTTP MCP service mounted at `/mcp` of the HTTP server, and its session manager
+/// (whose sessions [`limit_sessions`] counts). A session idle for `config.mcp_session_idle` is
+/// closed by rmcp.
 pub(crate) fn streamable_http(
     state: Shared,
-) -> rmcp::transport::streamable_http_server::tower::StreamableHttpService<
-    McpServer,
-    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
-> {
+) -> (
+    rmcp::transport::streamable_http_server::tower::StreamableHttpService<McpServer, McpSessions>,
+    Arc<McpSessions>,
+) {
+    let mut manager = McpSessions::default();
+    manager.session_config.keep_alive = Some(state.config.mcp_session_idle);
+    let manager = Arc::new(manager);
     let server = McpServer::new(state);
-    rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
+    let service = rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
         move || Ok(server.clone()),
+        manager.clone(),
         Default::default(),
-        Default::default(),
-    )
+    );
+    (service, manager)
+}
+
+/// Refuses a `POST /mcp` that would open a new MCP session (no `Mcp-Session-Id` header) while
+/// `max` sessions are open: 503 with the JSON-RPC error [`REFUSED`] (issue 31 D5). Concurrent
+/// `initialize` requests can pass the check together, so the count can exceed `max` by the
+/// requests in flight.
+pub(crate) async fn limit_sessions(
+    manager: Arc<McpSessions>,
+    max: usize,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let opens = req.method() == axum::http::Method::POST
+        && req.uri().path() == "/mcp"
+        && !req.headers().contains_key("mcp-session-id");
+    if opens && manager.sessions.read().await.len() >= max {
+        let e = super::jsonrpc::error(
+            Json::Null,
+            REFUSED.into(),
+            format!("{max} MCP sessions are open, the server's limit (--max-mcp-sessions); end one (DELETE /mcp) or wait for an idle one to expire"),
+        );
+        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, axum::Json(e)).into_response();
+    }
+    next.run(req).await
 }
 
 /// Longest stdio frame read (a longer line is answered −32700 and skipped).

@@ -38,6 +38,7 @@
 
 mod drift;
 pub mod faults;
+pub mod flags;
 pub mod http;
 pub mod jsonrpc;
 pub mod listen;
@@ -66,10 +67,15 @@ pub use state::{ServeConfig, Toolkit};
 /// fault injection ([`faults`]), the 64 KiB body limit and the 8 KiB URI limit.
 pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
     let state = state::shared(toolkit, config);
+    let (mcp_service, mcp_sessions) = mcp::streamable_http(state.clone());
+    let max_mcp = state.config.max_mcp_sessions;
     http::routes(&state)
-        .nest_service("/mcp", mcp::streamable_http(state.clone()))
+        .nest_service("/mcp", mcp_service)
         .fallback(|| async { detail(StatusCode::NOT_FOUND, "Not Found") })
         .layer(middleware::from_fn_with_state(state.clone(), faults::inject_fault))
+        .layer(middleware::from_fn(move |req: axum::extract::Request, next: middleware::Next| {
+            mcp::limit_sessions(mcp_sessions.clone(), max_mcp, req, next)
+        }))
         .layer(middleware::from_fn(jsonrpc::http_frames))
         .layer(DefaultBodyLimit::max(64 * 1024))
         .layer(middleware::from_fn(http::limit_uri))

@@ -52,6 +52,10 @@ pub struct ServeConfig {
     pub token: Option<String>,
     /// Host names accepted in `Host` besides the loopback names and the bound address.
     pub allowed_hosts: Vec<String>,
+    /// Most open MCP-over-HTTP sessions (`initialize` past it gets 503, [`super::mcp::limit_sessions`]).
+    pub max_mcp_sessions: usize,
+    /// Idle time after which rmcp closes an MCP-over-HTTP session.
+    pub mcp_session_idle: Duration,
     /// Whether requests may ask for a fault (`X-Toolforge-Fault`, [`super::faults`]); a
     /// `fault_rate` above 0 enables it too.
     pub faults: bool,
@@ -77,6 +81,8 @@ impl Default for ServeConfig {
             token: None,
             allowed_hosts: Vec::new(),
             faults: false,
+            max_mcp_sessions: 1_000,
+            mcp_session_idle: Duration::from_secs(300),
         }
     }
 }
