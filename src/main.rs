@@ -65,26 +65,13 @@ enum Command {
         /// Directory holding `<db>/<db>.sqlite` (default: the recipe's source).
         #[arg(long)]
         databases: Option<PathBuf>,
-        /// Per-query time limit in milliseconds.
-        #[arg(long, default_value_t = 5000)]
-        timeout_ms: u64,
-        /// Most rows in one response.
-        #[arg(long, default_value_t = 100_000)]
-        max_rows: usize,
-        /// Most live SLOT/SEL sessions (least recently used ends first).
-        #[arg(long, default_value_t = 1000)]
-        max_sessions: usize,
-        /// Share of tool/endpoint requests (0–1) answered with a random injected fault
-        /// (a request can also ask for one with header `X-Toolforge-Fault: <kind>`).
-        #[arg(long, default_value_t = 0.0)]
-        fault_rate: f64,
-        /// Seed of the random fault choice.
-        #[arg(long, default_value_t = 0)]
-        fault_seed: u64,
         /// Serve the tools over MCP on stdin/stdout instead of HTTP (the HTTP server always has
         /// MCP streamable HTTP at `/mcp`).
         #[arg(long)]
         mcp: bool,
+        /// Limits, budgets and exposure.
+        #[command(flatten)]
+        flags: toolforge::serve::flags::ServeFlags,
     },
     /// Write a built dataset's trajectories (`<dir>/trajectories/*.jsonl`, OpenAI chat format) in
     /// another format: `sharegpt` (ShareGPT / Hermes function-calling style) or `openai`.
@@ -472,12 +459,8 @@ fn main() -> ExitCode {
             port,
             out,
             databases,
-            timeout_ms,
-            max_rows,
-            max_sessions,
-            fault_rate,
-            fault_seed,
             mcp,
+            flags,
         } => dataset_dir(&recipe, out.as_deref())
             .and_then(|dir| toolforge::serve::Toolkit::load(&dir, databases.as_deref()))
             .and_then(|toolkit| {
@@ -486,17 +469,7 @@ fn main() -> ExitCode {
                 } else {
                     toolforge::serve::run
                 };
-                run(
-                    toolkit,
-                    toolforge::serve::ServeConfig {
-                        addr: (host, port).into(),
-                        timeout: std::time::Duration::from_millis(timeout_ms),
-                        max_rows,
-                        max_sessions,
-                        fault_rate,
-                        fault_seed,
-                    },
-                )
+                run(toolkit, flags.config((host, port).into()))
             }),
         Command::Eval { command } => eval(command),
         Command::Trajectories {

@@ -286,7 +286,19 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     let build = compiled?;
     let out_dir = out_root.join(&build.recipe.name);
     let wrote = crate::emit::write_cached(&build, &out_dir, recipe_path, Some(&store))?;
-    let text = crate::emit::report::summary(&build, &out_dir, wrote, start.elapsed().as_secs_f64());
+    let mut text = crate::emit::report::summary(&build, &out_dir, wrote, start.elapsed().as_secs_f64());
+    // A store that could not be written (disk full, network) does not fail the build, whose
+    // results are in memory; the summary says how many requests failed (issue 31 D6).
+    let failed = store.errors();
+    if let Some(first) = failed.first() {
+        let warning = format!(
+            "warning: store_write_failed: {} store requests failed on {} (the build used its results from memory; they are not cached): {first}",
+            failed.len(),
+            store.describe()
+        );
+        eprintln!("{warning}");
+        text = format!("{}\n{warning}", text.trim_end());
+    }
     if std::env::var_os("TOOLFORGE_STORE_STATS").is_some() {
         eprintln!("{}", requests_line(&store));
     }

@@ -23,7 +23,11 @@ fn serve(recipe: &str, tmp: &std::path::Path) -> String {
     let dbs = root().join("../shared/corpora/spider/database");
     let addr = spawn(
         Toolkit::load(&tmp.join("out").join(recipe), Some(&dbs)).unwrap(),
-        ServeConfig::default(),
+        // Fault injection is opt-in (issue 31); the REST test asks for one.
+        ServeConfig {
+            faults: true,
+            ..ServeConfig::default()
+        },
     )
     .unwrap();
     format!("http://{addr}")

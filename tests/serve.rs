@@ -328,7 +328,10 @@ fn injected_faults_on_request() {
     let dir = build("slot-spider", tmp.path());
     let addr = spawn(
         Toolkit::load(&dir, Some(&spider_dbs())).unwrap(),
-        ServeConfig::default(),
+        ServeConfig {
+            faults: true,
+            ..ServeConfig::default()
+        },
     )
     .unwrap();
     let base = format!("http://{addr}");

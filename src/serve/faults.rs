@@ -8,7 +8,8 @@
 //! (the server's row limit drops to 1 mid-task: 200 with
 //! `{"rows": [first row], "total_rows": n, "truncated": true, "constraint": …}` and header
 //! `X-Toolforge-Constraint: max_rows=1`). The response carries
-//! `X-Toolforge-Fault-Injected: <kind>`; an unknown kind is 400.
+//! `X-Toolforge-Fault-Injected: <kind>`; an unknown kind is 400. Only a server started with
+//! `--faults` (or a `--fault-rate` above 0) injects any; otherwise the header is ignored.
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -22,7 +23,9 @@ use super::state::{Shared, detail};
 pub(super) async fn inject_fault(State(state): State<Shared>, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_string();
     let is_tool = path.starts_with("/tools/") || state.toolkit.endpoints.iter().any(|e| e.path == path);
-    if !is_tool {
+    // Faults are an opt-in of the operator (`--faults` or `--fault-rate`), never of a client.
+    let enabled = state.config.faults || state.config.fault_rate > 0.0;
+    if !is_tool || !enabled {
         return next.run(req).await;
     }
     let asked = req

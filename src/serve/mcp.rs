@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
+use rmcp::model::ErrorCode;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
@@ -147,26 +148,32 @@ impl McpServer {
         }
     }
 
-    fn call(state: &Shared, target: &Target, mut args: Map<String, Json>) -> Result<Json, String> {
+    fn call(state: &Shared, target: &Target, args: Map<String, Json>) -> Result<Json, ErrorData> {
+        McpServer::call_inner(state, target, args).map_err(|(status, message)| refusal(status, message))
+    }
+
+    /// [`McpServer::call`]'s work: a failure is the HTTP status it would have (`None` for a tool
+    /// error of the arguments) and the message.
+    fn call_inner(state: &Shared, target: &Target, mut args: Map<String, Json>) -> Result<Json, (Option<u16>, String)> {
         match target {
             Target::Endpoint(i) => {
                 let values = state.toolkit.endpoints[*i]
                     .arguments_from_json(&args)
-                    .map_err(|errors| json!({"detail": errors}).to_string())?;
+                    .map_err(|errors| (None, json!({"detail": errors}).to_string()))?;
                 run_endpoint(state, *i, &values)
                     .map(|rows| json!(rows))
-                    .map_err(|(_, m)| m)
+                    .map_err(|(st, m)| (Some(st.as_u16()), m))
             }
             Target::DriftedEndpoint(i, d) => {
                 let values = super::drift::rest_arguments(state, *i, d, super::drift::NewRequest::Body(args))
-                    .map_err(|errors| json!({"detail": errors}).to_string())?;
+                    .map_err(|errors| (None, json!({"detail": errors}).to_string()))?;
                 run_endpoint(state, *i, &values)
                     .map(|rows| json!(rows))
-                    .map_err(|(_, m)| m)
+                    .map_err(|(st, m)| (Some(st.as_u16()), m))
             }
             Target::Session => {
                 let row = args.get("id").and_then(Json::as_str).map(String::from);
-                let v = open_session(state, &Json::Object(args)).map_err(|(_, m)| m)?;
+                let v = open_session(state, &Json::Object(args)).map_err(|(st, m)| (Some(st.as_u16()), m))?;
                 // Under per-instance drift the session enforces its row's A_new.
                 if let (Some(sid), Some(row)) = (v["session_id"].as_str(), row) {
                     super::drift::remember_session(state, sid, &row);
@@ -177,14 +184,14 @@ impl McpServer {
                 let sid = args
                     .remove("session_id")
                     .and_then(|v| v.as_str().map(String::from))
-                    .ok_or("missing session_id (call create_session first)")?;
+                    .ok_or((None, "missing session_id (call create_session first)".to_string()))?;
                 let label = args.remove("label").and_then(|v| v.as_str().map(String::from));
                 let (name, args) =
                     super::drift::check_tool_call(state, Some(&sid), name.clone(), args).map_err(|r| match r {
-                        super::drift::Refused::NotFound(m) => m,
-                        super::drift::Refused::Invalid(errors) => json!({"detail": errors}).to_string(),
+                        super::drift::Refused::NotFound(m) => (None, m),
+                        super::drift::Refused::Invalid(errors) => (None, json!({"detail": errors}).to_string()),
                     })?;
-                run_tool(state, &name, &sid, args, label).map_err(|(_, m)| m)
+                run_tool(state, &name, &sid, args, label).map_err(|(st, m)| (Some(st.as_u16()), m))
             }
         }
     }
@@ -243,34 +250,160 @@ impl ServerHandler for McpServer {
                 r.structured_content = Some(v);
                 r
             }
-            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+            Err(e) if e.code == ErrorCode(REFUSED) => return Err(e),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.message.into_owned())]),
         }
         .into())
     }
 }
 
-/// The streamable-HTTP MCP service mounted at `/mcp` of the HTTP server.
-pub(crate) fn streamable_http(
-    state: Shared,
-) -> rmcp::transport::streamable_http_server::tower::StreamableHttpService<
-    McpServer,
-    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
-> {
-    let server = McpServer::new(state);
-    rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Default::default(),
-        Default::default(),
-    )
+/// The JSON-RPC error code of a call the server refuses for its budgets (an implementation-defined
+/// server error, −32000 to −32099 in JSON-RPC 2.0): the request was well formed but is over a
+/// limit (join rows or bytes, a session's results, the time limit, a join shape not served);
+/// `data.status` is the HTTP status the same request gets over HTTP (403, 413, 504).
+pub const REFUSED: i32 = -32001;
+
+/// A failed call over MCP: a budget refusal (HTTP 403, 413, 504) is the JSON-RPC error
+/// [`REFUSED`], as the same request is a 4xx/5xx over HTTP; any other failure is a tool error
+/// (`isError: true`) the model can read and correct.
+fn refusal(status: Option<u16>, message: String) -> ErrorData {
+    match status {
+        Some(s @ (403 | 413 | 504)) => ErrorData::new(ErrorCode(REFUSED), message, Some(json!({"status": s}))),
+        _ => ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None),
+    }
 }
 
-/// Serves the toolkit over MCP on stdin/stdout until the client closes the stream.
+/// The session manager of the streamable-HTTP MCP service (rmcp's in-memory one).
+pub(crate) type McpSessions = rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+/// The streamable-HTTP MCP service mounted at `/mcp` of the HTTP server, and its session manager
+/// (whose sessions [`limit_sessions`] counts). A session idle for `config.mcp_session_idle` is
+/// closed by rmcp.
+pub(crate) fn streamable_http(
+    state: Shared,
+) -> (
+    rmcp::transport::streamable_http_server::tower::StreamableHttpService<McpServer, McpSessions>,
+    Arc<McpSessions>,
+) {
+    let mut manager = McpSessions::default();
+    manager.session_config.keep_alive = Some(state.config.mcp_session_idle);
+    let manager = Arc::new(manager);
+    let server = McpServer::new(state);
+    let service = rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
+        move || Ok(server.clone()),
+        manager.clone(),
+        Default::default(),
+    );
+    (service, manager)
+}
+
+/// Refuses a `POST /mcp` that would open a new MCP session (no `Mcp-Session-Id` header) while
+/// `max` sessions are open: 503 with the JSON-RPC error [`REFUSED`] (issue 31 D5). Concurrent
+/// `initialize` requests can pass the check together, so the count can exceed `max` by the
+/// requests in flight.
+pub(crate) async fn limit_sessions(
+    manager: Arc<McpSessions>,
+    max: usize,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let opens = req.method() == axum::http::Method::POST
+        && req.uri().path() == "/mcp"
+        && !req.headers().contains_key("mcp-session-id");
+    if opens && manager.sessions.read().await.len() >= max {
+        let e = super::jsonrpc::error(
+            Json::Null,
+            REFUSED.into(),
+            format!("{max} MCP sessions are open, the server's limit (--max-mcp-sessions); end one (DELETE /mcp) or wait for an idle one to expire"),
+        );
+        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, axum::Json(e)).into_response();
+    }
+    next.run(req).await
+}
+
+/// Longest stdio frame read (a longer line is answered −32700 and skipped).
+const MAX_FRAME: usize = 16 << 20;
+
+/// Serves the toolkit over MCP on stdin/stdout until the client closes the stream. Every frame
+/// read is checked first ([`super::jsonrpc::check_frame`]): a malformed one is answered with the
+/// JSON-RPC error here (rmcp would drop it without a reply), the others go to rmcp; both write
+/// whole lines to stdout under one lock.
 pub fn run_stdio(toolkit: Toolkit, config: ServeConfig) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let server = McpServer::new(super::state::shared(toolkit, config));
-        let running = server.serve(rmcp::transport::stdio()).await?;
+        let (rmcp_in, mut feed) = tokio::io::duplex(1 << 16);
+        let (drain, rmcp_out) = tokio::io::duplex(1 << 16);
+        let stdout = Arc::new(tokio::sync::Mutex::new(tokio::io::stdout()));
+        let out = stdout.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(drain);
+            let mut line = Vec::new();
+            while lines.read_until(b'\n', &mut line).await.is_ok_and(|n| n > 0) {
+                let mut o = out.lock().await;
+                if o.write_all(&line).await.is_err() || o.flush().await.is_err() {
+                    break;
+                }
+                line.clear();
+            }
+        });
+        tokio::spawn(async move {
+            let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                let mut over = false;
+                // One line, at most MAX_FRAME bytes of it kept.
+                loop {
+                    let Ok(chunk) = stdin.fill_buf().await else { return };
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
+                        Some(i) => (i + 1, true),
+                        None => (chunk.len(), false),
+                    };
+                    if line.len() + take <= MAX_FRAME {
+                        line.extend_from_slice(&chunk[..take]);
+                    } else {
+                        over = true;
+                    }
+                    stdin.consume(take);
+                    if done {
+                        break;
+                    }
+                }
+                if line.is_empty() && !over {
+                    break; // end of input
+                }
+                let frame = line.trim_ascii();
+                if frame.is_empty() && !over {
+                    continue;
+                }
+                let reply = if over {
+                    Some(super::jsonrpc::error(Json::Null, -32700, format!("Parse error: frame over {MAX_FRAME} bytes")))
+                } else {
+                    super::jsonrpc::check_frame(frame)
+                };
+                match reply {
+                    Some(e) => {
+                        let mut o = stdout.lock().await;
+                        let _ = o.write_all(format!("{e}\n").as_bytes()).await;
+                        let _ = o.flush().await;
+                    }
+                    None => {
+                        if feed.write_all(frame).await.is_err() || feed.write_all(b"\n").await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            // `feed` dropped: rmcp sees the end of its input.
+        });
+        let running = server.serve((rmcp_in, rmcp_out)).await?;
         running.waiting().await?;
         Ok(())
     })

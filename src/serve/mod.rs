@@ -22,14 +22,30 @@
 //!
 //! **Fault injection**: see [`faults`]. Databases are opened
 //! read-only; every query runs under a time limit (504 past it) and a row cap (413 past it);
-//! request bodies over 64 KiB get 413 and URIs over 8 KiB get 414. SIGINT/SIGTERM stop
-//! accepting connections and let running requests finish.
+//! request bodies over 64 KiB get 413 and URIs over 8 KiB get 414.
+//!
+//! **Budgets** (issue 31): a session's join steps are estimated before they are materialised
+//! and refused past `--max-join-rows` / `--max-join-mib` / `--timeout-ms` (413/504; over MCP the
+//! JSON-RPC error [`mcp::REFUSED`]); `POST /sessions {"arguments"}` runs only the dataset's own
+//! join shapes unless `--allow-ad-hoc-joins` (403); a session keeps at most
+//! `--max-session-results` results and `--max-session-mib` MiB ([`budget`]); joined tables are
+//! shared through the process's byte-bounded cache (`--join-cache-mib`,
+//! [`crate::tools::join_cache`]), each session's clone released with the session.
+//!
+//! **Connections** ([`listen`]): `--max-connections`, a header-read/idle timeout, a keep-alive
+//! request limit, and on SIGINT/SIGTERM a graceful shutdown that stops within
+//! `--shutdown-deadline-ms` whatever the clients do.
 
 mod drift;
 pub mod faults;
+pub mod flags;
 pub mod http;
+pub mod jsonrpc;
+pub mod listen;
 pub mod mcp;
 pub mod state;
+pub mod budget;
+pub mod exposure;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -51,12 +67,19 @@ pub use state::{ServeConfig, Toolkit};
 /// fault injection ([`faults`]), the 64 KiB body limit and the 8 KiB URI limit.
 pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
     let state = state::shared(toolkit, config);
+    let (mcp_service, mcp_sessions) = mcp::streamable_http(state.clone());
+    let max_mcp = state.config.max_mcp_sessions;
     http::routes(&state)
-        .nest_service("/mcp", mcp::streamable_http(state.clone()))
+        .nest_service("/mcp", mcp_service)
         .fallback(|| async { detail(StatusCode::NOT_FOUND, "Not Found") })
         .layer(middleware::from_fn_with_state(state.clone(), faults::inject_fault))
+        .layer(middleware::from_fn(move |req: axum::extract::Request, next: middleware::Next| {
+            mcp::limit_sessions(mcp_sessions.clone(), max_mcp, req, next)
+        }))
+        .layer(middleware::from_fn(jsonrpc::http_frames))
         .layer(DefaultBodyLimit::max(64 * 1024))
         .layer(middleware::from_fn(http::limit_uri))
+        .layer(middleware::from_fn_with_state(state.clone(), exposure::guard))
         .with_state(state)
 }
 
@@ -87,7 +110,7 @@ pub fn run(toolkit: Toolkit, config: ServeConfig) -> Result<()> {
         .max_blocking_threads(MAX_BLOCKING_THREADS)
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
             .with_context(|| format!("binding {}", config.addr))?;
@@ -101,12 +124,15 @@ pub fn run(toolkit: Toolkit, config: ServeConfig) -> Result<()> {
         );
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
-        axum::serve(listener, router(toolkit, config))
-            .with_graceful_shutdown(shutdown_signal())
-            .await?;
+        exposure::warn_if_exposed(&config);
+        let limits = config.connections;
+        listen::serve(listener, router(toolkit, config), limits, shutdown_signal()).await;
         eprintln!("toolforge serve: stopped");
-        Ok(())
-    })
+        Ok::<(), anyhow::Error>(())
+    });
+    // Blocking work still running past the shutdown deadline (a long query) is not waited for.
+    rt.shutdown_background();
+    served
 }
 
 /// Starts the server on an ephemeral 127.0.0.1 port in a background thread; returns its address.
@@ -125,7 +151,8 @@ pub fn spawn(toolkit: Toolkit, mut config: ServeConfig) -> Result<SocketAddr> {
             .expect("tokio runtime");
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-            let _ = axum::serve(listener, router(toolkit, config)).await;
+            let limits = config.connections;
+            listen::serve(listener, router(toolkit, config), limits, std::future::pending()).await;
         });
     });
     Ok(addr)

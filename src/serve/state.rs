@@ -17,7 +17,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value as Json, json};
 
 use crate::emit::{database_root, read_manifest, read_rows};
-use crate::tools::executor::{Executor, Session, value_json};
+use super::budget::{Held, SessionBudget};
+use crate::tools::executor::{Executor, Session, Value, value_json};
 use crate::tools::rest::{Endpoint, Limits, RunError};
 use crate::tools::{Call, ToolSpec};
 
@@ -36,6 +37,28 @@ pub struct ServeConfig {
     pub fault_rate: f64,
     /// Seed of the random fault choice.
     pub fault_seed: u64,
+    /// Budget of a session's join steps (rows estimated before materialising, bytes while
+    /// materialising; the time limit is `timeout`).
+    pub max_join_rows: u64,
+    /// Bytes a join step's table may take while materialising.
+    pub max_join_bytes: usize,
+    /// Whether `POST /sessions {"arguments"}` may run joins other than the dataset's setup steps.
+    pub allow_ad_hoc_joins: bool,
+    /// Budget of one session's results ([`super::budget`]).
+    pub session_budget: SessionBudget,
+    /// Limits of the HTTP server's connections ([`super::listen`]).
+    pub connections: super::listen::ConnectionLimits,
+    /// Bearer token every request must carry, when set ([`super::exposure`]).
+    pub token: Option<String>,
+    /// Host names accepted in `Host` besides the loopback names and the bound address.
+    pub allowed_hosts: Vec<String>,
+    /// Most open MCP-over-HTTP sessions (`initialize` past it gets 503, [`super::mcp::limit_sessions`]).
+    pub max_mcp_sessions: usize,
+    /// Idle time after which rmcp closes an MCP-over-HTTP session.
+    pub mcp_session_idle: Duration,
+    /// Whether requests may ask for a fault (`X-Toolforge-Fault`, [`super::faults`]); a
+    /// `fault_rate` above 0 enables it too.
+    pub faults: bool,
 }
 
 impl Default for ServeConfig {
@@ -47,6 +70,19 @@ impl Default for ServeConfig {
             max_sessions: 1_000,
             fault_rate: 0.0,
             fault_seed: 0,
+            max_join_rows: 5_000_000,
+            max_join_bytes: 512 << 20,
+            allow_ad_hoc_joins: false,
+            session_budget: SessionBudget {
+                max_results: 256,
+                max_bytes: 64 << 20,
+            },
+            connections: Default::default(),
+            token: None,
+            allowed_hosts: Vec::new(),
+            faults: false,
+            max_mcp_sessions: 1_000,
+            mcp_session_idle: Duration::from_secs(300),
         }
     }
 }
@@ -68,6 +104,9 @@ pub struct Toolkit {
     /// Each example's setup steps (its join step, then its additional setup steps), by example
     /// id (SLOT/SEL sessions).
     pub setups: HashMap<String, Vec<Call>>,
+    /// The join shapes of the dataset's setup steps ([`join_shape`]): the only joins
+    /// `POST /sessions {"arguments"}` runs unless ad-hoc joins are allowed.
+    pub join_shapes: std::collections::HashSet<String>,
     /// Schema drift (`tools/drift.json`), when the dataset has it: the server then enforces
     /// A_new — drifted REST endpoints answer at their A_new path with A_new query parameters,
     /// drifted tools under their A_new name with A_new arguments (JSON Schema validation, 422
@@ -143,7 +182,9 @@ impl Toolkit {
             (Some(d), "rest") => crate::variants::drift::a_new_document(&openapi, d),
             _ => openapi,
         };
+        let join_shapes = setups.values().flatten().map(|c| join_shape(&c.arguments)).collect();
         Ok(Toolkit {
+            join_shapes,
             instances,
             drift,
             name,
@@ -166,12 +207,7 @@ pub(crate) struct AppState {
     executor: Executor,
     pool: Mutex<HashMap<String, Vec<rusqlite::Connection>>>,
     /// Live SLOT/SEL sessions by id, with their last use.
-    pub(crate) sessions: Mutex<HashMap<String, (Instant, Arc<Mutex<Session>>)>>,
-    /// The immutable joined tables of the join steps run so far, by database path and join
-    /// signature (canonical JSON of `condition_sequence` and `alias_to_table_dict`): every session
-    /// of the same join holds a clone sharing the Arrow buffers, so a session costs only its
-    /// own later outputs.
-    pub(crate) joined: Mutex<HashMap<String, crate::tools::executor::Value>>,
+    pub(crate) sessions: Mutex<HashMap<String, (Instant, Arc<Mutex<Held>>)>>,
     /// The drift row each session was opened for, when that row has a per-instance A_new (session
     /// id → row id; entries of ended sessions are pruned as sessions are opened).
     pub(crate) session_rows: Mutex<HashMap<String, String>>,
@@ -274,6 +310,16 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
             }
         }
     } else if let Some(args) = body.get("arguments").and_then(Json::as_object) {
+        database_file(state, args)?;
+        if !state.config.allow_ad_hoc_joins && !state.toolkit.join_shapes.contains(&join_shape(args)) {
+            return Err((
+                StatusCode::FORBIDDEN,
+                format!(
+                    "this join is not one of the setup steps of {} (the server runs only those; start it with --allow-ad-hoc-joins to run others)",
+                    state.toolkit.name
+                ),
+            ));
+        }
         vec![Call {
             name: "initialize_active_data".into(),
             arguments: args.clone(),
@@ -297,7 +343,7 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
             sessions.remove(&oldest);
         }
     }
-    sessions.insert(id.clone(), (Instant::now(), Arc::new(Mutex::new(session))));
+    sessions.insert(id.clone(), (Instant::now(), Arc::new(Mutex::new(Held::new(session)))));
     let mut answer = json!({"session_id": id, "label": setups[0].label, "output": outs[0]});
     if setups.len() > 1 {
         answer["additional_setup_steps"] = setups[1..]
@@ -309,11 +355,36 @@ pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallEr
     Ok(answer)
 }
 
-/// Runs one join step into `session` (the materialised table shared across sessions by database
-/// and join) and returns its first rows as JSON; rejects database paths outside the root.
-fn run_setup(state: &AppState, session: &mut Session, setup: &Call) -> Result<Json, CallError> {
-    let db_path = setup
-        .arguments
+/// A join step's shape: its database path, tables and conditions as canonical JSON (what
+/// tells two join steps apart; ad-hoc joins are checked against the dataset's shapes).
+pub fn join_shape(arguments: &serde_json::Map<String, Json>) -> String {
+    serde_json::to_string(&[
+        arguments.get("database_path"),
+        arguments.get("condition_sequence"),
+        arguments.get("alias_to_table_dict"),
+    ])
+    .unwrap_or_default()
+}
+
+/// The database file a join step's `database_path` names: 422 when the path is not a relative
+/// `.sqlite` path inside the root ([`check_path`]) or no such file exists (the message shows the
+/// root as `<databases>`).
+fn database_file(state: &AppState, arguments: &serde_json::Map<String, Json>) -> Result<PathBuf, CallError> {
+    check_path(arguments)?;
+    let rel = arguments.get("database_path").and_then(Json::as_str).unwrap_or_default();
+    let path = state.toolkit.database_root.join(rel);
+    if !path.is_file() {
+        return Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            state.redact(format!("{}: no such database file", path.display())),
+        ));
+    }
+    Ok(path)
+}
+
+/// Rejects a `database_path` that is not a relative `.sqlite` path inside the root (422).
+fn check_path(arguments: &serde_json::Map<String, Json>) -> Result<(), CallError> {
+    let db_path = arguments
         .get("database_path")
         .and_then(Json::as_str)
         .unwrap_or_default();
@@ -329,30 +400,48 @@ fn run_setup(state: &AppState, session: &mut Session, setup: &Call) -> Result<Js
             format!("database_path {db_path:?} must be a relative path to a .sqlite file inside the database root"),
         ));
     }
-    let signature = serde_json::to_string(&[
-        setup.arguments.get("condition_sequence"),
-        setup.arguments.get("alias_to_table_dict"),
-    ])
-    .unwrap_or_default();
-    let key = format!("{db_path}\n{signature}");
-    let shared = state.joined.lock().expect("joined").get(&key).cloned();
-    Ok(match shared {
-        Some(table) => {
-            let out = value_json(&table, 5);
-            session.insert(&setup.label, table);
-            out
-        }
-        None => {
-            let table = state
-                .executor
-                .step(session, setup)
-                .map_err(|e| (StatusCode::UNPROCESSABLE_ENTITY, state.redact(e)))?
-                .clone();
-            let out = value_json(&table, 5);
-            state.joined.lock().expect("joined").insert(key, table);
-            out
-        }
-    })
+    Ok(())
+}
+
+/// Runs one setup step into `session` and returns its first rows as JSON. A join step runs
+/// under the join budget ([`crate::tools::table::join_at_within`]: 413 past the rows or bytes,
+/// 504 past `--timeout-ms`, 422 for a join that fails) and shares the process's cached table
+/// ([`crate::tools::join_cache`], bounded by bytes; a session's clone is released with it).
+fn run_setup(state: &AppState, session: &mut Session, setup: &Call) -> Result<Json, CallError> {
+    if setup.name != "initialize_active_data" {
+        let v = state
+            .executor
+            .step(session, setup)
+            .map_err(|e| (StatusCode::UNPROCESSABLE_ENTITY, state.redact(e)))?;
+        return Ok(value_json(v, 5));
+    }
+    let invalid = |m: String| (StatusCode::UNPROCESSABLE_ENTITY, m);
+    let conditions: Vec<crate::tools::table::JoinCondition> =
+        serde_json::from_value(setup.arguments.get("condition_sequence").cloned().unwrap_or(Json::Null))
+            .map_err(|e| invalid(format!("condition_sequence: {e}")))?;
+    let aliases = setup
+        .arguments
+        .get("alias_to_table_dict")
+        .and_then(Json::as_object)
+        .ok_or_else(|| invalid("`alias_to_table_dict` must be an object".into()))?;
+    let tables = crate::tools::table::join_tables(aliases).map_err(|e| invalid(e.to_string()))?;
+    let path = database_file(state, &setup.arguments)?;
+    let rel = setup.arguments.get("database_path").and_then(Json::as_str).unwrap_or_default();
+    let budget = crate::tools::table::JoinBudget {
+        max_rows: state.config.max_join_rows,
+        max_bytes: state.config.max_join_bytes,
+        timeout: state.config.timeout,
+    };
+    use crate::tools::table::JoinRefused;
+    let table = crate::tools::table::join_at_within(&path, &tables, &conditions, budget).map_err(|e| match e {
+        JoinRefused::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, e.to_string()),
+        JoinRefused::Failed(m) => invalid(state.redact(format!("join step on {rel}: {m}"))),
+        _ => (StatusCode::PAYLOAD_TOO_LARGE, e.to_string()),
+    })?;
+    let table = Value::Table(table);
+    let out = value_json(&table, 5);
+    session.insert(&setup.label, table);
+    Ok(out)
 }
 
 /// Runs one SLOT/SEL tool in a session (blocking); `label` defaults to `<name>_<n>`.
@@ -384,6 +473,7 @@ pub(crate) fn run_tool(
             }
         }
     };
+    let labelled = label.is_some();
     let label = label.unwrap_or_else(|| {
         format!(
             "{name}_{}",
@@ -395,11 +485,17 @@ pub(crate) fn run_tool(
         arguments,
         label,
     };
-    let mut session = session.lock().expect("session");
-    match state.executor.step(&mut session, &call) {
-        Ok(v) => Ok(json!({"label": call.label, "output": value_json(v, state.config.max_rows)})),
-        Err(e) => Err((StatusCode::UNPROCESSABLE_ENTITY, state.redact(e))),
+    let mut held = session.lock().expect("session");
+    let budget = state.config.session_budget;
+    held.check_inputs(&call, budget)
+        .map_err(|m| (StatusCode::PAYLOAD_TOO_LARGE, m))?;
+    if let Err(e) = state.executor.step(&mut held.session, &call) {
+        return Err((StatusCode::UNPROCESSABLE_ENTITY, state.redact(e)));
     }
+    held.admit(&call.label, labelled, budget)
+        .map_err(|m| (StatusCode::PAYLOAD_TOO_LARGE, m))?;
+    let output = held.session.get(&call.label).map(|v| value_json(v, state.config.max_rows));
+    Ok(json!({"label": call.label, "output": output}))
 }
 fn session_id(state: &AppState) -> String {
     let n = state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -433,7 +529,6 @@ pub(crate) fn shared(toolkit: Toolkit, config: ServeConfig) -> Shared {
         executor,
         pool: Mutex::new(HashMap::new()),
         sessions: Mutex::new(HashMap::new()),
-        joined: Mutex::new(HashMap::new()),
         session_rows: Mutex::new(HashMap::new()),
         counter: std::sync::atomic::AtomicU64::new(0),
     })

@@ -63,12 +63,15 @@ impl Backend for Local {
             std::process::id(),
             std::thread::current().id()
         ));
-        let mut file = fs::File::create(&tmp).map_err(io_err(&tmp))?;
+        // A failed write (disk full) leaves no partial temp file behind.
+        let written = fs::File::create(&tmp).and_then(|mut file| file.write_all(bytes));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(io_err(&tmp)(e));
+        }
         // Not synced: an entry is a cache of its key's payload, and one torn by a crash fails its
         // checksum ([`super::Store::get`]) and is recomputed. Forty syncs (a sel-spider build's
         // entries) cost as much wall time as its Parquet (issue 17).
-        file.write_all(bytes).map_err(io_err(&tmp))?;
-        drop(file);
         // The link is the put-if-absent: it fails with AlreadyExists when another writer won.
         let linked = fs::hard_link(&tmp, &path);
         let outcome = match linked {

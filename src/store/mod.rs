@@ -408,11 +408,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut file = fs::File::create(&tmp).map_err(io_err(&tmp))?;
-    file.write_all(bytes).map_err(io_err(&tmp))?;
-    file.sync_all().map_err(io_err(&tmp))?;
-    drop(file);
-    fs::rename(&tmp, path).map_err(io_err(path))
+    // A failed write (disk full) leaves no partial temp file behind.
+    let written = fs::File::create(&tmp)
+        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
+        .and_then(|()| fs::rename(&tmp, path));
+    written.map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        io_err(&tmp)(e)
+    })
 }
 
 /// Removes the staging directories `<parent>/.<name>.tmp-<pid>` (and their `.old` siblings)
@@ -539,6 +542,22 @@ mod tests {
         }
         assert_eq!(sweep_stale_dirs(dir.path()), 1);
         assert!(!dead.exists() && live.exists() && other.exists());
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temp_file() {
+        // The rename onto a non-empty directory fails after the temp file was written in full
+        // (as a full disk fails a write part-way): the old code left the temp file behind.
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("MANIFEST.json");
+        fs::create_dir_all(target.join("occupied")).unwrap();
+        assert!(write_atomic(&target, &vec![b'x'; 1 << 20]).is_err());
+        let left: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]

@@ -102,10 +102,17 @@ fn cache() -> &'static Mutex<Cache> {
     CACHE.get_or_init(Default::default)
 }
 
-/// The byte budget of the cache: `TOOLFORGE_JOIN_CACHE_MIB` MiB (default 256; 0 turns sharing
-/// off).
+static BUDGET: OnceLock<usize> = OnceLock::new();
+
+/// Sets the byte budget of the cache for this process (the live server's `--join-cache-mib`);
+/// effective only before the cache's first use (later calls change nothing).
+pub fn set_budget(bytes: usize) {
+    let _ = BUDGET.set(bytes);
+}
+
+/// The byte budget of the cache: [`set_budget`]'s, else `TOOLFORGE_JOIN_CACHE_MIB` MiB (default
+/// 256; 0 turns sharing off).
 pub fn budget() -> usize {
-    static BUDGET: OnceLock<usize> = OnceLock::new();
     *BUDGET.get_or_init(|| {
         std::env::var("TOOLFORGE_JOIN_CACHE_MIB")
             .ok()

@@ -104,7 +104,8 @@ pub fn document(title: &str, version: &str, endpoints: &[&Endpoint]) -> Json {
     doc
 }
 
-/// The OpenAPI document of a SLOT/SEL tool server: `POST /sessions` (the join step) and one
+/// The OpenAPI document of a SLOT/SEL tool server: `POST /sessions` (the join step),
+/// `DELETE /sessions/{id}`, and one
 /// `POST /tools/<name>` per tool, whose request body carries the session, the tool's arguments
 /// (its JSON Schema) and an optional output label. Every response the server gives is described:
 /// 200; 404 (unknown session, tool or example id) and 413 (body over 64 KiB, result over the row
@@ -139,6 +140,20 @@ pub fn tools_document(title: &str, version: &str, catalog: &[crate::tools::ToolS
                 "arguments": {"type": "object", "description": "initialize_active_data arguments (used when `id` is absent)."}
             }}),
         ),
+    );
+    // `DELETE /sessions/{id}` ends a session (issue 31: it was served but undocumented).
+    paths.insert(
+        "/sessions/{id}".into(),
+        json!({"delete": {
+            "summary": "End a session (its results and its share of the joined table are released)",
+            "operationId": "delete_session_sessions__id__delete",
+            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string", "title": "Id"}}],
+            "responses": {
+                "200": {"description": "Successful Response", "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["deleted"], "properties": {"deleted": {"type": "string"}}}}}},
+                "404": error("Unknown session", http_error.clone())
+            }
+        }}),
     );
     for t in catalog {
         paths.insert(

@@ -172,6 +172,14 @@ impl Endpoint {
                     let typed = match (p.kind.as_str(), v) {
                         ("string", Json::String(_)) => Some(v.clone()),
                         ("integer", Json::Number(n)) if n.is_i64() => Some(v.clone()),
+                        // Beyond i64 (a u64, or an integral number parsed as f64): accepted as
+                        // the query string accepts it ([`super::lax::int`], pydantic takes any
+                        // size), so HTTP and MCP agree on one value (issue 31 D8).
+                        ("integer", Json::Number(n)) => super::lax::int(&match n.as_u64() {
+                            Some(u) => u.to_string(),
+                            // Rust's `Display` of an f64 is plain digits (serde_json's is `1e21`).
+                            None => format!("{}", n.as_f64().unwrap_or(f64::NAN)),
+                        }),
                         ("number", Json::Number(_)) => Some(v.clone()),
                         (kind, Json::String(s)) => parse_typed(kind, s),
                         ("string", Json::Number(n)) => Some(json!(n.to_string())),
@@ -549,6 +557,17 @@ mod tests {
             .unwrap_err();
         assert_eq!(errs.len(), 2);
         assert_eq!(errs[0]["type"], "int_parsing");
+        // An integer beyond i64 is the same value from the query string and from JSON (MCP).
+        for big in ["99999999999999999999", "1180591620717411303424"] {
+            let from_query = ep
+                .arguments_from_query(&q(&[("age", big), ("name", "x"), ("score", "1.5")]))
+                .unwrap();
+            let json_args = serde_json::from_str::<Map<String, Json>>(&format!(
+                r#"{{"age": {big}, "name": "x", "score": 1.5}}"#
+            ))
+            .unwrap();
+            assert_eq!(ep.arguments_from_json(&json_args).unwrap(), from_query, "{big}");
+        }
         assert_eq!(
             errs[1],
             json!({"type": "missing", "loc": ["query", "name"], "msg": "Field required", "input": null})

@@ -16,8 +16,11 @@ use rusqlite::types::ValueRef;
 
 use crate::verify::Datum;
 
+mod budget;
 mod materialise;
 mod reuse;
+
+pub use budget::{JoinBudget, JoinRefused, estimate_rows, join_at_within};
 
 /// Converts one SQLite value to a [`Datum`].
 pub fn datum_from_sqlite(value: ValueRef<'_>) -> Datum {

@@ -126,6 +126,12 @@ impl Session {
         self.outputs.insert(label.to_string(), value);
     }
 
+    /// Removes and returns the output stored under `label` (the live server's session budget
+    /// drops old results, [`crate::serve`]).
+    pub fn remove(&mut self, label: &str) -> Option<Value> {
+        self.outputs.remove(label)
+    }
+
     /// The output stored under `label`.
     pub fn get(&self, label: &str) -> Option<&Value> {
         self.outputs.get(label)

@@ -21,7 +21,7 @@ thread_local! {
 /// `<path>: <SQLite error>` when the file does not open.
 pub(super) fn with_connection<T>(
     path: &Path,
-    f: impl FnOnce(&rusqlite::Connection) -> Result<T, String>,
+    f: impl FnOnce(&mut rusqlite::Connection) -> Result<T, String>,
 ) -> Result<T, String> {
     let id = FileVersion::of(path);
     let kept = KEPT.with(|k| k.borrow_mut().take()).filter(|(i, _)| *i == id);
@@ -29,7 +29,8 @@ pub(super) fn with_connection<T>(
         Some((_, c)) => c,
         None => open_read_only(path).map_err(|e| format!("{}: {e}", path.display()))?,
     };
-    let out = f(&conn);
+    let mut conn = conn;
+    let out = f(&mut conn);
     KEPT.with(|k| *k.borrow_mut() = Some((id, conn)));
     out
 }

@@ -1,0 +1,90 @@
+//! Who may reach the server (issue 31, exposure), checked on every route before anything else:
+//!
+//! - **Host** ([`allowed_host`]): a request whose `Host` names another host than the loopback
+//!   names (`localhost`, `127.0.0.1`, `::1`), the address the server is bound to, or one given
+//!   with `--allowed-host` is refused with 421 Misdirected Request — the defence against DNS
+//!   rebinding, which `/mcp` (rmcp) already had. A request without `Host` (HTTP/1.0) passes.
+//! - **Token**: with `--token` (or `TOOLFORGE_TOKEN`) set, every request must carry
+//!   `Authorization: Bearer <token>`, else 401 with `WWW-Authenticate: Bearer`. The comparison
+//!   is of BLAKE3 hashes (constant time in the token).
+//! - Binding a non-loopback address without a token prints a warning ([`warn_if_exposed`]).
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::state::{ServeConfig, Shared, detail};
+
+/// Whether the authority in a `Host` header (`name[:port]`, `[v6]:port`) names this server
+/// under `config` (module docs).
+pub fn allowed_host(host: &str, config: &ServeConfig) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(n, port)| {
+            if port.chars().all(|c| c.is_ascii_digit()) { n } else { host }
+        }),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    ["localhost", "127.0.0.1", "::1"].contains(&name.as_str())
+        || (!config.addr.ip().is_unspecified() && name == config.addr.ip().to_string())
+        || config.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(&name))
+}
+
+/// The middleware of the module docs.
+pub(super) async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Response {
+    if let Some(host) = req.headers().get(header::HOST) {
+        let ok = host.to_str().is_ok_and(|h| allowed_host(h, &state.config));
+        if !ok {
+            return detail(
+                StatusCode::MISDIRECTED_REQUEST,
+                "the Host header names another server (DNS rebinding defence; start the server with --allowed-host NAME to accept it)",
+            );
+        }
+    }
+    if let Some(token) = &state.config.token {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if blake3::hash(given.trim().as_bytes()) != blake3::hash(token.as_bytes()) {
+            let mut r = detail(StatusCode::UNAUTHORIZED, "missing or wrong bearer token (Authorization: Bearer <token>)");
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        }
+    }
+    next.run(req).await
+}
+
+/// Prints a warning on standard error when `config` binds a non-loopback address without a token.
+pub fn warn_if_exposed(config: &ServeConfig) {
+    if !config.addr.ip().is_loopback() && config.token.is_none() {
+        eprintln!(
+            "WARNING: toolforge serve is bound to {} (not loopback) WITHOUT a token: anyone who can reach this address can run the tools. Set --token or TOOLFORGE_TOKEN.",
+            config.addr
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn foreign_host_headers_are_told_apart_from_this_servers_names() {
+        let mut config = ServeConfig::default();
+        for ok in ["127.0.0.1:8000", "localhost", "LOCALHOST:1", "[::1]:80", "localhost."] {
+            assert!(allowed_host(ok, &config), "{ok}");
+        }
+        for bad in ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "localhost:80@x"] {
+            assert!(!allowed_host(bad, &config), "{bad}");
+        }
+        config.allowed_hosts = vec!["tools.lan".into()];
+        assert!(allowed_host("tools.lan:8000", &config));
+        config.addr = ([10, 0, 0, 5], 8000).into();
+        assert!(allowed_host("10.0.0.5:8000", &config));
+    }
+}

@@ -1,0 +1,121 @@
+//! The HTTP server's connections (issue 31 D4), through hyper's own HTTP/1 connection builder
+//! and hyper-util's graceful shutdown rather than `axum::serve` (which sets no timer, so idle and
+//! half-sent connections were held forever):
+//!
+//! - **At most [`ConnectionLimits::max_connections`] connections**: one past it is closed as
+//!   soon as it is accepted (a semaphore permit per connection, released when it ends).
+//! - **Header-read and idle timeout** ([`ConnectionLimits::header_read_timeout`]): hyper's
+//!   `header_read_timeout` runs from the moment a connection waits for a request head — a new
+//!   connection, and a kept-alive one between two requests — so a client that sends no complete
+//!   head within it (idle, or one byte a second) is closed.
+//! - **Keep-alive limit** ([`ConnectionLimits::max_requests_per_connection`]): the response to
+//!   the last request a connection may carry has `Connection: close`, and hyper closes the
+//!   connection after it.
+//! - **Graceful shutdown with a deadline** ([`ConnectionLimits::shutdown_deadline`]): on
+//!   SIGINT/SIGTERM the listener is closed, every connection is told to finish its running
+//!   request and close (hyper-util's `GracefulShutdown`), and the server returns when they have,
+//!   or when the deadline has passed, whatever the clients do.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderValue, Request, header};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tower::ServiceExt as _;
+
+/// Limits of the server's connections (module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// Most open connections; more are closed when accepted.
+    pub max_connections: usize,
+    /// Time a connection has to send a complete request head, counted from when it starts
+    /// waiting for one (so also the idle timeout of a kept-alive connection).
+    pub header_read_timeout: Duration,
+    /// Most requests one connection carries before it is closed.
+    pub max_requests_per_connection: usize,
+    /// How long a shutdown waits for running requests before the server stops anyway.
+    pub shutdown_deadline: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: 4096,
+            header_read_timeout: Duration::from_secs(10),
+            max_requests_per_connection: 10_000,
+            shutdown_deadline: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Serves `app` on `listener` under `limits` until `shutdown` completes, then shuts down within
+/// the deadline (module docs).
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .keep_alive(true);
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of file descriptors or a connection reset before it was accepted: wait a
+                // moment rather than spin.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let served = Arc::new(AtomicUsize::new(0));
+        let app = app.clone();
+        let max = limits.max_requests_per_connection;
+        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let n = served.fetch_add(1, Ordering::Relaxed) + 1;
+            let app = app.clone();
+            async move {
+                let mut resp = app.oneshot(req.map(axum::body::Body::new)).await?;
+                if n >= max {
+                    resp.headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                Ok::<_, Infallible>(resp)
+            }
+        });
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            let _ = conn.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(limits.shutdown_deadline) => {
+            eprintln!(
+                "toolforge serve: shutdown deadline of {} ms passed; closing the remaining connections",
+                limits.shutdown_deadline.as_millis()
+            );
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Who may reach the live server (issue 31, exposure), against the real server process on
+//! 127.0.0.1: with `--token` every route without the bearer token gets 401; a foreign `Host`
+//! gets 421 on every route; binding a non-loopback address without a token prints a warning;
+//! a client cannot inject faults unless the server was started with `--faults`.
+
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn dataset() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap().keep();
+        toolforge::pipeline::build_and_emit(
+            &root().join("recipes/slot-spider.toml"),
+            Some(&tmp.join("out")),
+            Some(&tmp.join("store")),
+            false,
+        )
+        .unwrap();
+        tmp.join("out/slot-spider")
+    })
+    .clone()
+}
+
+struct Server {
+    child: std::process::Child,
+    port: String,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(flags: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+        .arg("serve")
+        .arg(dataset())
+        .arg("--databases")
+        .arg(root().join("../shared/corpora/spider/database"))
+        .args(["--port", "0"])
+        .args(flags)
+        .env_remove("TOOLFORGE_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().rsplit(':').next().unwrap().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    Server { child, port, stderr: rx }
+}
+
+/// One raw HTTP/1.1 request to 127.0.0.1 (`Host` and extra headers as given): the status code.
+fn status(port: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> u16 {
+    let mut s = TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    let body = if method == "POST" { "{}" } else { "" };
+    req.push_str(&format!(
+        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
+    s.write_all(req.as_bytes()).unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+const ROUTES: [(&str, &str); 6] = [
+    ("GET", "/healthz"),
+    ("GET", "/openapi.json"),
+    ("POST", "/sessions"),
+    ("POST", "/tools/filter_data"),
+    ("DELETE", "/sessions/x"),
+    ("POST", "/mcp"),
+];
+
+#[test]
+fn every_route_needs_the_bearer_token_when_one_is_set() {
+    let server = serve(&["--token", "s3cret"]);
+    for (m, p) in ROUTES {
+        let local = ("Host", "127.0.0.1");
+        assert_eq!(status(&server.port, m, p, &[local]), 401, "{m} {p} without a token");
+        assert_eq!(
+            status(&server.port, m, p, &[local, ("Authorization", "Bearer wrong")]),
+            401,
+            "{m} {p} with a wrong token"
+        );
+        assert_ne!(
+            status(&server.port, m, p, &[local, ("Authorization", "Bearer s3cret")]),
+            401,
+            "{m} {p} with the token"
+        );
+    }
+}
+
+#[test]
+fn a_foreign_host_header_is_refused_on_every_route() {
+    let server = serve(&[]);
+    for (m, p) in ROUTES {
+        let got = status(&server.port, m, p, &[("Host", "evil.example:8000")]);
+        assert!(got == 421 || got == 403, "{m} {p}: {got}");
+        let got = status(&server.port, m, p, &[("Host", &format!("localhost:{}", server.port))]);
+        assert!(got != 421 && got != 403, "{m} {p}: {got}");
+    }
+}
+
+#[test]
+fn a_non_loopback_bind_without_a_token_prints_a_warning() {
+    let server = serve(&["--host", "0.0.0.0"]);
+    let line = server
+        .stderr
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    assert!(line.contains("WARNING") && line.contains("token"), "{line}");
+    let quiet = serve(&["--host", "0.0.0.0", "--token", "t"]);
+    assert!(quiet.stderr.recv_timeout(std::time::Duration::from_millis(500)).is_err());
+}
+
+#[test]
+fn clients_cannot_inject_faults_unless_the_server_enables_them() {
+    let plain = serve(&[]);
+    let fault = [("Host", "127.0.0.1"), ("X-Toolforge-Fault", "timeout")];
+    // A call without a session: 422 from the tool route, not the injected 504.
+    assert_eq!(status(&plain.port, "POST", "/tools/filter_data", &fault), 422);
+    let enabled = serve(&["--faults"]);
+    assert_eq!(status(&enabled.port, "POST", "/tools/filter_data", &fault), 504);
+}
+
+#[test]
+fn delete_session_is_in_the_openapi_document() {
+    let server = serve(&[]);
+    let mut s = TcpStream::connect(format!("127.0.0.1:{}", server.port)).unwrap();
+    s.write_all(b"GET /openapi.json HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let body = text.split("\r\n\r\n").nth(1).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(body).unwrap();
+    let delete = &doc["paths"]["/sessions/{id}"]["delete"];
+    assert!(delete["responses"]["200"].is_object() && delete["responses"]["404"].is_object(), "{delete}");
+}
