@@ -7,6 +7,7 @@
 //! the tools cannot express faithfully with a named [`LowerError::Unsupported`] code.
 
 mod aggregates;
+mod case;
 mod filters;
 mod joins;
 mod ordering;
@@ -42,9 +43,13 @@ pub struct Condition {
 /// A column transformation applied before filtering (a `transform_data` call).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transform {
-    /// The column replaced by its transformation.
+    /// The column transformed (for `case`, the column written).
     pub key: String,
-    /// `substring`, `abs` or `datetime`.
+    /// The column written (`output_key_name`): a new column named after the source column and
+    /// the operation (`<key>_year`, `<key>_substr_0_4`, `<key>_abs`), so the source column
+    /// stays readable and one column can be transformed several ways; `key` itself for `case`.
+    pub output: String,
+    /// `substring`, `abs`, `datetime` or `case`.
     pub operation: &'static str,
     /// The operation's arguments.
     pub args: Json,
@@ -342,6 +347,13 @@ fn is_numeric_cast(t: &DataType) -> bool {
     ["REAL", "FLOAT", "DOUBLE", "NUMERIC", "DECIMAL"]
         .iter()
         .any(|k| s.starts_with(k))
+}
+
+/// `REAL`, `FLOAT`, `DOUBLE`: the casts whose result is always a real number (SQLite's REAL
+/// affinity), unlike `NUMERIC`/`DECIMAL`, which keep integers.
+fn is_real_cast(t: &DataType) -> bool {
+    let s = t.to_string().to_uppercase();
+    ["REAL", "FLOAT", "DOUBLE"].iter().any(|k| s.starts_with(k))
 }
 
 fn strip_numeric_cast(e: &Expr) -> &Expr {
