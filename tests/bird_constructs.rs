@@ -127,3 +127,34 @@ fn case_reads_null_conditions_as_not_true() {
         check(dir.path(), q);
     }
 }
+
+#[test]
+fn substr_with_zero_and_negative_starts_follows_sqlite() {
+    run_all(&[
+        "SELECT SUBSTR(currency, -2) FROM sale",
+        "SELECT SUBSTR(day, -5) FROM sale",
+        "SELECT SUBSTR(currency, -9) FROM sale",
+        "SELECT SUBSTR(day, 0, 5) FROM sale",
+        "SELECT SUBSTR(day, 0) FROM sale",
+        "SELECT id FROM sale WHERE SUBSTR(day, -2) = '01'",
+        // The transformed column is a new column: the source column reads as it was.
+        "SELECT day FROM sale WHERE SUBSTR(day, 1, 4) = '2012'",
+        "SELECT day, STRFTIME('%Y', day) FROM sale WHERE STRFTIME('%Y', day) = '2013'",
+        "SELECT SUBSTR(day, 6, 2), SUBSTR(day, 1, 4) FROM sale WHERE SUBSTR(day, 1, 4) = '2012'",
+    ]);
+}
+
+#[test]
+fn queries_reading_the_current_time_are_named_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let conn = open_read_only(&dir.path().join("shop/shop.sqlite")).unwrap();
+    let schema = Schema::load(&conn).unwrap();
+    for q in [
+        "SELECT STRFTIME('%Y', CURRENT_TIMESTAMP) - STRFTIME('%Y', day) FROM sale",
+        "SELECT id FROM sale WHERE day < date('now')",
+    ] {
+        let err = sql::parse(q).and_then(|s| sql::plan::build(&s, &schema)).unwrap_err();
+        assert_eq!(err.reason(), "unsupported:current_time", "{q}");
+    }
+}

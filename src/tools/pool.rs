@@ -185,7 +185,7 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "transform_data",
-            "Replace a column by a transformation of its values: `substring` with {start_index, end_index} (0-based, end exclusive), `abs`, or `datetime` with {pattern: \"%Y\"|\"%m\"|\"%d\"}; or write the column `key_name` (new or replaced) with SQL's CASE: `case` with {when: [{conditions: [[condition, …], …], then}], else}, where each condition is a `filter_data` condition object {key_name, condition, value | other_key_name}, the inner lists are AND-ed and the outer ones OR-ed, and `then`/`else` are {value} or {key_name} (a missing `else` is null).",
+            "Replace a column by a transformation of its values: `substring` with {start_index, end_index} (0-based, end exclusive; a negative start_index counts from the end), `abs`, or `datetime` with {pattern: \"%Y\"|\"%m\"|\"%d\"}; or write the column `key_name` (new or replaced) with SQL's CASE: `case` with {when: [{conditions: [[condition, …], …], then}], else}, where each condition is a `filter_data` condition object {key_name, condition, value | other_key_name}, the inner lists are AND-ed and the outer ones OR-ed, and `then`/`else` are {value} or {key_name} (a missing `else` is null).",
             json!({
                 "data_source": data_source("The table to transform"),
                 "key_name": key_name(keys, false),

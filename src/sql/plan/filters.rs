@@ -84,14 +84,28 @@ impl<'s> Builder<'s> {
     ) -> Result<String, LowerError> {
         let key = self.column_key(x)?;
         let int = |b: &Self, v: &Expr| b.literal(v).and_then(|v| v.as_i64());
-        let start = int(self, start)
-            .filter(|s| *s >= 1)
-            .ok_or_else(|| unsupported("substring_arguments", e))?;
+        let start = int(self, start).ok_or_else(|| unsupported("substring_arguments", e))?;
+        let len = match len {
+            Some(l) => Some(
+                int(self, l)
+                    .filter(|l| *l >= 0)
+                    .ok_or_else(|| unsupported("substring_arguments", e))?,
+            ),
+            None => None,
+        };
+        // SQLite: characters from position `start` (1-based); position 0 is before the first
+        // character (so `SUBSTR(x, 0, n)` is `n - 1` characters); a negative start counts from the
+        // end (`SUBSTR(x, -2)` is the last two characters), the tool's negative `start_index`.
+        let (begin, end) = match (start, len) {
+            (s, l) if s >= 1 => (s - 1, l.map(|l| s - 1 + l)),
+            (0, l) => (0, l.map(|l| (l - 1).max(0))),
+            (s, None) => (s, None),
+            _ => return Err(unsupported("substring_arguments", e)),
+        };
         let mut args = Map::new();
-        args.insert("start_index".into(), json!(start - 1));
-        if let Some(len) = len {
-            let len = int(self, len).ok_or_else(|| unsupported("substring_arguments", e))?;
-            args.insert("end_index".into(), json!(start - 1 + len));
+        args.insert("start_index".into(), json!(begin));
+        if let Some(end) = end {
+            args.insert("end_index".into(), json!(end));
         }
         Ok(self.add_transform(key, "substring", Json::Object(args), e))
     }

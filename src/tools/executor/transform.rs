@@ -16,7 +16,7 @@ use crate::verify::Datum;
 
 /// `transform_data(data_source, key_name, operation_type, operation_args)` → the table with
 /// the column replaced: `substring {start_index, end_index}` (0-based, end exclusive, on
-/// characters; numbers are first rendered as text), `abs`, `datetime {pattern: "%Y"|"%m"|"%d"}`
+/// characters, a negative start counting from the end; numbers are first rendered as text), `abs`, `datetime {pattern: "%Y"|"%m"|"%d"}`
 /// (the component of an ISO date as text, NULL when the cell is not a date), `case {when:
 /// [{conditions, then}], else}` (SQL's searched CASE, [`case_column`]; `key_name` is the column
 /// written: replaced when the table has it, else added last). With `output_key_name` the result
@@ -38,7 +38,7 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
     let cells = datums(col.as_ref());
     let out: Vec<Datum> = match op {
         "substring" => {
-            let start = int_arg("start_index").unwrap_or(0).max(0) as usize;
+            let start_index = int_arg("start_index").unwrap_or(0);
             let end = int_arg("end_index");
             cells
                 .iter()
@@ -46,6 +46,12 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
                     None => Datum::Null,
                     Some(s) => {
                         let chars: Vec<char> = s.chars().collect();
+                        // A negative start counts from the end (Python's slice).
+                        let start = if start_index < 0 {
+                            (chars.len() as i64 + start_index).max(0) as usize
+                        } else {
+                            start_index as usize
+                        };
                         let end = end.map_or(chars.len(), |e| (e.max(0) as usize).min(chars.len()));
                         Datum::Text(
                             chars
