@@ -320,8 +320,8 @@ fn unsupported_constructs_get_named_reasons() {
             "unsupported:exists_subquery",
         ),
         (
-            "SELECT CASE WHEN zip > 1 THEN 'a' ELSE 'b' END FROM member",
-            "unsupported:case",
+            "SELECT CASE WHEN zip > 1 THEN zip + 1 ELSE 0 END FROM member",
+            "unsupported:case_value",
         ),
         ("SELECT rank() OVER (ORDER BY zip) FROM member", "unsupported:window"),
         (

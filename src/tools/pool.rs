@@ -49,7 +49,7 @@ pub const COMPARISONS: [&str; 6] = [
 ];
 
 /// `transform_data` operations (`operation_type`).
-pub const TRANSFORMS: [&str; 3] = ["substring", "abs", "datetime"];
+pub const TRANSFORMS: [&str; 4] = ["substring", "abs", "datetime", "case"];
 
 /// `calculate` operators.
 pub const OPERATORS: [&str; 4] = ["add", "subtract", "multiply", "divide"];
@@ -189,12 +189,13 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "transform_data",
-            "Replace a column by a transformation of its values: `substring` with {start_index, end_index} (0-based, end exclusive), `abs`, or `datetime` with {pattern: \"%Y\"|\"%m\"|\"%d\"}.",
+            "Replace a column by a transformation of its values: `substring` with {start_index, end_index} (0-based, end exclusive; a negative start_index counts from the end), `abs`, or `datetime` with {pattern: \"%Y\"|\"%m\"|\"%d\"}; or write the column `key_name` (new or replaced) with SQL's CASE: `case` with {when: [{conditions: [[condition, …], …], then}], else}, where each condition is a `filter_data` condition object {key_name, condition, value | other_key_name}, the inner lists are AND-ed and the outer ones OR-ed, and `then`/`else` are {value} or {key_name} (a missing `else` is null).",
             json!({
                 "data_source": data_source("The table to transform"),
                 "key_name": key_name(keys, false),
                 "operation_type": {"type": "string", "enum": TRANSFORMS, "description": "The transformation."},
                 "operation_args": {"type": "object", "description": "Arguments of the transformation."},
+                "output_key_name": {"type": "string", "description": "The column the result is written to (added when new) instead of replacing `key_name`."},
             }),
             &["data_source", "key_name", "operation_type"],
             "The transformed table.",

@@ -365,12 +365,13 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         let args = match t {
             "substring" => "`operation_args` {start_index, end_index} (0-based, end exclusive)",
             "datetime" => "`operation_args` {pattern: \"%Y\"|\"%m\"|\"%d\"}",
+            "case" => "`operation_args` {when: [{conditions: [[condition, …], …], then}], else} (SQL's CASE; `key_name` is the column written)",
             _ => "no `operation_args`",
         };
         out.push(without(
             &transform,
             format!("transform_data_{t}"),
-            format!("Replace a column by the `{t}` of its values; {args}."),
+            format!("Replace a column by the `{t}` of its values (or write it to `output_key_name`); {args}."),
             &["operation_type"],
         ));
     }

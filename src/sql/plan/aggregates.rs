@@ -46,6 +46,20 @@ impl<'s> Builder<'s> {
         if let Some(m) = self.case_aggregate(agg, arg, distinct)? {
             return Ok(m);
         }
+        // Any other CASE / IIF, or a comparison read as 1/0 (`SUM(x = 'M')`): the aggregate of
+        // its row-wise column.
+        let case = match self.case_key(arg)? {
+            Some(k) => Some(k),
+            None => self.boolean_key(arg)?,
+        };
+        if let Some(key) = case {
+            return Ok(Measure::Aggregate {
+                agg,
+                key: Some(key),
+                distinct,
+                filters: vec![],
+            });
+        }
         if self.literal(arg).is_some() && agg == Agg::Count {
             return Ok(Measure::Aggregate {
                 agg,
@@ -66,8 +80,9 @@ impl<'s> Builder<'s> {
         })
     }
 
-    /// `COUNT(CASE WHEN c THEN x [ELSE NULL] END)`, `SUM(CASE WHEN c THEN 1 ELSE 0 END)` and the
-    /// `IIF(c, 1, 0)` spelling: an aggregate over the rows satisfying `c`.
+    /// `COUNT(CASE WHEN c THEN x [ELSE NULL] END)` and `COUNT(IIF(c, x, NULL))` with `c` a
+    /// conjunction: a count over the rows satisfying `c`. Any other CASE (`SUM(CASE WHEN c THEN
+    /// 1 ELSE 0 END)` is NULL, not 0, over no rows) is `None`: a `case` column (`case.rs`).
     pub(super) fn case_aggregate(
         &mut self,
         agg: Agg,
@@ -90,16 +105,19 @@ impl<'s> Builder<'s> {
             _ => return Ok(None),
         };
         let is_null = |x: Option<&Expr>| x.is_none_or(|x| matches!(x, Expr::Value(v) if v.value == Value::Null));
-        let lit = |b: &Self, x: &Expr| b.literal(x).and_then(|v| v.as_i64());
         let mut filters = Vec::new();
         let key = match agg {
             Agg::Count if is_null(otherwise) => match self.literal(then) {
                 Some(_) => None,
                 None => Some(self.column_key(then)?),
             },
-            Agg::Sum if lit(self, then) == Some(1) && otherwise.is_some_and(|o| lit(self, o) == Some(0)) => None,
-            _ => return Err(unsupported("case", arg)),
+            _ => return Ok(None),
         };
+        let mut disjuncts = Vec::new();
+        Self::disjuncts(cond, &mut disjuncts);
+        if disjuncts.len() > 1 {
+            return Ok(None);
+        }
         self.conditions(cond, &mut filters)
             .map_err(|_| unsupported("case", arg))?;
         Ok(Some(Measure::Aggregate {

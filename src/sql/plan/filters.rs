@@ -52,16 +52,14 @@ impl<'s> Builder<'s> {
                     ("substr" | "substring", [x, start, len]) => self.substring(x, start, Some(len), e),
                     ("abs", [x]) => {
                         let key = self.column_key(x)?;
-                        self.add_transform(key.clone(), "abs", json!({}), e)?;
-                        Ok(key)
+                        Ok(self.add_transform(key, "abs", json!({}), e))
                     }
                     ("strftime", [fmt, x]) => {
                         let pattern = self.literal(fmt).and_then(|v| v.as_str().map(str::to_string));
                         match pattern.as_deref() {
                             Some(p @ ("%Y" | "%m" | "%d")) => {
                                 let key = self.column_key(x)?;
-                                self.add_transform(key.clone(), "datetime", json!({"pattern": p}), e)?;
-                                Ok(key)
+                                Ok(self.add_transform(key, "datetime", json!({"pattern": p}), e))
                             }
                             _ => Err(unsupported("strftime_format", e)),
                         }
@@ -86,31 +84,64 @@ impl<'s> Builder<'s> {
     ) -> Result<String, LowerError> {
         let key = self.column_key(x)?;
         let int = |b: &Self, v: &Expr| b.literal(v).and_then(|v| v.as_i64());
-        let start = int(self, start)
-            .filter(|s| *s >= 1)
-            .ok_or_else(|| unsupported("substring_arguments", e))?;
+        let start = int(self, start).ok_or_else(|| unsupported("substring_arguments", e))?;
+        let len = match len {
+            Some(l) => Some(
+                int(self, l)
+                    .filter(|l| *l >= 0)
+                    .ok_or_else(|| unsupported("substring_arguments", e))?,
+            ),
+            None => None,
+        };
+        // SQLite: characters from position `start` (1-based); position 0 is before the first
+        // character (so `SUBSTR(x, 0, n)` is `n - 1` characters); a negative start counts from the
+        // end (`SUBSTR(x, -2)` is the last two characters), the tool's negative `start_index`.
+        let (begin, end) = match (start, len) {
+            (s, l) if s >= 1 => (s - 1, l.map(|l| s - 1 + l)),
+            (0, l) => (0, l.map(|l| (l - 1).max(0))),
+            (s, None) => (s, None),
+            _ => return Err(unsupported("substring_arguments", e)),
+        };
         let mut args = Map::new();
-        args.insert("start_index".into(), json!(start - 1));
-        if let Some(len) = len {
-            let len = int(self, len).ok_or_else(|| unsupported("substring_arguments", e))?;
-            args.insert("end_index".into(), json!(start - 1 + len));
+        args.insert("start_index".into(), json!(begin));
+        if let Some(end) = end {
+            args.insert("end_index".into(), json!(end));
         }
-        self.add_transform(key.clone(), "substring", Json::Object(args), e)?;
-        Ok(key)
+        Ok(self.add_transform(key, "substring", Json::Object(args), e))
     }
 
-    pub(super) fn add_transform(
-        &mut self,
-        key: String,
-        operation: &'static str,
-        args: Json,
-        e: &Expr,
-    ) -> Result<(), LowerError> {
-        if self.transforms.iter().any(|t| t.key == key) {
-            return Err(unsupported("repeated_transform", e));
+    /// The column holding `operation(key)`: a new column (see [`Transform::output`]); the same
+    /// transformation asked again (`STRFTIME('%Y', d)` in WHERE and SELECT) reads the column
+    /// written the first time.
+    pub(super) fn add_transform(&mut self, key: String, operation: &'static str, args: Json, _e: &Expr) -> String {
+        if let Some(t) = self
+            .transforms
+            .iter()
+            .find(|t| t.key == key && t.operation == operation && t.args == args)
+        {
+            return t.output.clone();
         }
-        self.transforms.push(Transform { key, operation, args });
-        Ok(())
+        let suffix = match operation {
+            "datetime" => match args["pattern"].as_str() {
+                Some("%Y") => "year".to_string(),
+                Some("%m") => "month".to_string(),
+                Some("%d") => "day".to_string(),
+                _ => "datetime".to_string(),
+            },
+            "substring" => match args["end_index"].as_i64() {
+                Some(end) => format!("substr_{}_{end}", args["start_index"]),
+                None => format!("substr_{}", args["start_index"]),
+            },
+            other => other.to_string(),
+        };
+        let output = format!("{key}_{suffix}");
+        self.transforms.push(Transform {
+            key,
+            output: output.clone(),
+            operation,
+            args,
+        });
+        output
     }
 
     /// `left <condition> right` between two plain columns of the joined row (`WHERE T1.budget <

@@ -7,6 +7,7 @@
 //! the tools cannot express faithfully with a named [`LowerError::Unsupported`] code.
 
 mod aggregates;
+mod case;
 mod filters;
 mod joins;
 mod negation;
@@ -43,9 +44,13 @@ pub struct Condition {
 /// A column transformation applied before filtering (a `transform_data` call).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transform {
-    /// The column replaced by its transformation.
+    /// The column transformed (for `case`, the column written).
     pub key: String,
-    /// `substring`, `abs` or `datetime`.
+    /// The column written (`output_key_name`): a new column named after the source column and
+    /// the operation (`<key>_year`, `<key>_substr_0_4`, `<key>_abs`), so the source column
+    /// stays readable and one column can be transformed several ways; `key` itself for `case`.
+    pub output: String,
+    /// `substring`, `abs`, `datetime` or `case`.
     pub operation: &'static str,
     /// The operation's arguments.
     pub args: Json,
@@ -268,7 +273,23 @@ impl QueryPlan {
     }
 }
 
-/// Rejects, up front, constructs no lowering handles: CTEs, EXISTS, window functions.
+/// `CURRENT_TIMESTAMP` / `CURRENT_DATE` / `CURRENT_TIME`, or a date function of `'now'`.
+fn reads_current_time(f: &sqlparser::ast::Function) -> bool {
+    let name = ident_name(&f.name).to_lowercase();
+    if ["current_timestamp", "current_date", "current_time"].contains(&name.as_str()) {
+        return true;
+    }
+    let FunctionArguments::List(list) = &f.args else {
+        return false;
+    };
+    list.args.iter().any(|a| {
+        matches!(a, FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))
+            if matches!(&v.value, sqlparser::ast::Value::SingleQuotedString(s) if s.eq_ignore_ascii_case("now")))
+    })
+}
+
+/// Rejects, up front, constructs no lowering handles: CTEs, EXISTS, window functions, the
+/// current time.
 fn reject_unsupported(stmt: &Statement) -> Result<(), LowerError> {
     let Statement::Query(q) = stmt else {
         return Err(unsupported("not_a_query", stmt));
@@ -280,6 +301,8 @@ fn reject_unsupported(stmt: &Statement) -> Result<(), LowerError> {
         let code = match e {
             Expr::Exists { .. } => Some("exists_subquery"),
             Expr::Function(f) if f.over.is_some() => Some("window"),
+            // The answer depends on the day the query runs: not a fixed gold answer.
+            Expr::Function(f) if reads_current_time(f) => Some("current_time"),
             _ => None,
         };
         match code {
@@ -346,6 +369,13 @@ fn is_numeric_cast(t: &DataType) -> bool {
     ["REAL", "FLOAT", "DOUBLE", "NUMERIC", "DECIMAL"]
         .iter()
         .any(|k| s.starts_with(k))
+}
+
+/// `REAL`, `FLOAT`, `DOUBLE`: the casts whose result is always a real number (SQLite's REAL
+/// affinity), unlike `NUMERIC`/`DECIMAL`, which keep integers.
+fn is_real_cast(t: &DataType) -> bool {
+    let s = t.to_string().to_uppercase();
+    ["REAL", "FLOAT", "DOUBLE"].iter().any(|k| s.starts_with(k))
 }
 
 fn strip_numeric_cast(e: &Expr) -> &Expr {

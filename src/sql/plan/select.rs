@@ -35,9 +35,9 @@ impl<'s> Builder<'s> {
                     _ => return Err(unsupported("operator", e)),
                 };
                 Ok(Measure::Arith(
-                    Box::new(self.measure(left)?),
+                    Box::new(self.operand(left)?),
                     op,
-                    Box::new(self.measure(right)?),
+                    Box::new(self.operand(right)?),
                 ))
             }
             Expr::Identifier(id) => {
@@ -49,10 +49,36 @@ impl<'s> Builder<'s> {
                 Ok(Measure::Column(self.column_key(e)?))
             }
             Expr::CompoundIdentifier(_) => Ok(Measure::Column(self.column_key(e)?)),
+            Expr::Case { .. } => Ok(Measure::Column(self.case_key(e)?.expect("a CASE"))),
+            Expr::Function(f) if ident_name(&f.name).eq_ignore_ascii_case("iif") => {
+                Ok(Measure::Column(self.case_key(e)?.expect("an IIF")))
+            }
+            // A scalar function of a column (`SUBSTR`, `ABS`, `STRFTIME`): the column transformed.
+            Expr::Function(f) if is_scalar_function(f) => Ok(Measure::Column(self.filter_key(e)?)),
+            Expr::Substring { .. } => Ok(Measure::Column(self.filter_key(e)?)),
             Expr::Function(f) => self.aggregate(e, f),
             Expr::Subquery(_) => Err(unsupported("subquery_in_select", e)),
-            Expr::Case { .. } => Err(unsupported("case", e)),
             _ => Err(unsupported("expression", e)),
+        }
+    }
+
+    /// An arithmetic operand. `CAST(x AS REAL|FLOAT|DOUBLE)` there is `x * 1.0`: the value made
+    /// real so that a following `/` is real division (SQLite divides integer by integer as
+    /// integers); a cast elsewhere changes only the value's type and is read as `x`.
+    fn operand(&mut self, e: &Expr) -> Result<Measure, LowerError> {
+        match e {
+            Expr::Nested(inner) => self.operand(inner),
+            Expr::Cast {
+                expr,
+                data_type,
+                kind: CastKind::Cast,
+                ..
+            } if is_real_cast(data_type) => Ok(Measure::Arith(
+                Box::new(self.operand(expr)?),
+                "multiply",
+                Box::new(Measure::Literal(serde_json::json!(1.0))),
+            )),
+            other => self.measure(other),
         }
     }
 
@@ -156,4 +182,10 @@ impl<'s> Builder<'s> {
         }
         Ok(plan)
     }
+}
+
+/// The scalar functions a `transform_data` operation computes (see `Builder::filter_key`).
+fn is_scalar_function(f: &sqlparser::ast::Function) -> bool {
+    let name = ident_name(&f.name).to_lowercase();
+    ["substr", "substring", "abs", "strftime"].contains(&name.as_str())
 }

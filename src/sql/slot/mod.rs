@@ -277,11 +277,11 @@ fn lower_body(em: &mut Emitter, plan: &QueryPlan, start: &str) -> Result<(), Low
     for t in &plan.transforms {
         let label = format!("TRANSFORMED_DF_{}", em.counter);
         em.counter += 1;
-        cur = em.call(
-            "transform_data",
-            json!({"data_source": label_ref(&cur), "key_name": t.key, "operation_type": t.operation, "operation_args": t.args}),
-            label,
-        );
+        let mut args = json!({"data_source": label_ref(&cur), "key_name": t.key, "operation_type": t.operation, "operation_args": t.args});
+        if t.output != t.key {
+            args["output_key_name"] = json!(t.output);
+        }
+        cur = em.call("transform_data", args, label);
     }
     for c in &plan.filters {
         cur = em.filter(&cur, c);

@@ -1,5 +1,6 @@
 //! `calculate`: `add`, `subtract`, `multiply`, `divide` on numbers, single values or lists
-//! (elementwise, a single value broadcast); `divide` is real division, x/0 and NULL give NULL.
+//! (elementwise, a single value broadcast, also over an empty list); `divide` follows SQLite:
+//! integer by integer truncates toward zero, x/0 and NULL give NULL.
 
 use super::args::{Args, kind};
 use super::cells::*;
@@ -10,8 +11,10 @@ use crate::verify::Datum;
 
 /// `calculate(operand_a, operand_b, operator)` (toolforge extension): `add`, `subtract`,
 /// `multiply`, `divide` on numbers, single values or lists (elementwise; a single value is
-/// broadcast). Operands are numbers or `$LABEL$` references. Integers stay integers except under
-/// `divide`, which is always real division; division by zero and NULL operands give NULL.
+/// broadcast, so a list and a single value give a list of the list's length, empty for an empty
+/// list). Operands are numbers or `$LABEL$` references. Integers stay integers; `divide` is
+/// SQLite's: integer by integer is the quotient truncated toward zero (`7 / 2` = 3, `-7 / 2` =
+/// -3), real otherwise; division by zero and NULL operands give NULL.
 pub(super) fn calculate(args: &Args) -> R<Value> {
     // An operand's values, and whether it is a single value (a number or a scalar output).
     let operand = |name: &str| -> R<(Vec<Datum>, bool)> {
@@ -28,8 +31,14 @@ pub(super) fn calculate(args: &Args) -> R<Value> {
     let ((a, a_scalar), (b, b_scalar)) = (operand("operand_a")?, operand("operand_b")?);
     let op = args.str("operator")?;
     let scalar = a_scalar && b_scalar;
-    let n = a.len().max(b.len());
-    if !(a.len() == n || a.len() == 1) || !(b.len() == n || b.len() == 1) {
+    // A single value broadcasts over a list of any length (SQL's `x * 100` over no rows is no
+    // rows); two lists must be row-aligned.
+    let n = match (a_scalar, b_scalar) {
+        (true, false) => b.len(),
+        (false, true) => a.len(),
+        _ => a.len().max(b.len()),
+    };
+    if (!a_scalar && a.len() != n) || (!b_scalar && b.len() != n) || (n > 0 && (a.is_empty() || b.is_empty())) {
         return Err(format!("operands have lengths {} and {}", a.len(), b.len()));
     }
     let mut out = Vec::with_capacity(n);
@@ -56,6 +65,8 @@ pub(super) fn arith(x: &Datum, y: &Datum, op: &str) -> R<Datum> {
             "add" => a.checked_add(*b),
             "subtract" => a.checked_sub(*b),
             "multiply" => a.checked_mul(*b),
+            "divide" if *b == 0 => return Ok(Datum::Null),
+            "divide" => a.checked_div(*b),
             _ => None,
         };
         if let Some(r) = r {

@@ -28,6 +28,7 @@
 mod aggregate;
 mod args;
 mod calculate;
+mod case;
 mod cells;
 mod combine;
 mod filter;

@@ -1,4 +1,5 @@
-//! `transform_data`: a column replaced by its `substring`, `abs` or `datetime` component.
+//! `transform_data`: a column replaced by its `substring`, `abs` or `datetime` component, or
+//! written with a row-wise `case` value (`case.rs`).
 
 use std::sync::Arc;
 
@@ -7,6 +8,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use serde_json::Value as Json;
 
 use super::args::{Args, column};
+use super::case::case_column;
 use super::cells::*;
 use super::{R, Value};
 use crate::tools::table::{array_from_datums, datums};
@@ -14,19 +16,29 @@ use crate::verify::Datum;
 
 /// `transform_data(data_source, key_name, operation_type, operation_args)` → the table with
 /// the column replaced: `substring {start_index, end_index}` (0-based, end exclusive, on
-/// characters; numbers are first rendered as text), `abs`, `datetime {pattern: "%Y"|"%m"|"%d"}`
-/// (the component of an ISO date as text, NULL when the cell is not a date).
+/// characters, a negative start counting from the end; numbers are first rendered as text), `abs`, `datetime {pattern: "%Y"|"%m"|"%d"}`
+/// (the component of an ISO date as text, NULL when the cell is not a date), `case {when:
+/// [{conditions, then}], else}` (SQL's searched CASE, [`case_column`]; `key_name` is the column
+/// written: replaced when the table has it, else added last). With `output_key_name` the result
+/// is written to that column (replaced when the table has it, else added last) and `key_name`
+/// is left as it was.
 pub(super) fn transform_data(args: &Args) -> R<Value> {
     let t = args.table("data_source")?;
-    let (idx, col) = column(t, args.str("key_name")?)?;
     let op = args.str("operation_type")?;
     let empty = serde_json::Map::new();
     let op_args = args.opt("operation_args").and_then(Json::as_object).unwrap_or(&empty);
+    if op == "case" {
+        let key = args.str("key_name")?;
+        let out = case_column(t, op_args)?;
+        let idx = column(t, key).map(|(i, _)| i).ok();
+        return replace_column(t, idx.unwrap_or(t.num_columns()), key, out);
+    }
+    let (idx, col) = column(t, args.str("key_name")?)?;
     let int_arg = |name: &str| op_args.get(name).and_then(Json::as_i64);
     let cells = datums(col.as_ref());
     let out: Vec<Datum> = match op {
         "substring" => {
-            let start = int_arg("start_index").unwrap_or(0).max(0) as usize;
+            let start_index = int_arg("start_index").unwrap_or(0);
             let end = int_arg("end_index");
             cells
                 .iter()
@@ -34,6 +46,12 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
                     None => Datum::Null,
                     Some(s) => {
                         let chars: Vec<char> = s.chars().collect();
+                        // A negative start counts from the end (Python's slice).
+                        let start = if start_index < 0 {
+                            (chars.len() as i64 + start_index).max(0) as usize
+                        } else {
+                            start_index as usize
+                        };
                         let end = end.map_or(chars.len(), |e| (e.max(0) as usize).min(chars.len()));
                         Datum::Text(
                             chars
@@ -71,14 +89,34 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
         }
         other => return Err(format!("unknown operation_type `{other}`")),
     };
+    // `output_key_name`: the column written (new, or replaced when the table has it).
+    match args.opt("output_key_name").and_then(Json::as_str) {
+        Some(name) => {
+            let idx = column(t, name).map(|(i, _)| i).unwrap_or(t.num_columns());
+            replace_column(t, idx, name, out)
+        }
+        None => {
+            let name = t.schema().field(idx).name().clone();
+            replace_column(t, idx, &name, out)
+        }
+    }
+}
+
+/// `t` with column `idx` replaced by `out` (named `name`), or `out` added last when `idx` is the
+/// column count.
+fn replace_column(t: &RecordBatch, idx: usize, name: &str, out: Vec<Datum>) -> R<Value> {
     let mut columns: Vec<ArrayRef> = t.columns().to_vec();
-    columns[idx] = array_from_datums(&out);
-    let fields: Vec<arrow_schema::Field> = t
-        .schema()
-        .fields()
+    let mut names: Vec<String> = t.schema().fields().iter().map(|f| f.name().clone()).collect();
+    if idx == columns.len() {
+        columns.push(array_from_datums(&out));
+        names.push(name.to_string());
+    } else {
+        columns[idx] = array_from_datums(&out);
+    }
+    let fields: Vec<arrow_schema::Field> = names
         .iter()
         .zip(&columns)
-        .map(|(f, c)| arrow_schema::Field::new(f.name(), c.data_type().clone(), true))
+        .map(|(n, c)| arrow_schema::Field::new(n, c.data_type().clone(), true))
         .collect();
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(t.num_rows()));
     RecordBatch::try_new_with_options(Arc::new(arrow_schema::Schema::new(fields)), columns, &options)

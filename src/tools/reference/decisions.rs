@@ -36,6 +36,7 @@ const AGG: &str = "IBM's aggregate_data matches SQL under the rules in tools/ref
 const STD: &str = "no SQL aggregate lowers to it, and IBM's std is numpy's population std";
 const ARG: &str = "no SQL aggregate lowers to it";
 const GROUP: &str = "IBM's tools cannot aggregate grouped data (its aggregate_data on groups is commented out)";
+const CASE: &str = "IBM's tools have no row-wise conditional value (SQL's CASE / IIF); the reference cannot express it";
 const TRANSFORM: &str =
     "IBM has transform_data_to_substring only, which edits the table in place; no kept query needs a transform";
 const CALCULATE: &str = "IBM has no arithmetic tool";
@@ -138,6 +139,7 @@ pub const SEL: &[Decision] = &[
     d("transform_data_substring", false, TRANSFORM),
     d("transform_data_abs", false, TRANSFORM),
     d("transform_data_datetime", false, TRANSFORM),
+    d("transform_data_case", false, CASE),
     d("calculate_add", false, CALCULATE),
     d("calculate_subtract", false, CALCULATE),
     d("calculate_multiply", false, CALCULATE),
