@@ -279,6 +279,7 @@ fn bfcl_rows_lint_and_determinism() {
             "data/simple_python.parquet",
             "data/multiple.parquet",
             "data/parallel.parquet",
+            "data/parallel_multiple.parquet",
             "data/irrelevance.parquet",
             "tools/functions.json",
             "report/verification.json",
@@ -290,9 +291,9 @@ fn bfcl_rows_lint_and_determinism() {
     // every official category file in shared/ is read by its name (issue 15)
     assert_eq!(
         s["questions"],
-        serde_json::json!({"irrelevance": 240, "multiple": 200, "parallel": 200, "simple_python": 400})
+        serde_json::json!({"irrelevance": 240, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "simple_python": 400})
     );
-    assert_eq!(r["attempted"], 1040);
+    assert_eq!(r["attempted"], 1240);
     assert_eq!(r["bad_records"], 0);
     // irrelevance: 240/240 kept, gold "no call"
     assert_eq!(r["per_group"]["irrelevance"]["kept"], 240);

@@ -41,7 +41,7 @@ def read_jsonl(path):
 def main():
     root, items_path = sys.argv[1], sys.argv[2]
     questions, gold = {}, {}
-    for category in ("simple_python", "multiple", "parallel"):
+    for category in ("simple_python", "multiple", "parallel", "parallel_multiple"):
         try:
             for q in read_jsonl(f"{root}/BFCL_v4_{category}.json"):
                 questions[q["id"]] = q
