@@ -53,7 +53,9 @@ def tool_name(listed, call, db_id):
 
 async def check_rest(session):
     listed = {t.name: t for t in await all_tools(session)}
-    assert len(listed) >= 500, len(listed)
+    # 456 endpoints on Spider dev since REST drops what SLOT drops (empty, degenerate, tie-cut
+    # and text-order answers; issue 27): 538 before.
+    assert len(listed) >= 450, len(listed)
     assert all(t.output_schema and t.output_schema["type"] == "object" for t in listed.values())
     failures, checked = [], 0
     for row in rows("rest-spider"):
@@ -103,8 +105,13 @@ async def replay_in_session(session, row, calls):
         result = await session.call_tool(c["name"], args)
         assert not result.is_error, (row["id"], c["name"], result.content)
     out = result.structured_content["output"]
-    column = out if isinstance(out, list) else [out]
-    assert same(json.loads(row["gold_answer"]), [[v] for v in column], row["ordered"]), row["id"]
+    if isinstance(out, dict) and "rows" in out:
+        # A table (e.g. `combine_data` over lists of columns): its rows, shown whole.
+        assert not out.get("truncated"), (row["id"], out)
+        got = out["rows"]
+    else:
+        got = [[v] for v in (out if isinstance(out, list) else [out])]
+    assert same(json.loads(row["gold_answer"]), got, row["ordered"]), row["id"]
     return sid
 
 
