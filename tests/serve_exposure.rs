@@ -15,7 +15,9 @@ fn root() -> PathBuf {
 fn dataset() -> PathBuf {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
-        let tmp = tempfile::tempdir().unwrap().keep();
+        // Under target/ (removed with it), not a kept /tmp directory left by every run.
+        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve_exposure");
+        let _ = std::fs::remove_dir_all(&tmp);
         toolforge::pipeline::build_and_emit(
             &root().join("recipes/slot-spider.toml"),
             Some(&tmp.join("out")),
