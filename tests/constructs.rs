@@ -830,7 +830,10 @@ fn distinct_rows_in_a_set_operation_are_passed_as_a_table() {
     fixture(dir.path());
     for q in DISTINCT_ROWS_SET_OPERATIONS {
         let calls = check(dir.path(), q);
-        assert!(calls.iter().any(|c| c.name == "select_unique_values"), "{q}: {calls:#?}");
+        assert!(
+            calls.iter().any(|c| c.name == "select_unique_values"),
+            "{q}: {calls:#?}"
+        );
     }
 }
 
@@ -957,7 +960,10 @@ fn join_forms_become_the_setup_condition_sequence() {
             "SELECT T2.first_name FROM member AS T1 JOIN member AS T2 USING (zip) WHERE T1.first_name = 'Bob'",
             1,
         ),
-        ("SELECT zip, count(*) FROM member AS T1 JOIN member AS T2 USING (last_name, zip) GROUP BY zip", 2),
+        (
+            "SELECT zip, count(*) FROM member AS T1 JOIN member AS T2 USING (last_name, zip) GROUP BY zip",
+            2,
+        ),
         ("SELECT count(*) FROM member AS T1 NATURAL JOIN member AS T2", 7),
         (
             "SELECT T1.first_name FROM member AS T1 JOIN major AS T2 ON T1.link_to_major = T2.major_id AND T2.department = 'Science'",
@@ -989,7 +995,10 @@ fn join_forms_become_the_setup_condition_sequence() {
             "SELECT T1.first_name FROM member AS T1 LEFT JOIN member AS T2 LEFT JOIN major AS T3 ON T1.member_id = T2.member_id AND T2.link_to_major = T3.major_id",
             "unsupported:join_condition",
         ),
-        ("SELECT * FROM member AS T1 JOIN member AS T2 USING (zip)", "unsupported:wildcard_using"),
+        (
+            "SELECT * FROM member AS T1 JOIN member AS T2 USING (zip)",
+            "unsupported:wildcard_using",
+        ),
         ("SELECT first_name, zip FROM member, major", "unsupported:comma_join"),
     ] {
         assert_eq!(reason(dir.path(), q), want, "{q}");

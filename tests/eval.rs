@@ -420,7 +420,11 @@ fn rest_completion_reads_arguments_as_the_server_and_fastapi_do() {
     let set = load("rest-spider", tmp.path());
     let (row, i, param, n) = rest_row_with_integer_argument(&set);
     let rows = select(&set, Some(&BTreeSet::from([row.id.clone()])), None);
-    let run = |calls: &[Call]| score(&set, &rows, &predictions::parse(&line(&row.id, calls))).rows.remove(0);
+    let run = |calls: &[Call]| {
+        score(&set, &rows, &predictions::parse(&line(&row.id, calls)))
+            .rows
+            .remove(0)
+    };
     assert_eq!(run(&row.gold).completion, Some(true));
     // FastAPI (0.165, pydantic 2) answers `?<int>=1980.0` with 200 and 1980, ignores an unknown
     // query parameter, and answers `?<int>=1980.5` with 422 int_parsing.
@@ -445,10 +449,14 @@ fn slot_limit_given_as_an_integral_float_executes_as_the_integer() {
     assert_eq!(calls[1].arguments["limit"], json!(-1));
     calls[1].arguments.insert("limit".into(), json!(-1.0));
     let rows = select(&set, Some(&BTreeSet::from([row.id.clone()])), None);
-    let r = score(&set, &rows, &predictions::parse(&line(&row.id, &calls))).rows.remove(0);
+    let r = score(&set, &rows, &predictions::parse(&line(&row.id, &calls)))
+        .rows
+        .remove(0);
     assert_eq!(r.completion, Some(true), "{:?}", r.errors);
     assert!(r.exact_match);
     calls[1].arguments.insert("limit".into(), json!(-1.5));
-    let r = score(&set, &rows, &predictions::parse(&line(&row.id, &calls))).rows.remove(0);
+    let r = score(&set, &rows, &predictions::parse(&line(&row.id, &calls)))
+        .rows
+        .remove(0);
     assert_eq!(r.completion, Some(false), "a fractional limit is no integer");
 }

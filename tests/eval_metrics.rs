@@ -28,7 +28,11 @@ fn load(recipe: &str, tmp: &Path) -> EvalSet {
         false,
     )
     .unwrap();
-    EvalSet::load(&out.join(recipe), Some(&root().join("../shared/corpora/spider/database"))).unwrap()
+    EvalSet::load(
+        &out.join(recipe),
+        Some(&root().join("../shared/corpora/spider/database")),
+    )
+    .unwrap()
 }
 
 fn score_lines(set: &EvalSet, lines: &[String]) -> Scored {
@@ -93,10 +97,18 @@ fn gold_with_labels_renamed_scores_100_on_every_metric() {
     // at the setup table instead of the earlier call.
     let row = set.rows.iter().find(|r| r.id == "slot-spider/491").unwrap();
     let mut wrong = renamed(&row.gold);
-    wrong[1].arguments.insert("data_source".into(), "$starting_table_var$".into());
+    wrong[1]
+        .arguments
+        .insert("data_source".into(), "$starting_table_var$".into());
     let r = one(&set, &row.id, &wrong);
     assert!(!r.exact_match);
-    close(r.slot.unwrap(), 0.875, 0.875, 0.875, "4 of 4 filter and 3 of 4 aggregate arguments right");
+    close(
+        r.slot.unwrap(),
+        0.875,
+        0.875,
+        0.875,
+        "4 of 4 filter and 3 of 4 aggregate arguments right",
+    );
 }
 
 #[test]
@@ -150,7 +162,11 @@ fn lcs_f1_is_the_f1_of_mean_lcs_precision_and_recall() {
     assert_eq!(s.totals.intervals, again.totals.intervals);
     for k in m.keys() {
         let i = s.totals.intervals[k];
-        assert!(i.lo <= m[k].mean + 1e-12 && m[k].mean <= i.hi + 1e-12, "{k}: {i:?} vs {}", m[k].mean);
+        assert!(
+            i.lo <= m[k].mean + 1e-12 && m[k].mean <= i.hi + 1e-12,
+            "{k}: {i:?} vs {}",
+            m[k].mean
+        );
     }
     let i = s.totals.intervals["lcs_p"];
     assert_eq!((i.lo, i.hi), (2.0 / 3.0, 1.0), "lcs_p over resamples of {{2/3, 1}}");

@@ -27,7 +27,17 @@ fn eval_run_with(dataset: &Path, base_url: &str, ids: &str, out: &Path, store: &
     Command::new(env!("CARGO_BIN_EXE_toolforge"))
         .args(["eval", "run"])
         .arg(dataset)
-        .args(["--model", "stub", "--quiet", "--run", "r", "--concurrency", "2", "--ids", ids])
+        .args([
+            "--model",
+            "stub",
+            "--quiet",
+            "--run",
+            "r",
+            "--concurrency",
+            "2",
+            "--ids",
+            ids,
+        ])
         .args(extra)
         .args(["--base-url", base_url])
         .arg("--databases")
@@ -60,7 +70,10 @@ fn failed_requests_are_recorded_as_failed_excluded_counted_and_retried_on_resume
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("2 of 2 rows failed"), "{stderr}");
     let r = report(&out);
-    assert_eq!((r["rows"].as_u64(), r["failed"].as_u64(), r["scored"].as_u64()), (Some(2), Some(2), Some(0)));
+    assert_eq!(
+        (r["rows"].as_u64(), r["failed"].as_u64(), r["scored"].as_u64()),
+        (Some(2), Some(2), Some(0))
+    );
     assert_eq!(r["failed_ids"], json!(ids));
     assert_eq!(r["totals"]["failed"], 2);
     assert!(
@@ -77,7 +90,11 @@ fn failed_requests_are_recorded_as_failed_excluded_counted_and_retried_on_resume
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(rows.iter().all(|r| r["status"] == "failed"));
-    assert!(rows[0]["errors"][0].as_str().unwrap().contains("request failed"), "{}", rows[0]["errors"]);
+    assert!(
+        rows[0]["errors"][0].as_str().unwrap().contains("request failed"),
+        "{}",
+        rows[0]["errors"]
+    );
     assert!(failing.bodies.lock().unwrap().len() >= 2);
 
     // 2. The same run against a working server: both rows retried and answered with the gold.
@@ -105,7 +122,10 @@ fn failed_requests_are_recorded_as_failed_excluded_counted_and_retried_on_resume
             .find(|(q, _)| text.contains(q.as_str()))
             .map(|(_, a)| a.clone())
             .unwrap_or_else(|| "[]".into());
-        (200, openai_stub::completion(json!({"role": "assistant", "content": answer})))
+        (
+            200,
+            openai_stub::completion(json!({"role": "assistant", "content": answer})),
+        )
     });
     let o = eval_run(&dataset, &working.base_url(), &ids.join(","), &out, &store);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -116,7 +136,11 @@ fn failed_requests_are_recorded_as_failed_excluded_counted_and_retried_on_resume
     assert_eq!(r["totals"]["metrics"]["exact_match"]["mean"], 1.0);
     assert_eq!(working.bodies.lock().unwrap().len(), 2);
     let preds = std::fs::read_to_string(out.join("r/predictions.jsonl")).unwrap();
-    assert_eq!(preds.lines().count(), 2, "each row's retried line replaces its failed one");
+    assert_eq!(
+        preds.lines().count(),
+        2,
+        "each row's retried line replaces its failed one"
+    );
     assert!(!preds.contains("\"failed\""));
 }
 
@@ -166,19 +190,33 @@ fn agent_completion_needs_an_answered_episode_and_every_stop_reason_is_reported(
                 (false, None) if answer => "There are 4 such ships.".into(),
                 (false, None) => gold[1].clone(),
             };
-            (200, openai_stub::completion(json!({"role": "assistant", "content": text})))
+            (
+                200,
+                openai_stub::completion(json!({"role": "assistant", "content": text})),
+            )
         })
     };
     let run = |name: &str, answer: bool, repeat: bool, steps: &str| -> Value {
         let s = stub(answer, repeat);
         let out = tmp.join(name);
-        let o = eval_run_with(&dataset, &s.base_url(), id, &out, &out.join("store"), &["--mode", "agent", "--max-steps", steps]);
+        let o = eval_run_with(
+            &dataset,
+            &s.base_url(),
+            id,
+            &out,
+            &out.join("store"),
+            &["--mode", "agent", "--max-steps", steps],
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let rows = std::fs::read_to_string(out.join("r/rows.jsonl")).unwrap();
         let row: Value = serde_json::from_str(rows.lines().next().unwrap()).unwrap();
         let r = report(&out);
         assert_eq!(r["stop_reasons"].as_object().unwrap().len(), 1);
-        assert!(std::fs::read_to_string(out.join("r/report.md")).unwrap().contains("## Agent stop reasons"));
+        assert!(
+            std::fs::read_to_string(out.join("r/report.md"))
+                .unwrap()
+                .contains("## Agent stop reasons")
+        );
         row
     };
     // Both gold calls ran, then the step limit: the right calls, but no finished answer.
@@ -188,9 +226,15 @@ fn agent_completion_needs_an_answered_episode_and_every_stop_reason_is_reported(
     assert_eq!(row["completion"], false, "an unfinished episode does not complete");
     // The same calls, then an answer: complete.
     let row = run("answered", true, false, "3");
-    assert_eq!((row["stop_reason"].as_str(), row["completion"].as_bool()), (Some("answered"), Some(true)));
+    assert_eq!(
+        (row["stop_reason"].as_str(), row["completion"].as_bool()),
+        (Some("answered"), Some(true))
+    );
     // The first call repeated: the episode stops at the repeat.
     let row = run("repeat", false, true, "5");
-    assert_eq!((row["stop_reason"].as_str(), row["completion"].as_bool()), (Some("repeated_call"), Some(false)));
+    assert_eq!(
+        (row["stop_reason"].as_str(), row["completion"].as_bool()),
+        (Some("repeated_call"), Some(false))
+    );
     assert_eq!(row["predicted_calls"], 1);
 }

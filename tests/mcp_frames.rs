@@ -35,19 +35,36 @@ fn dataset() -> PathBuf {
 
 /// The malformed frames and the error code each must get (`id` null unless given).
 fn malformed() -> Vec<(Vec<u8>, i64, Value)> {
-    let call = |params: &str| format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{params}}}"#).into_bytes();
+    let call =
+        |params: &str| format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{params}}}"#).into_bytes();
     vec![
-        (br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/li"#.to_vec(), -32700, Value::Null),
+        (
+            br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/li"#.to_vec(),
+            -32700,
+            Value::Null,
+        ),
         (b"hello there".to_vec(), -32700, Value::Null),
-        (b"{\"jsonrpc\": \"2.0\", \"id\": \"\xff\xfe\", \"method\": \"ping\"}".to_vec(), -32700, Value::Null),
-        (format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(), -32700, Value::Null),
+        (
+            b"{\"jsonrpc\": \"2.0\", \"id\": \"\xff\xfe\", \"method\": \"ping\"}".to_vec(),
+            -32700,
+            Value::Null,
+        ),
+        (
+            format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
+            -32700,
+            Value::Null,
+        ),
         (
             format!(r#"{{"jsonrpc":"2.0","id":{},"method":"ping"}}"#, "9".repeat(10_000)).into_bytes(),
             -32700,
             Value::Null,
         ),
         (b"[1, 2]".to_vec(), -32600, Value::Null),
-        (br#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#.to_vec(), -32600, json!(3)),
+        (
+            br#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#.to_vec(),
+            -32600,
+            json!(3),
+        ),
         (call(r#"{"arguments":{}}"#), -32602, json!(7)),
         (call(r#"{"name":42}"#), -32602, json!(7)),
         (call(r#"{"name":"create_session","arguments":[1]}"#), -32602, json!(7)),
@@ -81,14 +98,23 @@ fn malformed_stdio_frames_get_the_specs_error_codes_and_the_server_keeps_serving
     )
     .unwrap();
     assert!(next()["result"].is_object());
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
     for (frame, code, id) in malformed() {
         stdin.write_all(&frame).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
         let got = next();
         let shown = String::from_utf8_lossy(&frame[..frame.len().min(60)]).into_owned();
-        assert_eq!((got["error"]["code"].as_i64(), &got["id"]), (Some(code), &id), "{shown}: {got}");
+        assert_eq!(
+            (got["error"]["code"].as_i64(), &got["id"]),
+            (Some(code), &id),
+            "{shown}: {got}"
+        );
     }
     // Still serving.
     writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list"})).unwrap();
@@ -102,7 +128,8 @@ fn malformed_stdio_frames_get_the_specs_error_codes_and_the_server_keeps_serving
 
 #[test]
 fn malformed_http_frames_get_400_with_the_specs_error() {
-    let toolkit = toolforge::serve::Toolkit::load(&dataset(), Some(&root().join("../shared/corpora/spider/database"))).unwrap();
+    let toolkit =
+        toolforge::serve::Toolkit::load(&dataset(), Some(&root().join("../shared/corpora/spider/database"))).unwrap();
     let addr = toolforge::serve::spawn(toolkit, Default::default()).unwrap();
     for (frame, code, id) in malformed() {
         if frame.len() > 60_000 {
@@ -122,13 +149,18 @@ fn malformed_http_frames_get_400_with_the_specs_error() {
         let shown = String::from_utf8_lossy(&frame[..frame.len().min(60)]).into_owned();
         assert!(text.starts_with("HTTP/1.1 400"), "{shown}: {text}");
         let body: Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
-        assert_eq!((body["error"]["code"].as_i64(), &body["id"]), (Some(code), &id), "{shown}: {body}");
+        assert_eq!(
+            (body["error"]["code"].as_i64(), &body["id"]),
+            (Some(code), &id),
+            "{shown}: {body}"
+        );
     }
 }
 
 #[test]
 fn mcp_http_sessions_past_the_limit_are_refused() {
-    let toolkit = toolforge::serve::Toolkit::load(&dataset(), Some(&root().join("../shared/corpora/spider/database"))).unwrap();
+    let toolkit =
+        toolforge::serve::Toolkit::load(&dataset(), Some(&root().join("../shared/corpora/spider/database"))).unwrap();
     let config = toolforge::serve::ServeConfig {
         max_mcp_sessions: 3,
         ..Default::default()

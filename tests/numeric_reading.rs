@@ -26,7 +26,8 @@ fn quote(s: &str) -> String {
 /// returns those columns (`table.column`).
 fn numeric_copy(src: &Path, dst: &Path) -> Vec<String> {
     let conn = rusqlite::Connection::open(dst).unwrap();
-    conn.execute("ATTACH DATABASE ?1 AS orig", [src.to_str().unwrap()]).unwrap();
+    conn.execute("ATTACH DATABASE ?1 AS orig", [src.to_str().unwrap()])
+        .unwrap();
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM orig.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         .unwrap()
@@ -39,7 +40,9 @@ fn numeric_copy(src: &Path, dst: &Path) -> Vec<String> {
         let columns: Vec<(String, String)> = conn
             .prepare(&format!("PRAGMA orig.table_info({})", quote(&t)))
             .unwrap()
-            .query_map([], |r| Ok((r.get(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default())))
+            .query_map([], |r| {
+                Ok((r.get(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default()))
+            })
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
@@ -158,12 +161,19 @@ fn spider_dev_kept_answers_do_not_change_when_number_like_text_is_read_as_number
             named("169"),
             named("170")
         );
-        assert!(changed.is_empty(), "{recipe}: answers read by text order:\n{}", changed.join("\n"));
+        assert!(
+            changed.is_empty(),
+            "{recipe}: answers read by text order:\n{}",
+            changed.join("\n")
+        );
         assert!(checked > 800, "{recipe}: {checked} rows");
         for n in ["169", "170"] {
             assert_eq!(named(n).as_deref(), Some("affinity_sensitive"), "{recipe}/{n}");
         }
     }
-    println!("{numeric_columns} number-like TEXT columns declared NUMERIC over {} databases", dbs.len());
+    println!(
+        "{numeric_columns} number-like TEXT columns declared NUMERIC over {} databases",
+        dbs.len()
+    );
     assert!(numeric_columns > 0);
 }

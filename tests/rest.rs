@@ -210,7 +210,9 @@ async fn every_gold_call_is_callable_under_its_one_catalog_name_over_http_and_mc
                 .clone()
                 .and_then(|v| serde_json::from_value(v["result"].clone()).ok());
             let gold = row.gold_answer.as_ref().unwrap();
-            if result.is_error == Some(true) || !got.is_some_and(|g| answers_match_ties(gold, &g, row.ordered, row.ties.as_deref())) {
+            if result.is_error == Some(true)
+                || !got.is_some_and(|g| answers_match_ties(gold, &g, row.ordered, row.ties.as_deref()))
+            {
                 failures.insert(row.id.clone(), format!("{result:?}"));
             }
         }

@@ -24,7 +24,8 @@ fn quote(s: &str) -> String {
 /// Copies the database `src` to `dst` with every table's rows inserted in reverse rowid order.
 fn reversed_copy(src: &Path, dst: &Path) {
     let conn = rusqlite::Connection::open(dst).unwrap();
-    conn.execute("ATTACH DATABASE ?1 AS orig", [src.to_str().unwrap()]).unwrap();
+    conn.execute("ATTACH DATABASE ?1 AS orig", [src.to_str().unwrap()])
+        .unwrap();
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM orig.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         .unwrap()
@@ -36,7 +37,9 @@ fn reversed_copy(src: &Path, dst: &Path) {
         let columns: Vec<(String, String)> = conn
             .prepare(&format!("PRAGMA orig.table_info({})", quote(&t)))
             .unwrap()
-            .query_map([], |r| Ok((r.get(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default())))
+            .query_map([], |r| {
+                Ok((r.get(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default()))
+            })
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
@@ -105,7 +108,10 @@ fn rest_spider_keeps_no_empty_degenerate_or_storage_order_answer() {
     assert!(bad.is_empty(), "{} rows:\n{}", bad.len(), bad.join("\n"));
     let reasons = report["dropped_by_reason"].as_object().unwrap();
     for code in ["empty_gold_answer", "degenerate_gold_answer", "tie_ambiguous_limit"] {
-        assert!(reasons.get(code).is_some_and(|n| n.as_u64() > Some(0)), "{code}: {reasons:?}");
+        assert!(
+            reasons.get(code).is_some_and(|n| n.as_u64() > Some(0)),
+            "{code}: {reasons:?}"
+        );
     }
     assert_eq!(report["stats"]["examples_with_empty_answer"], 0);
 }

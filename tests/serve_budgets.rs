@@ -76,7 +76,12 @@ fn serve(flags: &[&str]) -> Server {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let base = line.trim().split("listening on ").nth(1).expect("listening line").to_string();
+    let base = line
+        .trim()
+        .split("listening on ")
+        .nth(1)
+        .expect("listening line")
+        .to_string();
     Server { child, base }
 }
 
@@ -100,7 +105,11 @@ fn assert_healthy(server: &mut Server) {
     let started = Instant::now();
     let resp = agent().get(format!("{}/healthz", server.base)).call().unwrap();
     assert_eq!(resp.status(), 200);
-    assert!(started.elapsed() < Duration::from_millis(100), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 fn rss_mib(pid: u32) -> u64 {
@@ -148,7 +157,11 @@ fn cross_product_session_join_is_refused_before_materialising_not_aborted() {
     let n = city_rows();
     for copies in [2usize, 3] {
         let started = Instant::now();
-        let (s, b) = post(&server.base, "/sessions", &json!({"arguments": city_copies(copies, "city_")}));
+        let (s, b) = post(
+            &server.base,
+            "/sessions",
+            &json!({"arguments": city_copies(copies, "city_")}),
+        );
         assert_eq!(s, 413, "{b}");
         let text = b["detail"].as_str().unwrap();
         assert!(text.contains(&n.pow(copies as u32).to_string()), "{text}");
@@ -156,7 +169,11 @@ fn cross_product_session_join_is_refused_before_materialising_not_aborted() {
         assert_healthy(&mut server);
     }
     // One copy is within budget and runs.
-    let (s, b) = post(&server.base, "/sessions", &json!({"arguments": city_copies(1, "city_")}));
+    let (s, b) = post(
+        &server.base,
+        "/sessions",
+        &json!({"arguments": city_copies(1, "city_")}),
+    );
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["output"]["total_rows"], n);
 }
@@ -164,7 +181,11 @@ fn cross_product_session_join_is_refused_before_materialising_not_aborted() {
 #[test]
 fn ad_hoc_join_shapes_are_refused_unless_allowed() {
     let mut server = serve(&[]);
-    let (s, b) = post(&server.base, "/sessions", &json!({"arguments": city_copies(3, "city_")}));
+    let (s, b) = post(
+        &server.base,
+        "/sessions",
+        &json!({"arguments": city_copies(3, "city_")}),
+    );
     assert_eq!(s, 403, "{b}");
     assert!(b["detail"].as_str().unwrap().contains("--allow-ad-hoc-joins"), "{b}");
     // A dataset's own setup step, given as arguments, runs.
@@ -217,7 +238,12 @@ fn mcp_create_session_past_the_join_budget_is_a_json_rpc_error() {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
     );
     assert!(init["result"].is_object(), "{init}");
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
     let refused = rpc(
         &mut stdin,
         &mut stdout,
@@ -227,7 +253,11 @@ fn mcp_create_session_past_the_join_budget_is_a_json_rpc_error() {
     assert_eq!(refused["error"]["code"], -32001, "{refused}");
     assert_eq!(refused["error"]["data"]["status"], 413, "{refused}");
     // Still serving.
-    let listed = rpc(&mut stdin, &mut stdout, json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
+    let listed = rpc(
+        &mut stdin,
+        &mut stdout,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    );
     assert!(listed["result"]["tools"].is_array(), "{listed}");
     drop(stdin);
     let _ = child.kill();
@@ -235,7 +265,8 @@ fn mcp_create_session_past_the_join_budget_is_a_json_rpc_error() {
 }
 
 fn concat(base: &str, sid: &str, a: &str, b: &str, label: Option<&str>) -> (u16, Value) {
-    let mut body = json!({"session_id": sid, "arguments": {"data_source_1": format!("${a}$"), "data_source_2": format!("${b}$")}});
+    let mut body =
+        json!({"session_id": sid, "arguments": {"data_source_1": format!("${a}$"), "data_source_2": format!("${b}$")}});
     if let Some(l) = label {
         body["label"] = json!(l);
     }
@@ -303,16 +334,14 @@ fn self_concatenation_chain_is_refused_at_the_session_byte_budget() {
 
 #[test]
 fn join_cache_is_bounded_by_bytes_and_released_with_sessions() {
-    let mut server = serve(&[
-        "--allow-ad-hoc-joins",
-        "--join-cache-mib",
-        "8",
-        "--max-sessions",
-        "20",
-    ]);
+    let mut server = serve(&["--allow-ad-hoc-joins", "--join-cache-mib", "8", "--max-sessions", "20"]);
     let base = server.base.clone();
     let open = |i: usize| {
-        let (s, b) = post(&base, "/sessions", &json!({"arguments": city_copies(1, &format!("city{i}_"))}));
+        let (s, b) = post(
+            &base,
+            "/sessions",
+            &json!({"arguments": city_copies(1, &format!("city{i}_"))}),
+        );
         assert_eq!(s, 200, "{b}");
     };
     for i in 0..20 {

@@ -109,9 +109,7 @@ fn idle_and_slow_header_connections_are_bounded_and_timed_out() {
     let server = serve(&dir, "--header-timeout-ms 3000");
     let pid = server.child.id();
     let idle_rss = rss_mib(pid);
-    let mut idle: Vec<TcpStream> = (0..2000)
-        .map(|_| TcpStream::connect(&server.addr).unwrap())
-        .collect();
+    let mut idle: Vec<TcpStream> = (0..2000).map(|_| TcpStream::connect(&server.addr).unwrap()).collect();
     let mut slow: Vec<TcpStream> = (0..500)
         .map(|_| {
             let mut s = TcpStream::connect(&server.addr).unwrap();
@@ -151,14 +149,22 @@ fn idle_and_slow_header_connections_are_bounded_and_timed_out() {
         .map(|s| closed(s, Duration::from_millis(5)))
         .filter(|c| !c)
         .count();
-    assert_eq!((open_idle, open_slow), (0, 0), "connections still open after the timeout");
+    assert_eq!(
+        (open_idle, open_slow),
+        (0, 0),
+        "connections still open after the timeout"
+    );
     // A kept-alive connection is closed once idle past the timeout too.
     let mut kept = TcpStream::connect(&server.addr).unwrap();
-    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
     let mut b = [0u8; 512];
     kept.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     assert!(kept.read(&mut b).unwrap() > 0);
-    assert!(closed(&mut kept, Duration::from_secs(6)), "kept-alive connection not closed");
+    assert!(
+        closed(&mut kept, Duration::from_secs(6)),
+        "kept-alive connection not closed"
+    );
 }
 
 #[test]
@@ -169,9 +175,7 @@ fn connections_past_the_maximum_are_closed_and_sigterm_stops_within_the_deadline
         &dir,
         "--max-connections 50 --header-timeout-ms 60000 --shutdown-deadline-ms 1000",
     );
-    let held: Vec<TcpStream> = (0..50)
-        .map(|_| TcpStream::connect(&server.addr).unwrap())
-        .collect();
+    let held: Vec<TcpStream> = (0..50).map(|_| TcpStream::connect(&server.addr).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(300));
     // The 51st is accepted and closed at once.
     let mut extra = TcpStream::connect(&server.addr).unwrap();
@@ -185,11 +189,13 @@ fn connections_past_the_maximum_are_closed_and_sigterm_stops_within_the_deadline
     half.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.").unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let term = Instant::now();
-    assert!(Command::new("kill")
-        .args(["-TERM", &server.child.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &server.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
     let mut status = None;
     while term.elapsed() < Duration::from_secs(5) {
         if let Some(s) = server.child.try_wait().unwrap() {

@@ -68,7 +68,11 @@ fn serve(flags: &[&str]) -> Server {
             let _ = tx.send(l);
         }
     });
-    Server { child, port, stderr: rx }
+    Server {
+        child,
+        port,
+        stderr: rx,
+    }
 }
 
 /// One raw HTTP/1.1 request to 127.0.0.1 (`Host` and extra headers as given): the status code.
@@ -132,13 +136,15 @@ fn a_foreign_host_header_is_refused_on_every_route() {
 #[test]
 fn a_non_loopback_bind_without_a_token_prints_a_warning() {
     let server = serve(&["--host", "0.0.0.0"]);
-    let line = server
-        .stderr
-        .recv_timeout(std::time::Duration::from_secs(10))
-        .unwrap();
+    let line = server.stderr.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
     assert!(line.contains("WARNING") && line.contains("token"), "{line}");
     let quiet = serve(&["--host", "0.0.0.0", "--token", "t"]);
-    assert!(quiet.stderr.recv_timeout(std::time::Duration::from_millis(500)).is_err());
+    assert!(
+        quiet
+            .stderr
+            .recv_timeout(std::time::Duration::from_millis(500))
+            .is_err()
+    );
 }
 
 #[test]
@@ -155,11 +161,15 @@ fn clients_cannot_inject_faults_unless_the_server_enables_them() {
 fn delete_session_is_in_the_openapi_document() {
     let server = serve(&[]);
     let mut s = TcpStream::connect(format!("127.0.0.1:{}", server.port)).unwrap();
-    s.write_all(b"GET /openapi.json HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    s.write_all(b"GET /openapi.json HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
     let body = text.split("\r\n\r\n").nth(1).unwrap();
     let doc: serde_json::Value = serde_json::from_str(body).unwrap();
     let delete = &doc["paths"]["/sessions/{id}"]["delete"];
-    assert!(delete["responses"]["200"].is_object() && delete["responses"]["404"].is_object(), "{delete}");
+    assert!(
+        delete["responses"]["200"].is_object() && delete["responses"]["404"].is_object(),
+        "{delete}"
+    );
 }

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use sqlparser::ast::{
-    BinaryOperator, Expr, Ident, JoinConstraint, ObjectName, ObjectNamePart, Query, SelectItem, SetExpr, TableFactor, UnaryOperator,
-    VisitMut, VisitorMut,
+    BinaryOperator, Expr, Ident, JoinConstraint, ObjectName, ObjectNamePart, Query, SelectItem, SetExpr, TableFactor,
+    UnaryOperator, VisitMut, VisitorMut,
 };
 
 fn root() -> PathBuf {
@@ -238,8 +238,7 @@ struct Built {
 fn build(tmp: &Path, recipe: &str, style: Option<Style>) -> Built {
     let path = tree(tmp, recipe, style);
     let out = tmp.join("out");
-    toolforge::pipeline::build_and_emit(&path, Some(&out), Some(&tmp.join(format!("store-{recipe}"))), false)
-        .unwrap();
+    toolforge::pipeline::build_and_emit(&path, Some(&out), Some(&tmp.join(format!("store-{recipe}"))), false).unwrap();
     let dir = out.join(recipe);
     let mut rows = BTreeMap::new();
     for line in std::fs::read_to_string(dir.join("data/dev.jsonl")).unwrap().lines() {
@@ -317,8 +316,13 @@ fn compare(recipe: &str, style: Style, original: &Built, tmp: &Path) -> Vec<Stri
                     .filter(|(k, v)| r.get(k.as_str()) != Some(v))
                     .map(|(k, _)| k)
                     .collect();
-                let first = fields.first().map(|k| around_first_difference(&row[k.as_str()], &r[k.as_str()]));
-                diffs.push(format!("{recipe} {style:?}: {id} differs in {fields:?}{}", first.unwrap_or_default()));
+                let first = fields
+                    .first()
+                    .map(|k| around_first_difference(&row[k.as_str()], &r[k.as_str()]));
+                diffs.push(format!(
+                    "{recipe} {style:?}: {id} differs in {fields:?}{}",
+                    first.unwrap_or_default()
+                ));
             }
             _ => {}
         }
@@ -329,7 +333,11 @@ fn compare(recipe: &str, style: Style, original: &Built, tmp: &Path) -> Vec<Stri
     let respelled = |e: &[Value]| respelled(e, style).iter().map(cased).collect::<Vec<Value>>();
     let (a, b) = (respelled(&original.endpoints), respelled(&styled.endpoints));
     if a != b {
-        let first = a.iter().zip(&b).find(|(x, y)| x != y).map(|(x, y)| around_first_difference(x, y));
+        let first = a
+            .iter()
+            .zip(&b)
+            .find(|(x, y)| x != y)
+            .map(|(x, y)| around_first_difference(x, y));
         diffs.push(format!(
             "{recipe} {style:?}: endpoints differ ({} vs {}){}",
             a.len(),
@@ -349,12 +357,7 @@ fn spider_dev_in_every_quoting_style_keeps_the_same_rows_endpoints_and_names() {
     let mut diffs = Vec::new();
     for recipe in ["slot-spider", "sel-spider", "rest-spider"] {
         let original = build(&tmp.path().join("original"), recipe, None);
-        for style in [
-            Style::Quoted('`'),
-            Style::Quoted('['),
-            Style::Quoted('"'),
-            Style::Upper,
-        ] {
+        for style in [Style::Quoted('`'), Style::Quoted('['), Style::Quoted('"'), Style::Upper] {
             diffs.extend(compare(recipe, style, &original, tmp.path()));
         }
         // Negations re-spelled: the same SLOT/SEL rows (REST endpoints follow the SQL's text,

@@ -220,7 +220,11 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
         assert!(faulted.len() * 10 >= clean.len(), "{recipe}: {} faulted", faulted.len());
         // The size cap (default 64,000 characters of `messages`) holds for every line written.
         for t in clean.iter().chain(&faulted) {
-            assert!(t["messages"].to_string().chars().count() <= 64_000, "{}: over the size cap", t["id"]);
+            assert!(
+                t["messages"].to_string().chars().count() <= 64_000,
+                "{}: over the size cap",
+                t["id"]
+            );
         }
         // Issue 29: the active tables (the only place a SLOT/SEL trajectory names its columns)
         // are also in the first user turn, which Mistral-family templates keep when they drop
@@ -230,7 +234,11 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
             if let Some(start) = system.find("The active table is already loaded as") {
                 let end = system.find(" Each tool result is stored").unwrap();
                 let user = t["messages"][1]["content"].as_str().unwrap();
-                assert!(user.contains(&system[start..end]), "{}: the user turn lacks the active table", t["id"]);
+                assert!(
+                    user.contains(&system[start..end]),
+                    "{}: the user turn lacks the active table",
+                    t["id"]
+                );
             }
         }
         let mut kinds: HashMap<String, usize> = HashMap::new();
@@ -370,13 +378,18 @@ fn trajectory_size_cap_drops_under_one_percent_and_at_most_two_percent_per_datab
         let report: Value =
             serde_json::from_slice(&std::fs::read(dir.join("report/verification.json")).unwrap()).unwrap();
         let kept = report["kept"].as_u64().unwrap();
-        let over_cap = report["trajectories"]["skipped_by_reason"]["over_size_cap"].as_u64().unwrap_or(0);
+        let over_cap = report["trajectories"]["skipped_by_reason"]["over_size_cap"]
+            .as_u64()
+            .unwrap_or(0);
         println!("{recipe}: {over_cap} of {kept} trajectories over the size cap");
         assert!(over_cap * 100 < kept, "{recipe}: {over_cap} / {kept} over the size cap");
         for (db, reasons) in report["trajectories"]["skipped_by_group"].as_object().unwrap() {
             let lost = reasons["over_size_cap"].as_u64().unwrap_or(0);
             let db_kept = report["per_group"][db]["kept"].as_u64().unwrap();
-            assert!(lost * 50 <= db_kept, "{recipe}/{db}: {lost} / {db_kept} over the size cap");
+            assert!(
+                lost * 50 <= db_kept,
+                "{recipe}/{db}: {lost} / {db_kept} over the size cap"
+            );
         }
     }
 }

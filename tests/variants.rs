@@ -30,8 +30,8 @@ use drift::{
     tonnage_is_enforced_as_a_new_states,
 };
 use kinds::check_variants;
-use toolforge::dataset::Build;
 use support::{build, drift_of, spider_dbs};
+use toolforge::dataset::Build;
 
 #[test]
 fn slot_spider_variants() {
@@ -97,24 +97,63 @@ fn rest_spider_variants() {
 /// trajectory shows is an OpenAI function name: at most 64 characters of `[a-zA-Z0-9_-]`
 /// (drift appended `_v2` to names already at 64: 464 / 864 rest-spider-variants drift rows).
 fn check_function_names(build: &Build, dir: &std::path::Path) {
-    let ok = |n: &str| n.len() <= 64 && !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let ok = |n: &str| {
+        n.len() <= 64 && !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
     let mut bad: Vec<String> = Vec::new();
     for e in build.groups.values().flat_map(|o| &o.examples) {
-        let tools_new = e.meta.as_ref().map(|m| m["variant"]["tools_new"].clone()).unwrap_or_default();
-        let new_names = tools_new.as_array().into_iter().flatten().filter_map(|t| t["name"].as_str());
-        let names = e.tools.iter().map(|t| t.name.as_str()).chain(e.output.iter().map(|c| c.name.as_str()));
-        bad.extend(names.chain(new_names).filter(|n| !ok(n)).map(|n| format!("{}: {n}", e.id)));
+        let tools_new = e
+            .meta
+            .as_ref()
+            .map(|m| m["variant"]["tools_new"].clone())
+            .unwrap_or_default();
+        let new_names = tools_new
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str());
+        let names = e
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .chain(e.output.iter().map(|c| c.name.as_str()));
+        bad.extend(
+            names
+                .chain(new_names)
+                .filter(|n| !ok(n))
+                .map(|n| format!("{}: {n}", e.id)),
+        );
     }
     for file in std::fs::read_dir(dir.join("trajectories")).unwrap() {
         let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
         for line in text.lines() {
             let t: Value = serde_json::from_str(line).unwrap();
-            let tools = t["tools"].as_array().into_iter().flatten().map(|f| &f["function"]["name"]);
-            let calls = t["messages"].as_array().into_iter().flatten().flat_map(|m| m["tool_calls"].as_array().into_iter().flatten()).map(|c| &c["function"]["name"]);
-            bad.extend(tools.chain(calls).filter_map(Value::as_str).filter(|n| !ok(n)).map(|n| format!("{}: {n}", t["id"])));
+            let tools = t["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|f| &f["function"]["name"]);
+            let calls = t["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+                .map(|c| &c["function"]["name"]);
+            bad.extend(
+                tools
+                    .chain(calls)
+                    .filter_map(Value::as_str)
+                    .filter(|n| !ok(n))
+                    .map(|n| format!("{}: {n}", t["id"])),
+            );
         }
     }
-    assert!(bad.is_empty(), "{} names are not OpenAI function names: {:?}", bad.len(), &bad[..bad.len().min(5)]);
+    assert!(
+        bad.is_empty(),
+        "{} names are not OpenAI function names: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(5)]
+    );
 }
 
 /// A no-op rebuild of a variants recipe is recognised from its manifest, with no stage run: the

@@ -87,11 +87,7 @@ impl Held {
                 other => labels.extend(crate::tools::as_label_ref(other)),
             }
         }
-        let bytes: usize = labels
-            .iter()
-            .filter_map(|l| self.session.get(l))
-            .map(value_bytes)
-            .sum();
+        let bytes: usize = labels.iter().filter_map(|l| self.session.get(l)).map(value_bytes).sum();
         if bytes > budget.max_bytes {
             return Err(format!(
                 "`{}` would put together {} MiB of inputs, over the session's budget of {} MiB (--max-session-mib)",
@@ -115,11 +111,7 @@ impl Held {
             bytes,
         });
         while self.results.len() > budget.max_results || self.bytes() > budget.max_bytes {
-            let Some(i) = self
-                .results
-                .iter()
-                .position(|k| !k.labelled && k.label != label)
-            else {
+            let Some(i) = self.results.iter().position(|k| !k.labelled && k.label != label) else {
                 self.results.pop_back();
                 self.session.remove(label);
                 return Err(format!(

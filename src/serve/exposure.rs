@@ -22,7 +22,11 @@ pub fn allowed_host(host: &str, config: &ServeConfig) -> bool {
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or_default(),
         None => host.rsplit_once(':').map_or(host, |(n, port)| {
-            if port.chars().all(|c| c.is_ascii_digit()) { n } else { host }
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                n
+            } else {
+                host
+            }
         }),
     };
     let name = name.trim_end_matches('.').to_ascii_lowercase();
@@ -50,7 +54,10 @@ pub(super) async fn guard(State(state): State<Shared>, req: Request, next: Next)
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or_default();
         if blake3::hash(given.trim().as_bytes()) != blake3::hash(token.as_bytes()) {
-            let mut r = detail(StatusCode::UNAUTHORIZED, "missing or wrong bearer token (Authorization: Bearer <token>)");
+            let mut r = detail(
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong bearer token (Authorization: Bearer <token>)",
+            );
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return r;
@@ -79,7 +86,12 @@ mod tests {
         for ok in ["127.0.0.1:8000", "localhost", "LOCALHOST:1", "[::1]:80", "localhost."] {
             assert!(allowed_host(ok, &config), "{ok}");
         }
-        for bad in ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "localhost:80@x"] {
+        for bad in [
+            "evil.example",
+            "evil.example:8000",
+            "127.0.0.1.evil.example",
+            "localhost:80@x",
+        ] {
             assert!(!allowed_host(bad, &config), "{bad}");
         }
         config.allowed_hosts = vec!["tools.lan".into()];

@@ -79,7 +79,11 @@ pub(crate) async fn http_frames(req: axum::extract::Request, next: axum::middlew
     let bytes = match axum::body::to_bytes(body, 64 * 1024).await {
         Ok(b) => b,
         Err(_) => {
-            let e = error(Json::Null, -32700, "Parse error: the body is over 64 KiB or unreadable".into());
+            let e = error(
+                Json::Null,
+                -32700,
+                "Parse error: the body is over 64 KiB or unreadable".into(),
+            );
             return (axum::http::StatusCode::PAYLOAD_TOO_LARGE, axum::Json(e)).into_response();
         }
     };
@@ -104,22 +108,44 @@ mod tests {
         let code = |f: &[u8]| check_frame(f).map(|e| (e["error"]["code"].as_i64().unwrap(), e["id"].clone()));
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         let big_id = format!(r#"{{"jsonrpc":"2.0","id":{},"method":"ping"}}"#, "9".repeat(10_000));
-        for f in [&b"{\"jsonrpc\": \"2.0\", \"id\": 1"[..], b"not json", b"\xff\xfe", deep.as_bytes()] {
-            assert_eq!(code(f), Some((-32700, Json::Null)), "{}", String::from_utf8_lossy(&f[..f.len().min(40)]));
+        for f in [
+            &b"{\"jsonrpc\": \"2.0\", \"id\": 1"[..],
+            b"not json",
+            b"\xff\xfe",
+            deep.as_bytes(),
+        ] {
+            assert_eq!(
+                code(f),
+                Some((-32700, Json::Null)),
+                "{}",
+                String::from_utf8_lossy(&f[..f.len().min(40)])
+            );
         }
         assert!(
             matches!(code(big_id.as_bytes()), Some((-32700 | -32600, Json::Null))),
             "a 10,000-digit id is refused"
         );
         assert_eq!(code(b"[1]"), Some((-32600, Json::Null)));
-        assert_eq!(code(br#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#), Some((-32600, json!(3))));
-        assert_eq!(code(br#"{"jsonrpc":"2.0","id":3,"method":5}"#), Some((-32600, json!(3))));
-        assert_eq!(code(br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#), Some((-32600, Json::Null)));
+        assert_eq!(
+            code(br#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#),
+            Some((-32600, json!(3)))
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":3,"method":5}"#),
+            Some((-32600, json!(3)))
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#),
+            Some((-32600, Json::Null))
+        );
         for params in [r#"{}"#, r#"{"name":5}"#, r#"{"name":"x","arguments":[1]}"#, r#"[]"#] {
             let f = format!(r#"{{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{params}}}"#);
             assert_eq!(code(f.as_bytes()), Some((-32602, json!("a"))), "{params}");
         }
-        assert_eq!(code(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}"#), None);
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}"#),
+            None
+        );
         assert_eq!(code(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), None);
         assert_eq!(code(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), None);
     }

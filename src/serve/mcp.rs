@@ -19,8 +19,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::ErrorCode;
 use rmcp::handler::server::ServerHandler;
+use rmcp::model::ErrorCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -315,7 +315,9 @@ pub(crate) async fn limit_sessions(
         let e = super::jsonrpc::error(
             Json::Null,
             REFUSED.into(),
-            format!("{max} MCP sessions are open, the server's limit (--max-mcp-sessions); end one (DELETE /mcp) or wait for an idle one to expire"),
+            format!(
+                "{max} MCP sessions are open, the server's limit (--max-mcp-sessions); end one (DELETE /mcp) or wait for an idle one to expire"
+            ),
         );
         return (axum::http::StatusCode::SERVICE_UNAVAILABLE, axum::Json(e)).into_response();
     }
@@ -384,7 +386,11 @@ pub fn run_stdio(toolkit: Toolkit, config: ServeConfig) -> anyhow::Result<()> {
                     continue;
                 }
                 let reply = if over {
-                    Some(super::jsonrpc::error(Json::Null, -32700, format!("Parse error: frame over {MAX_FRAME} bytes")))
+                    Some(super::jsonrpc::error(
+                        Json::Null,
+                        -32700,
+                        format!("Parse error: frame over {MAX_FRAME} bytes"),
+                    ))
                 } else {
                     super::jsonrpc::check_frame(frame)
                 };

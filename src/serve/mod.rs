@@ -36,7 +36,9 @@
 //! request limit, and on SIGINT/SIGTERM a graceful shutdown that stops within
 //! `--shutdown-deadline-ms` whatever the clients do.
 
+pub mod budget;
 mod drift;
+pub mod exposure;
 pub mod faults;
 pub mod flags;
 pub mod http;
@@ -44,8 +46,6 @@ pub mod jsonrpc;
 pub mod listen;
 pub mod mcp;
 pub mod state;
-pub mod budget;
-pub mod exposure;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -73,9 +73,11 @@ pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
         .nest_service("/mcp", mcp_service)
         .fallback(|| async { detail(StatusCode::NOT_FOUND, "Not Found") })
         .layer(middleware::from_fn_with_state(state.clone(), faults::inject_fault))
-        .layer(middleware::from_fn(move |req: axum::extract::Request, next: middleware::Next| {
-            mcp::limit_sessions(mcp_sessions.clone(), max_mcp, req, next)
-        }))
+        .layer(middleware::from_fn(
+            move |req: axum::extract::Request, next: middleware::Next| {
+                mcp::limit_sessions(mcp_sessions.clone(), max_mcp, req, next)
+            },
+        ))
         .layer(middleware::from_fn(jsonrpc::http_frames))
         .layer(DefaultBodyLimit::max(64 * 1024))
         .layer(middleware::from_fn(http::limit_uri))

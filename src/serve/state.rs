@@ -16,8 +16,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value as Json, json};
 
-use crate::emit::{database_root, read_manifest, read_rows};
 use super::budget::{Held, SessionBudget};
+use crate::emit::{database_root, read_manifest, read_rows};
 use crate::tools::executor::{Executor, Session, Value, value_json};
 use crate::tools::rest::{Endpoint, Limits, RunError};
 use crate::tools::{Call, ToolSpec};
@@ -371,7 +371,10 @@ pub fn join_shape(arguments: &serde_json::Map<String, Json>) -> String {
 /// root as `<databases>`).
 fn database_file(state: &AppState, arguments: &serde_json::Map<String, Json>) -> Result<PathBuf, CallError> {
     check_path(arguments)?;
-    let rel = arguments.get("database_path").and_then(Json::as_str).unwrap_or_default();
+    let rel = arguments
+        .get("database_path")
+        .and_then(Json::as_str)
+        .unwrap_or_default();
     let path = state.toolkit.database_root.join(rel);
     if !path.is_file() {
         return Err((
@@ -426,7 +429,11 @@ fn run_setup(state: &AppState, session: &mut Session, setup: &Call) -> Result<Js
         .ok_or_else(|| invalid("`alias_to_table_dict` must be an object".into()))?;
     let tables = crate::tools::table::join_tables(aliases).map_err(|e| invalid(e.to_string()))?;
     let path = database_file(state, &setup.arguments)?;
-    let rel = setup.arguments.get("database_path").and_then(Json::as_str).unwrap_or_default();
+    let rel = setup
+        .arguments
+        .get("database_path")
+        .and_then(Json::as_str)
+        .unwrap_or_default();
     let budget = crate::tools::table::JoinBudget {
         max_rows: state.config.max_join_rows,
         max_bytes: state.config.max_join_bytes,
@@ -494,7 +501,10 @@ pub(crate) fn run_tool(
     }
     held.admit(&call.label, labelled, budget)
         .map_err(|m| (StatusCode::PAYLOAD_TOO_LARGE, m))?;
-    let output = held.session.get(&call.label).map(|v| value_json(v, state.config.max_rows));
+    let output = held
+        .session
+        .get(&call.label)
+        .map(|v| value_json(v, state.config.max_rows));
     Ok(json!({"label": call.label, "output": output}))
 }
 fn session_id(state: &AppState) -> String {

@@ -316,7 +316,10 @@ fn compile_db(
     let toolkits = Toolkits::default();
     // One computation per distinct gold SQL text ([`same_sql`]).
     let same = same_sql::SameSql::of(qs);
-    let compile_one = |(conn, numeric): &mut (rusqlite::Result<rusqlite::Connection>, sql::numeric_reading::NumericReading),
+    let compile_one = |(conn, numeric): &mut (
+        rusqlite::Result<rusqlite::Connection>,
+        sql::numeric_reading::NumericReading,
+    ),
                        q: &Question|
      -> Result<Compiled, Drop> {
         let drop = |reason: String, detail: String| Drop {
@@ -424,13 +427,21 @@ fn compile_db(
         // larger than the join cache's budget, and two of them (one per thread) would double the
         // peak. No rayon work runs under the lane, so no thread waits for it while holding it.
         let _lane = large_database_lane();
-        let mut conns = (table::open_read_only(db_path), sql::numeric_reading::NumericReading::new(db_path));
+        let mut conns = (
+            table::open_read_only(db_path),
+            sql::numeric_reading::NumericReading::new(db_path),
+        );
         firsts.iter().map(|q| compile_one(&mut conns, q)).collect()
     } else {
         firsts
             .par_iter()
             .map_init(
-                || (table::open_read_only(db_path), sql::numeric_reading::NumericReading::new(db_path)),
+                || {
+                    (
+                        table::open_read_only(db_path),
+                        sql::numeric_reading::NumericReading::new(db_path),
+                    )
+                },
                 |conns, q| compile_one(conns, q),
             )
             .collect()

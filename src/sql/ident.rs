@@ -11,7 +11,8 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    Expr, Ident, JoinConstraint, JoinOperator, ObjectName, Query, SelectItem, SetExpr, TableFactor, VisitMut, VisitorMut,
+    Expr, Ident, JoinConstraint, JoinOperator, ObjectName, Query, SelectItem, SetExpr, TableFactor, VisitMut,
+    VisitorMut,
 };
 
 /// The parts of an object name as written, without quotes, joined with `.`
@@ -162,7 +163,9 @@ mod tests {
     use sqlparser::ast::{SetExpr, Statement, TableFactor};
 
     fn select(sql: &str) -> Box<sqlparser::ast::Select> {
-        let Ok(Statement::Query(q)) = crate::sql::parse(sql) else { panic!("{sql}") };
+        let Ok(Statement::Query(q)) = crate::sql::parse(sql) else {
+            panic!("{sql}")
+        };
         let SetExpr::Select(s) = *q.body else { panic!("{sql}") };
         s
     }
@@ -177,10 +180,14 @@ mod tests {
             "SELECT \"T1\".\"Name\" FROM \"main\".\"singer\" AS \"T1\"",
         ] {
             let s = select(sql);
-            let TableFactor::Table { name, .. } = &s.from[0].relation else { panic!() };
+            let TableFactor::Table { name, .. } = &s.from[0].relation else {
+                panic!()
+            };
             assert_eq!(object_name(name), "main.singer", "{sql}");
             assert_eq!(table_name(name), "singer", "{sql}");
-            let sqlparser::ast::SelectItem::UnnamedExpr(e) = &s.projection[0] else { panic!() };
+            let sqlparser::ast::SelectItem::UnnamedExpr(e) = &s.projection[0] else {
+                panic!()
+            };
             let (q, c) = column_ref(e).unwrap();
             assert_eq!((q.unwrap().value.as_str(), c.value.as_str()), ("T1", "Name"), "{sql}");
             assert!(same(&c.value, "NAME"));
@@ -195,7 +202,9 @@ mod tests {
             plain,
             "SELECT `T1`.`name` AS `n` FROM `singer` AS `T1` JOIN `song` USING (`sid`) WHERE [T1].[x] = \"a\" ORDER BY [n]",
         ] {
-            let Ok(sqlparser::ast::Statement::Query(mut q)) = crate::sql::parse(sql) else { panic!("{sql}") };
+            let Ok(sqlparser::ast::Statement::Query(mut q)) = crate::sql::parse(sql) else {
+                panic!("{sql}")
+            };
             unquote(&mut q);
             assert_eq!(q.to_string(), plain);
             let SetExpr::Select(s) = *q.body else { panic!() };

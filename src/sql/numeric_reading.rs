@@ -36,7 +36,8 @@ use crate::verify::{Answer, Datum, compare};
 pub fn number_like(s: &str) -> bool {
     let t = s.trim();
     t.bytes().any(|b| b.is_ascii_digit())
-        && t.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'+' | b'-' | b'e' | b'E'))
+        && t.bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'+' | b'-' | b'e' | b'E'))
         && t.parse::<f64>().is_ok()
 }
 
@@ -89,7 +90,10 @@ impl<'p> NumericReading<'p> {
             let key = t.to_lowercase();
             let made = match self.copied.get(&key) {
                 Some(made) => made,
-                None => self.copied.entry(key).or_insert(numeric_copy(conn, &t).unwrap_or_default()),
+                None => self
+                    .copied
+                    .entry(key)
+                    .or_insert(numeric_copy(conn, &t).unwrap_or_default()),
             };
             for c in made {
                 let c = format!("{t}.{c}");
@@ -246,7 +250,10 @@ mod tests {
         let max = "SELECT max(mpg) FROM CARS_DATA WHERE Cylinders = 8 OR YEAR < 1980";
         let err = run(&mut reading, max).unwrap_err();
         // SQLite's answer, the text 'null', read as NULL: no longer the answer.
-        assert!(err.contains("CARS_DATA.MPG") && err.contains("missing from the calls' answer: [null]"), "{err}");
+        assert!(
+            err.contains("CARS_DATA.MPG") && err.contains("missing from the calls' answer: [null]"),
+            "{err}"
+        );
         assert!(run(&mut reading, "SELECT count(*) FROM CARS_DATA WHERE Cylinders = 8").is_ok());
         assert!(run(&mut reading, "SELECT Maker FROM car_makers ORDER BY Maker").is_ok());
     }

@@ -264,10 +264,16 @@ mod common_subset_tests {
             description: "a".into(),
             dtype: "integer".into(),
         }];
-        for spec in super::slot_tools(None).into_iter().chain(super::slot_tools(Some(&keys))) {
+        for spec in super::slot_tools(None)
+            .into_iter()
+            .chain(super::slot_tools(Some(&keys)))
+        {
             assert!(!has_type_array(&spec.parameters), "{}: {}", spec.name, spec.parameters);
         }
-        for spec in crate::tools::sel::sel_tools(None).into_iter().chain(crate::tools::sel::sel_tools(Some(&keys))) {
+        for spec in crate::tools::sel::sel_tools(None)
+            .into_iter()
+            .chain(crate::tools::sel::sel_tools(Some(&keys)))
+        {
             assert!(!has_type_array(&spec.parameters), "{}: {}", spec.name, spec.parameters);
         }
     }

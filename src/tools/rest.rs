@@ -562,10 +562,9 @@ mod tests {
             let from_query = ep
                 .arguments_from_query(&q(&[("age", big), ("name", "x"), ("score", "1.5")]))
                 .unwrap();
-            let json_args = serde_json::from_str::<Map<String, Json>>(&format!(
-                r#"{{"age": {big}, "name": "x", "score": 1.5}}"#
-            ))
-            .unwrap();
+            let json_args =
+                serde_json::from_str::<Map<String, Json>>(&format!(r#"{{"age": {big}, "name": "x", "score": 1.5}}"#))
+                    .unwrap();
             assert_eq!(ep.arguments_from_json(&json_args).unwrap(), from_query, "{big}");
         }
         assert_eq!(

@@ -365,7 +365,9 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         let args = match t {
             "substring" => "`operation_args` {start_index, end_index} (0-based, end exclusive)",
             "datetime" => "`operation_args` {pattern: \"%Y\"|\"%m\"|\"%d\"}",
-            "case" => "`operation_args` {when: [{conditions: [[condition, …], …], then}], else} (SQL's CASE; `key_name` is the column written)",
+            "case" => {
+                "`operation_args` {when: [{conditions: [[condition, …], …], then}], else} (SQL's CASE; `key_name` is the column written)"
+            }
             _ => "no `operation_args`",
         };
         out.push(without(

@@ -353,7 +353,11 @@ fn faulted(
     let wait = faults::retry_after(draw(cfg.seed, &e.id, "retry_after"));
     let fid = id();
     m.push(assistant_call(&fid, &calls[at], ""));
-    m.push(tool_message(&fid, &calls[at].name, &faults::fault_content(kind, &results[at], wait)));
+    m.push(tool_message(
+        &fid,
+        &calls[at].name,
+        &faults::fault_content(kind, &results[at], wait),
+    ));
     let (recovery, from) = match kind {
         "session_expired" => ("redo_calls_in_new_session", 0),
         "rate_limit" | "unavailable" => ("wait_retry_after_then_retry", at),

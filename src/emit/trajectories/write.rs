@@ -177,7 +177,12 @@ impl<'b> Trajectories<'b> {
             }
             for r in &line.skipped {
                 *skipped.by_reason.entry(r.clone()).or_default() += 1;
-                *skipped.by_group.entry(group.to_string()).or_default().entry(r.clone()).or_default() += 1;
+                *skipped
+                    .by_group
+                    .entry(group.to_string())
+                    .or_default()
+                    .entry(r.clone())
+                    .or_default() += 1;
             }
         }
         Ok(())

@@ -87,7 +87,12 @@ pub fn lcs_prf(gold: &[Call], pred: &[Call]) -> Prf {
 /// Exact match (module docs).
 pub fn exact_match(gold: &[Call], pred: &[Call], order: Order) -> bool {
     if order == Order::Free {
-        let key = |c: &Call| (c.name.clone(), canonical(&serde_json::Value::Object(c.arguments.clone())));
+        let key = |c: &Call| {
+            (
+                c.name.clone(),
+                canonical(&serde_json::Value::Object(c.arguments.clone())),
+            )
+        };
         let (tp, np, ng) = multiset_overlap(gold.iter().map(key).collect(), pred.iter().map(key).collect());
         return tp == np && tp == ng;
     }

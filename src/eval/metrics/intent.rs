@@ -54,7 +54,9 @@ pub fn align(gold: &[Call], pred: &[Call], order: Order) -> Vec<(usize, usize)> 
             // Pass 1 (BFCL's no-order check): each gold call takes the first unmatched predicted
             // call equal to it (name and arguments).
             for (i, g) in gold.iter().enumerate() {
-                let equal = |p: &Call| p.name == g.name && agreeing(g, p) == p.arguments.len() && p.arguments.len() == g.arguments.len();
+                let equal = |p: &Call| {
+                    p.name == g.name && agreeing(g, p) == p.arguments.len() && p.arguments.len() == g.arguments.len()
+                };
                 if let Some(j) = (0..pred.len()).find(|&j| !used[j] && equal(&pred[j])) {
                     used[j] = true;
                     gold_of[i] = Some(j);
@@ -67,20 +69,28 @@ pub fn align(gold: &[Call], pred: &[Call], order: Order) -> Vec<(usize, usize)> 
                 let g = &gold[i];
                 let key = |j: usize| {
                     let a = agreeing(g, &pred[j]);
-                    (a, std::cmp::Reverse(g.arguments.len() + pred[j].arguments.len() - 2 * a))
+                    (
+                        a,
+                        std::cmp::Reverse(g.arguments.len() + pred[j].arguments.len() - 2 * a),
+                    )
                 };
-                let best = (0..pred.len())
-                    .filter(|&j| !used[j] && pred[j].name == g.name)
-                    .fold(None, |best: Option<usize>, j| match best {
+                let best = (0..pred.len()).filter(|&j| !used[j] && pred[j].name == g.name).fold(
+                    None,
+                    |best: Option<usize>, j| match best {
                         Some(b) if key(b) >= key(j) => best,
                         _ => Some(j),
-                    });
+                    },
+                );
                 if let Some(j) = best {
                     used[j] = true;
                     gold_of[i] = Some(j);
                 }
             }
-            gold_of.iter().enumerate().filter_map(|(i, j)| Some((i, (*j)?))).collect()
+            gold_of
+                .iter()
+                .enumerate()
+                .filter_map(|(i, j)| Some((i, (*j)?)))
+                .collect()
         }
     }
 }

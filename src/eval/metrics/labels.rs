@@ -92,14 +92,34 @@ mod tests {
 
     #[test]
     fn renamed_labels_resolve_to_the_same_tokens() {
-        let setup = [call("initialize_active_data", json!({"t": "ship"}), "starting_table_var")];
+        let setup = [call(
+            "initialize_active_data",
+            json!({"t": "ship"}),
+            "starting_table_var",
+        )];
         let gold = [
-            call("filter_data", json!({"data_source": "$starting_table_var$", "value": "x"}), "FILTERED_DF_0"),
-            call("aggregate_data", json!({"data_source": "$FILTERED_DF_0$", "keys": ["$FILTERED_DF_0$"]}), "COUNT"),
+            call(
+                "filter_data",
+                json!({"data_source": "$starting_table_var$", "value": "x"}),
+                "FILTERED_DF_0",
+            ),
+            call(
+                "aggregate_data",
+                json!({"data_source": "$FILTERED_DF_0$", "keys": ["$FILTERED_DF_0$"]}),
+                "COUNT",
+            ),
         ];
         let renamed = [
-            call("filter_data", json!({"data_source": "$starting_table_var$", "value": "x"}), "OUT_0"),
-            call("aggregate_data", json!({"data_source": "$OUT_0$", "keys": ["$OUT_0$"]}), "OUT_1"),
+            call(
+                "filter_data",
+                json!({"data_source": "$starting_table_var$", "value": "x"}),
+                "OUT_0",
+            ),
+            call(
+                "aggregate_data",
+                json!({"data_source": "$OUT_0$", "keys": ["$OUT_0$"]}),
+                "OUT_1",
+            ),
         ];
         let (g, p) = (resolve(&setup, &gold), resolve(&setup, &renamed));
         assert_eq!(g[1].arguments, p[1].arguments);
@@ -108,8 +128,16 @@ mod tests {
         // a wrong value of the referenced call is not the reference's error; an undefined label
         // stays literal.
         let other = [
-            call("filter_data", json!({"data_source": "$starting_table_var$", "value": "y"}), "OUT_0"),
-            call("aggregate_data", json!({"data_source": "$starting_table_var$", "keys": ["$OUT_0$", "$NOPE$"]}), "OUT_1"),
+            call(
+                "filter_data",
+                json!({"data_source": "$starting_table_var$", "value": "y"}),
+                "OUT_0",
+            ),
+            call(
+                "aggregate_data",
+                json!({"data_source": "$starting_table_var$", "keys": ["$OUT_0$", "$NOPE$"]}),
+                "OUT_1",
+            ),
         ];
         let o = resolve(&setup, &other);
         assert_ne!(o[1].arguments["data_source"], g[1].arguments["data_source"]);

@@ -54,10 +54,12 @@ impl<'s> Builder<'s> {
                     .collect();
                 (whens, else_result.as_deref())
             }
-            Expr::Function(f) if ident_name(&f.name).eq_ignore_ascii_case("iif") => match function_args(f)?.as_slice() {
-                [c, t, o] => (vec![((*c).clone(), *t)], Some(*o)),
-                _ => return Err(unsupported("function_arguments", e)),
-            },
+            Expr::Function(f) if ident_name(&f.name).eq_ignore_ascii_case("iif") => {
+                match function_args(f)?.as_slice() {
+                    [c, t, o] => (vec![((*c).clone(), *t)], Some(*o)),
+                    _ => return Err(unsupported("function_arguments", e)),
+                }
+            }
             _ => return Ok(None),
         };
         let mut when = Vec::new();
@@ -90,7 +92,8 @@ impl<'s> Builder<'s> {
             return Ok(None);
         }
         let mut conds = Vec::new();
-        self.conditions(e, &mut conds).map_err(|_| unsupported("aggregate_expression", e))?;
+        self.conditions(e, &mut conds)
+            .map_err(|_| unsupported("aggregate_expression", e))?;
         let [c] = conds.as_slice() else {
             return Err(unsupported("aggregate_expression", e));
         };

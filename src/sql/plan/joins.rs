@@ -97,7 +97,10 @@ impl<'s> Builder<'s> {
                 }
                 JoinConstraint::Natural => {
                     let newest = self.tables.len() - 1;
-                    let (_, cols) = self.schema.table(&self.tables[newest].table).expect("table resolved when added");
+                    let (_, cols) = self
+                        .schema
+                        .table(&self.tables[newest].table)
+                        .expect("table resolved when added");
                     let common: Vec<String> = cols
                         .iter()
                         .filter(|c| (0..newest).any(|i| self.has_column(i, c)))
@@ -118,7 +121,10 @@ impl<'s> Builder<'s> {
 
     /// Whether table instance `i` has column `c` (case-insensitive).
     fn has_column(&self, i: usize, c: &str) -> bool {
-        let (_, cols) = self.schema.table(&self.tables[i].table).expect("table resolved when added");
+        let (_, cols) = self
+            .schema
+            .table(&self.tables[i].table)
+            .expect("table resolved when added");
         cols.iter().any(|x| crate::sql::ident::same(x, c))
     }
 
@@ -133,7 +139,10 @@ impl<'s> Builder<'s> {
         };
         let declared = |i: usize| {
             let (_, cols) = self.schema.table(&self.tables[i].table).expect("resolved");
-            cols.iter().find(|x| crate::sql::ident::same(x, column)).cloned().expect("checked")
+            cols.iter()
+                .find(|x| crate::sql::ident::same(x, column))
+                .cloned()
+                .expect("checked")
         };
         let (lc, rc) = (declared(*l), declared(newest));
         self.joins.push(JoinCondition(
@@ -164,13 +173,17 @@ impl<'s> Builder<'s> {
                     op: BinaryOperator::Eq,
                     right,
                 } => match (self.resolve_raw(left), self.resolve_raw(right)) {
-                    (Ok((li, lc)), Ok((ri, rc))) if li != ri => Some(if li < ri { (li, lc, ri, rc) } else { (ri, rc, li, lc) }),
+                    (Ok((li, lc)), Ok((ri, rc))) if li != ri => {
+                        Some(if li < ri { (li, lc, ri, rc) } else { (ri, rc, li, lc) })
+                    }
                     _ => None,
                 },
                 _ => None,
             };
             match linked {
-                Some((li, lc, ri, rc)) if ri == newest || (kind == "INNER" && self.joins.iter().all(|j| j.2 == "INNER")) => {
+                Some((li, lc, ri, rc))
+                    if ri == newest || (kind == "INNER" && self.joins.iter().all(|j| j.2 == "INNER")) =>
+                {
                     let l = format!("{}.{}", self.tables[li].alias, lc);
                     let r = format!("{}.{}", self.tables[ri].alias, rc);
                     self.joins.push(JoinCondition(l, r, kind.to_string()));

@@ -142,7 +142,9 @@ mod tests {
 
     fn nnf_of(condition: &str) -> String {
         let sql = format!("SELECT a FROM t WHERE {condition}");
-        let Ok(Statement::Query(q)) = crate::sql::parse(&sql) else { panic!("{sql}") };
+        let Ok(Statement::Query(q)) = crate::sql::parse(&sql) else {
+            panic!("{sql}")
+        };
         let SetExpr::Select(s) = *q.body else { panic!() };
         push_not(s.selection.as_ref().unwrap())
             .map(|e| e.to_string())

@@ -39,10 +39,11 @@ impl Args<'_> {
         match self.opt("limit") {
             None => Ok(None),
             // An integral JSON number is an integer (`-1.0`), as JSON Schema's `integer` holds.
-            Some(v) => match v
-                .as_i64()
-                .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64))
-            {
+            Some(v) => match v.as_i64().or_else(|| {
+                v.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                    .map(|f| f as i64)
+            }) {
                 Some(n) if n < 0 => Ok(None),
                 Some(n) => Ok(Some(n as usize)),
                 None => Err("argument `limit` must be an integer (-1 for no limit)".into()),

@@ -16,8 +16,8 @@ use super::args::{Args, column};
 use super::cells::json_to_datum;
 use super::filter::filter_data;
 use super::{R, Value};
-use crate::tools::{as_label_ref, label_ref};
 use crate::tools::table::{array_from_datums, datum_at, datums};
+use crate::tools::{as_label_ref, label_ref};
 use crate::verify::Datum;
 
 /// The label and column name under which a condition's rows are found (never a table column:
@@ -88,10 +88,18 @@ fn with_row_numbers(t: &RecordBatch) -> R<RecordBatch> {
         .iter()
         .map(|f| f.as_ref().clone().with_nullable(true))
         .collect();
-    fields.push(arrow_schema::Field::new(ROW, columns[columns.len() - 1].data_type().clone(), true));
+    fields.push(arrow_schema::Field::new(
+        ROW,
+        columns[columns.len() - 1].data_type().clone(),
+        true,
+    ));
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(t.num_rows()));
-    RecordBatch::try_new_with_options(std::sync::Arc::new(arrow_schema::Schema::new(fields)), columns, &options)
-        .map_err(|e| e.to_string())
+    RecordBatch::try_new_with_options(
+        std::sync::Arc::new(arrow_schema::Schema::new(fields)),
+        columns,
+        &options,
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// The row numbers satisfying one condition `{key_name, condition, value | other_key_name}`.
@@ -124,6 +132,8 @@ fn cell(t: &RecordBatch, spec: &Json, r: usize) -> R<Datum> {
     }
     match spec.get("value") {
         Some(v) => json_to_datum(v),
-        None => Err(format!("a THEN/ELSE is {{\"value\": v}} or {{\"key_name\": k}}, got {spec}")),
+        None => Err(format!(
+            "a THEN/ELSE is {{\"value\": v}} or {{\"key_name\": k}}, got {spec}"
+        )),
     }
 }

@@ -110,7 +110,8 @@ pub fn join_at_within(
             );
             let result = (|| {
                 let (sql, names) = join_sql(conn, tables, conditions).map_err(|e| e.to_string())?;
-                let estimate = estimate_rows(conn, tables, conditions, &sql, budget.max_rows).map_err(|e| e.to_string())?;
+                let estimate =
+                    estimate_rows(conn, tables, conditions, &sql, budget.max_rows).map_err(|e| e.to_string())?;
                 if estimate > budget.max_rows {
                     refused = Some(JoinRefused::TooManyRows {
                         estimate,
@@ -228,6 +229,9 @@ mod tests {
             JoinRefused::Timeout(1)
         );
         // Nothing refused was cached: the same join within budget runs.
-        assert_eq!(join_at_within(&path, &copies(2), &[], ROOMY).unwrap().num_rows(), 160_000);
+        assert_eq!(
+            join_at_within(&path, &copies(2), &[], ROOMY).unwrap().num_rows(),
+            160_000
+        );
     }
 }

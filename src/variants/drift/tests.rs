@@ -428,9 +428,15 @@ fn versioned_names_fit_sixty_four_characters_whole_words_and_stay_unique() {
     assert_eq!(versioned("filter_data", 0), "filter_data_v2");
     let long = "get_flights_flightno_and_airline_by_destairport_sorted_by_flightno_via_sourceairport";
     let v = versioned(long, 0);
-    assert!(v.len() <= 64 && v.ends_with("_sourceairport_v2") && v.starts_with("get_flights_"), "{v}");
+    assert!(
+        v.len() <= 64 && v.ends_with("_sourceairport_v2") && v.starts_with("get_flights_"),
+        "{v}"
+    );
     let words: Vec<&str> = long.split('_').collect();
-    assert!(v.trim_end_matches("_v2").split('_').all(|w| words.contains(&w)), "a word was cut: {v}");
+    assert!(
+        v.trim_end_matches("_v2").split('_').all(|w| words.contains(&w)),
+        "a word was cut: {v}"
+    );
     let exactly_64 = format!("get_{}", "a_".repeat(30));
     let exactly_64 = &exactly_64[..64];
     assert!(versioned(exactly_64, 0).len() <= 64);
@@ -460,7 +466,9 @@ fn versioned_names_fit_sixty_four_characters_whole_words_and_stay_unique() {
     assert_ne!(new[0], new[1]);
     for t in &drift.tools {
         assert!(t.new.name.len() <= 64, "{}", t.new.name);
-        let Change::EndpointEvolution { name_new, .. } = &t.changes[0] else { panic!() };
+        let Change::EndpointEvolution { name_new, .. } = &t.changes[0] else {
+            panic!()
+        };
         assert_eq!(name_new, &t.new.name, "change log and A_new agree");
     }
 }
