@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::score::RowResult;
+use crate::variants::Rng;
 
 /// Resamples per interval.
 pub const RESAMPLES: usize = 1000;
@@ -28,22 +29,10 @@ pub struct Interval {
     pub hi: f64,
 }
 
-/// SplitMix64 (Steele, Lea & Flood 2014): a small, fast, seedable generator.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (Lemire's multiply-shift; the bias is below 2^-40 for n < 2^24).
-    fn below(&mut self, n: usize) -> usize {
-        ((self.next() >> 32) * n as u64 >> 32) as usize
-    }
+/// Uniform in `0..n` from the project's SplitMix64 stream ([`Rng`]), by Lemire's
+/// multiply-shift (the bias is below 2^-40 for n < 2^24).
+fn below(rng: &mut Rng, n: usize) -> usize {
+    ((rng.next_u64() >> 32) * n as u64 >> 32) as usize
 }
 
 /// The 2.5th and 97.5th percentiles (nearest rank) of `values` (sorted here).
@@ -62,11 +51,11 @@ pub fn bootstrap<T>(rows: &[T], stat: impl Fn(&mut dyn Iterator<Item = &T>) -> f
     if rows.is_empty() {
         return None;
     }
-    let mut rng = SplitMix64(SEED);
+    let mut rng = Rng::from_state(SEED);
     let n = rows.len();
     let values: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
-            let idx: Vec<usize> = (0..n).map(|_| rng.below(n)).collect();
+            let idx: Vec<usize> = (0..n).map(|_| below(&mut rng, n)).collect();
             stat(&mut idx.iter().map(|&i| &rows[i]))
         })
         .collect();

@@ -58,6 +58,12 @@ impl Rng {
         Rng(u64::from_le_bytes(b.as_bytes()[..8].try_into().expect("8 bytes")))
     }
 
+    /// The stream whose SplitMix64 state is `state` (no hashing: a fixed, documented seed such
+    /// as the bootstrap's in `eval::stats`).
+    pub fn from_state(state: u64) -> Rng {
+        Rng(state)
+    }
+
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
