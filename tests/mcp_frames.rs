@@ -5,32 +5,20 @@
 //! with a missing or non-string `name` or non-object `arguments` — and the server keeps serving;
 //! over HTTP (`POST /mcp`) the same frames get HTTP 400 with the same JSON-RPC error.
 
+#[path = "serve_support/mod.rs"]
+mod serve_support;
+
 use std::io::{BufRead, Read as _, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use serve_support::root;
 
+/// slot-spider, built once for every test of this file.
 fn dataset() -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        // Under target/ (removed with it), not a kept /tmp directory left by every run.
-        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp_frames");
-        let _ = std::fs::remove_dir_all(&tmp);
-        toolforge::pipeline::build_and_emit(
-            &root().join("recipes/slot-spider.toml"),
-            Some(&tmp.join("out")),
-            Some(&tmp.join("store")),
-            false,
-        )
-        .unwrap();
-        tmp.join("out/slot-spider")
-    })
-    .clone()
+    serve_support::slot_spider("mcp_frames")
 }
 
 /// The malformed frames and the error code each must get (`id` null unless given).

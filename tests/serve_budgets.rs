@@ -6,17 +6,17 @@
 //! bounded by bytes. After every hostile request the server still answers a health check
 //! within 100 ms. SQLite (the city table's row count) is the judge of the estimates.
 
+#[path = "serve_support/mod.rs"]
+mod serve_support;
+
 use std::io::{BufRead, Write as _};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use serve_support::root;
 
 fn dbs() -> PathBuf {
     root().join("../shared/corpora/spider/database")
@@ -24,21 +24,7 @@ fn dbs() -> PathBuf {
 
 /// slot-spider, built once for every test of this file.
 fn dataset() -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        // Under target/ (removed with it), not a kept /tmp directory left by every run.
-        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve_budgets");
-        let _ = std::fs::remove_dir_all(&tmp);
-        toolforge::pipeline::build_and_emit(
-            &root().join("recipes/slot-spider.toml"),
-            Some(&tmp.join("out")),
-            Some(&tmp.join("store")),
-            false,
-        )
-        .unwrap();
-        tmp.join("out/slot-spider")
-    })
-    .clone()
+    serve_support::slot_spider("serve_budgets")
 }
 
 /// The server process (killed on drop) and its base URL.

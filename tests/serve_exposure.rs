@@ -3,31 +3,19 @@
 //! gets 421 on every route; binding a non-loopback address without a token prints a warning;
 //! a client cannot inject faults unless the server was started with `--faults`.
 
+#[path = "serve_support/mod.rs"]
+mod serve_support;
+
 use std::io::{BufRead as _, Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use serve_support::root;
 
+/// slot-spider, built once for every test of this file.
 fn dataset() -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        // Under target/ (removed with it), not a kept /tmp directory left by every run.
-        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve_exposure");
-        let _ = std::fs::remove_dir_all(&tmp);
-        toolforge::pipeline::build_and_emit(
-            &root().join("recipes/slot-spider.toml"),
-            Some(&tmp.join("out")),
-            Some(&tmp.join("store")),
-            false,
-        )
-        .unwrap();
-        tmp.join("out/slot-spider")
-    })
-    .clone()
+    serve_support::slot_spider("serve_exposure")
 }
 
 struct Server {
