@@ -196,6 +196,42 @@ fn bad_records_missing_and_invalid_databases_are_reported_not_fatal() {
     assert!(leftovers.is_empty());
 }
 
+/// A 0-byte file, a file with a truncated header and a valid SQLite file without tables are
+/// `db_invalid` with the reason named (SQLite opens the first and last as empty databases, so
+/// before they surfaced question by question as `sql_error: no such table`).
+#[test]
+fn empty_truncated_and_tableless_database_files_are_db_invalid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let recipe = fixture_project(
+        tmp.path(),
+        r#"[
+  {"db_id": "good", "question": "a?", "query": "SELECT a FROM t WHERE b = 'x'"},
+  {"db_id": "zero", "question": "q", "query": "SELECT 1 FROM t"},
+  {"db_id": "truncated", "question": "q", "query": "SELECT 1 FROM t"},
+  {"db_id": "tableless", "question": "q", "query": "SELECT 1 FROM t"}
+]"#,
+    );
+    let db = tmp.path().join("corpus/database");
+    for name in ["zero", "truncated", "tableless"] {
+        std::fs::create_dir_all(db.join(name)).unwrap();
+    }
+    std::fs::write(db.join("zero/zero.sqlite"), b"").unwrap();
+    std::fs::write(db.join("truncated/truncated.sqlite"), b"SQLite format 3\0").unwrap();
+    let conn = rusqlite::Connection::open(db.join("tableless/tableless.sqlite")).unwrap();
+    conn.execute_batch("PRAGMA user_version = 7;").unwrap();
+    drop(conn);
+    assert!(std::fs::metadata(db.join("tableless/tableless.sqlite")).unwrap().len() > 0);
+    build_and_emit(&recipe, None, None, false).unwrap();
+    let r = report(&tmp.path().join("out"), "fix");
+    assert_eq!(r["kept"], 1, "{r}");
+    assert_eq!(r["dropped_by_reason"]["db_invalid"], 3, "{r}");
+    assert!(r["dropped_by_reason"].get("sql_error").is_none(), "{r}");
+    let details: Vec<&str> = r["dropped_list"].as_array().unwrap().iter().map(|d| d["detail"].as_str().unwrap()).collect();
+    assert!(details.iter().any(|d| d.contains("0 bytes")), "{details:?}");
+    assert!(details.iter().any(|d| d.contains("does not start with the SQLite header")), "{details:?}");
+    assert!(details.iter().any(|d| d.contains("holds no table")), "{details:?}");
+}
+
 #[test]
 fn malformed_question_file_and_bad_recipe_are_clear_errors() {
     let tmp = tempfile::tempdir().unwrap();

@@ -29,6 +29,11 @@ impl Schema {
         Ok(schema)
     }
 
+    /// True when the database holds no table or view.
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+
     /// Adds a table (used by tests and loaders).
     pub fn add(&mut self, table: &str, columns: Vec<String>) {
         self.tables.insert(table.to_lowercase(), (table.to_string(), columns));

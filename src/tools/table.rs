@@ -324,6 +324,26 @@ pub fn join_sql(
     Ok((sql, names))
 }
 
+/// Checks that `path` holds a SQLite database before it is opened: at least one 100-byte header
+/// starting with the magic string `"SQLite format 3\0"` (SQLite's file format, §1.3 "The Database
+/// Header"). SQLite itself opens a 0-byte file as an empty database and reads any other file
+/// lazily, so neither would be reported until a query fails. Errors: a readable sentence naming
+/// what was found (`0 bytes`, `not a SQLite header`) or the I/O error.
+pub fn check_sqlite_file(path: &Path) -> Result<(), String> {
+    use std::io::Read;
+    const MAGIC: &[u8; 16] = b"SQLite format 3\0";
+    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let len = f.metadata().map_err(|e| e.to_string())?.len();
+    if len == 0 {
+        return Err("the file is empty (0 bytes)".into());
+    }
+    let mut head = [0u8; 16];
+    if len < 100 || f.read_exact(&mut head).is_err() || &head != MAGIC {
+        return Err(format!("the file ({len} bytes) does not start with the SQLite header"));
+    }
+    Ok(())
+}
+
 /// Opens a database read-only (no file is created for a missing path).
 pub fn open_read_only(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
     rusqlite::Connection::open_with_flags(
