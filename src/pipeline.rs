@@ -79,11 +79,11 @@ pub fn compile_with(recipe_path: &Path, store: &Store, progress: bool) -> Result
     Ok(build)
 }
 
-/// The stages after the family's compile, on the whole compiled build: MCP task synthesis, seq
-/// requests and paraphrases (LLM stages: each request an item of the store), the variants.
-fn later_stages(build: &mut Build, store: &Store) {
-    // Corrupt store entries met by the compile stages: named in the summary, kept out of the
-    // files (a rebuild must give the same bytes).
+/// Names the corrupt store entries met so far (every stage: compile, variants, trajectories) in
+/// `build.stats` under [`crate::store::REPAIRED_STAT`]: printed in the summary, kept out of the
+/// files (a rebuild must give the same bytes). Called again after the files are written, so
+/// the trajectory entries repaired while writing are counted too (issue 31 item 5).
+fn note_repaired(build: &mut Build, store: &Store) {
     let dirty = store.dirty();
     if !dirty.is_empty() {
         let list: Vec<String> = dirty.iter().map(ToString::to_string).collect();
@@ -92,6 +92,12 @@ fn later_stages(build: &mut Build, store: &Store) {
             format!("{} corrupt entries recomputed: {}", dirty.len(), list.join("; ")).into(),
         );
     }
+}
+
+/// The stages after the family's compile, on the whole compiled build: MCP task synthesis, seq
+/// requests and paraphrases (LLM stages: each request an item of the store), the variants.
+fn later_stages(build: &mut Build, store: &Store) {
+    note_repaired(build, store);
     // ToolGym task synthesis for MCP bundles (an LLM endpoint, else skipped with one line).
     if build.recipe.format == "catalog" {
         let llm = build.recipe.catalog.as_ref().and_then(|k| k.llm.clone());
@@ -283,9 +289,10 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
             );
         }
     }
-    let build = compiled?;
+    let mut build = compiled?;
     let out_dir = out_root.join(&build.recipe.name);
     let wrote = crate::emit::write_cached(&build, &out_dir, recipe_path, Some(&store))?;
+    note_repaired(&mut build, &store);
     let mut text = crate::emit::report::summary(&build, &out_dir, wrote, start.elapsed().as_secs_f64());
     // A store that could not be written (disk full, network) does not fail the build, whose
     // results are in memory; the summary says how many requests failed (issue 31 D6).

@@ -127,9 +127,20 @@ fn corrupt_store_entries_are_rebuilt() {
     assert!(summary.contains("0 stages from the store, 11 computed"), "{summary}");
     // Why they were recomputed, per entry (cf. cargo's DirtyReason).
     assert!(
-        summary.contains("store_repaired: 11 corrupt entries recomputed: compile-slot ")
+        summary.contains("corrupt entries recomputed: compile-slot ")
             && (summary.contains("truncated to ") || summary.contains("payload hash mismatch")),
         "{summary}"
+    );
+    // Every stage's repaired entries are counted, the trajectories' (written after the compile
+    // stages' count was first taken) included: as many as there are entries in the store.
+    let entries: usize = std::fs::read_dir(store.join("objects"))
+        .unwrap()
+        .map(|d| std::fs::read_dir(d.unwrap().path()).unwrap().count())
+        .sum();
+    assert!(summary.contains("emit-trajectories "), "{summary}");
+    assert!(
+        summary.contains(&format!("store_repaired: {entries} corrupt entries recomputed")),
+        "{entries}: {summary}"
     );
     assert_eq!(std::fs::read(out.join("slot-bird/data/dev.parquet")).unwrap(), good);
 }
@@ -226,9 +237,19 @@ fn empty_truncated_and_tableless_database_files_are_db_invalid() {
     assert_eq!(r["kept"], 1, "{r}");
     assert_eq!(r["dropped_by_reason"]["db_invalid"], 3, "{r}");
     assert!(r["dropped_by_reason"].get("sql_error").is_none(), "{r}");
-    let details: Vec<&str> = r["dropped_list"].as_array().unwrap().iter().map(|d| d["detail"].as_str().unwrap()).collect();
+    let details: Vec<&str> = r["dropped_list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["detail"].as_str().unwrap())
+        .collect();
     assert!(details.iter().any(|d| d.contains("0 bytes")), "{details:?}");
-    assert!(details.iter().any(|d| d.contains("does not start with the SQLite header")), "{details:?}");
+    assert!(
+        details
+            .iter()
+            .any(|d| d.contains("does not start with the SQLite header")),
+        "{details:?}"
+    );
     assert!(details.iter().any(|d| d.contains("holds no table")), "{details:?}");
 }
 

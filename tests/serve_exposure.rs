@@ -161,3 +161,100 @@ fn delete_session_is_in_the_openapi_document() {
         "{delete}"
     );
 }
+
+/// One raw request (the whole text as given) and the whole response text.
+fn raw(port: &str, request: &str) -> String {
+    let mut s = TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text
+}
+
+/// The value of response header `name` (case-insensitive), if present.
+fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+    let head = response.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines().skip(1).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// CORS is opt-in (issue 31 item 3): without `--cors-origin` neither a simple request nor a
+/// preflight from a browser page gets `Access-Control-Allow-Origin`; with it, the listed origin
+/// (and only it) does, and the preflight names the methods and headers a client needs.
+#[test]
+fn cors_headers_only_for_origins_the_server_was_started_with() {
+    let preflight = "OPTIONS /tools/filter_data HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://app.example\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, content-type\r\nConnection: close\r\n\r\n";
+    let simple = |origin: &str| {
+        format!("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: {origin}\r\nConnection: close\r\n\r\n")
+    };
+    let plain = serve(&[]);
+    assert_eq!(
+        header(
+            &raw(&plain.port, &simple("http://app.example")),
+            "access-control-allow-origin"
+        ),
+        None
+    );
+    assert_eq!(
+        header(&raw(&plain.port, preflight), "access-control-allow-origin"),
+        None
+    );
+
+    let open = serve(&["--cors-origin", "http://app.example"]);
+    let r = raw(&open.port, &simple("http://app.example"));
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert_eq!(header(&r, "access-control-allow-origin"), Some("http://app.example"));
+    let r = raw(&open.port, &simple("http://evil.example"));
+    assert_eq!(header(&r, "access-control-allow-origin"), None, "{r}");
+    let r = raw(&open.port, preflight);
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert_eq!(header(&r, "access-control-allow-origin"), Some("http://app.example"));
+    let methods = header(&r, "access-control-allow-methods")
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    assert!(methods.contains("POST") && methods.contains("DELETE"), "{r}");
+    let headers = header(&r, "access-control-allow-headers")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    assert!(
+        headers.contains("authorization") && headers.contains("mcp-session-id"),
+        "{r}"
+    );
+}
+
+/// A request URI over 8 KiB gets 414 with a JSON `detail` body (the documented error shape) up to
+/// 64 KiB. Past that hyper refuses the head before any handler runs, with its own fixed limits
+/// (documented in README): a URI over 64 KiB is a 414 and a head over its ~408 KiB buffer a
+/// 431, both without a body and with the connection closed. Either way the server keeps serving.
+#[test]
+fn long_uris_get_414_with_a_json_detail_body() {
+    let server = serve(&[]);
+    let get = |len: usize| {
+        raw(
+            &server.port,
+            &format!(
+                "GET /healthz?x={} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                "a".repeat(len)
+            ),
+        )
+    };
+    for len in [8_200usize, 20_000, 65_000] {
+        let r = get(len);
+        assert!(r.starts_with("HTTP/1.1 414"), "{len}: {}", &r[..r.len().min(200)]);
+        let body = r.split("\r\n\r\n").nth(1).unwrap_or_default();
+        let json: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{len}: {e}: {r:?}"));
+        assert!(json["detail"].is_string(), "{len}: {body}");
+    }
+    for (len, code) in [(100_000usize, "414"), (1_000_000, "431")] {
+        let r = get(len);
+        assert!(
+            r.starts_with(&format!("HTTP/1.1 {code}")),
+            "{len}: {}",
+            &r[..r.len().min(200)]
+        );
+    }
+    assert_eq!(status(&server.port, "GET", "/healthz", &[("Host", "127.0.0.1")]), 200);
+}

@@ -8,6 +8,10 @@
 //!   `Authorization: Bearer <token>`, else 401 with `WWW-Authenticate: Bearer`. The comparison
 //!   is of BLAKE3 hashes (constant time in the token).
 //! - Binding a non-loopback address without a token prints a warning ([`warn_if_exposed`]).
+//! - **CORS** is off unless asked for: `--cors-origin ORIGIN` (repeatable, `*` for any) answers
+//!   browsers' preflight requests and adds `Access-Control-Allow-Origin` for those origins
+//!   ([`cors_layer`], tower-http's `CorsLayer`). Without it a page on another origin cannot
+//!   read the server's answers, which is the safe default for a server that runs tools.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -64,6 +68,49 @@ pub(super) async fn guard(State(state): State<Shared>, req: Request, next: Next)
         }
     }
     next.run(req).await
+}
+
+/// The CORS policy of the module docs for `origins` (`None` when the list is empty: no CORS
+/// headers at all). Methods: GET, POST, DELETE, OPTIONS; request headers: `Authorization`,
+/// `Content-Type`, `Mcp-Session-Id`, `Mcp-Protocol-Version`, `X-Toolforge-Fault`; the
+/// `Mcp-Session-Id` response header is exposed (the MCP streamable-HTTP transport reads it).
+/// Errors: an origin that is not a valid header value is skipped with a warning.
+pub fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use axum::http::{HeaderName, Method};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(
+            origins
+                .iter()
+                .filter_map(|o| match HeaderValue::from_str(o.trim_end_matches('/')) {
+                    Ok(v) => Some(v),
+                    Err(_) => {
+                        eprintln!("warning: --cors-origin {o:?} is not a valid origin; skipped");
+                        None
+                    }
+                }),
+        )
+    };
+    let headers = [
+        "authorization",
+        "content-type",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "x-toolforge-fault",
+    ]
+    .map(HeaderName::from_static);
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS])
+            .allow_headers(headers)
+            .expose_headers([HeaderName::from_static("mcp-session-id")]),
+    )
 }
 
 /// Prints a warning on standard error when `config` binds a non-loopback address without a token.

@@ -68,6 +68,10 @@ pub struct ServeFlags {
     /// address (421 for any other); repeatable.
     #[arg(long = "allowed-host", value_name = "NAME")]
     pub allowed_hosts: Vec<String>,
+    /// An origin whose pages may call the server from a browser (CORS; repeatable, `*` for
+    /// any; default: none, so no CORS headers are sent).
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub cors_origins: Vec<String>,
     /// Honour `X-Toolforge-Fault` request headers (fault injection for agent testing).
     #[arg(long)]
     pub faults: bool,
@@ -108,6 +112,7 @@ impl ServeFlags {
             },
             token: self.token.filter(|t| !t.is_empty()),
             allowed_hosts: self.allowed_hosts,
+            cors_origins: self.cors_origins,
             faults: self.faults,
             max_mcp_sessions: self.max_mcp_sessions,
             mcp_session_idle: Duration::from_secs(self.mcp_session_idle_secs),

@@ -64,12 +64,13 @@ pub use state::{ServeConfig, Toolkit};
 
 /// The server's routes over a loaded toolkit: [`http`]'s tool routes, the MCP streamable-HTTP
 /// endpoint at `/mcp` ([`mcp`]), FastAPI's 404 fallback, then the layers every request passes:
-/// fault injection ([`faults`]), the 64 KiB body limit and the 8 KiB URI limit.
+/// fault injection ([`faults`]), the 64 KiB body limit and the 8 KiB URI limit, the exposure
+/// guard, and outermost the opt-in CORS policy ([`exposure::cors_layer`]).
 pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
     let state = state::shared(toolkit, config);
     let (mcp_service, mcp_sessions) = mcp::streamable_http(state.clone());
     let max_mcp = state.config.max_mcp_sessions;
-    http::routes(&state)
+    let app = http::routes(&state)
         .nest_service("/mcp", mcp_service)
         .fallback(|| async { detail(StatusCode::NOT_FOUND, "Not Found") })
         .layer(middleware::from_fn_with_state(state.clone(), faults::inject_fault))
@@ -81,8 +82,14 @@ pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
         .layer(middleware::from_fn(jsonrpc::http_frames))
         .layer(DefaultBodyLimit::max(64 * 1024))
         .layer(middleware::from_fn(http::limit_uri))
-        .layer(middleware::from_fn_with_state(state.clone(), exposure::guard))
-        .with_state(state)
+        .layer(middleware::from_fn_with_state(state.clone(), exposure::guard));
+    let cors = exposure::cors_layer(&state.config.cors_origins);
+    let app = app.with_state(state);
+    // Outermost, so a browser's preflight (which carries no token) is answered by the policy.
+    match cors {
+        Some(layer) => app.layer(layer),
+        None => app,
+    }
 }
 
 /// The most threads running blocking work (queries, join steps) at once; more requests wait.

@@ -52,6 +52,8 @@ pub struct ServeConfig {
     pub token: Option<String>,
     /// Host names accepted in `Host` besides the loopback names and the bound address.
     pub allowed_hosts: Vec<String>,
+    /// Origins a browser page may call the server from (CORS; empty: none, `*`: any).
+    pub cors_origins: Vec<String>,
     /// Most open MCP-over-HTTP sessions (`initialize` past it gets 503, [`super::mcp::limit_sessions`]).
     pub max_mcp_sessions: usize,
     /// Idle time after which rmcp closes an MCP-over-HTTP session.
@@ -80,6 +82,7 @@ impl Default for ServeConfig {
             connections: Default::default(),
             token: None,
             allowed_hosts: Vec::new(),
+            cors_origins: Vec::new(),
             faults: false,
             max_mcp_sessions: 1_000,
             mcp_session_idle: Duration::from_secs(300),

@@ -296,8 +296,18 @@ fn compile_db(
         return (drop_all(recipe, qs, "db_missing", &detail), Vec::new(), Vec::new());
     }
     let schema = table::check_sqlite_file(db_path)
-        .and_then(|()| table::open_read_only(db_path).and_then(|c| Schema::load(&c)).map_err(|e| e.to_string()))
-        .and_then(|s| if s.is_empty() { Err("it holds no table".into()) } else { Ok(s) });
+        .and_then(|()| {
+            table::open_read_only(db_path)
+                .and_then(|c| Schema::load(&c))
+                .map_err(|e| e.to_string())
+        })
+        .and_then(|s| {
+            if s.is_empty() {
+                Err("it holds no table".into())
+            } else {
+                Ok(s)
+            }
+        });
     let schema = match schema {
         Ok(s) => s,
         Err(e) => {

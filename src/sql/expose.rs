@@ -71,6 +71,7 @@ fn limit(q: &Query) -> Option<Exposure> {
             optional: true,
             default: Some(json!(n)),
             choices: vec![],
+            minimum: Some(0),
         },
         value: json!(n),
     })
@@ -110,6 +111,7 @@ fn direction(q: &Query) -> Option<Exposure> {
             optional: true,
             default: Some(json!(gold)),
             choices: vec!["asc".into(), "desc".into()],
+            minimum: None,
         },
         value: json!(gold),
     })
@@ -135,6 +137,7 @@ fn filter(q: &Query, column: &str, name: &str, description: String, kind: &str) 
             optional: true,
             default: None,
             choices: vec![],
+            minimum: None,
         },
         value: Json::Null,
     })

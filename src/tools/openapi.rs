@@ -36,7 +36,7 @@ pub fn validation_components() -> Json {
 }
 
 /// A query parameter's schema as pydantic writes it: `T` → `{type}`; `Literal[...]` →
-/// `{enum, type}`; a default → `default` after the description; `Optional[T] = None` →
+/// `{enum, type}`; `Query(ge=m)` → `minimum` after the type; a default → `default` after the description; `Optional[T] = None` →
 /// `{anyOf: [{type}, {type: null}]}`.
 fn parameter_schema(p: &crate::tools::template::Parameter) -> Json {
     let mut s = Map::new();
@@ -47,6 +47,9 @@ fn parameter_schema(p: &crate::tools::template::Parameter) -> Json {
             s.insert("enum".into(), json!(p.choices));
         }
         s.insert("type".into(), json!(p.kind));
+        if let Some(m) = p.minimum {
+            s.insert("minimum".into(), json!(m));
+        }
     }
     s.insert("description".into(), json!(p.description));
     if let Some(d) = &p.default {

@@ -108,6 +108,9 @@ impl Endpoint {
                 if !p.choices.is_empty() {
                     schema["enum"] = json!(p.choices);
                 }
+                if let Some(m) = p.minimum {
+                    schema["minimum"] = json!(m);
+                }
                 if let Some(d) = &p.default {
                     schema["default"] = d.clone();
                 }
@@ -146,8 +149,9 @@ impl Endpoint {
                 continue;
             };
             match parse_typed(&p.kind, raw) {
-                Some(v) if choice_ok(p, &v) => values.push(v),
-                Some(v) => errors.push(enum_error(p, v)),
+                Some(v) if !choice_ok(p, &v) => errors.push(enum_error(p, v)),
+                Some(v) if !minimum_ok(p, &v) => errors.push(minimum_error(p, json!(raw))),
+                Some(v) => values.push(v),
                 None => errors.push(type_error(p, json!(raw))),
             }
         }
@@ -187,6 +191,7 @@ impl Endpoint {
                     };
                     match typed {
                         Some(t) if !choice_ok(p, &t) => errors.push(enum_error(p, t)),
+                        Some(t) if !minimum_ok(p, &t) => errors.push(minimum_error(p, v.clone())),
                         Some(t) => values.push(t),
                         None => errors.push(type_error(p, v.clone())),
                     }
@@ -273,6 +278,21 @@ fn parse_typed(kind: &str, raw: &str) -> Option<Json> {
 
 fn choice_ok(p: &Parameter, v: &Json) -> bool {
     p.choices.is_empty() || v.as_str().is_some_and(|s| p.choices.iter().any(|c| c == s))
+}
+
+/// Whether a numeric value respects the parameter's `minimum` (true when unbounded).
+fn minimum_ok(p: &Parameter, v: &Json) -> bool {
+    match (p.minimum, v.as_f64()) {
+        (Some(m), Some(x)) => x >= m as f64,
+        _ => true,
+    }
+}
+
+/// Pydantic's error for a value below `Query(ge=…)`.
+fn minimum_error(p: &Parameter, input: Json) -> Json {
+    let m = p.minimum.unwrap_or_default();
+    json!({"type": "greater_than_equal", "loc": ["query", p.name],
+        "msg": format!("Input should be greater than or equal to {m}"), "input": input, "ctx": {"ge": m}})
 }
 
 /// Pydantic's error for a value outside a `Literal[...]` enum.
@@ -571,5 +591,42 @@ mod tests {
             errs[1],
             json!({"type": "missing", "loc": ["query", "name"], "msg": "Field required", "input": null})
         );
+    }
+
+    /// `limit` is `Query(ge=0)`: a negative value (which SQLite would read as "no limit") is
+    /// pydantic's `greater_than_equal` error from the query string and from JSON alike, and the
+    /// tool schema states `minimum: 0` (issue 31 item 3).
+    #[test]
+    fn negative_limit_is_rejected_like_fastapi_ge_zero() {
+        let limit = Parameter {
+            name: "limit".into(),
+            kind: "integer".into(),
+            optional: true,
+            default: Some(json!(3)),
+            minimum: Some(0),
+            ..Parameter::default()
+        };
+        let ep = Endpoint {
+            db_id: "d".into(),
+            name: "f".into(),
+            path: "/p".into(),
+            summary: String::new(),
+            sql: String::new(),
+            parameters: vec![limit],
+            ordered: true,
+        };
+        let q = |v: &str| vec![("limit".to_string(), v.to_string())];
+        assert_eq!(ep.arguments_from_query(&q("0")).unwrap(), vec![json!(0)]);
+        assert_eq!(
+            ep.arguments_from_query(&q("-1")).unwrap_err(),
+            vec![json!({"type": "greater_than_equal", "loc": ["query", "limit"],
+                "msg": "Input should be greater than or equal to 0", "input": "-1", "ctx": {"ge": 0}})]
+        );
+        let args = serde_json::from_str::<Map<String, Json>>(r#"{"limit": -2}"#).unwrap();
+        assert_eq!(
+            ep.arguments_from_json(&args).unwrap_err()[0]["type"],
+            "greater_than_equal"
+        );
+        assert_eq!(ep.tool_spec().parameters["properties"]["limit"]["minimum"], json!(0));
     }
 }

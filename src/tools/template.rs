@@ -24,6 +24,11 @@ pub struct Parameter {
     /// The accepted values (a string enum), if restricted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<String>,
+    /// The smallest accepted value of a numeric parameter (JSON Schema `minimum`, FastAPI's
+    /// `Query(ge=…)`), if bounded: `limit` is 0 or more (SQLite reads a negative LIMIT as "no
+    /// limit", which no caller of a "maximum number of rows" parameter means).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<i64>,
 }
 
 /// A parameterised gold query.

@@ -42,7 +42,8 @@ def pick(endpoints):
 
 def parameter(p):
     """`name: T = Query(...)`; `Literal[...]` for a string enum; an optional parameter with a
-    default is `Query(default)`, one without is `Optional[T] = Query(None)`."""
+    default is `Query(default)`, one without is `Optional[T] = Query(None)`; a `minimum` is
+    `Query(ge=minimum)`."""
     annotation = TYPES[p["kind"]]
     if p.get("choices"):
         annotation = Literal[tuple(p["choices"])]
@@ -56,7 +57,7 @@ def parameter(p):
     return inspect.Parameter(
         p["name"],
         inspect.Parameter.KEYWORD_ONLY,
-        default=Query(default, description=p["description"]),
+        default=Query(default, description=p["description"], ge=p.get("minimum")),
         annotation=annotation,
     )
 
