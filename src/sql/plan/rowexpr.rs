@@ -8,7 +8,7 @@
 //! with SQLite's semantics (`tools::executor::transform`).
 
 use serde_json::{Value as Json, json};
-use sqlparser::ast::{BinaryOperator, CastKind, DataType, Expr};
+use sqlparser::ast::{BinaryOperator, CastKind, DataType, Expr, TrimWhereField};
 
 use super::*;
 use crate::sql::{LowerError, unsupported};
@@ -42,6 +42,34 @@ impl<'s> Builder<'s> {
                 Ok(self.case_key(e)?.expect("an IIF"))
             }
             Expr::Function(f) => self.function_key(f, e),
+            // `TRIM(x)`, `TRIM(x, chars)`, `TRIM(LEADING chars FROM x)`.
+            Expr::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters,
+            } => {
+                let side = match trim_where {
+                    None | Some(TrimWhereField::Both) => "both",
+                    Some(TrimWhereField::Leading) => "left",
+                    Some(TrimWhereField::Trailing) => "right",
+                };
+                let chars = match (trim_what, trim_characters.as_deref()) {
+                    (None, None) => None,
+                    (Some(w), None) => Some(&**w),
+                    (None, Some([c])) => Some(c),
+                    _ => return Err(unsupported("function_arguments", e)),
+                };
+                let mut args = json!({ "side": side });
+                if let Some(c) = chars {
+                    args["characters"] = self
+                        .literal(c)
+                        .filter(|v| !v.is_null())
+                        .ok_or_else(|| unsupported("function_arguments", e))?;
+                }
+                let key = self.row_key(expr)?;
+                Ok(self.add_transform(key, "trim", args, e))
+            }
             _ => self.column_key(e),
         }
     }

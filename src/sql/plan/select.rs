@@ -67,7 +67,7 @@ impl<'s> Builder<'s> {
             }
             // A scalar function of a column (`SUBSTR`, `ABS`, `STRFTIME`): the column transformed.
             Expr::Function(f) if rowexpr::is_scalar_function(f) => Ok(Measure::Column(self.row_key(e)?)),
-            Expr::Substring { .. } => Ok(Measure::Column(self.row_key(e)?)),
+            Expr::Substring { .. } | Expr::Trim { .. } => Ok(Measure::Column(self.row_key(e)?)),
             Expr::Function(f) => self.aggregate(e, f),
             Expr::Subquery(_) => Err(unsupported("subquery_in_select", e)),
             _ => Err(unsupported("expression", e)),

@@ -105,7 +105,13 @@ fn parse_time(b: &[u8]) -> Option<(i64, i64, f64, i64)> {
                 i += 1;
             }
         }
-        sec = s as f64 + if frac.is_empty() { 0.0 } else { format!("0.{frac}").parse::<f64>().ok()? };
+        // The fraction is capped at 0.999 (SQLite: no rounding up into the next second).
+        let fraction = if frac.is_empty() { 0.0 } else { format!("0.{frac}").parse::<f64>().ok()? };
+        sec = s as f64 + fraction.min(0.999);
+    }
+    // `24:00` only as midnight.
+    if h == 24 && (min != 0 || sec != 0.0) {
+        return None;
     }
     // Time zone: spaces, then `Z` or `[+-]HH:MM`, then only spaces.
     while b.get(i) == Some(&b' ') {
