@@ -158,3 +158,81 @@ fn queries_reading_the_current_time_are_named_drops() {
         assert_eq!(err.reason(), "unsupported:current_time", "{q}");
     }
 }
+
+/// Issue 27 item 4: arithmetic over the columns of one row (`a + b`, `CAST(a AS REAL) / b`,
+/// `a * 100 / b`, `||`) in WHERE, SELECT, ORDER BY and inside aggregates, with SQLite's
+/// integer division, NULL propagation and division by zero.
+#[test]
+fn row_wise_arithmetic_in_where_select_order_and_aggregates_reproduces_sqlite() {
+    run_all(&[
+        "SELECT id FROM sale WHERE amount + qty > 5",
+        "SELECT id FROM sale WHERE amount - qty > 1",
+        "SELECT id FROM sale WHERE CAST(amount AS REAL) / qty > 1.2",
+        "SELECT id FROM sale WHERE amount / qty >= 3",
+        "SELECT id FROM sale WHERE amount * 100 / qty < 200",
+        "SELECT id FROM sale WHERE price / amount > 0.2",
+        "SELECT id FROM sale WHERE 10 - amount > 5",
+        "SELECT id FROM sale WHERE currency || '_' || segment = 'CZK_SME'",
+        "SELECT MAX(CAST(amount AS REAL) / qty) FROM sale WHERE CAST(price AS REAL) / qty > 0.5",
+        "SELECT AVG(amount - qty) FROM sale",
+        "SELECT SUM(price / amount) FROM sale",
+        "SELECT SUM(amount + qty) FROM sale WHERE currency = 'CZK'",
+        "SELECT currency, SUM(amount * qty) FROM sale GROUP BY currency",
+        "SELECT segment FROM sale GROUP BY segment ORDER BY SUM(amount + qty) DESC LIMIT 1",
+        "SELECT id FROM sale ORDER BY CAST(amount AS INTEGER) * 2 - qty DESC, id",
+        "SELECT COUNT(id) FROM sale WHERE CAST(SUBSTR(day, 1, 4) AS INTEGER) * 12 + CAST(SUBSTR(day, 6, 2) AS INTEGER) > 24150",
+        "SELECT id FROM sale WHERE STRFTIME('%Y', day) - STRFTIME('%m', day) < 2010",
+    ]);
+}
+
+/// Issue 27 item 4: SQLite's scalar functions as `transform_data` operations, in WHERE, SELECT
+/// and ORDER BY, NULL in, NULL out.
+#[test]
+fn scalar_functions_in_where_select_and_order_reproduce_sqlite() {
+    run_all(&[
+        "SELECT id FROM sale WHERE LENGTH(segment) = 3 AND LENGTH(day) > 10",
+        "SELECT id FROM sale WHERE date(day) > '2012-06-30'",
+        "SELECT id FROM sale WHERE date(SUBSTR(day, 1, 10)) BETWEEN '2012-01-01' AND '2013-03-01'",
+        "SELECT id FROM sale ORDER BY JULIANDAY(day) DESC, id LIMIT 2",
+        "SELECT JULIANDAY(day) FROM sale",
+        "SELECT datetime(day), date(day), time(day), STRFTIME('%j %W %w %H:%M', day) FROM sale",
+        "SELECT UPPER(segment), LOWER(currency), INSTR(day, '-'), REPLACE(day, '-', '/') FROM sale",
+        "SELECT TRIM(segment || '  '), LTRIM(day, '201'), RTRIM(currency, 'K') FROM sale",
+        "SELECT ROUND(price), ROUND(price / qty, 2), ABS(amount) FROM sale",
+        "SELECT id FROM sale WHERE ROUND(price / qty, 1) = 1.3",
+        "SELECT COUNT(id) FROM sale WHERE UPPER(segment) = 'SME' AND ABS(amount) = 7",
+    ]);
+}
+
+/// `ROUND` over a ratio of aggregates: the aggregates, `calculate`, then `calculate(round)`.
+#[test]
+fn round_over_a_ratio_of_aggregates_reproduces_sqlite() {
+    run_all(&[
+        "SELECT ROUND(CAST(COUNT(CASE WHEN currency = 'CZK' THEN id ELSE NULL END) AS REAL) * 100 / COUNT(id), 3) FROM sale",
+        "SELECT ROUND(AVG(price), 1) FROM sale",
+        "SELECT ROUND(SUM(amount) / 4) FROM sale",
+    ]);
+}
+
+/// A WHERE with two disjunctions (`a IN (…) AND b IN (…)`) was dropped as `multiple_or`: the
+/// second becomes a 1/0 `case` column kept where 1.
+#[test]
+fn a_second_disjunction_lowers_as_a_case_column() {
+    run_all(&[
+        "SELECT COUNT(DISTINCT id) FROM sale WHERE currency IN ('CZK', 'USD') AND segment IN ('SME', 'KAM')",
+        "SELECT id FROM sale WHERE (currency = 'EUR' OR amount > 5) AND (segment = 'SME' OR qty IS NULL OR price > 2)",
+        "SELECT id FROM sale WHERE currency IN ('CZK', 'EUR') AND segment IN ('SME') AND qty IN (2, 3)",
+    ]);
+}
+
+/// `x * 100 > (SELECT AVG(y) …) * 79` and `a = b || '_1'`: a row-wise expression compared with a
+/// scaled scalar subquery or with another row-wise expression.
+#[test]
+fn comparisons_with_row_expressions_and_scaled_subqueries_reproduce_sqlite() {
+    run_all(&[
+        "SELECT id FROM sale WHERE amount * 100 > (SELECT AVG(amount) FROM sale) * 79",
+        "SELECT id FROM sale WHERE price > (SELECT MAX(price) FROM sale) / 2",
+        "SELECT id FROM sale WHERE segment || '_1' = currency || '_1' OR day = currency || '-01'",
+        "SELECT id FROM sale WHERE amount > qty * 2",
+    ]);
+}

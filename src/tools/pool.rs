@@ -49,10 +49,26 @@ pub const COMPARISONS: [&str; 6] = [
 ];
 
 /// `transform_data` operations (`operation_type`).
-pub const TRANSFORMS: [&str; 4] = ["substring", "abs", "datetime", "case"];
+pub const TRANSFORMS: [&str; 15] = [
+    "substring",
+    "abs",
+    "datetime",
+    "case",
+    "arithmetic",
+    "cast",
+    "round",
+    "length",
+    "upper",
+    "lower",
+    "instr",
+    "replace",
+    "trim",
+    "julianday",
+    "strftime",
+];
 
 /// `calculate` operators.
-pub const OPERATORS: [&str; 4] = ["add", "subtract", "multiply", "divide"];
+pub const OPERATORS: [&str; 5] = ["add", "subtract", "multiply", "divide", "round"];
 
 /// The operations of `combine_data`.
 pub const COMBINE_OPERATIONS: [&str; 5] = ["union", "union_all", "intersect", "except", "either"];
@@ -189,7 +205,7 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "transform_data",
-            "Replace a column by a transformation of its values: `substring` with {start_index, end_index} (0-based, end exclusive; a negative start_index counts from the end), `abs`, or `datetime` with {pattern: \"%Y\"|\"%m\"|\"%d\"}; or write the column `key_name` (new or replaced) with SQL's CASE: `case` with {when: [{conditions: [[condition, …], …], then}], else}, where each condition is a `filter_data` condition object {key_name, condition, value | other_key_name}, the inner lists are AND-ed and the outer ones OR-ed, and `then`/`else` are {value} or {key_name} (a missing `else` is null).",
+            "Replace a column by a transformation of its values (or write it to `output_key_name`), with SQLite's semantics (null in, null out): `substring` with {start_index, end_index} (0-based, end exclusive; a negative start_index counts from the end), `abs`, `datetime` with {pattern: \"%Y\"|\"%m\"|\"%d\"}, `arithmetic` with {operator: \"add\"|\"subtract\"|\"multiply\"|\"divide\"|\"concat\", other_key_name | value} (the row's value <operator> the same row's `other_key_name` value or `value`; integer by integer divides as integers, by zero gives null; text is read as a number), `cast` with {type: \"integer\"|\"real\"|\"numeric\"|\"text\"}, `round` with {digits} (half away from zero), `length`, `upper`, `lower`, `instr` with {substring} (1-based position, 0 when absent), `replace` with {pattern, replacement}, `trim` with {characters, side: \"both\"|\"left\"|\"right\"}, `julianday`, `strftime` with {format} (SQLite's %d %f %H %j %J %m %M %s %S %w %W %Y); or write the column `key_name` (new or replaced) with SQL's CASE: `case` with {when: [{conditions: [[condition, …], …], then}], else}, where each condition is a `filter_data` condition object {key_name, condition, value | other_key_name}, the inner lists are AND-ed and the outer ones OR-ed, and `then`/`else` are {value} or {key_name} (a missing `else` is null).",
             json!({
                 "data_source": data_source("The table to transform"),
                 "key_name": key_name(keys, false),
@@ -230,7 +246,7 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "calculate",
-            "Arithmetic between two numbers, single values or lists (elementwise). `divide` is real division; division by zero gives null.",
+            "Arithmetic between two numbers, single values or lists (elementwise), with SQLite's rules: `divide` of an integer by an integer truncates toward zero, division by zero gives null; `round` rounds operand_a to operand_b decimals, half away from zero.",
             json!({
                 "operand_a": {"anyOf": [{"type": "string"}, {"type": "number"}], "description": "A number or the `$LABEL$` of an earlier value or list."},
                 "operand_b": {"anyOf": [{"type": "string"}, {"type": "number"}], "description": "A number or the `$LABEL$` of an earlier value or list."},

@@ -368,6 +368,15 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
             "case" => {
                 "`operation_args` {when: [{conditions: [[condition, …], …], then}], else} (SQL's CASE; `key_name` is the column written)"
             }
+            "arithmetic" => {
+                "`operation_args` {operator: \"add\"|\"subtract\"|\"multiply\"|\"divide\"|\"concat\", other_key_name | value} (SQLite's arithmetic with the same row's value)"
+            }
+            "cast" => "`operation_args` {type: \"integer\"|\"real\"|\"numeric\"|\"text\"} (SQLite's CAST)",
+            "round" => "`operation_args` {digits} (half away from zero)",
+            "instr" => "`operation_args` {substring} (1-based position, 0 when absent)",
+            "replace" => "`operation_args` {pattern, replacement}",
+            "trim" => "`operation_args` {characters, side: \"both\"|\"left\"|\"right\"}",
+            "strftime" => "`operation_args` {format} (SQLite's strftime)",
             _ => "no `operation_args`",
         };
         out.push(without(
@@ -382,7 +391,7 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         out.push(without(
             &calculate,
             format!("calculate_{o}"),
-            format!("Arithmetic `operand_a {o} operand_b` between two numbers, single values or lists (elementwise); division is real division, by zero gives null."),
+            format!("Arithmetic `operand_a {o} operand_b` between two numbers, single values or lists (elementwise), with SQLite's rules (integer by integer division truncates, by zero gives null; `round` is half away from zero to operand_b decimals)."),
             &["operator"],
         ));
     }

@@ -67,5 +67,49 @@ pub(super) fn key_descriptions(
             });
         }
     }
+    // The columns `transform_data` writes (`output_key_name`, a `case` column) are keys later
+    // calls read.
+    for t in plans.iter().flat_map(|p| &p.transforms) {
+        if out.iter().any(|k| k.key_name.eq_ignore_ascii_case(&t.output)) {
+            continue;
+        }
+        let description = match t.operation {
+            "case" => "A row-wise CASE value written by `transform_data`".to_string(),
+            op => format!("`{op}` of `{}`, written by `transform_data`", t.key),
+        };
+        out.push(KeyDescription {
+            key_name: t.output.clone(),
+            description,
+            dtype: transform_dtype(t).into(),
+        });
+    }
     out
+}
+
+/// The OpenAPI type of the column a transform writes.
+fn transform_dtype(t: &sql::plan::Transform) -> &'static str {
+    match t.operation {
+        "arithmetic" if t.args["operator"] == "concat" => "string",
+        "arithmetic" | "round" | "julianday" | "abs" => "number",
+        "length" | "instr" => "integer",
+        "cast" => match t.args["type"].as_str() {
+            Some("integer") => "integer",
+            Some("text") => "string",
+            _ => "number",
+        },
+        "case" => {
+            let values = t.args["when"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|w| &w["then"])
+                .chain(t.args.get("else"));
+            if values.into_iter().all(|v| v.get("value").is_some_and(|v| v.is_number() || v.is_null())) {
+                "number"
+            } else {
+                "string"
+            }
+        }
+        _ => "string",
+    }
 }

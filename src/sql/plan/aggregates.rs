@@ -68,8 +68,12 @@ impl<'s> Builder<'s> {
                 filters: vec![],
             });
         }
-        let key = self.column_key(arg).map_err(|err| match err {
-            LowerError::Unsupported { .. } => unsupported("aggregate_expression", e),
+        // A column, or a row-wise expression's column (`AVG(a - b)`, `SUM(price / amount)`).
+        if rowexpr::contains_aggregate(arg) {
+            return Err(unsupported("aggregate_expression", e));
+        }
+        let key = self.row_key(arg).map_err(|err| match err {
+            LowerError::Unsupported { code: "expression", .. } => unsupported("aggregate_expression", e),
             other => other,
         })?;
         Ok(Measure::Aggregate {

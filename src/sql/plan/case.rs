@@ -116,6 +116,42 @@ impl<'s> Builder<'s> {
         Ok(Some(self.case_transform(args)))
     }
 
+    /// A disjunction's truth per row (`x IN ('a', 'b')`, `p OR q`) as a `case` column: 1 where
+    /// a branch holds, else 0 (a NULL comparison is not true, so such a row is 0, as SQL's
+    /// WHERE drops it).
+    pub(super) fn disjunction_key(&mut self, e: &Expr) -> Result<String, LowerError> {
+        let cond = match e {
+            // `x IN (a, b)` is `x = a OR x = b`.
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } => {
+                let mut disjunction = None;
+                for item in list {
+                    let eq = Expr::BinaryOp {
+                        left: expr.clone(),
+                        op: BinaryOperator::Eq,
+                        right: Box::new(item.clone()),
+                    };
+                    disjunction = Some(match disjunction {
+                        None => eq,
+                        Some(d) => Expr::BinaryOp {
+                            left: Box::new(d),
+                            op: BinaryOperator::Or,
+                            right: Box::new(eq),
+                        },
+                    });
+                }
+                disjunction.ok_or_else(|| unsupported("in_list_expression", e))?
+            }
+            other => other.clone(),
+        };
+        let conditions = self.case_condition(&cond, e)?;
+        let args = json!({"when": [{"conditions": conditions, "then": {"value": 1}}], "else": {"value": 0}});
+        Ok(self.case_transform(args))
+    }
+
     /// The transform writing `args`' CASE column; an identical CASE earlier in the query (the
     /// same expression in SELECT and ORDER BY) is read again rather than computed twice.
     fn case_transform(&mut self, args: Json) -> String {

@@ -34,42 +34,16 @@ impl<'s> Builder<'s> {
         }
     }
 
-    /// The key a WHERE comparison reads: a column, or a transformed column.
+    /// The key a WHERE comparison reads: a column, or the column a row-wise expression is
+    /// written to ([`Builder::row_key`]). A numeric `CAST` of a column compared is read as the
+    /// column (the comparison's affinity does the conversion).
     pub(super) fn filter_key(&mut self, e: &Expr) -> Result<String, LowerError> {
         match e {
-            Expr::Substring {
-                expr,
-                substring_from: Some(start),
-                substring_for,
-                ..
-            } => self.substring(expr, start, substring_for.as_deref(), e),
-            Expr::Substring { .. } => Err(unsupported("substring_arguments", e)),
-            Expr::Function(f) => {
-                let name = ident_name(&f.name).to_lowercase();
-                let args = function_args(f)?;
-                match (name.as_str(), args.as_slice()) {
-                    ("substr" | "substring", [x, start]) => self.substring(x, start, None, e),
-                    ("substr" | "substring", [x, start, len]) => self.substring(x, start, Some(len), e),
-                    ("abs", [x]) => {
-                        let key = self.column_key(x)?;
-                        Ok(self.add_transform(key, "abs", json!({}), e))
-                    }
-                    ("strftime", [fmt, x]) => {
-                        let pattern = self.literal(fmt).and_then(|v| v.as_str().map(str::to_string));
-                        match pattern.as_deref() {
-                            Some(p @ ("%Y" | "%m" | "%d")) => {
-                                let key = self.column_key(x)?;
-                                Ok(self.add_transform(key, "datetime", json!({"pattern": p}), e))
-                            }
-                            _ => Err(unsupported("strftime_format", e)),
-                        }
-                    }
-                    _ => Err(unsupported("function_in_filter", e)),
-                }
+            Expr::Cast { expr, data_type, .. } if is_numeric_cast(data_type) && self.resolve_raw(expr).is_ok() => {
+                self.filter_key(expr)
             }
-            Expr::Cast { expr, data_type, .. } if is_numeric_cast(data_type) => self.filter_key(expr),
             Expr::Nested(inner) => self.filter_key(inner),
-            _ => self.column_key(e),
+            _ => self.row_key(e),
         }
     }
 
@@ -82,7 +56,7 @@ impl<'s> Builder<'s> {
         len: Option<&Expr>,
         e: &Expr,
     ) -> Result<String, LowerError> {
-        let key = self.column_key(x)?;
+        let key = self.row_key(x)?;
         let int = |b: &Self, v: &Expr| b.literal(v).and_then(|v| v.as_i64());
         let start = int(self, start).ok_or_else(|| unsupported("substring_arguments", e))?;
         let len = match len {
@@ -134,7 +108,15 @@ impl<'s> Builder<'s> {
             },
             other => other.to_string(),
         };
-        let output = format!("{key}_{suffix}");
+        let mut output = format!("{key}_{suffix}");
+        // Another transformation of the same column under the same name (`ROUND(x, 1)` and
+        // `ROUND(x, 2)`) writes a numbered column.
+        let base = output.clone();
+        let mut n = 1;
+        while self.transforms.iter().any(|t| t.output == output) {
+            output = format!("{base}_{n}");
+            n += 1;
+        }
         self.transforms.push(Transform {
             key,
             output: output.clone(),
@@ -144,9 +126,10 @@ impl<'s> Builder<'s> {
         output
     }
 
-    /// `left <condition> right` between two plain columns of the joined row (`WHERE T1.budget <
-    /// T2.budget`): a condition on `left` with `other_key` `right`. Anything else on either side
-    /// (arithmetic, functions, an aggregate) is `unsupported:column_comparison`.
+    /// `left <condition> right` between two row-wise values of the joined row (`WHERE T1.budget <
+    /// T2.budget`, `WHERE a = b || '_1'`): a condition on `left`'s column with `other_key`
+    /// `right`'s ([`Builder::row_key`]). Anything else on either side (an aggregate, a
+    /// subquery) is `unsupported:column_comparison`.
     fn column_comparison(
         &mut self,
         left: &Expr,
@@ -154,7 +137,15 @@ impl<'s> Builder<'s> {
         right: &Expr,
         e: &Expr,
     ) -> Result<Condition, LowerError> {
-        let plain = |b: &Self, x: &Expr| b.column_key(x).map_err(|_| unsupported("column_comparison", e));
+        let plain = |b: &mut Self, x: &Expr| {
+            if super::rowexpr::contains_aggregate(x) || matches!(x, Expr::Subquery(_)) {
+                return Err(unsupported("column_comparison", e));
+            }
+            b.row_key(x).map_err(|err| match err {
+                LowerError::Unsupported { code: "expression", .. } => unsupported("column_comparison", e),
+                other => other,
+            })
+        };
         let (key, other) = (plain(self, left)?, plain(self, right)?);
         Ok(Condition {
             key,
@@ -162,6 +153,27 @@ impl<'s> Builder<'s> {
             value: Json::Null,
             other_key: Some(other),
         })
+    }
+
+    /// `(SELECT …) <op> literal`: the subquery, the operation and the literal.
+    fn scaled_subquery<'e>(&self, e: &'e Expr) -> Option<(&'e sqlparser::ast::Query, &'static str, Json)> {
+        match e {
+            Expr::Nested(inner) => self.scaled_subquery(inner),
+            Expr::BinaryOp { left, op, right } => {
+                let Expr::Subquery(q) = strip_nested(left) else {
+                    return None;
+                };
+                let op = match op {
+                    BinaryOperator::Plus => "add",
+                    BinaryOperator::Minus => "subtract",
+                    BinaryOperator::Multiply => "multiply",
+                    BinaryOperator::Divide => "divide",
+                    _ => return None,
+                };
+                Some((q, op, self.literal(right).filter(Json::is_number)?))
+            }
+            _ => None,
+        }
     }
 
     /// Lowers a conjunct of the WHERE (or a branch of an OR) to conditions.
@@ -194,7 +206,25 @@ impl<'s> Builder<'s> {
                     BinaryOperator::Or => return Err(unsupported("nested_or", e)),
                     _ => return Err(unsupported("operator", op)),
                 };
-                if let Expr::Subquery(q) = &**right {
+                if let Some((q, op, factor)) = self.scaled_subquery(right) {
+                    // `x > (SELECT AVG(y) …) * 79`: the subquery's single value times 79,
+                    // computed by the subquery's own chain (`SELECT AVG(y) * 79 …`).
+                    let value = self.subquery(q, e)?;
+                    let sub = self.subqueries.last_mut().expect("just planned");
+                    let single = sub.group_by.is_empty() && sub.set_ops.is_empty() && sub.projection[0].has_aggregate();
+                    if !single {
+                        return Err(unsupported("column_comparison", e));
+                    }
+                    let measure = sub.projection[0].clone();
+                    sub.projection[0] = Measure::Arith(Box::new(measure), op, Box::new(Measure::Literal(factor)));
+                    let key = self.filter_key(left)?;
+                    out.push(Condition {
+                        key,
+                        condition,
+                        value,
+                        other_key: None,
+                    });
+                } else if let Expr::Subquery(q) = &**right {
                     let value = self.subquery(q, e)?;
                     let key = self.filter_key(left)?;
                     out.push(Condition {
@@ -427,5 +457,12 @@ impl<'s> Builder<'s> {
             Ok(n) if n.to_string() == text => json!(n),
             _ => value,
         }
+    }
+}
+
+fn strip_nested(e: &Expr) -> &Expr {
+    match e {
+        Expr::Nested(inner) => strip_nested(inner),
+        other => other,
     }
 }

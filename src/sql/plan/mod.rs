@@ -12,6 +12,7 @@ mod filters;
 mod joins;
 mod negation;
 mod ordering;
+mod rowexpr;
 mod select;
 mod subqueries;
 
@@ -280,8 +281,14 @@ fn reads_current_time(f: &sqlparser::ast::Function) -> bool {
         return true;
     }
     let FunctionArguments::List(list) = &f.args else {
+        // `DATETIME` without parentheses' arguments is read as a column, never here.
         return false;
     };
+    // `DATE()`, `DATETIME()`, `JULIANDAY()`, `STRFTIME('%Y')`: the time value defaults to now.
+    let date_function = ["date", "time", "datetime", "julianday", "unixepoch"].contains(&name.as_str());
+    if (date_function && list.args.is_empty()) || (name == "strftime" && list.args.len() == 1) {
+        return true;
+    }
     list.args.iter().any(|a| {
         matches!(a, FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))
             if matches!(&v.value, sqlparser::ast::Value::SingleQuotedString(s) if s.eq_ignore_ascii_case("now")))

@@ -25,7 +25,19 @@ impl<'s> Builder<'s> {
                 kind: CastKind::Cast,
                 ..
             } if is_numeric_cast(data_type) => self.measure(expr),
+            Expr::Cast { .. } if !rowexpr::contains_aggregate(e) => Ok(Measure::Column(self.row_key(e)?)),
             Expr::Cast { .. } => Err(unsupported("cast", e)),
+            // `ROUND(<aggregates>, n)`: the aggregates, their arithmetic, then `calculate(round)`.
+            Expr::Function(f) if ident_name(&f.name).eq_ignore_ascii_case("round") && rowexpr::contains_aggregate(e) => {
+                match function_args(f)?.as_slice() {
+                    [x] => Ok(Measure::Arith(Box::new(self.measure(x)?), "round", Box::new(Measure::Literal(serde_json::json!(0))))),
+                    [x, n] => {
+                        let digits = self.literal(n).filter(Json::is_i64).ok_or_else(|| unsupported("function_arguments", e))?;
+                        Ok(Measure::Arith(Box::new(self.measure(x)?), "round", Box::new(Measure::Literal(digits))))
+                    }
+                    _ => Err(unsupported("function_arguments", e)),
+                }
+            }
             Expr::BinaryOp { left, op, right } => {
                 let op = match op {
                     BinaryOperator::Plus => "add",
@@ -54,8 +66,8 @@ impl<'s> Builder<'s> {
                 Ok(Measure::Column(self.case_key(e)?.expect("an IIF")))
             }
             // A scalar function of a column (`SUBSTR`, `ABS`, `STRFTIME`): the column transformed.
-            Expr::Function(f) if is_scalar_function(f) => Ok(Measure::Column(self.filter_key(e)?)),
-            Expr::Substring { .. } => Ok(Measure::Column(self.filter_key(e)?)),
+            Expr::Function(f) if rowexpr::is_scalar_function(f) => Ok(Measure::Column(self.row_key(e)?)),
+            Expr::Substring { .. } | Expr::Trim { .. } => Ok(Measure::Column(self.row_key(e)?)),
             Expr::Function(f) => self.aggregate(e, f),
             Expr::Subquery(_) => Err(unsupported("subquery_in_select", e)),
             _ => Err(unsupported("expression", e)),
@@ -107,10 +119,18 @@ impl<'s> Builder<'s> {
                 ) || matches!(part, Expr::InList { negated: false, .. })
                     || matches!(part, Expr::Nested(inner) if matches!(**inner, Expr::BinaryOp { op: BinaryOperator::Or, .. }));
                 if is_or {
-                    if !branches.is_empty() {
-                        return Err(unsupported("multiple_or", part));
+                    if branches.is_empty() {
+                        self.branches(part, &mut branches)?;
+                    } else {
+                        // A further disjunction: its truth as a 1/0 `case` column, kept where 1.
+                        let key = self.disjunction_key(part)?;
+                        filters.push(Condition {
+                            key,
+                            condition: "equal_to",
+                            value: serde_json::json!(1),
+                            other_key: None,
+                        });
                     }
-                    self.branches(part, &mut branches)?;
                 } else {
                     self.conditions(part, &mut filters)?;
                 }
@@ -182,10 +202,4 @@ impl<'s> Builder<'s> {
         }
         Ok(plan)
     }
-}
-
-/// The scalar functions a `transform_data` operation computes (see `Builder::filter_key`).
-fn is_scalar_function(f: &sqlparser::ast::Function) -> bool {
-    let name = ident_name(&f.name).to_lowercase();
-    ["substr", "substring", "abs", "strftime"].contains(&name.as_str())
 }

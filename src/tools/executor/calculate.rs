@@ -1,4 +1,4 @@
-//! `calculate`: `add`, `subtract`, `multiply`, `divide` on numbers, single values or lists
+//! `calculate`: `add`, `subtract`, `multiply`, `divide`, `round` on numbers, single values or lists
 //! (elementwise, a single value broadcast, also over an empty list); `divide` follows SQLite:
 //! integer by integer truncates toward zero, x/0 and NULL give NULL.
 
@@ -10,7 +10,8 @@ use crate::tools::table::{array_from_datums, datums};
 use crate::verify::Datum;
 
 /// `calculate(operand_a, operand_b, operator)` (toolforge extension): `add`, `subtract`,
-/// `multiply`, `divide` on numbers, single values or lists (elementwise; a single value is
+/// `multiply`, `divide`, `round` (`operand_a` rounded to `operand_b` decimals, half away from
+/// zero, a real: SQLite's `ROUND`) on numbers, single values or lists (elementwise; a single value is
 /// broadcast, so a list and a single value give a list of the list's length, empty for an empty
 /// list). Operands are numbers or `$LABEL$` references. Integers stay integers; `divide` is
 /// SQLite's: integer by integer is the quotient truncated toward zero (`7 / 2` = 3, `-7 / 2` =
@@ -44,7 +45,14 @@ pub(super) fn calculate(args: &Args) -> R<Value> {
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let (x, y) = (&a[i.min(a.len() - 1)], &b[i.min(b.len() - 1)]);
-        out.push(arith(x, y, op)?);
+        out.push(match op {
+            // `ROUND(x, digits)` (SQLite: half away from zero, a real).
+            "round" => match y {
+                Datum::Null => Datum::Null,
+                d => super::scalar::round(x, d.as_f64().unwrap_or(0.0) as i64),
+            },
+            _ => arith(x, y, op)?,
+        });
     }
     if scalar {
         Ok(Value::Scalar(out.pop().unwrap_or(Datum::Null)))

@@ -34,7 +34,9 @@ mod combine;
 mod filter;
 mod group;
 mod retrieve;
+mod scalar;
 mod sort;
+mod timevalue;
 mod transform;
 
 pub use self::aggregate::AGGREGATION_TYPES;

@@ -1,5 +1,6 @@
-//! `transform_data`: a column replaced by its `substring`, `abs` or `datetime` component, or
-//! written with a row-wise `case` value (`case.rs`).
+//! `transform_data`: a column replaced by its `substring`, `abs` or `datetime` component, by a
+//! row-wise SQLite expression or scalar function (`scalar.rs`, `timevalue.rs`), or written with a
+//! row-wise `case` value (`case.rs`).
 
 use std::sync::Arc;
 
@@ -10,6 +11,8 @@ use serde_json::Value as Json;
 use super::args::{Args, column};
 use super::case::case_column;
 use super::cells::*;
+use super::scalar::{binary, cast, numeric, round, text_function};
+use super::timevalue::{julianday, strftime};
 use super::{R, Value};
 use crate::tools::table::{array_from_datums, datums};
 use crate::verify::Datum;
@@ -19,9 +22,14 @@ use crate::verify::Datum;
 /// characters, a negative start counting from the end; numbers are first rendered as text), `abs`, `datetime {pattern: "%Y"|"%m"|"%d"}`
 /// (the component of an ISO date as text, NULL when the cell is not a date), `case {when:
 /// [{conditions, then}], else}` (SQL's searched CASE, [`case_column`]; `key_name` is the column
-/// written: replaced when the table has it, else added last). With `output_key_name` the result
-/// is written to that column (replaced when the table has it, else added last) and `key_name`
-/// is left as it was.
+/// written: replaced when the table has it, else added last). SQLite's row-wise expressions
+/// and scalar functions, with its semantics (`scalar.rs`, `timevalue.rs`; NULL in, NULL out):
+/// `arithmetic {operator: add|subtract|multiply|divide|concat, other_key_name | value}` (the
+/// cell `<operator>` the same row's `other_key_name` cell or the value), `cast {type:
+/// integer|real|numeric|text}`, `round {digits}`, `length`, `upper`, `lower`, `instr
+/// {substring}`, `replace {pattern, replacement}`, `trim {characters, side}`, `julianday`,
+/// `strftime {format}`. With `output_key_name` the result is written to that column (replaced
+/// when the table has it, else added last) and `key_name` is left as it was.
 pub(super) fn transform_data(args: &Args) -> R<Value> {
     let t = args.table("data_source")?;
     let op = args.str("operation_type")?;
@@ -66,11 +74,46 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
         "abs" => cells
             .iter()
             .map(|c| match c {
-                Datum::Int(i) => Datum::Int(i.abs()),
+                Datum::Int(i) => i.checked_abs().map_or(Datum::Real((*i as f64).abs()), Datum::Int),
                 Datum::Real(r) => Datum::Real(r.abs()),
-                _ => Datum::Null,
+                // SQLite: text is read as a real (`ABS('-5')` = 5.0).
+                Datum::Text(s) => Datum::real(numeric(s).as_f64().unwrap_or(0.0).abs()),
+                Datum::Null => Datum::Null,
             })
             .collect(),
+        "arithmetic" => {
+            let operator = op_args
+                .get("operator")
+                .and_then(Json::as_str)
+                .ok_or("`arithmetic` needs an `operator`")?;
+            let other: Vec<Datum> = match (op_args.get("other_key_name").and_then(Json::as_str), op_args.get("value")) {
+                (Some(k), _) => datums(column(t, k)?.1.as_ref()),
+                (None, Some(v)) => vec![json_to_datum(v)?; cells.len()],
+                (None, None) => return Err("`arithmetic` needs `other_key_name` or `value`".into()),
+            };
+            cells
+                .iter()
+                .zip(&other)
+                .map(|(x, y)| binary(x, y, operator))
+                .collect::<R<Vec<Datum>>>()?
+        }
+        "cast" => {
+            let to = op_args.get("type").and_then(Json::as_str).ok_or("`cast` needs a `type`")?;
+            cells.iter().map(|c| cast(c, to)).collect::<R<Vec<Datum>>>()?
+        }
+        "round" => {
+            let digits = int_arg("digits").unwrap_or(0);
+            cells.iter().map(|c| round(c, digits)).collect()
+        }
+        "length" | "upper" | "lower" | "instr" | "replace" | "trim" => cells
+            .iter()
+            .map(|c| text_function(c, op, op_args))
+            .collect::<R<Vec<Datum>>>()?,
+        "julianday" => cells.iter().map(julianday).collect(),
+        "strftime" => {
+            let format = op_args.get("format").and_then(Json::as_str).ok_or("`strftime` needs a `format`")?;
+            cells.iter().map(|c| strftime(format, c)).collect()
+        }
         "datetime" => {
             let pattern = op_args.get("pattern").and_then(Json::as_str).unwrap_or("%Y");
             let range = match pattern {

@@ -40,6 +40,8 @@ const CASE: &str = "IBM's tools have no row-wise conditional value (SQL's CASE /
 const TRANSFORM: &str =
     "IBM has transform_data_to_substring only, which edits the table in place; no kept query needs a transform";
 const CALCULATE: &str = "IBM has no arithmetic tool";
+const ROW_EXPRESSION: &str =
+    "IBM's tools have no row-wise expression or SQLite scalar function (arithmetic, CAST, ROUND, text and date functions)";
 const COMBINE: &str = "IBM has no set operations; an OR whose branches share no row becomes concatenate_data";
 const CONCAT: &str =
     "IBM's OR step: kept for an OR whose branches share no row on this data (otherwise it repeats rows)";
@@ -140,10 +142,22 @@ pub const SEL: &[Decision] = &[
     d("transform_data_abs", false, TRANSFORM),
     d("transform_data_datetime", false, TRANSFORM),
     d("transform_data_case", false, CASE),
+    d("transform_data_arithmetic", false, ROW_EXPRESSION),
+    d("transform_data_cast", false, ROW_EXPRESSION),
+    d("transform_data_round", false, ROW_EXPRESSION),
+    d("transform_data_length", false, ROW_EXPRESSION),
+    d("transform_data_upper", false, ROW_EXPRESSION),
+    d("transform_data_lower", false, ROW_EXPRESSION),
+    d("transform_data_instr", false, ROW_EXPRESSION),
+    d("transform_data_replace", false, ROW_EXPRESSION),
+    d("transform_data_trim", false, ROW_EXPRESSION),
+    d("transform_data_julianday", false, ROW_EXPRESSION),
+    d("transform_data_strftime", false, ROW_EXPRESSION),
     d("calculate_add", false, CALCULATE),
     d("calculate_subtract", false, CALCULATE),
     d("calculate_multiply", false, CALCULATE),
     d("calculate_divide", false, CALCULATE),
+    d("calculate_round", false, CALCULATE),
     d("combine_data_union", false, COMBINE),
     d("combine_data_union_all", false, COMBINE),
     d("combine_data_intersect", false, COMBINE),
