@@ -178,7 +178,14 @@ fn flipped_defaults_misdescribed(b: &Build) -> (usize, Vec<String>) {
                     .find(|r| r["operator"] == "parameter_rename" && r["from"] == p)
                     .and_then(|r| r["to"].as_str())
                     .unwrap_or(p);
-                let d = new[i].parameters["properties"][renamed]["description"].as_str().unwrap_or("");
+                // The parameter, at the top level or inside a `nested_object` group.
+                fn find<'v>(schema: &'v Value, name: &str) -> Option<&'v Value> {
+                    let props = schema["properties"].as_object()?;
+                    props.get(name).or_else(|| props.values().find_map(|p| find(p, name)))
+                }
+                let d = find(&new[i].parameters, renamed)
+                    .and_then(|p| p["description"].as_str())
+                    .unwrap_or("");
                 let lower = d.to_lowercase();
                 let (o, n) = (spelled(&c["old"]).to_lowercase(), spelled(&c["new"]).to_lowercase());
                 let states_old = [format!("default `{o}`"), format!("default: `{o}`"), format!("default {o}"), format!("default: {o}")]

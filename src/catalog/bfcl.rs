@@ -70,12 +70,10 @@ pub enum Kind {
 pub fn kind(category: &str) -> Kind {
     match category {
         c if c.ends_with("irrelevance") => Kind::NoCall,
-        "live_relevance" => Kind::Skipped("any call counts as correct: there is no reference call to emit"),
-        "simple_java" | "simple_javascript" => {
-            Kind::Skipped("Java/JavaScript type names and code-string values, not JSON Schema")
-        }
+        "live_relevance" => Kind::Skipped("any call counts: no reference call"),
+        "simple_java" | "simple_javascript" => Kind::Skipped("Java/JS types and code-string values"),
         c if c.starts_with("multi_turn") || c == "memory" || c == "web_search" || c == "format_sensitivity" => {
-            Kind::Skipped("multi-turn / agentic format, not single-turn calls")
+            Kind::Skipped("multi-turn / agentic format")
         }
         _ => Kind::Ast,
     }

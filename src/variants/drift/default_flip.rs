@@ -45,8 +45,8 @@ pub(super) fn apply(properties: &mut Map<String, Value>, parameter: &str, new: &
     if let Some(p) = properties.get_mut(parameter) {
         let old = p.get("default").cloned();
         p["default"] = new.clone();
-        if let (Some(old), Some(d)) = (old, p.get("description").and_then(Value::as_str)) {
-            let text = state_default(d, &old, new);
+        if let Some(old) = old {
+            let text = state_default(p.get("description").and_then(Value::as_str).unwrap_or(""), &old, new);
             p["description"] = json!(text);
         }
     }
@@ -124,6 +124,10 @@ mod tests {
         apply(&mut props, "sort_order", &json!("desc"));
         let text = props["sort_order"]["description"].as_str().unwrap();
         assert!(text.ends_with("default `desc`.") && !text.contains("default `asc`"), "{text}");
+        // A parameter without a description (SLOT's `distinct`) gets one stating the default.
+        props.insert("distinct".into(), json!({"type": "boolean", "default": false}));
+        apply(&mut props, "distinct", &json!(true));
+        assert_eq!(props["distinct"]["description"], "Default: `true`.");
         // No stated default: one is added; booleans spelled as JSON.
         assert_eq!(
             state_default("Smallest first when true.", &json!(false), &json!(true)),
