@@ -292,7 +292,11 @@ fn mcp_invalid_file_is_a_bad_record_and_snapshots_are_read() {
     let dir = tmp.path().join("out/mcp-tools");
     let r = json(&dir.join("report/verification.json"));
     assert_eq!(r["bad_records"], 1, "{summary}");
-    assert_eq!(r["stats"]["servers_by_shape"], serde_json::json!({"snapshot": 1}), "{summary}");
+    assert_eq!(
+        r["stats"]["servers_by_shape"],
+        serde_json::json!({"snapshot": 1}),
+        "{summary}"
+    );
     assert_eq!(r["stats"]["tools_emitted"], 1);
 }
 

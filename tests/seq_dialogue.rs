@@ -79,7 +79,13 @@ fn seq_sgd_counts_validity_and_canonical_values() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| f["function"]["name"].as_str().or(f["name"].as_str()).unwrap().to_string())
+        .map(|f| {
+            f["function"]["name"]
+                .as_str()
+                .or(f["name"].as_str())
+                .unwrap()
+                .to_string()
+        })
         .collect();
     let mut only_gold = 0;
     for r in &dev {
@@ -110,7 +116,10 @@ fn seq_sgd_counts_validity_and_canonical_values() {
     }
     // A dialogue whose domains offer only the intents it called (one `Weather_1` service with
     // its one intent) still has a toolkit equal to its gold set: that is the dataset's API.
-    eprintln!("seq-sgd dev: {} rows, {only_gold} whose toolkit is only the gold set", dev.len());
+    eprintln!(
+        "seq-sgd dev: {} rows, {only_gold} whose toolkit is only the gold set",
+        dev.len()
+    );
 }
 
 #[test]
@@ -149,7 +158,13 @@ fn seq_multiwoz_counts_verification_and_flags() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| f["function"]["name"].as_str().or(f["name"].as_str()).unwrap().to_string())
+        .map(|f| {
+            f["function"]["name"]
+                .as_str()
+                .or(f["name"].as_str())
+                .unwrap()
+                .to_string()
+        })
         .collect();
     let mut finds = 0;
     let mut flags = 0;

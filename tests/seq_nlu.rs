@@ -87,7 +87,12 @@ fn mixatis_slots_on_both_sides_of_the_conjunction() {
     assert_eq!(meta["connectors"], json!(["and also"]));
     assert_eq!(meta["split_method"], "reference_match");
     // The toolkit is every ATIS intent (issue 30), not the two gold tools.
-    assert!(e.tools.len() > 2 && ["atis_capacity", "atis_flight"].iter().all(|g| e.tools.iter().any(|t| t.name == *g)));
+    assert!(
+        e.tools.len() > 2
+            && ["atis_capacity", "atis_flight"]
+                .iter()
+                .all(|g| e.tools.iter().any(|t| t.name == *g))
+    );
 }
 
 #[test]
@@ -188,7 +193,10 @@ fn topv2_nested_intent_is_an_earlier_call() {
     );
     assert_eq!(e.output[0].arguments["category_location"], "the ball park");
     assert_eq!(e.output[1].arguments["contact"], "I");
-    assert!(e.tools.len() > 3, "the toolkit is the navigation domain's intents (issue 30)");
+    assert!(
+        e.tools.len() > 3,
+        "the toolkit is the navigation domain's intents (issue 30)"
+    );
 }
 
 #[test]
@@ -401,13 +409,24 @@ fn seq_nlu_rows_carry_every_intent_of_the_corpus_not_the_gold_set() {
         let mut only_gold = 0;
         for e in &rows {
             let toolkit: Vec<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
-            assert_eq!(toolkit, names, "{name} {}: the toolkit is the corpus's intent list", e.id);
+            assert_eq!(
+                toolkit, names,
+                "{name} {}: the toolkit is the corpus's intent list",
+                e.id
+            );
             only_gold += (toolkit.iter().copied().collect::<std::collections::BTreeSet<_>>() == gold_set(e)) as usize;
         }
-        eprintln!("seq-{name}: {} rows, {} tools each, {only_gold} rows whose toolkit is only the gold set", rows.len(), names.len());
+        eprintln!(
+            "seq-{name}: {} rows, {} tools each, {only_gold} rows whose toolkit is only the gold set",
+            rows.len(),
+            names.len()
+        );
         assert_eq!(only_gold, 0);
         // One shared list: every row's toolkit is the same allocation.
-        assert!(rows.iter().all(|e| e.tools.id() == rows[0].tools.id()), "{name}: toolkit copied per row");
+        assert!(
+            rows.iter().all(|e| e.tools.id() == rows[0].tools.id()),
+            "{name}: toolkit copied per row"
+        );
     }
 }
 

@@ -21,7 +21,12 @@ fn root() -> PathBuf {
 
 fn build(recipe: &str) -> Build {
     let tmp = tempfile::tempdir().unwrap();
-    compile(&root().join(format!("recipes/{recipe}.toml")), Some(&tmp.path().join("store")), false).unwrap()
+    compile(
+        &root().join(format!("recipes/{recipe}.toml")),
+        Some(&tmp.path().join("store")),
+        false,
+    )
+    .unwrap()
 }
 
 fn meta<'e>(e: &'e Example, key: &str) -> &'e Value {
@@ -46,7 +51,11 @@ fn gold_values(e: &Example) -> BTreeSet<String> {
             }
             Value::Number(n) => {
                 let f = n.as_f64().unwrap();
-                out.insert(if f.fract() == 0.0 { format!("{}", f as i64) } else { n.to_string() });
+                out.insert(if f.fract() == 0.0 {
+                    format!("{}", f as i64)
+                } else {
+                    n.to_string()
+                });
             }
             Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
             Value::Object(o) => o.values().for_each(|x| walk(x, out)),
@@ -169,7 +178,9 @@ fn flipped_defaults_misdescribed(b: &Build) -> (usize, Vec<String>) {
         let detail = meta(v, "variant");
         let new: Vec<ToolSpec> = serde_json::from_value(detail["tools_new"].clone()).unwrap();
         for (i, old) in v.tools.iter().enumerate() {
-            let Some(changes) = detail["changes"][&old.name].as_array() else { continue };
+            let Some(changes) = detail["changes"][&old.name].as_array() else {
+                continue;
+            };
             for c in changes.iter().filter(|c| c["operator"] == "default_flip") {
                 flips += 1;
                 let p = c["parameter"].as_str().unwrap();
@@ -188,12 +199,22 @@ fn flipped_defaults_misdescribed(b: &Build) -> (usize, Vec<String>) {
                     .unwrap_or("");
                 let lower = d.to_lowercase();
                 let (o, n) = (spelled(&c["old"]).to_lowercase(), spelled(&c["new"]).to_lowercase());
-                let states_old = [format!("default `{o}`"), format!("default: `{o}`"), format!("default {o}"), format!("default: {o}")]
-                    .iter()
-                    .any(|s| lower.contains(s.as_str()));
-                let states_new = [format!("default `{n}`"), format!("default: `{n}`"), format!("default {n}"), format!("default: {n}")]
-                    .iter()
-                    .any(|s| lower.contains(s.as_str()));
+                let states_old = [
+                    format!("default `{o}`"),
+                    format!("default: `{o}`"),
+                    format!("default {o}"),
+                    format!("default: {o}"),
+                ]
+                .iter()
+                .any(|s| lower.contains(s.as_str()));
+                let states_new = [
+                    format!("default `{n}`"),
+                    format!("default: `{n}`"),
+                    format!("default {n}"),
+                    format!("default: {n}"),
+                ]
+                .iter()
+                .any(|s| lower.contains(s.as_str()));
                 if states_old || !states_new {
                     bad.push(format!("{} {}.{renamed}: {d:?} (old {o}, new {n})", v.id, old.name));
                 }
@@ -206,16 +227,37 @@ fn flipped_defaults_misdescribed(b: &Build) -> (usize, Vec<String>) {
 fn check(recipe: &str) {
     let b = build(recipe);
     let (rows, checked, lost) = perturbed_rows_losing_a_value(&b);
-    eprintln!("{recipe}: {rows} perturbed rows, {checked} verbatim gold values checked, {} lost", lost.len());
+    eprintln!(
+        "{recipe}: {rows} perturbed rows, {checked} verbatim gold values checked, {} lost",
+        lost.len()
+    );
     assert!(rows > 0 && checked > 0);
-    assert!(lost.is_empty(), "{recipe}: {} values lost, e.g. {:?}", lost.len(), &lost[..lost.len().min(5)]);
+    assert!(
+        lost.is_empty(),
+        "{recipe}: {} values lost, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
     let (tools, bad) = foreign_placeholders(&b);
-    eprintln!("{recipe}: {tools} obfuscated tools, {} with a foreign placeholder", bad.len());
+    eprintln!(
+        "{recipe}: {tools} obfuscated tools, {} with a foreign placeholder",
+        bad.len()
+    );
     assert!(tools > 0);
-    assert!(bad.is_empty(), "{recipe}: {} tools, e.g. {:?}", bad.len(), &bad[..bad.len().min(5)]);
+    assert!(
+        bad.is_empty(),
+        "{recipe}: {} tools, e.g. {:?}",
+        bad.len(),
+        &bad[..bad.len().min(5)]
+    );
     let (flips, bad) = flipped_defaults_misdescribed(&b);
     eprintln!("{recipe}: {flips} flipped defaults, {} misdescribed", bad.len());
-    assert!(bad.is_empty(), "{recipe}: {} flips, e.g. {:?}", bad.len(), &bad[..bad.len().min(5)]);
+    assert!(
+        bad.is_empty(),
+        "{recipe}: {} flips, e.g. {:?}",
+        bad.len(),
+        &bad[..bad.len().min(5)]
+    );
 }
 
 #[test]

@@ -174,7 +174,10 @@ pub fn obfuscate(e: &Example) -> Example {
     let fun_of: BTreeMap<String, String> = invert(mapping["functions"].as_object().expect("object"));
     let label_of: BTreeMap<String, String> = invert(mapping["labels"].as_object().expect("object"));
     // Function name (lowercase) → FUNC_j, for the description rewrite.
-    let functions: BTreeMap<String, String> = fun_of.iter().map(|(n, f)| (n.to_ascii_lowercase(), f.clone())).collect();
+    let functions: BTreeMap<String, String> = fun_of
+        .iter()
+        .map(|(n, f)| (n.to_ascii_lowercase(), f.clone()))
+        .collect();
     let tools: Vec<ToolSpec> = e
         .tools
         .iter()
@@ -341,7 +344,11 @@ fn schema_texts(v: &Value, out: &mut String) {
 /// tool's texts (the tool's `meta.variant.mapping` function) or as any argument or property
 /// name; a path as a substring; a label as a gold label or `$label$` reference.
 pub fn surviving_identifiers(o: &Example, ids: &[String]) -> Vec<String> {
-    let mapping = &o.meta.as_ref().map(|m| m["variant"]["mapping"].clone()).unwrap_or_default();
+    let mapping = &o
+        .meta
+        .as_ref()
+        .map(|m| m["variant"]["mapping"].clone())
+        .unwrap_or_default();
     let mut seen = String::new();
     let mut own: BTreeMap<String, String> = BTreeMap::new();
     let mut keys: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
@@ -389,7 +396,10 @@ pub fn surviving_identifiers(o: &Example, ids: &[String]) -> Vec<String> {
             } else if let Some(t) = id.strip_prefix("tool:") {
                 words.contains(t)
             } else if let Some((tool, name)) = id.strip_prefix("param:").and_then(|r| r.split_once(':')) {
-                keys.contains(name) || own.get(tool).is_some_and(|text| text.split(|c: char| !word_char(c)).any(|w| w == name))
+                keys.contains(name)
+                    || own
+                        .get(tool)
+                        .is_some_and(|text| text.split(|c: char| !word_char(c)).any(|w| w == name))
             } else {
                 false
             }
@@ -435,7 +445,9 @@ mod tests {
             label: "A".into(),
         });
         let ids = identifiers(&e);
-        assert!(ids.contains(&"path:/v1/spider/d/a/count_by_x".to_string()) && ids.contains(&"label:get_b_0".to_string()));
+        assert!(
+            ids.contains(&"path:/v1/spider/d/a/count_by_x".to_string()) && ids.contains(&"label:get_b_0".to_string())
+        );
         let o = obfuscate(&e);
         assert_eq!(surviving_identifiers(&o, &ids), Vec::<String>::new());
         assert_eq!(
@@ -463,8 +475,14 @@ mod tests {
         e.tools[0].description = "Returns y, z and the x of each row; see get_b.".into();
         e.tools[1].description = "Filters where y equals x; z is the Z value.".into();
         let o = obfuscate(&e);
-        assert_eq!(o.tools[0].description, "Returns y, z and the ARG_0 of each row; see FUNC_1.");
-        assert_eq!(o.tools[1].description, "Filters where ARG_1 equals x; ARG_2 is the Z value.");
+        assert_eq!(
+            o.tools[0].description,
+            "Returns y, z and the ARG_0 of each row; see FUNC_1."
+        );
+        assert_eq!(
+            o.tools[1].description,
+            "Filters where ARG_1 equals x; ARG_2 is the Z value."
+        );
         let ids = identifiers(&e);
         assert_eq!(surviving_identifiers(&o, &ids), Vec::<String>::new());
     }

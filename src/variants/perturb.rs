@@ -98,12 +98,16 @@ const PUNCT: [char; 8] = ['.', ',', '?', '!', ';', ':', '\'', '"'];
 /// Returns the text and the edits made (e.g. `insert ','`).
 pub fn punctuation_noise(text: &str, protected: &[bool], rng: &mut Rng) -> (String, Vec<String>) {
     let mut chars: Vec<char> = text.chars().collect();
-    let mut guard: Vec<bool> = (0..chars.len()).map(|i| protected.get(i).copied().unwrap_or(false)).collect();
+    let mut guard: Vec<bool> = (0..chars.len())
+        .map(|i| protected.get(i).copied().unwrap_or(false))
+        .collect();
     let mut edits = Vec::new();
     let n = 1 + rng.below(3);
     for _ in 0..n {
         let spaces: Vec<usize> = (0..chars.len()).filter(|&i| chars[i] == ' ' && !guard[i]).collect();
-        let puncts: Vec<usize> = (0..chars.len()).filter(|&i| PUNCT.contains(&chars[i]) && !guard[i]).collect();
+        let puncts: Vec<usize> = (0..chars.len())
+            .filter(|&i| PUNCT.contains(&chars[i]) && !guard[i])
+            .collect();
         match rng.below(4) {
             0 if !spaces.is_empty() => {
                 let at = spaces[rng.below(spaces.len())];
@@ -235,7 +239,10 @@ mod tests {
         let protected = protected_chars(text, &values);
         for seed in 0..200 {
             let (t, _) = punctuation_noise(text, &protected, &mut Rng::new(seed, &["p"]));
-            assert!(t.contains("St. Louis, Mo.") && t.contains("New York"), "seed {seed}: {t:?}");
+            assert!(
+                t.contains("St. Louis, Mo.") && t.contains("New York"),
+                "seed {seed}: {t:?}"
+            );
         }
     }
 

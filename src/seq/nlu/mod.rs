@@ -331,7 +331,10 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
 /// The dataset's API list: a reference to every catalog tool, in catalog order, as one shared
 /// toolkit (cloning it copies a pointer).
 pub(super) fn dataset_api_list(catalog: &[crate::tools::ToolSpec]) -> crate::tools::Toolkit {
-    catalog.iter().map(|t| crate::tools::ToolSpec::reference(&t.name)).collect()
+    catalog
+        .iter()
+        .map(|t| crate::tools::ToolSpec::reference(&t.name))
+        .collect()
 }
 
 /// `s` with its first character upper-cased.

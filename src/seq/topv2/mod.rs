@@ -374,7 +374,10 @@ fn assemble(mut results: Vec<FileResult>) -> Conversion {
         for row in &r.rows {
             if let Row::Kept { calls, domain, .. } = row {
                 for c in calls {
-                    domain_tools.entry(domain.clone()).or_default().insert(c.call.tool.clone());
+                    domain_tools
+                        .entry(domain.clone())
+                        .or_default()
+                        .insert(c.call.tool.clone());
                     for (param, slot) in &c.slots {
                         shapes.param(&c.call.tool, param, || {
                             format!(
@@ -393,7 +396,11 @@ fn assemble(mut results: Vec<FileResult>) -> Conversion {
     let api_lists: HashMap<String, crate::tools::Toolkit> = domain_tools
         .into_iter()
         .map(|(domain, names)| {
-            let list = catalog.iter().filter(|t| names.contains(&t.name)).cloned().collect::<Vec<_>>();
+            let list = catalog
+                .iter()
+                .filter(|t| names.contains(&t.name))
+                .cloned()
+                .collect::<Vec<_>>();
             (domain, super::nlu::dataset_api_list(&list))
         })
         .collect();

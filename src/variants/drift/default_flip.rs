@@ -120,10 +120,16 @@ mod tests {
             "Sort direction of the rows by age: `asc` (ascending) or `desc` (descending); default `desc`."
         );
         let mut props = Map::new();
-        props.insert("sort_order".into(), json!({"type": "string", "enum": ["asc", "desc"], "default": "asc", "description": d}));
+        props.insert(
+            "sort_order".into(),
+            json!({"type": "string", "enum": ["asc", "desc"], "default": "asc", "description": d}),
+        );
         apply(&mut props, "sort_order", &json!("desc"));
         let text = props["sort_order"]["description"].as_str().unwrap();
-        assert!(text.ends_with("default `desc`.") && !text.contains("default `asc`"), "{text}");
+        assert!(
+            text.ends_with("default `desc`.") && !text.contains("default `asc`"),
+            "{text}"
+        );
         // A parameter without a description (SLOT's `distinct`) gets one stating the default.
         props.insert("distinct".into(), json!({"type": "boolean", "default": false}));
         apply(&mut props, "distinct", &json!(true));
@@ -133,7 +139,10 @@ mod tests {
             state_default("Smallest first when true.", &json!(false), &json!(true)),
             "Smallest first when true. Default: `true`."
         );
-        assert_eq!(state_default("Default: false", &json!(false), &json!(true)), "Default: true");
+        assert_eq!(
+            state_default("Default: false", &json!(false), &json!(true)),
+            "Default: true"
+        );
         // "defaults" or "default" naming something else is left alone.
         assert_eq!(
             state_default("Uses the default order.", &json!("asc"), &json!("desc")),
