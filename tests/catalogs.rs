@@ -271,6 +271,35 @@ fn mcp_source_is_any_directory_of_registry_dumps() {
     );
 }
 
+/// Issue 30 item 6: a dump directory holding one file that is not JSON builds the rest (the file
+/// is one counted bad record; it aborted the build with exit 2), and a ToolGym server snapshot
+/// `{server_info, tools}` yields its tools (it was a bad record with 0 tools).
+#[test]
+fn mcp_invalid_file_is_a_bad_record_and_snapshots_are_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = tmp.path().join("registry");
+    std::fs::create_dir(&reg).unwrap();
+    let schema = r#"{"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}"#;
+    std::fs::write(
+        reg.join("github.json"),
+        format!(
+            r#"{{"server_info": {{"qualifiedName": "@acme/github", "displayName": "GitHub", "description": "GitHub API"}}, "tools": [{{"name": "search_issues", "description": "Search GitHub issues", "inputSchema": {schema}}}]}}"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(reg.join("broken.json"), r#"{"server_info": {"name": "x"}, "tools": [ "#).unwrap();
+    let summary = cli_build("mcp-tools", ("TOOLFORGE_MCP", &reg), tmp.path());
+    let dir = tmp.path().join("out/mcp-tools");
+    let r = json(&dir.join("report/verification.json"));
+    assert_eq!(r["bad_records"], 1, "{summary}");
+    assert_eq!(
+        r["stats"]["servers_by_shape"],
+        serde_json::json!({"snapshot": 1}),
+        "{summary}"
+    );
+    assert_eq!(r["stats"]["tools_emitted"], 1);
+}
+
 #[test]
 fn bfcl_rows_lint_and_determinism() {
     let (dir, _tmp) = build_twice_identical(

@@ -72,7 +72,22 @@ fn seq_sgd_counts_validity_and_canonical_values() {
         args["time"], "11:30",
         "canonical value, not 'half past 11 in the morning'"
     );
-    // Instance tools are the dialogue's services' intents, each call's tool among them.
+    // Instance tools are the dialogue's services' intents, each call's tool among them; issue 30:
+    // plus every intent of the other services of those domains (`Restaurants_1` brings
+    // `Restaurants_2`), judged from the catalog's names.
+    let catalog: Vec<String> = functions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f["function"]["name"]
+                .as_str()
+                .or(f["name"].as_str())
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut only_gold = 0;
     for r in &dev {
         let tools: Vec<String> = field(&r["tools"])
             .as_array()
@@ -80,10 +95,31 @@ fn seq_sgd_counts_validity_and_canonical_values() {
             .iter()
             .map(|t| t["name"].as_str().unwrap().to_string())
             .collect();
-        for c in field(&r["output"]).as_array().unwrap() {
-            assert!(tools.contains(&c["name"].as_str().unwrap().to_string()), "{}", r["id"]);
+        let gold: std::collections::BTreeSet<String> = field(&r["output"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect();
+        for c in &gold {
+            assert!(tools.contains(c), "{}", r["id"]);
         }
+        let services = field(&r["meta"])["services"].clone();
+        for s in services.as_array().unwrap() {
+            let s = s.as_str().unwrap();
+            let domain = s.rsplit_once('_').map_or(s, |(d, _)| d);
+            for t in catalog.iter().filter(|t| t.starts_with(&format!("{domain}_"))) {
+                assert!(tools.contains(t), "{}: {t} of domain {domain} missing", r["id"]);
+            }
+        }
+        only_gold += (tools.iter().cloned().collect::<std::collections::BTreeSet<_>>() == gold) as usize;
     }
+    // A dialogue whose domains offer only the intents it called (one `Weather_1` service with
+    // its one intent) still has a toolkit equal to its gold set: that is the dataset's API.
+    eprintln!(
+        "seq-sgd dev: {} rows, {only_gold} whose toolkit is only the gold set",
+        dev.len()
+    );
 }
 
 #[test]
@@ -117,10 +153,30 @@ fn seq_multiwoz_counts_verification_and_flags() {
         );
     }
 
+    // Issue 30: every row's toolkit is every domain's tools (the whole catalog, in its order).
+    let catalog: Vec<String> = json_file(&out.join("seq-multiwoz/tools/functions.json"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f["function"]["name"]
+                .as_str()
+                .or(f["name"].as_str())
+                .unwrap()
+                .to_string()
+        })
+        .collect();
     let mut finds = 0;
     let mut flags = 0;
     for split in ["dev", "test"] {
         for row in rows(&out, "seq-multiwoz", split) {
+            let tools: Vec<String> = field(&row["tools"])
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect();
+            assert_eq!(tools, catalog, "{}", row["id"]);
             let output = field(&row["output"]);
             let meta = field(&row["meta"]);
             let verification = meta["verification"].as_array().unwrap();

@@ -32,10 +32,14 @@
 //!
 //! Rows: `input` = the user messages of the question's turn; `meta` = `{bfcl_id, category,
 //! system (the turn's system messages, when there are any), messages (the turn as BFCL gives
-//! it, system prompt included), original_names, acceptable, lint}`. A row whose chosen call does
-//! not validate against its schema is dropped (`gold_invalid`), as is a question whose gold names
-//! no offered function (`unknown_function`), has no gold in an AST category (`missing_gold`),
-//! more than one turn (`multi_turn`), or a schema that stays invalid (`invalid_schema`).
+//! it, system prompt included), original_names, acceptable, lint}`. Every official question
+//! with a usable gold is kept, so category sizes equal the leaderboard's: a row whose chosen
+//! call does not validate against its schema (a lint finding of BFCL's own data, e.g. an integer
+//! gold for a `float` parameter) is kept with the validation error in `meta.gold_invalid` beside
+//! its `meta.lint` findings (counted in `stats.gold_invalid_kept`). Dropped are only a question
+//! whose gold names no offered function (`unknown_function`), has no gold in an AST category
+//! (`missing_gold`), more than one turn (`multi_turn`), or a schema that stays invalid
+//! (`invalid_schema`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -66,12 +70,10 @@ pub enum Kind {
 pub fn kind(category: &str) -> Kind {
     match category {
         c if c.ends_with("irrelevance") => Kind::NoCall,
-        "live_relevance" => Kind::Skipped("any call counts as correct: there is no reference call to emit"),
-        "simple_java" | "simple_javascript" => {
-            Kind::Skipped("Java/JavaScript type names and code-string values, not JSON Schema")
-        }
+        "live_relevance" => Kind::Skipped("any call counts: no reference call"),
+        "simple_java" | "simple_javascript" => Kind::Skipped("Java/JS types and code-string values"),
         c if c.starts_with("multi_turn") || c == "memory" || c == "web_search" || c == "format_sensitivity" => {
-            Kind::Skipped("multi-turn / agentic format, not single-turn calls")
+            Kind::Skipped("multi-turn / agentic format")
         }
         _ => Kind::Ast,
     }
@@ -188,6 +190,8 @@ pub struct BfclOutput {
     pub files_skipped: BTreeMap<String, String>,
     /// Questions whose id does not start with `<category>_` (a renamed file), per category.
     pub id_category_mismatch: BTreeMap<String, usize>,
+    /// Kept questions whose chosen gold call fails its schema (`meta.gold_invalid`), per category.
+    pub gold_invalid_kept: BTreeMap<String, usize>,
 }
 
 /// One question line's fields.
@@ -363,9 +367,9 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
                 path: file.questions.clone(),
                 message,
             })?;
-            if let Some(e) = calls.iter().find_map(|c| checker.validate(c).err()) {
-                outcome.drops.push(drop("gold_invalid", e));
-                continue;
+            let gold_invalid = calls.iter().find_map(|c| checker.validate(c).err());
+            if gold_invalid.is_some() {
+                *out.gold_invalid_kept.entry(split.clone()).or_insert(0) += 1;
             }
             let original_names: Map<String, Value> =
                 tools.iter().map(|t| (t.spec.name.clone(), json!(t.original))).collect();
@@ -383,6 +387,9 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
             meta["original_names"] = Value::Object(original_names);
             meta["acceptable"] = gt.clone();
             meta["lint"] = json!(findings);
+            if let Some(e) = gold_invalid {
+                meta["gold_invalid"] = json!(e);
+            }
             outcome.examples.push(Example {
                 id: q.id.clone(),
                 input: q.user.clone(),

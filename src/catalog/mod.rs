@@ -288,8 +288,14 @@ pub fn convert_bfcl(source: &ResolvedSource) -> Result<Conversion, CorpusError> 
     stats.insert("lint_questions_affected".into(), json!(questions_with_findings.len()));
     stats.insert("lint_by_kind".into(), json!(by_kind));
     stats.insert("lint_list".into(), json!("report/bfcl_lint.json"));
+    // Per-category sizes (rows kept), to compare with the official files' question counts.
+    let sizes: BTreeMap<&str, usize> = out.splits.iter().map(|(c, o)| (c.as_str(), o.examples.len())).collect();
+    stats.insert("category_sizes".into(), json!(sizes));
+    if !out.gold_invalid_kept.is_empty() {
+        stats.insert("gold_invalid_kept".into(), json!(out.gold_invalid_kept));
+    }
     if !out.files_skipped.is_empty() {
-        stats.insert("files_skipped".into(), json!(out.files_skipped.len()));
+        stats.insert("files_skipped".into(), json!(out.files_skipped));
     }
     if !out.id_category_mismatch.is_empty() {
         stats.insert("id_category_mismatch".into(), json!(out.id_category_mismatch));

@@ -1,14 +1,20 @@
 //! `obfuscate` ([`obfuscate`]): Live API-Bench App. B.1 name obfuscation without lexical leaks.
 //! Every toolkit function is renamed `FUNC_i` (toolkit order), every parameter name `ARG_k`
-//! (one number per distinct name over the toolkit, first-appearance order, so a description that
-//! mentions another tool's parameter is rewritten consistently) and every gold call label
-//! `VAR_n` (`$LABEL$` references in argument values too). Every `description` of the toolkit
-//! (tool, parameters, nested properties, outputs) is rewritten with [`rewrite`]: an original tool
-//! or parameter name, as a whole word (letters, digits, `_`; any case), becomes its obfuscated
-//! name, and a REST path (`/v1/…`) becomes `/FUNC_i`, so descriptions keep their meaning while a
-//! model cannot de-obfuscate from the text. Types, enums (they hold data values), argument values
-//! and the setup step are kept. The mapping is kept in `meta.variant` and [`deobfuscate`] maps
-//! calls back.
+//! (one number per distinct name over the toolkit, first-appearance order) and every gold call
+//! label `VAR_n` (`$LABEL$` references in argument values too).
+//!
+//! Descriptions are renamed where they name an identifier, and left untouched otherwise
+//! (DESIGN.md: "`FUNC_i` / `ARG_i` for identifiers only … descriptions untouched except where
+//! they name an identifier"). In the descriptions of a tool T (tool, parameters, nested
+//! properties, outputs; [`rewrite`]), a whole token (letters, digits, `_`) is replaced when it is
+//! - the name of a toolkit function (any case: function names are identifiers) → its `FUNC_j`;
+//! - exactly (case-sensitively) one of T's own parameter names → its `ARG_k`;
+//!
+//! and a REST path (`/v1/…`) becomes `/FUNC_i`. Another tool's parameter name is never replaced
+//! in T's text: there it is an ordinary word or a column T's description talks about ("Returns
+//! name, country of ship"), and `ARG_k` would name a parameter T does not have. Types, enums (they
+//! hold data values), argument values and the setup step are kept. The mapping is kept in
+//! `meta.variant` and [`deobfuscate`] maps calls back.
 
 use std::collections::BTreeMap;
 
@@ -91,9 +97,23 @@ fn path_end(text: &str, i: usize) -> Option<usize> {
     Some(i + len)
 }
 
-/// `text` with every whole word whose lowercase is a key of `words` replaced by its value, and
-/// every REST path (`/v<n>/…`) replaced by `path` (module docs).
-pub fn rewrite(text: &str, words: &BTreeMap<String, String>, path: &str) -> String {
+/// The renaming of one tool's descriptions (module docs): `functions` maps every toolkit
+/// function name, lowercase, to its `FUNC_j`; `own` maps the tool's own parameter names, exactly
+/// as spelled, to their `ARG_k`; `path` replaces a REST path.
+#[derive(Debug, Clone, Default)]
+pub struct Renames {
+    /// Lowercase function name → `FUNC_j`.
+    pub functions: BTreeMap<String, String>,
+    /// The tool's own parameter name (exact) → `ARG_k`.
+    pub own: BTreeMap<String, String>,
+    /// What a REST path becomes (`/FUNC_i`).
+    pub path: String,
+}
+
+/// `text` with every whole word that names an identifier of `r` replaced by its placeholder,
+/// and every REST path (`/v<n>/…`) replaced by `r.path` (module docs).
+pub fn rewrite(text: &str, r: &Renames) -> String {
+    let path = r.path.as_str();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < text.len() {
@@ -106,7 +126,7 @@ pub fn rewrite(text: &str, words: &BTreeMap<String, String>, path: &str) -> Stri
         if word_char(c) {
             let len = text[i..].find(|c: char| !word_char(c)).unwrap_or(text.len() - i);
             let word = &text[i..i + len];
-            match words.get(&word.to_ascii_lowercase()) {
+            match r.own.get(word).or_else(|| r.functions.get(&word.to_ascii_lowercase())) {
                 Some(new) => out.push_str(new),
                 None => out.push_str(word),
             }
@@ -120,17 +140,17 @@ pub fn rewrite(text: &str, words: &BTreeMap<String, String>, path: &str) -> Stri
 }
 
 /// Every `description` string in a JSON Schema (or spec) value rewritten with [`rewrite`].
-fn rewrite_descriptions(v: &mut Value, words: &BTreeMap<String, String>, path: &str) {
+fn rewrite_descriptions(v: &mut Value, r: &Renames) {
     match v {
         Value::Object(m) => {
             for (k, x) in m.iter_mut() {
                 match x {
-                    Value::String(s) if k == "description" => *s = rewrite(s, words, path),
-                    _ => rewrite_descriptions(x, words, path),
+                    Value::String(s) if k == "description" => *s = rewrite(s, r),
+                    _ => rewrite_descriptions(x, r),
                 }
             }
         }
-        Value::Array(a) => a.iter_mut().for_each(|x| rewrite_descriptions(x, words, path)),
+        Value::Array(a) => a.iter_mut().for_each(|x| rewrite_descriptions(x, r)),
         _ => {}
     }
 }
@@ -153,22 +173,22 @@ pub fn obfuscate(e: &Example) -> Example {
     let mapping = obfuscation_mapping(&e.tools, &e.output);
     let fun_of: BTreeMap<String, String> = invert(mapping["functions"].as_object().expect("object"));
     let label_of: BTreeMap<String, String> = invert(mapping["labels"].as_object().expect("object"));
-    // Original identifier (lowercase) → obfuscated name, for the description rewrite.
-    let mut words: BTreeMap<String, String> = BTreeMap::new();
-    for (f, args) in mapping["arguments"].as_object().expect("object") {
-        for (a, name) in args.as_object().expect("object") {
-            words.insert(name.as_str().unwrap_or_default().to_ascii_lowercase(), a.clone());
-        }
-        let name = mapping["functions"][f].as_str().unwrap_or_default();
-        words.insert(name.to_ascii_lowercase(), f.clone());
-    }
+    // Function name (lowercase) → FUNC_j, for the description rewrite.
+    let functions: BTreeMap<String, String> = fun_of
+        .iter()
+        .map(|(n, f)| (n.to_ascii_lowercase(), f.clone()))
+        .collect();
     let tools: Vec<ToolSpec> = e
         .tools
         .iter()
         .map(|t| {
             let f = &fun_of[&t.name];
             let arg_of = invert(mapping["arguments"][f].as_object().expect("object"));
-            let path = format!("/{f}");
+            let renames = Renames {
+                functions: functions.clone(),
+                own: arg_of.clone(),
+                path: format!("/{f}"),
+            };
             let mut p = t.parameters.clone();
             if let Some(props) = t.parameters["properties"].as_object() {
                 p["properties"] = Value::Object(props.iter().map(|(k, v)| (arg_of[k].clone(), v.clone())).collect());
@@ -180,12 +200,12 @@ pub fn obfuscate(e: &Example) -> Example {
                         .collect::<Vec<_>>()
                 );
             }
-            rewrite_descriptions(&mut p, &words, &path);
+            rewrite_descriptions(&mut p, &renames);
             let mut output_parameters = t.output_parameters.clone();
-            rewrite_descriptions(&mut output_parameters, &words, &path);
+            rewrite_descriptions(&mut output_parameters, &renames);
             ToolSpec {
                 name: f.clone(),
-                description: rewrite(&t.description, &words, &path),
+                description: rewrite(&t.description, &renames),
                 parameters: p,
                 output_parameters,
             }
@@ -268,25 +288,25 @@ pub fn deobfuscate(calls: &[Call], mapping: &Value) -> Vec<Call> {
 }
 
 /// The original identifiers of `e`'s toolkit and gold a model must not see in its obfuscated
-/// row: tool names, parameter names (top level and nested), REST paths (found in the
-/// descriptions), all lowercase, and gold call labels as `label:<label>` (a label such as
-/// `COUNT` is only a leak as a label: the word `count` is also an aggregation the toolkit
-/// offers).
+/// row: `tool:<name>` (lowercase), `param:<tool>:<name>` (each tool's top-level and nested
+/// parameter names, as spelled), `path:<path>` (REST paths found in the descriptions,
+/// lowercase) and `label:<label>` (gold call labels, lowercase: a label such as `COUNT` is only a
+/// leak as a label, the word `count` is also an aggregation the toolkit offers).
 pub fn identifiers(e: &Example) -> Vec<String> {
-    fn params(schema: &Value, out: &mut Vec<String>) {
+    fn params(tool: &str, schema: &Value, out: &mut Vec<String>) {
         for (k, v) in schema["properties"].as_object().into_iter().flatten() {
-            out.push(k.to_ascii_lowercase());
-            params(v, out);
+            out.push(format!("param:{tool}:{k}"));
+            params(tool, v, out);
         }
     }
     let mut out = Vec::new();
     for t in &e.tools {
-        out.push(t.name.to_ascii_lowercase());
-        params(&t.parameters, &mut out);
+        out.push(format!("tool:{}", t.name.to_ascii_lowercase()));
+        params(&t.name, &t.parameters, &mut out);
         let d = &t.description;
         for i in d.char_indices().map(|(i, _)| i) {
             if let Some(end) = path_end(d, i) {
-                out.push(d[i..end].to_ascii_lowercase());
+                out.push(format!("path:{}", d[i..end].to_ascii_lowercase()));
             }
         }
     }
@@ -301,35 +321,56 @@ pub fn identifiers(e: &Example) -> Vec<String> {
     out
 }
 
-/// The identifiers of `ids` ([`identifiers`]) that survive in what a model sees of the
-/// obfuscated row `o` (its toolkit, and its gold calls' names, argument names and labels): whole
-/// words for names, substrings for paths.
-pub fn surviving_identifiers(o: &Example, ids: &[String]) -> Vec<String> {
-    // The texts of a schema a model reads: property names, `required`, descriptions.
-    fn schema_texts(v: &Value, out: &mut String) {
-        if let Some(d) = v["description"].as_str() {
-            out.push(' ');
-            out.push_str(d);
-        }
-        for r in v["required"].as_array().into_iter().flatten() {
-            out.push(' ');
-            out.push_str(r.as_str().unwrap_or_default());
-        }
-        for (k, p) in v["properties"].as_object().into_iter().flatten() {
-            out.push(' ');
-            out.push_str(k);
-            schema_texts(p, out);
-        }
+/// The texts of a schema a model reads: property names, `required`, descriptions.
+fn schema_texts(v: &Value, out: &mut String) {
+    if let Some(d) = v["description"].as_str() {
+        out.push(' ');
+        out.push_str(d);
     }
+    for r in v["required"].as_array().into_iter().flatten() {
+        out.push(' ');
+        out.push_str(r.as_str().unwrap_or_default());
+    }
+    for (k, p) in v["properties"].as_object().into_iter().flatten() {
+        out.push(' ');
+        out.push_str(k);
+        schema_texts(p, out);
+    }
+}
+
+/// The identifiers of `ids` ([`identifiers`]) that survive in what a model sees of the
+/// obfuscated row `o`: a tool name as a whole word (any case) anywhere in the toolkit or the gold
+/// calls' names and argument names; a parameter name as a whole word (as spelled) in its own
+/// tool's texts (the tool's `meta.variant.mapping` function) or as any argument or property
+/// name; a path as a substring; a label as a gold label or `$label$` reference.
+pub fn surviving_identifiers(o: &Example, ids: &[String]) -> Vec<String> {
+    let mapping = &o
+        .meta
+        .as_ref()
+        .map(|m| m["variant"]["mapping"].clone())
+        .unwrap_or_default();
     let mut seen = String::new();
+    let mut own: BTreeMap<String, String> = BTreeMap::new();
+    let mut keys: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     let mut labels = std::collections::BTreeSet::new();
     for t in &o.tools {
-        seen.push(' ');
-        seen.push_str(&t.name);
-        seen.push(' ');
-        seen.push_str(&t.description);
-        schema_texts(&t.parameters, &mut seen);
-        schema_texts(&t.output_parameters, &mut seen);
+        let mut text = String::new();
+        text.push(' ');
+        text.push_str(&t.name);
+        text.push(' ');
+        text.push_str(&t.description);
+        schema_texts(&t.parameters, &mut text);
+        schema_texts(&t.output_parameters, &mut text);
+        seen.push_str(&text);
+        let original = mapping["functions"][&t.name].as_str().unwrap_or(&t.name).to_string();
+        own.insert(original, text);
+        fn walk_keys(v: &Value, keys: &mut std::collections::BTreeSet<String>) {
+            for (k, p) in v["properties"].as_object().into_iter().flatten() {
+                keys.insert(k.clone());
+                walk_keys(p, keys);
+            }
+        }
+        walk_keys(&t.parameters, &mut keys);
     }
     for c in &o.output {
         seen.push(' ');
@@ -338,6 +379,7 @@ pub fn surviving_identifiers(o: &Example, ids: &[String]) -> Vec<String> {
         for (k, v) in &c.arguments {
             seen.push(' ');
             seen.push_str(k);
+            keys.insert(k.clone());
             if let Some(l) = as_label_ref(v) {
                 labels.insert(format!("label:{}", l.to_ascii_lowercase()));
             }
@@ -349,10 +391,17 @@ pub fn surviving_identifiers(o: &Example, ids: &[String]) -> Vec<String> {
         .filter(|id| {
             if id.starts_with("label:") {
                 labels.contains(id.as_str())
-            } else if id.starts_with('/') {
-                lower.contains(id.as_str())
+            } else if let Some(p) = id.strip_prefix("path:") {
+                lower.contains(p)
+            } else if let Some(t) = id.strip_prefix("tool:") {
+                words.contains(t)
+            } else if let Some((tool, name)) = id.strip_prefix("param:").and_then(|r| r.split_once(':')) {
+                keys.contains(name)
+                    || own
+                        .get(tool)
+                        .is_some_and(|text| text.split(|c: char| !word_char(c)).any(|w| w == name))
             } else {
-                words.contains(id.as_str())
+                false
             }
         })
         .cloned()
@@ -396,7 +445,9 @@ mod tests {
             label: "A".into(),
         });
         let ids = identifiers(&e);
-        assert!(ids.contains(&"/v1/spider/d/a/count_by_x".to_string()) && ids.contains(&"label:get_b_0".to_string()));
+        assert!(
+            ids.contains(&"path:/v1/spider/d/a/count_by_x".to_string()) && ids.contains(&"label:get_b_0".to_string())
+        );
         let o = obfuscate(&e);
         assert_eq!(surviving_identifiers(&o, &ids), Vec::<String>::new());
         assert_eq!(
@@ -405,12 +456,34 @@ mod tests {
         );
         assert_eq!(
             o.tools[1].parameters["properties"]["ARG_1"]["description"],
-            "Like ARG_0 in FUNC_0, the `ARG_2` of FUNC_1."
+            "Like X in FUNC_0, the `ARG_2` of FUNC_1."
         );
         assert_eq!(o.output[1].arguments["ARG_0"], "$VAR_0$");
         let m = &o.meta.as_ref().unwrap()["variant"]["mapping"];
         assert_eq!(deobfuscate(&o.output, m), e.output);
         // The parent leaks all of them.
         assert_eq!(surviving_identifiers(&e, &ids).len(), ids.len());
+    }
+
+    /// Issue 30: another tool's parameter name in a description is an ordinary word there
+    /// ("whose column key_name satisfies a ARG_4 against a ARG_2"; REST "Returns ARG_11, ARG_4 of
+    /// ship"): only the described tool's own parameters, as spelled, become its `ARG_k`.
+    #[test]
+    fn descriptions_rename_only_the_described_tools_own_identifiers() {
+        let mut e = example();
+        // get_a's parameter is `x`, get_b's are `y` and `z`.
+        e.tools[0].description = "Returns y, z and the x of each row; see get_b.".into();
+        e.tools[1].description = "Filters where y equals x; z is the Z value.".into();
+        let o = obfuscate(&e);
+        assert_eq!(
+            o.tools[0].description,
+            "Returns y, z and the ARG_0 of each row; see FUNC_1."
+        );
+        assert_eq!(
+            o.tools[1].description,
+            "Filters where ARG_1 equals x; ARG_2 is the Z value."
+        );
+        let ids = identifiers(&e);
+        assert_eq!(surviving_identifiers(&o, &ids), Vec::<String>::new());
     }
 }

@@ -202,7 +202,7 @@ pub fn check(original: &str, candidate: &str, values: &[String]) -> Result<(), &
     if normalise(original) == normalise(candidate) {
         return Err("unchanged");
     }
-    if preserves_values(original, candidate, values, false).is_err() {
+    if preserves_values(original, candidate, values).is_err() {
         return Err("value_lost");
     }
     let orig_numbers = digit_runs(original);

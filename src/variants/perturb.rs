@@ -1,19 +1,21 @@
 //! `perturb`: deterministic request perturbations from the DynamicToolBench catalogue (case
-//! mixing, punctuation noise, distractor narrative), kept only when they preserve every gold
-//! argument value (the Robustness paper's rule for meaning-preserving rephrasings).
+//! mixing, punctuation noise, distractor narrative) that never touch an argument value (the
+//! Robustness paper's rule: perturbations preserve every parameter value; DESIGN.md "never
+//! touching a span that is an argument value").
 //!
-//! What is preserved ([`preserves_values`]): let V be the texts of the gold argument values
-//! ([`super::gold_value_texts`]) that occur in the original request, compared
-//! case-insensitively. A perturbed request is kept only if every value of V still occurs in it:
+//! **Protected spans** ([`protected_chars`]): every occurrence, matched case-sensitively, of the
+//! text of a gold argument value ([`super::gold_value_texts`]: SLOT/SEL filter values and
+//! limits, REST query parameters, seq slot values) in the original request. Case mixing changes
+//! only letters outside them; punctuation noise inserts, deletes and breaks lines only outside
+//! them (an insertion at a span's edge leaves the span whole); the narrative is a prefix. So a
+//! value that occurs verbatim in the request still occurs verbatim after any perturbation
+//! (Spider compares text case-sensitively: "Sky Radio" must not become "SKy rAdio").
 //!
-//! - for `case`, case-insensitively (case mixing changes case by design; what is kept is the
-//!   character sequence);
-//! - for `punctuation` and `narrative`, with the same case sensitivity it had in the original:
-//!   a value that occurred verbatim must still occur verbatim; a value that only occurred up to
-//!   case must still occur up to case.
+//! The check ([`preserves_values`]) stays as a guard: a value that occurred verbatim must still
+//! occur verbatim; a value that only occurred up to case must still occur up to case.
 //!
-//! Rejection reasons: `value_lost` (a value of V no longer occurs), `unchanged` (the
-//! perturbation produced the original text, e.g. upper-casing an upper-case request).
+//! Rejection reasons: `value_lost` (a value no longer occurs), `unchanged` (the perturbation
+//! produced the original text, e.g. upper-casing a request that is all upper case or all value).
 
 use serde_json::json;
 
@@ -46,52 +48,80 @@ pub enum CaseMode {
     Random,
 }
 
-/// Case mixing.
-pub fn mix_case(text: &str, mode: CaseMode, rng: &mut Rng) -> String {
-    match mode {
-        CaseMode::Upper => text.to_uppercase(),
-        CaseMode::Lower => text.to_lowercase(),
-        CaseMode::Random => text
-            .chars()
-            .map(|c| {
-                if c.is_alphabetic() && rng.chance(0.5) {
+/// Which characters of `text` (by char index) lie inside an occurrence, matched
+/// case-sensitively, of one of `values` (module docs: the protected spans).
+pub fn protected_chars(text: &str, values: &[String]) -> Vec<bool> {
+    let starts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+    let mut bytes = vec![false; text.len()];
+    for v in values.iter().filter(|v| !v.is_empty()) {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(v.as_str()) {
+            let start = from + at;
+            bytes[start..start + v.len()].iter_mut().for_each(|b| *b = true);
+            from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    starts.iter().map(|&i| bytes[i]).collect()
+}
+
+/// Case mixing of the characters of `text` outside the protected ones (`protected[i]` for the
+/// `i`-th char; missing entries are unprotected).
+pub fn mix_case(text: &str, mode: CaseMode, protected: &[bool], rng: &mut Rng) -> String {
+    text.chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if protected.get(i).copied().unwrap_or(false) || !c.is_alphabetic() {
+                return c.to_string();
+            }
+            match mode {
+                CaseMode::Upper => c.to_uppercase().collect(),
+                CaseMode::Lower => c.to_lowercase().collect(),
+                CaseMode::Random if rng.chance(0.5) => {
                     if c.is_uppercase() {
                         c.to_lowercase().collect::<String>()
                     } else {
                         c.to_uppercase().collect()
                     }
-                } else {
-                    c.to_string()
                 }
-            })
-            .collect(),
-    }
+                CaseMode::Random => c.to_string(),
+            }
+        })
+        .collect()
 }
 
 const PUNCT: [char; 8] = ['.', ',', '?', '!', ';', ':', '\'', '"'];
 
 /// Punctuation noise: 1–3 edits, each one of: insert extra punctuation after a word, delete one
-/// punctuation character, replace a space by a line break, repeat the final punctuation.
+/// punctuation character, replace a space by a line break, repeat the final punctuation. No edit
+/// falls inside a protected char (`protected[i]` for the `i`-th char of `text`): an insertion
+/// goes before an unprotected space, a deletion or line break replaces an unprotected char.
 /// Returns the text and the edits made (e.g. `insert ','`).
-pub fn punctuation_noise(text: &str, rng: &mut Rng) -> (String, Vec<String>) {
+pub fn punctuation_noise(text: &str, protected: &[bool], rng: &mut Rng) -> (String, Vec<String>) {
     let mut chars: Vec<char> = text.chars().collect();
+    let mut guard: Vec<bool> = (0..chars.len())
+        .map(|i| protected.get(i).copied().unwrap_or(false))
+        .collect();
     let mut edits = Vec::new();
     let n = 1 + rng.below(3);
     for _ in 0..n {
-        let spaces: Vec<usize> = (0..chars.len()).filter(|&i| chars[i] == ' ').collect();
-        let puncts: Vec<usize> = (0..chars.len()).filter(|&i| PUNCT.contains(&chars[i])).collect();
+        let spaces: Vec<usize> = (0..chars.len()).filter(|&i| chars[i] == ' ' && !guard[i]).collect();
+        let puncts: Vec<usize> = (0..chars.len())
+            .filter(|&i| PUNCT.contains(&chars[i]) && !guard[i])
+            .collect();
         match rng.below(4) {
             0 if !spaces.is_empty() => {
                 let at = spaces[rng.below(spaces.len())];
                 let p = [",", "!", "?", ";", "...", " -"][rng.below(6)];
                 for (k, c) in p.chars().enumerate() {
                     chars.insert(at + k, c);
+                    guard.insert(at + k, false);
                 }
                 edits.push(format!("insert {p:?}"));
             }
             1 if !puncts.is_empty() => {
                 let at = puncts[rng.below(puncts.len())];
                 let c = chars.remove(at);
+                guard.remove(at);
                 edits.push(format!("delete {:?}", c.to_string()));
             }
             2 if !spaces.is_empty() => {
@@ -112,6 +142,8 @@ pub fn punctuation_noise(text: &str, rng: &mut Rng) -> (String, Vec<String>) {
                 };
                 chars.insert(end, p);
                 chars.insert(end, p);
+                guard.insert(end, false);
+                guard.insert(end, false);
                 edits.push(format!("repeat {:?}", p.to_string()));
             }
         }
@@ -125,18 +157,17 @@ pub fn narrative(text: &str, rng: &mut Rng) -> String {
 }
 
 /// The value-preservation check (module docs): `Err(value)` names the first lost value.
-pub fn preserves_values(original: &str, perturbed: &str, values: &[String], case_mixed: bool) -> Result<(), String> {
+pub fn preserves_values(original: &str, perturbed: &str, values: &[String]) -> Result<(), String> {
     let (ol, pl) = (original.to_lowercase(), perturbed.to_lowercase());
     for v in values {
         let vl = v.to_lowercase();
         if !ol.contains(&vl) {
             continue;
         }
-        let verbatim = original.contains(v.as_str());
-        let kept = if case_mixed || !verbatim {
-            pl.contains(&vl)
-        } else {
+        let kept = if original.contains(v.as_str()) {
             perturbed.contains(v.as_str())
+        } else {
+            pl.contains(&vl)
         };
         if !kept {
             return Err(v.clone());
@@ -149,16 +180,18 @@ pub fn preserves_values(original: &str, perturbed: &str, values: &[String], case
 /// or the rejection reason (`value_lost`, `unchanged`).
 pub fn variant(e: &Example, kind: &str, seed: u64) -> Result<Example, String> {
     let mut rng = Rng::new(seed, &["perturb", kind, &e.id]);
+    let values = gold_value_texts(&e.output);
+    let protected = protected_chars(&e.input, &values);
     let (text, detail) = match kind {
         "case" => {
             let mode = [CaseMode::Upper, CaseMode::Lower, CaseMode::Random][rng.below(3)];
             (
-                mix_case(&e.input, mode, &mut rng),
+                mix_case(&e.input, mode, &protected, &mut rng),
                 json!({"perturbation": "case", "mode": format!("{mode:?}").to_lowercase()}),
             )
         }
         "punctuation" => {
-            let (t, edits) = punctuation_noise(&e.input, &mut rng);
+            let (t, edits) = punctuation_noise(&e.input, &protected, &mut rng);
             (t, json!({"perturbation": "punctuation", "edits": edits}))
         }
         _ => (narrative(&e.input, &mut rng), json!({"perturbation": "narrative"})),
@@ -166,8 +199,7 @@ pub fn variant(e: &Example, kind: &str, seed: u64) -> Result<Example, String> {
     if text == e.input {
         return Err("unchanged".into());
     }
-    let values = gold_value_texts(&e.output);
-    if preserves_values(&e.input, &text, &values, kind == "case").is_err() {
+    if preserves_values(&e.input, &text, &values).is_err() {
         return Err("value_lost".into());
     }
     let mut detail = detail;
@@ -182,30 +214,54 @@ mod tests {
     use super::*;
 
     #[test]
-    fn case_mixing_keeps_values_up_to_case() {
-        let mut rng = Rng::new(1, &["t"]);
-        let t = mix_case("Singers from France?", CaseMode::Random, &mut rng);
-        assert_eq!(t.to_lowercase(), "singers from france?");
-        assert!(preserves_values("Singers from France?", &t, &["France".into()], true).is_ok());
-        assert!(preserves_values("Singers from France?", &t.to_uppercase(), &["France".into()], true).is_ok());
+    fn case_mixing_leaves_value_spans_in_their_case() {
+        let text = "Which stations play Sky Radio in France?";
+        let values = vec!["Sky Radio".to_string(), "France".to_string()];
+        let protected = protected_chars(text, &values);
+        for seed in 0..20 {
+            for mode in [CaseMode::Upper, CaseMode::Lower, CaseMode::Random] {
+                let t = mix_case(text, mode, &protected, &mut Rng::new(seed, &["t"]));
+                assert_eq!(t.to_lowercase(), text.to_lowercase());
+                assert!(t.contains("Sky Radio") && t.contains("France"), "{t}");
+            }
+        }
+        let upper = mix_case(text, CaseMode::Upper, &protected, &mut Rng::new(1, &["t"]));
+        assert_eq!(upper, "WHICH STATIONS PLAY Sky Radio IN France?");
+        assert!(preserves_values(text, &upper, &values).is_ok());
+        // The old behaviour (the whole request mixed) loses the value's case.
+        assert!(preserves_values(text, &text.to_uppercase(), &values).is_err());
+    }
+
+    #[test]
+    fn punctuation_noise_never_edits_inside_a_value() {
+        let text = "Which teams play in St. Louis, Mo. or New York?";
+        let values = vec!["St. Louis, Mo.".to_string(), "New York".to_string()];
+        let protected = protected_chars(text, &values);
+        for seed in 0..200 {
+            let (t, _) = punctuation_noise(text, &protected, &mut Rng::new(seed, &["p"]));
+            assert!(
+                t.contains("St. Louis, Mo.") && t.contains("New York"),
+                "seed {seed}: {t:?}"
+            );
+        }
     }
 
     #[test]
     fn punctuation_loss_inside_a_value_is_rejected() {
         let orig = "Which teams play in St. Louis?";
-        assert!(preserves_values(orig, "Which teams play in St Louis?", &["St. Louis".into()], false).is_err());
-        assert!(preserves_values(orig, "Which teams play in St.\nLouis?", &["St. Louis".into()], false).is_err());
-        assert!(preserves_values(orig, "Which teams, play in St. Louis??", &["St. Louis".into()], false).is_ok());
+        assert!(preserves_values(orig, "Which teams play in St Louis?", &["St. Louis".into()]).is_err());
+        assert!(preserves_values(orig, "Which teams play in St.\nLouis?", &["St. Louis".into()]).is_err());
+        assert!(preserves_values(orig, "Which teams, play in St. Louis??", &["St. Louis".into()]).is_ok());
         // values not in the original request are not checked
-        assert!(preserves_values(orig, "x", &["equal_to".into()], false).is_ok());
-        // a value that occurred verbatim must stay verbatim outside case mixing
-        assert!(preserves_values("in France", "in FRANCE", &["France".into()], false).is_err());
+        assert!(preserves_values(orig, "x", &["equal_to".into()]).is_ok());
+        // a value that occurred verbatim must stay verbatim
+        assert!(preserves_values("in France", "in FRANCE", &["France".into()]).is_err());
     }
 
     #[test]
     fn noise_and_narrative_are_seeded() {
-        let a = punctuation_noise("How many singers are there?", &mut Rng::new(3, &["x"]));
-        let b = punctuation_noise("How many singers are there?", &mut Rng::new(3, &["x"]));
+        let a = punctuation_noise("How many singers are there?", &[], &mut Rng::new(3, &["x"]));
+        let b = punctuation_noise("How many singers are there?", &[], &mut Rng::new(3, &["x"]));
         assert_eq!(a, b);
         assert!(!a.1.is_empty());
         let n = narrative("How many?", &mut Rng::new(3, &["y"]));

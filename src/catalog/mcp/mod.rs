@@ -9,10 +9,15 @@
 //!   a plain array);
 //! - **Smithery** server metadata: `{qualifiedName, displayName, description, homepage?, tools: [tool]}`;
 //! - **MCP `tools/list` result** (JSON-RPC): `{"jsonrpc": "2.0", "id": .., "result": {"tools": [tool]}}`;
-//!   the server is named after the file stem (plus `#<id>` when a file holds several).
+//!   the server is named after the file stem (plus `#<id>` when a file holds several);
+//! - **server snapshot** (ToolGym's Smithery dumps): `{server_info: {qualifiedName | name |
+//!   server_name, displayName?, description?, homepage?}, tools: [tool]}` (named after the file
+//!   stem when `server_info` names no server).
 //!
 //! A tool is `{name, description?, inputSchema, annotations?}` (MCP spec). A record of no known
-//! shape is a [`BadRecord`] (file, 0-based record index or line, what was expected) and skipped.
+//! shape is a [`BadRecord`] (file, 0-based record index or line, what was expected) and skipped;
+//! so is a whole file that cannot be read or is not JSON (one bad record, index 0): one broken
+//! file in a dump directory never stops the build.
 //! A tool that cannot be used is *rejected* with a reason code: `missing_name`,
 //! `missing_input_schema`, `schema_not_object` (inputSchema is not a JSON object),
 //! `top_level_not_object` (`type` other than `object`), `invalid_schema` (meta-schema or compile
@@ -49,7 +54,7 @@ pub struct Server {
     pub homepage: Option<String>,
     /// Category (LiveMCPBench).
     pub category: Option<String>,
-    /// Input shape: `livemcpbench`, `smithery` or `tools_list`.
+    /// Input shape: `livemcpbench`, `smithery`, `snapshot` or `tools_list`.
     pub shape: String,
     /// `<file>#<record>` the server came from.
     pub origin: String,
@@ -147,7 +152,18 @@ pub fn ingest(files: &[PathBuf], root: &Path) -> Result<Ingested, CorpusError> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let records = file_records(path)?;
+        // A file that cannot be read or is not JSON is one bad record, never an abort.
+        let records = match file_records(path) {
+            Ok(r) => r,
+            Err(e) => {
+                out.bad_records.push(BadRecord {
+                    file: rel.clone(),
+                    record: 0,
+                    message: e.to_string(),
+                });
+                continue;
+            }
+        };
         let several = records.len() > 1;
         for (i, rec) in records {
             let parsed = rec.and_then(|r| parse_record(&r, &stem, &format!("{rel}#{i}"), several));

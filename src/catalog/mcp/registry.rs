@@ -25,7 +25,10 @@ fn str_field(v: &Value, k: &str) -> Option<String> {
 /// Splits one record into its server and tools; `Err` says what shape was expected.
 pub fn parse_record(rec: &Value, file_stem: &str, origin: &str, several: bool) -> Result<(Server, Vec<Value>), String> {
     let Value::Object(o) = rec else {
-        return Err("expected an object (LiveMCPBench server, Smithery server or tools/list result)".into());
+        return Err(
+            "expected an object (LiveMCPBench server, Smithery server, {server_info, tools} snapshot or tools/list result)"
+                .into(),
+        );
     };
     let tool_array = |v: &Value, what: &str| -> Result<Vec<Value>, String> {
         v.as_array().cloned().ok_or_else(|| format!("{what} is not an array"))
@@ -52,6 +55,25 @@ pub fn parse_record(rec: &Value, file_stem: &str, origin: &str, several: bool) -
             origin: origin.into(),
         };
         return Ok((server, tool_array(tools, "result.tools")?));
+    }
+    if let Some(info) = o.get("server_info").filter(|i| i.is_object()) {
+        // A server snapshot `{server_info: {...}, tools: [...]}` (ToolGym's Smithery dumps): the
+        // server's name is its `qualifiedName`, `name` or `server_name`, else the file's stem.
+        let name = ["qualifiedName", "name", "server_name", "id"]
+            .iter()
+            .find_map(|k| str_field(info, k))
+            .unwrap_or_else(|| file_stem.to_string());
+        let server = Server {
+            display_name: str_field(info, "displayName").filter(|d| *d != name),
+            description: str_field(info, "description").unwrap_or_default(),
+            homepage: str_field(info, "homepage").or_else(|| str_field(info, "url")),
+            category: str_field(info, "category"),
+            name,
+            shape: "snapshot".into(),
+            origin: origin.into(),
+        };
+        let tools = o.get("tools").ok_or("server snapshot without tools")?;
+        return Ok((server, tool_array(tools, "tools")?));
     }
     if let Some(q) = str_field(rec, "qualifiedName") {
         let server = Server {

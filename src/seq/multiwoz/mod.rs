@@ -55,9 +55,9 @@
 //! - **Order**: `ordered` is true on every row with two or more calls (dialogue order).
 //! - **Request**: the deterministic `templates/seq-multiwoz-request.j2` rendering of the calls;
 //!   no LLM paraphrase yet.
-//! - **Tools of an instance**: every intent of the services whose belief state the dialogue ever
-//!   filled (the domains the user talked about), so unused intents of those services
-//!   (`find_` vs `book_`, a taxi that was never booked) are the distractors.
+//! - **Tools of an instance**: every domain's tools (the whole schema, in schema order: API-BLEND
+//!   §5.7.2 gives the model the dataset's API list, not the gold set); `meta.domains` names the
+//!   domains whose belief state the dialogue ever filled.
 //!
 //! Drop reasons: `no_service_call`, `no_verified_call`, `value_outside_schema`, `schema_violation`,
 //! `template_error`. Malformed dialogue records are bad records (file, record index, message).
@@ -346,7 +346,6 @@ fn convert_dialogue(
     let tools: Vec<ToolSpec> = schema
         .services
         .iter()
-        .filter(|(s, _)| touched.contains(s.as_str()))
         .flat_map(|(_, intents)| {
             intents
                 .iter()

@@ -44,10 +44,12 @@
 //!
 //! Tools are the intents (`identifier`: `atis_flight`, `PlayMusic` → `play_music`), parameters
 //! the slot types (`fromloc.city_name` → `fromloc_city_name`), values the exact token spans
-//! joined by spaces. Labels are `<tool>_<n>`. An example's `tools` are the specs of the tools it
-//! calls (the whole catalog is `tools/functions.json`): a full catalog per row would repeat up to
-//! 18 specs with ~80 parameters in every one of 40k rows, and API-BLEND evaluates the sequence,
-//! not tool retrieval; distractors can be drawn from the catalog downstream.
+//! joined by spaces. Labels are `<tool>_<n>`. An example's `tools` are every intent of the corpus
+//! (API-BLEND §5.7.2: the model is given "the possible list of APIs and parameters … from the
+//! original dataset's API specifications", so API detection stays the model's task): one shared
+//! [`Toolkit`](crate::tools::Toolkit) of [`ToolSpec::reference`](crate::tools::ToolSpec::reference)s
+//! to the catalog (`tools/functions.json`), the same list in every row, resolved to the catalog's
+//! specs when written.
 //!
 //! Drop reason codes: `clause_intent_mismatch`, `ambiguous_split`, `no_tags`,
 //! `ambiguous_tags`, `schema_invalid` (a call failing its own schema: a bug, never expected).
@@ -238,6 +240,7 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
         path: source.root.clone(),
         message,
     })?;
+    let api_list = dataset_api_list(&catalog);
     let mut stats = SeqStats::default();
     for p in pending {
         let id = format!("{}/{}", p.split, p.record.index);
@@ -262,13 +265,12 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
             "connectors": p.clause_ranges.windows(2).map(|w| p.record.tokens[w[0].1..w[1].0].join(" ")).collect::<Vec<_>>(),
             "split_method": p.method,
         });
-        let tools = instance_tools(&catalog, &output);
         let example = Example {
             id,
             split: p.split.clone(),
             input,
             output,
-            tools: tools.into(),
+            tools: api_list.clone(),
             meta: Some(meta),
             ..Example::default()
         };
@@ -326,20 +328,13 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
     })
 }
 
-/// References to the catalog tools `calls` use, in first-use order.
-pub(super) fn instance_tools(
-    catalog: &[crate::tools::ToolSpec],
-    calls: &[crate::tools::Call],
-) -> Vec<crate::tools::ToolSpec> {
-    let mut out: Vec<crate::tools::ToolSpec> = Vec::new();
-    for c in calls {
-        if !out.iter().any(|t| t.name == c.name)
-            && let Some(t) = catalog.iter().find(|t| t.name == c.name)
-        {
-            out.push(crate::tools::ToolSpec::reference(&t.name));
-        }
-    }
-    out
+/// The dataset's API list: a reference to every catalog tool, in catalog order, as one shared
+/// toolkit (cloning it copies a pointer).
+pub(super) fn dataset_api_list(catalog: &[crate::tools::ToolSpec]) -> crate::tools::Toolkit {
+    catalog
+        .iter()
+        .map(|t| crate::tools::ToolSpec::reference(&t.name))
+        .collect()
 }
 
 /// `s` with its first character upper-cased.

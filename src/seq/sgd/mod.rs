@@ -30,8 +30,10 @@
 //!   description + slot names + canonical values), so every value is grounded. There is no LLM
 //!   paraphrase yet; `meta.surface_forms` keeps what the user actually said for each canonical
 //!   value that differs, for a later paraphrase step.
-//! - **Tools of an instance**: every intent of the services the dialogue lists (`services`): the
-//!   API the system had in that dialogue, including intents it did not call (distractors).
+//! - **Tools of an instance**: every intent of the services the dialogue lists (`services`) plus
+//!   every intent of the other services of their domains (`Restaurants_1` lists `Restaurants_2`
+//!   too: the domain is the service name before its `_<n>` suffix), in schema order (API-BLEND
+//!   §5.7.2: the dataset's API list, not the gold set).
 //!
 //! Drop reasons: `no_service_call` (the dialogue never executed a call), `only_failed_calls`
 //! (every call it executed failed), `unknown_tool` (a call
@@ -178,17 +180,12 @@ fn convert_dialogue(
         Ok(text) => text,
         Err(e) => return drop("template_error", e),
     };
-    let tools: Vec<ToolSpec> = d
+    let domains: BTreeSet<&str> = d.services.iter().map(|s| service_domain(s)).collect();
+    let tools: Vec<ToolSpec> = schema
         .services
         .iter()
-        .flat_map(|s| {
-            schema
-                .services
-                .get(s)
-                .into_iter()
-                .flatten()
-                .map(|t| ToolSpec::reference(&t.name))
-        })
+        .filter(|(s, _)| d.services.contains(*s) || domains.contains(service_domain(s)))
+        .flat_map(|(_, tools)| tools.iter().map(|t| ToolSpec::reference(&t.name)))
         .collect();
     let used: BTreeSet<(&str, &str)> = calls
         .iter()
@@ -353,4 +350,13 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
     s.insert("paper_sizes".into(), super::stats::paper_sizes(&PAPER_SIZES));
     conversion.stats = s;
     Ok(conversion)
+}
+
+/// The domain of an SGD service: its name without the `_<n>` version suffix (`Restaurants_2` →
+/// `Restaurants`; a name without one is its own domain).
+fn service_domain(service: &str) -> &str {
+    match service.rsplit_once('_') {
+        Some((domain, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => domain,
+        _ => service,
+    }
 }

@@ -41,7 +41,9 @@
 //! argument): the nested intent must run first.
 //!
 //! Labels are `<tool>_<n>`, `n` counting calls of that tool in the example from 1.
-//! `tools` of an example are the specs of the tools it calls; `tools/functions.json` holds all
+//! `tools` of an example are every intent of its domain (API-BLEND §5.7.2: the dataset's API
+//! list, not the gold set): the tools called by any kept row of that domain in any split, in
+//! catalog order, one shared toolkit of references per domain; `tools/functions.json` holds all
 //! tools and each tool's description lists its domains.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -367,10 +369,15 @@ fn assemble(mut results: Vec<FileResult>) -> Conversion {
             )
         });
     }
+    let mut domain_tools: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for r in &results {
         for row in &r.rows {
-            if let Row::Kept { calls, .. } = row {
+            if let Row::Kept { calls, domain, .. } = row {
                 for c in calls {
+                    domain_tools
+                        .entry(domain.clone())
+                        .or_default()
+                        .insert(c.call.tool.clone());
                     for (param, slot) in &c.slots {
                         shapes.param(&c.call.tool, param, || {
                             format!(
@@ -386,7 +393,17 @@ fn assemble(mut results: Vec<FileResult>) -> Conversion {
     }
     let catalog = shapes.catalog();
     let checker = Checker::new(&catalog).expect("generated schemas compile");
-    let by_name: HashMap<&str, &crate::tools::ToolSpec> = catalog.iter().map(|t| (t.name.as_str(), t)).collect();
+    let api_lists: HashMap<String, crate::tools::Toolkit> = domain_tools
+        .into_iter()
+        .map(|(domain, names)| {
+            let list = catalog
+                .iter()
+                .filter(|t| names.contains(&t.name))
+                .cloned()
+                .collect::<Vec<_>>();
+            (domain, super::nlu::dataset_api_list(&list))
+        })
+        .collect();
 
     let mut splits: BTreeMap<String, Outcome> = BTreeMap::new();
     let mut bad_records = Vec::new();
@@ -433,12 +450,7 @@ fn assemble(mut results: Vec<FileResult>) -> Conversion {
             let distinct: BTreeSet<&str> = output.iter().map(|c| c.name.as_str()).collect();
             repeated_tool_examples += (distinct.len() < output.len()) as usize;
             unaligned += (!aligned) as usize;
-            let mut tools = Vec::new();
-            for c in &output {
-                if !tools.iter().any(|t: &crate::tools::ToolSpec| t.name == c.name) {
-                    tools.push(crate::tools::ToolSpec::reference(&by_name[c.name.as_str()].name));
-                }
-            }
+            let tools = api_lists[&domain].clone();
             *by_domain
                 .entry(r.split.clone())
                 .or_default()
@@ -455,7 +467,7 @@ fn assemble(mut results: Vec<FileResult>) -> Conversion {
                 input: utterance,
                 ordered,
                 output,
-                tools: tools.into(),
+                tools,
                 meta: Some(json!({
                     "domain": domain,
                     "semantic_parse": parse_text,
