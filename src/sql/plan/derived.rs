@@ -48,7 +48,7 @@ pub(super) fn prepare(q: &Query, schema: &Schema) -> Result<Query, LowerError> {
         }
         let _ = q.visit(&mut Inline(&defined));
     }
-    let _ = q.visit(&mut ExistsAsIn(schema));
+    let _ = q.visit(&mut super::exists::ExistsAsIn(schema));
     Ok(q)
 }
 
@@ -59,8 +59,16 @@ struct Inline<'c>(&'c [Cte]);
 impl VisitorMut for Inline<'_> {
     type Break = ();
 
-    fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
-        if let TableFactor::Table { name, alias, args: None, .. } = t {
+    // After the factor's own parts: the inlined query is not visited again (a CTE named like a
+    // table it reads is not inlined into itself).
+    fn post_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } = t
+        {
             let written = crate::sql::ident::object_name(name);
             if let Some(cte) = self.0.iter().find(|c| same(&c.alias.name.value, &written)) {
                 let alias = alias.clone().unwrap_or_else(|| TableAlias {
@@ -78,48 +86,9 @@ impl VisitorMut for Inline<'_> {
     }
 }
 
-/// Rewrites the positive-position `EXISTS` of every SELECT's WHERE (see the module docs).
-struct ExistsAsIn<'s>(&'s Schema);
-
-impl VisitorMut for ExistsAsIn<'_> {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-        if let SetExpr::Select(select) = &mut *q.body {
-            if let Some(w) = &mut select.selection {
-                positive_exists(w, self.0);
-            }
-        }
-        ControlFlow::Continue(())
-    }
-}
-
-fn positive_exists(e: &mut Expr, schema: &Schema) {
-    match e {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And | BinaryOperator::Or,
-            right,
-        } => {
-            positive_exists(left, schema);
-            positive_exists(right, schema);
-        }
-        Expr::Nested(inner) => positive_exists(inner, schema),
-        Expr::Exists {
-            subquery,
-            negated: false,
-        } => {
-            if let Some(rewritten) = exists_as_in(subquery, schema) {
-                *e = rewritten;
-            }
-        }
-        _ => {}
-    }
-}
-
 /// The table instances of a FROM clause: (alias or name, table name) — `None` as the table of a
 /// derived table or other factor.
-fn instances(from: &[sqlparser::ast::TableWithJoins]) -> Vec<(String, Option<String>)> {
+pub(super) fn instances(from: &[sqlparser::ast::TableWithJoins]) -> Vec<(String, Option<String>)> {
     let mut out = Vec::new();
     let relations = from
         .iter()
@@ -138,34 +107,8 @@ fn instances(from: &[sqlparser::ast::TableWithJoins]) -> Vec<(String, Option<Str
     out
 }
 
-/// Whether column reference `e` names a column of the subquery's own tables (`Some(true)`), of
-/// an outer query (`Some(false)`), or cannot be told (`None`: a derived table's column, unknown).
-fn is_inner(e: &Expr, inner: &[(String, Option<String>)], schema: &Schema) -> Option<bool> {
-    let (qualifier, col) = column_ref(e)?;
-    match qualifier {
-        Some(q) => Some(inner.iter().any(|(a, t)| same(a, &q.value) || t.as_deref().is_some_and(|t| same(t, &q.value)))),
-        None => {
-            let mut known = true;
-            let has = inner.iter().any(|(_, t)| match t.as_deref().and_then(|t| schema.table(t)) {
-                Some((_, cols)) => cols.iter().any(|c| same(c, &col.value)),
-                None => {
-                    known = false;
-                    false
-                }
-            });
-            if has {
-                Some(true)
-            } else if known {
-                Some(false)
-            } else {
-                None
-            }
-        }
-    }
-}
-
 /// Every column reference of `e`, or `None` when `e` holds a subquery.
-fn column_refs(e: &Expr) -> Option<Vec<Expr>> {
+pub(super) fn column_refs(e: &Expr) -> Option<Vec<Expr>> {
     let mut refs = Vec::new();
     let flow = visit_expressions(e, |x| {
         if matches!(x, Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. }) {
@@ -179,7 +122,7 @@ fn column_refs(e: &Expr) -> Option<Vec<Expr>> {
     flow.is_continue().then_some(refs)
 }
 
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::BinaryOp {
             left,
@@ -189,99 +132,26 @@ fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
             conjuncts(left, out);
             conjuncts(right, out);
         }
-        Expr::Nested(inner) if matches!(**inner, Expr::BinaryOp { op: BinaryOperator::And, .. }) => conjuncts(inner, out),
+        Expr::Nested(inner)
+            if matches!(
+                **inner,
+                Expr::BinaryOp {
+                    op: BinaryOperator::And,
+                    ..
+                }
+            ) =>
+        {
+            conjuncts(inner, out)
+        }
         other => out.push(other.clone()),
     }
 }
 
-fn and_all(parts: impl IntoIterator<Item = Expr>) -> Option<Expr> {
+pub(super) fn and_all(parts: impl IntoIterator<Item = Expr>) -> Option<Expr> {
     parts.into_iter().reduce(|a, b| Expr::BinaryOp {
         left: Box::new(a),
         op: BinaryOperator::And,
         right: Box::new(b),
-    })
-}
-
-/// `EXISTS (SELECT … WHERE r AND o = i)` → `o IN (SELECT i … WHERE r)` when `o = i` is the only
-/// reference to the outer query and the subquery neither groups, aggregates nor limits.
-fn exists_as_in(q: &Query, schema: &Schema) -> Option<Expr> {
-    let SetExpr::Select(select) = &*q.body else { return None };
-    let plain = q.with.is_none()
-        && q.limit_clause.is_none()
-        && matches!(&select.group_by, GroupByExpr::Expressions(g, _) if g.is_empty())
-        && select.having.is_none()
-        && select.projection.iter().all(|i| match i {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => !has_aggregate(e),
-            _ => true,
-        });
-    if !plain {
-        return None;
-    }
-    let inner = instances(&select.from);
-    // ON clauses must read the subquery's own tables only.
-    for join in select.from.iter().flat_map(|t| &t.joins) {
-        if let JoinOperator::Join(JoinConstraint::On(on)) | JoinOperator::Inner(JoinConstraint::On(on)) | JoinOperator::Left(JoinConstraint::On(on)) | JoinOperator::LeftOuter(JoinConstraint::On(on)) = &join.join_operator {
-            for r in column_refs(on)? {
-                if !is_inner(&r, &inner, schema)? {
-                    return None;
-                }
-            }
-        }
-    }
-    let mut parts = Vec::new();
-    conjuncts(select.selection.as_ref()?, &mut parts);
-    let mut link = None;
-    let mut rest = Vec::new();
-    for part in parts {
-        let refs = column_refs(&part)?;
-        let mut outer = false;
-        for r in &refs {
-            if !is_inner(r, &inner, schema)? {
-                outer = true;
-            }
-        }
-        if !outer {
-            rest.push(part);
-            continue;
-        }
-        let Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Eq,
-            right,
-        } = &part
-        else {
-            return None;
-        };
-        let side = |e: &Expr| -> Option<bool> {
-            let refs = column_refs(e)?;
-            let kinds: Vec<bool> = refs.iter().map(|r| is_inner(r, &inner, schema)).collect::<Option<_>>()?;
-            match (kinds.iter().all(|k| *k), kinds.iter().all(|k| !*k)) {
-                (true, false) => Some(true),
-                (false, true) if column_ref(e).is_some() => Some(false),
-                _ => None,
-            }
-        };
-        let (o, i) = match (side(left)?, side(right)?) {
-            (false, true) => ((**left).clone(), (**right).clone()),
-            (true, false) => ((**right).clone(), (**left).clone()),
-            _ => return None,
-        };
-        if link.replace((o, i)).is_some() {
-            return None;
-        }
-    }
-    let (o, i) = link?;
-    let mut sub = select.clone();
-    sub.selection = and_all(rest);
-    sub.projection = vec![SelectItem::UnnamedExpr(i)];
-    sub.distinct = None;
-    let mut query = q.clone();
-    query.body = Box::new(SetExpr::Select(sub));
-    query.order_by = None;
-    Some(Expr::InSubquery {
-        expr: Box::new(o),
-        subquery: Box::new(query),
-        negated: false,
     })
 }
 
@@ -303,7 +173,7 @@ pub(super) fn has_aggregate(e: &Expr) -> bool {
 }
 
 /// The items of a SELECT as (the column name SQLite gives it, expression); `None` for `*`.
-fn outputs(select: &Select) -> Option<Vec<(String, Expr)>> {
+pub(super) fn outputs(select: &Select) -> Option<Vec<(String, Expr)>> {
     select
         .projection
         .iter()
@@ -321,7 +191,7 @@ fn outputs(select: &Select) -> Option<Vec<(String, Expr)>> {
 /// `e` with each reference to a column of the derived table `alias` replaced by the derived
 /// table's expression for it; names in `keep` (the outer query's own SELECT aliases) stay.
 /// `None` when a reference names nothing the derived table gives, or `e` holds a subquery.
-fn substitute(e: &Expr, alias: Option<&str>, items: &[(String, Expr)], keep: &[String]) -> Option<Expr> {
+pub(super) fn substitute(e: &Expr, alias: Option<&str>, items: &[(String, Expr)], keep: &[String]) -> Option<Expr> {
     column_refs(e)?;
     let mut e = e.clone();
     let flow = visit_expressions_mut(&mut e, |x| {
@@ -345,12 +215,17 @@ fn substitute(e: &Expr, alias: Option<&str>, items: &[(String, Expr)], keep: &[S
 
 fn parenthesised(e: Expr) -> Expr {
     match e {
-        Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Function(_) | Expr::Value(_) | Expr::Nested(_) | Expr::Cast { .. } => e,
+        Expr::Identifier(_)
+        | Expr::CompoundIdentifier(_)
+        | Expr::Function(_)
+        | Expr::Value(_)
+        | Expr::Nested(_)
+        | Expr::Cast { .. } => e,
         other => Expr::Nested(Box::new(other)),
     }
 }
 
-fn no_group_by(select: &Select) -> bool {
+pub(super) fn no_group_by(select: &Select) -> bool {
     matches!(&select.group_by, GroupByExpr::Expressions(g, _) if g.is_empty())
 }
 
@@ -361,7 +236,7 @@ pub(super) fn flatten(q: &Query, select: &Select, schema: &Schema) -> Option<Que
 }
 
 /// The derived table of `relation`: its alias and its SELECT.
-fn derived(relation: &TableFactor) -> Option<(Option<&TableAlias>, &Query, &Select)> {
+pub(super) fn derived(relation: &TableFactor) -> Option<(Option<&TableAlias>, &Query, &Select)> {
     let TableFactor::Derived {
         lateral: false,
         subquery,
@@ -373,7 +248,9 @@ fn derived(relation: &TableFactor) -> Option<(Option<&TableAlias>, &Query, &Sele
     if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) || subquery.with.is_some() {
         return None;
     }
-    let SetExpr::Select(inner) = &*subquery.body else { return None };
+    let SetExpr::Select(inner) = &*subquery.body else {
+        return None;
+    };
     Some((alias.as_ref(), subquery, inner))
 }
 
@@ -435,6 +312,16 @@ fn merge(q: &Query, select: &Select, schema: &Schema) -> Option<Query> {
                 o.expr = alias_expr(&o.expr, inner, schema)?;
             }
         }
+        // DISTINCT rows of the derived items are not DISTINCT rows of fewer items; ORDER BY /
+        // GROUP BY positions name derived items.
+        let same_items = picked.len() == inner.projection.len()
+            && picked
+                .iter()
+                .zip(&items)
+                .all(|(p, (_, e))| matches!(p, SelectItem::UnnamedExpr(x) if x == e));
+        if (inner.distinct.is_some() && !same_items) || (!same_items && by_position(sub, inner)) {
+            return None;
+        }
         merged.projection = picked;
         out.body = Box::new(SetExpr::Select(Box::new(merged)));
         return Some(out);
@@ -480,7 +367,9 @@ fn merge(q: &Query, select: &Select, schema: &Schema) -> Option<Query> {
     }
     let mut out = with_body(q, merged);
     let aggregated = !no_group_by(select)
-        || select.projection.iter().any(|i| matches!(i, SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } if has_aggregate(e)));
+        || select.projection.iter().any(
+            |i| matches!(i, SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } if has_aggregate(e)),
+        );
     match &mut out.order_by {
         Some(ob) => {
             let sqlparser::ast::OrderByKind::Expressions(exprs) = &mut ob.kind else {
@@ -491,7 +380,12 @@ fn merge(q: &Query, select: &Select, schema: &Schema) -> Option<Query> {
             }
         }
         // Unordered outer rows keep the derived table's order (SQLite's flattening does).
-        None if !aggregated && select.distinct.is_none() => out.order_by = sub.order_by.clone(),
+        None if !aggregated && select.distinct.is_none() => {
+            if by_position(sub, inner) {
+                return None;
+            }
+            out.order_by = sub.order_by.clone();
+        }
         None => {}
     }
     Some(out)
@@ -519,10 +413,12 @@ fn alias_expr(e: &Expr, select: &Select, schema: &Schema) -> Option<Expr> {
         let Some((_, target)) = aliases.iter().find(|(a, _)| same(a, &id.value)) else {
             return ControlFlow::Continue(());
         };
-        let column = tables.iter().any(|(_, t)| match t.as_deref().and_then(|t| schema.table(t)) {
-            Some((_, cols)) => cols.iter().any(|c| same(c, &id.value)),
-            None => true,
-        });
+        let column = tables
+            .iter()
+            .any(|(_, t)| match t.as_deref().and_then(|t| schema.table(t)) {
+                Some((_, cols)) => cols.iter().any(|c| same(c, &id.value)),
+                None => true,
+            });
         if column {
             return ControlFlow::Break(());
         }
@@ -556,13 +452,19 @@ fn semi_join(q: &Query, select: &Select) -> Option<Query> {
     if left_join {
         return None;
     }
-    let (at, join) = item.joins.iter().enumerate().find(|(_, j)| derived(&j.relation).is_some())?;
+    let (at, join) = item
+        .joins
+        .iter()
+        .enumerate()
+        .find(|(_, j)| derived(&j.relation).is_some())?;
     let (Some(alias), sub, inner) = derived(&join.relation)? else {
         return None;
     };
     let d = alias.name.value.as_str();
     let items = outputs(inner)?;
-    let (JoinOperator::Join(JoinConstraint::On(on)) | JoinOperator::Inner(JoinConstraint::On(on))) = &join.join_operator else {
+    let (JoinOperator::Join(JoinConstraint::On(on)) | JoinOperator::Inner(JoinConstraint::On(on))) =
+        &join.join_operator
+    else {
         return None;
     };
     let reads_d = |e: &Expr| -> Option<bool> {
@@ -592,7 +494,9 @@ fn semi_join(q: &Query, select: &Select) -> Option<Query> {
     }
     for (i, j) in item.joins.iter().enumerate() {
         if i != at {
-            if let JoinOperator::Join(JoinConstraint::On(e)) | JoinOperator::Inner(JoinConstraint::On(e)) = &j.join_operator {
+            if let JoinOperator::Join(JoinConstraint::On(e)) | JoinOperator::Inner(JoinConstraint::On(e)) =
+                &j.join_operator
+            {
                 elsewhere.push(e);
             }
         }
@@ -666,61 +570,17 @@ fn semi_join(q: &Query, select: &Select) -> Option<Query> {
     Some(with_body(q, out))
 }
 
-/// One aggregate of a derived table's rows: (the SQL aggregation, `DISTINCT`, the derived
-/// table's item it reads — `None` for `COUNT(*)`).
-pub(super) type OverGroups = Vec<(String, bool, Option<usize>)>;
-
-/// `SELECT AGG(t.c), … FROM (<grouped SELECT>) t [WHERE …]`: the grouped SELECT with the outer
-/// WHERE added to its HAVING (a filter of its rows, which are its groups) and without its ORDER
-/// BY (moot under an aggregate), and the outer aggregates. `None` for any other shape, or when
-/// the grouped SELECT has a LIMIT or DISTINCT (its rows are then not its groups).
-pub(super) fn over_groups(q: &Query, select: &Select) -> Option<(Query, OverGroups)> {
-    let [item] = select.from.as_slice() else { return None };
-    let (alias, sub, inner) = derived(&item.relation)?;
-    let outer_plain = item.joins.is_empty()
-        && no_group_by(select)
-        && select.having.is_none()
-        && select.distinct.is_none()
-        && q.order_by.is_none()
-        && q.limit_clause.is_none();
-    if !outer_plain || no_group_by(inner) || inner.distinct.is_some() || sub.limit_clause.is_some() {
-        return None;
-    }
-    let alias = alias.map(|a| a.name.value.as_str());
-    let items = outputs(inner)?;
-    let mut specs = Vec::new();
-    for i in &select.projection {
-        let (SelectItem::UnnamedExpr(Expr::Function(f)) | SelectItem::ExprWithAlias { expr: Expr::Function(f), .. }) = i else {
-            return None;
-        };
-        let name = crate::sql::ident::object_name(&f.name).to_lowercase();
-        if !["count", "sum", "avg", "min", "max"].contains(&name.as_str()) || f.over.is_some() || f.filter.is_some() {
-            return None;
+/// Whether `select` (the body of `q`) names a SELECT item by its position in ORDER BY or GROUP
+/// BY (`ORDER BY 2`).
+fn by_position(q: &Query, select: &Select) -> bool {
+    let mut keys: Vec<&Expr> = Vec::new();
+    if let Some(ob) = &q.order_by {
+        if let sqlparser::ast::OrderByKind::Expressions(exprs) = &ob.kind {
+            keys.extend(exprs.iter().map(|o| &o.expr));
         }
-        let sqlparser::ast::FunctionArguments::List(list) = &f.args else {
-            return None;
-        };
-        let distinct = matches!(list.duplicate_treatment, Some(sqlparser::ast::DuplicateTreatment::Distinct));
-        let read = match list.args.as_slice() {
-            [sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Wildcard)] if name == "count" && !distinct => None,
-            [sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(e))] => {
-                let (qualifier, col) = column_ref(e)?;
-                if qualifier.is_some_and(|q| !alias.is_some_and(|a| same(a, &q.value))) {
-                    return None;
-                }
-                Some(items.iter().position(|(n, _)| same(n, &col.value))?)
-            }
-            _ => return None,
-        };
-        specs.push((name, distinct, read));
     }
-    let mut grouped = inner.clone();
-    if let Some(w) = &select.selection {
-        let w = substitute(w, alias, &items, &[])?;
-        grouped.having = and_all(inner.having.clone().into_iter().chain([w]));
+    if let GroupByExpr::Expressions(g, _) = &select.group_by {
+        keys.extend(g.iter());
     }
-    let mut out = sub.clone();
-    out.order_by = None;
-    out.body = Box::new(SetExpr::Select(Box::new(grouped)));
-    Some((out, specs))
+    keys.iter().any(|e| matches!(e, Expr::Value(_)))
 }

@@ -9,10 +9,12 @@
 mod aggregates;
 mod case;
 mod derived;
+mod exists;
 mod filters;
 mod joins;
 mod negation;
 mod ordering;
+mod over_groups;
 mod select;
 mod subqueries;
 

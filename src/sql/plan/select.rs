@@ -185,7 +185,10 @@ impl<'s> Builder<'s> {
             && (!plan.group_by.is_empty() || plan.projection.iter().any(|m| matches!(m, Measure::Column(_))))
         {
             // One value beside each row or group: no tool repeats a value along a column.
-            return Err(unsupported("subquery_in_select", "a subquery's value beside columns or groups"));
+            return Err(unsupported(
+                "subquery_in_select",
+                "a subquery's value beside columns or groups",
+            ));
         }
         if plan.tables.is_empty() && plan.measures().any(|m| m.has_aggregate() && !has_value(m)) {
             return Err(unsupported("no_from", "an aggregate without FROM"));

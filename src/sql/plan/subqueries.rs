@@ -87,8 +87,8 @@ pub(super) fn build_query(q: &Query, schema: &Schema) -> Result<QueryPlan, Lower
         if let Some(plan) = derived_count(q, select, schema)? {
             return Ok(plan);
         }
-        if let Some((grouped, specs)) = super::derived::over_groups(q, select) {
-            return over_groups(&grouped, &specs, schema);
+        if let Some((grouped, specs)) = super::over_groups::over_groups(q, select) {
+            return super::over_groups::plan(&grouped, &specs, schema);
         }
         if let Some(flat) = super::derived::flatten(q, select, schema) {
             return build_query(&flat, schema);
@@ -116,38 +116,6 @@ pub(super) fn build_query(q: &Query, schema: &Schema) -> Result<QueryPlan, Lower
         first.set_ops.push((op, side));
     }
     Ok(first)
-}
-
-/// The plan of `SELECT AGG(t.c), … FROM (<grouped>) t` ([`super::derived::over_groups`]): the
-/// grouped SELECT's plan with the outer aggregates as [`QueryPlan::over_groups`], each reading a
-/// GROUP BY column or the grouped SELECT's aggregate.
-fn over_groups(grouped: &Query, specs: &super::derived::OverGroups, schema: &Schema) -> Result<QueryPlan, LowerError> {
-    let mut plan = build_query(grouped, schema)?;
-    if plan.group_by.is_empty() || !plan.set_ops.is_empty() || !plan.over_groups.is_empty() {
-        return Err(unsupported("derived_table", "aggregates over a derived table that is not one grouped SELECT"));
-    }
-    for (name, distinct, read) in specs {
-        let agg = match name.as_str() {
-            "count" => Agg::Count,
-            "sum" => Agg::Sum,
-            "avg" => Agg::Mean,
-            "min" => Agg::Min,
-            _ => Agg::Max,
-        };
-        let key = match read.map(|i| &plan.projection[i]) {
-            None => None,
-            Some(Measure::Column(k)) => Some(k.clone()),
-            Some(Measure::Aggregate { agg, filters, .. }) if filters.is_empty() => Some(agg.name().to_string()),
-            Some(other) => return Err(unsupported("derived_table", format!("an aggregate of {other}"))),
-        };
-        plan.over_groups.push(Measure::Aggregate {
-            agg,
-            key,
-            distinct: *distinct,
-            filters: vec![],
-        });
-    }
-    Ok(plan)
 }
 
 impl<'s> Builder<'s> {
