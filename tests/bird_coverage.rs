@@ -7,9 +7,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// SLOT coverage floor (percent of the 500 gold queries): the coverage reached so far (410 / 500
-/// on 2026-11-27), so a change that loses constructs fails; issue 27's target is 90.
-const SLOT_FLOOR: f64 = 82.0;
+/// SLOT coverage floor (percent of the 500 gold queries): the coverage reached so far (431 / 500
+/// on 2026-11-27, with derived tables, CTEs, EXISTS and scalar subqueries), so a change that loses
+/// constructs fails; issue 27's target is 90.
+const SLOT_FLOOR: f64 = 86.2;
 
 fn coverage(format: &str, floor: f64) -> serde_json::Value {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

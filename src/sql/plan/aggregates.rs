@@ -211,7 +211,7 @@ impl<'s> Builder<'s> {
         let Expr::BinaryOp { left, op, right } = part else {
             return Err(unsupported("having", part));
         };
-        if matches!(**right, Expr::Subquery(_)) || matches!(**left, Expr::Subquery(_)) {
+        if matches!(**left, Expr::Subquery(_)) {
             return Err(unsupported("subquery_in_having", part));
         }
         let condition = match op {
@@ -223,7 +223,11 @@ impl<'s> Builder<'s> {
             BinaryOperator::LtEq => "less_than_equal_to",
             _ => return Err(unsupported("having", part)),
         };
-        let value = self.literal(right).ok_or_else(|| unsupported("having", part))?;
+        let value = match &**right {
+            // `HAVING COUNT(x) = (SELECT MAX(c) FROM …)`: the subquery's value, an earlier chain.
+            Expr::Subquery(q) => self.subquery(q, part)?,
+            other => self.literal(other).ok_or_else(|| unsupported("having", part))?,
+        };
         let measure = self.measure(left)?;
         if !matches!(measure, Measure::Aggregate { .. }) {
             return Err(unsupported("having", part));

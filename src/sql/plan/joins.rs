@@ -23,6 +23,19 @@ impl<'s> Builder<'s> {
             using: vec![],
         };
         let Some((first, rest)) = select.from.split_first() else {
+            // `SELECT (SELECT …) - (SELECT …)`: values of subqueries only.
+            let reads_subqueries = select.projection.iter().all(|i| match i {
+                sqlparser::ast::SelectItem::UnnamedExpr(e)
+                | sqlparser::ast::SelectItem::ExprWithAlias { expr: e, .. } => visit_expressions(e, |x| match x {
+                    Expr::Subquery(_) => ControlFlow::Break(()),
+                    _ => ControlFlow::Continue(()),
+                })
+                .is_break(),
+                _ => false,
+            });
+            if reads_subqueries && select.selection.is_none() {
+                return Ok(b);
+            }
             return Err(unsupported("no_from", "SELECT without FROM"));
         };
         b.add_from_item(first)?;

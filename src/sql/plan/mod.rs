@@ -8,10 +8,13 @@
 
 mod aggregates;
 mod case;
+mod derived;
+mod exists;
 mod filters;
 mod joins;
 mod negation;
 mod ordering;
+mod over_groups;
 mod rowexpr;
 mod select;
 mod subqueries;
@@ -106,13 +109,17 @@ pub enum Measure {
     Literal(Json),
     /// `left <op> right` with op `add`, `subtract`, `multiply`, `divide`.
     Arith(Box<Measure>, &'static str, Box<Measure>),
+    /// The single value of a scalar subquery in SELECT (`x * 100.0 / (SELECT COUNT(*) FROM t)`):
+    /// its placeholder `$SUBQUERY_<i>$` ([`QueryPlan::subqueries`]).
+    Value(String),
 }
 
 impl Measure {
     /// Whether the measure is or contains an aggregate.
     pub fn has_aggregate(&self) -> bool {
         match self {
-            Measure::Aggregate { .. } => true,
+            // A subquery's value is one value, like an aggregate's.
+            Measure::Aggregate { .. } | Measure::Value(_) => true,
             Measure::Arith(a, _, b) => a.has_aggregate() || b.has_aggregate(),
             _ => false,
         }
@@ -125,6 +132,7 @@ impl std::fmt::Display for Measure {
         match self {
             Measure::Column(k) => write!(f, "{k}"),
             Measure::Literal(v) => write!(f, "{v}"),
+            Measure::Value(p) => write!(f, "{p}"),
             Measure::Aggregate {
                 agg,
                 key,
@@ -218,6 +226,10 @@ pub struct QueryPlan {
     /// `SELECT COUNT(*) FROM (<this compound SELECT>)`: the answer is the number of rows of the
     /// set operation (a derived table the tools express as `aggregate_data(count)` on it).
     pub count_rows: bool,
+    /// `SELECT AGG(t.c), … FROM (<this grouped SELECT>) t`: the answer is these aggregates of
+    /// this plan's groups (each `key` a column of the aggregate table: a GROUP BY column, or the
+    /// aggregation's name for its single aggregate); empty otherwise.
+    pub over_groups: Vec<Measure>,
 }
 
 impl QueryPlan {
@@ -295,16 +307,10 @@ fn reads_current_time(f: &sqlparser::ast::Function) -> bool {
     })
 }
 
-/// Rejects, up front, constructs no lowering handles: CTEs, EXISTS, window functions, the
-/// current time.
-fn reject_unsupported(stmt: &Statement) -> Result<(), LowerError> {
-    let Statement::Query(q) = stmt else {
-        return Err(unsupported("not_a_query", stmt));
-    };
-    if q.with.is_some() {
-        return Err(unsupported("cte", "WITH"));
-    }
-    let flow = visit_expressions(stmt, |e| {
+/// Rejects, up front, constructs no lowering handles: the EXISTS that stay after
+/// [`derived::prepare`], window functions, the current time.
+fn reject_unsupported(q: &sqlparser::ast::Query) -> Result<(), LowerError> {
+    let flow = visit_expressions(q, |e| {
         let code = match e {
             Expr::Exists { .. } => Some("exists_subquery"),
             Expr::Function(f) if f.over.is_some() => Some("window"),
@@ -325,11 +331,12 @@ fn reject_unsupported(stmt: &Statement) -> Result<(), LowerError> {
 
 /// Builds the plan of `stmt` against `schema`.
 pub fn build(stmt: &Statement, schema: &Schema) -> Result<QueryPlan, LowerError> {
-    reject_unsupported(stmt)?;
     let Statement::Query(q) = stmt else {
-        unreachable!("checked above")
+        return Err(unsupported("not_a_query", stmt));
     };
-    build_query(q, schema)
+    let q = derived::prepare(q, schema)?;
+    reject_unsupported(&q)?;
+    build_query(&q, schema)
 }
 
 /// The state of one SELECT's lowering: the joined table built so far, SELECT aliases, column

@@ -69,7 +69,10 @@ impl<'s> Builder<'s> {
             Expr::Function(f) if rowexpr::is_scalar_function(f) => Ok(Measure::Column(self.row_key(e)?)),
             Expr::Substring { .. } | Expr::Trim { .. } => Ok(Measure::Column(self.row_key(e)?)),
             Expr::Function(f) => self.aggregate(e, f),
-            Expr::Subquery(_) => Err(unsupported("subquery_in_select", e)),
+            Expr::Subquery(q) => {
+                let placeholder = self.subquery(q, e)?;
+                Ok(Measure::Value(placeholder.as_str().expect("a placeholder").to_string()))
+            }
             _ => Err(unsupported("expression", e)),
         }
     }
@@ -186,7 +189,30 @@ impl<'s> Builder<'s> {
             subqueries: self.subqueries,
             set_ops: vec![],
             count_rows: false,
+            over_groups: vec![],
         };
+        let has_value = |m: &Measure| -> bool {
+            fn walk(m: &Measure) -> bool {
+                match m {
+                    Measure::Value(_) => true,
+                    Measure::Arith(a, _, b) => walk(a) || walk(b),
+                    _ => false,
+                }
+            }
+            walk(m)
+        };
+        if plan.measures().any(has_value)
+            && (!plan.group_by.is_empty() || plan.projection.iter().any(|m| matches!(m, Measure::Column(_))))
+        {
+            // One value beside each row or group: no tool repeats a value along a column.
+            return Err(unsupported(
+                "subquery_in_select",
+                "a subquery's value beside columns or groups",
+            ));
+        }
+        if plan.tables.is_empty() && plan.measures().any(|m| m.has_aggregate() && !has_value(m)) {
+            return Err(unsupported("no_from", "an aggregate without FROM"));
+        }
         if plan.group_by.is_empty() && (!plan.having.is_empty() || !plan.having_branches.is_empty()) {
             return Err(unsupported("having_without_group_by", "HAVING"));
         }

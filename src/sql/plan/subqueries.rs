@@ -87,6 +87,12 @@ pub(super) fn build_query(q: &Query, schema: &Schema) -> Result<QueryPlan, Lower
         if let Some(plan) = derived_count(q, select, schema)? {
             return Ok(plan);
         }
+        if let Some((grouped, specs)) = super::over_groups::over_groups(q, select) {
+            return super::over_groups::plan(&grouped, &specs, schema);
+        }
+        if let Some(flat) = super::derived::flatten(q, select, schema) {
+            return build_query(&flat, schema);
+        }
         return Builder::new(schema, select)?.build(Some(q), select);
     }
     let mut parts = Vec::new();
@@ -123,7 +129,11 @@ impl<'s> Builder<'s> {
         })?;
         // A set operation gives a list for `[NOT] IN`, never a single value.
         let list = matches!(e, Expr::InSubquery { .. });
-        if plan.projection.len() != 1 || (!plan.set_ops.is_empty() && !list) {
+        let width = match plan.over_groups.len() {
+            0 => plan.projection.len(),
+            n => n,
+        };
+        if width != 1 || (!plan.set_ops.is_empty() && !list) {
             return Err(unsupported("subquery_shape", e));
         }
         self.subqueries.push(plan);

@@ -123,6 +123,12 @@ pub(super) fn extreme_first(em: &mut Emitter, plan: &QueryPlan, cur: String) -> 
 fn scalar(em: &mut Emitter, source: &str, m: &Measure, top: bool) -> Result<Json, LowerError> {
     match m {
         Measure::Literal(v) if !top => Ok(v.clone()),
+        // A scalar subquery's value: its chain's output, emitted before this SELECT.
+        Measure::Value(p) if !top => em
+            .placeholders
+            .get(p)
+            .map(|l| json!(l))
+            .ok_or_else(|| unsupported("subquery_in_select", p)),
         Measure::Aggregate {
             agg,
             key,

@@ -55,6 +55,12 @@ pub(super) fn lower_grouped(
             "ORDER BY/LIMIT over several aggregates",
         ));
     }
+    if !plan.over_groups.is_empty() && aggs.len() != 1 {
+        return Err(unsupported(
+            "derived_table",
+            "aggregates over a derived table grouped with other than one aggregate",
+        ));
+    }
     let emit_agg = |em: &mut Emitter, m: &Measure| -> String {
         let Measure::Aggregate { agg, key, distinct, .. } = m else {
             unreachable!("aggregates only")
@@ -129,6 +135,21 @@ pub(super) fn lower_grouped(
                 json!({"data_source": label_ref(&table), "key_name": k, "ascending": o.ascending}),
                 label,
             );
+        }
+        if !plan.over_groups.is_empty() {
+            // `SELECT AGG(t.c) FROM (<this>) t`: aggregates of the aggregate table's rows.
+            for m in &plan.over_groups {
+                let Measure::Aggregate { agg, key, distinct, .. } = m else {
+                    return Err(unsupported("derived_table", m.to_string()));
+                };
+                let label = em.label(&agg.name().to_uppercase());
+                em.call(
+                    "aggregate_data",
+                    aggregate_args(&table, agg.name(), key.as_deref(), *distinct),
+                    label,
+                );
+            }
+            return Ok(());
         }
         for (i, m) in plan.projection.iter().enumerate() {
             let k = match m {

@@ -187,7 +187,9 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         setups: vec![],
         database_path: database_path.into(),
     };
-    em.start(plan);
+    if !plan.tables.is_empty() {
+        em.start(plan);
+    }
     let sinks = lower_compound(&mut em, plan)?;
     if plan.count_rows {
         // A derived table's rows, counted (`SELECT COUNT(*) FROM (… UNION …)`).
@@ -198,7 +200,10 @@ pub fn lower(plan: &QueryPlan, database_path: &str) -> Result<Lowered, LowerErro
         em.call("aggregate_data", aggregate_args(table, "count", None, false), label);
     }
     let mut setups = em.setups.into_iter().map(|(_, c)| c);
-    let setup = setups.next().expect("the outer query's join step");
+    // The outer query's join step (its first subquery's, for a SELECT without FROM).
+    let setup = setups
+        .next()
+        .ok_or_else(|| unsupported("no_from", "a SELECT that reads no table"))?;
     Ok(Lowered {
         setup,
         additional_setup: setups.collect(),
@@ -266,7 +271,12 @@ fn lower_select(em: &mut Emitter, plan: &QueryPlan) -> Result<(), LowerError> {
         placeholders.insert(format!("$SUBQUERY_{i}$"), label_ref(&name));
     }
     let outer = std::mem::replace(&mut em.placeholders, placeholders);
-    let start = em.start(plan);
+    // A SELECT without FROM reads only its subqueries' values.
+    let start = if plan.tables.is_empty() {
+        String::new()
+    } else {
+        em.start(plan)
+    };
     let done = lower_body(em, plan, &start);
     em.placeholders = outer;
     done
@@ -290,6 +300,7 @@ fn lower_body(em: &mut Emitter, plan: &QueryPlan, start: &str) -> Result<(), Low
         cur = em.either(&cur, &plan.branches);
     }
     match plan.group_by.as_slice() {
+        [] if !plan.over_groups.is_empty() => Err(unsupported("derived_table", "aggregates over ungrouped rows")),
         [] => lower_flat(em, plan, cur),
         keys => lower_grouped(em, plan, cur, keys),
     }
