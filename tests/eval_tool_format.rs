@@ -83,7 +83,11 @@ fn native_gold(row: &EvalRow) -> Vec<Value> {
 /// The row's `tools` as the dataset file holds them (read without our reader).
 fn file_tools(dataset: &Path, id: &str) -> Vec<Value> {
     for f in std::fs::read_dir(dataset.join("data")).unwrap() {
-        let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+        let f = f.unwrap().path();
+        if f.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap();
         for l in text.lines() {
             let v: Value = serde_json::from_str(l).unwrap();
             if v["id"] == id {
@@ -275,6 +279,9 @@ fn shots_put_k_train_examples_in_the_prompt_and_are_refused_without_a_train_spli
     let mut inputs = Vec::new();
     for f in std::fs::read_dir(dataset.join("data")).unwrap() {
         let f = f.unwrap().path();
+        if f.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
         let text: String = std::fs::read_to_string(&f)
             .unwrap()
             .lines()

@@ -92,7 +92,9 @@ pub fn category_mean(rows: &[&RowResult], metric: &str) -> Option<(f64, usize)> 
 }
 
 /// The paired difference `run − base` of `metric` on the rows both have it, and its paired
-/// bootstrap 95% interval (module docs); `None` when no row pair has it.
+/// bootstrap 95% interval (module docs); `None` when no row pair has it. Each resample draws
+/// row pairs; a mean metric's statistic is the mean of the per-row differences, `lcs_f1`'s the
+/// difference of the two F1s of mean precision and recall (API-BLEND §5.4).
 pub fn paired_difference(base: &[&RowResult], run: &[&RowResult], metric: &str) -> Option<(f64, Interval, usize)> {
     let pairs: Vec<(&RowResult, &RowResult)> = base
         .iter()
@@ -103,12 +105,29 @@ pub fn paired_difference(base: &[&RowResult], run: &[&RowResult], metric: &str) 
     if pairs.is_empty() {
         return None;
     }
-    let diff = |it: &mut dyn Iterator<Item = &(&RowResult, &RowResult)>| {
-        let (a, b): (Vec<&RowResult>, Vec<&RowResult>) = it.map(|(a, b)| (*a, *b)).unzip();
-        value(&b, metric).unwrap_or(0.0) - value(&a, metric).unwrap_or(0.0)
+    let n = pairs.len();
+    if metric == "lcs_f1" {
+        let prs: Vec<[f64; 4]> = pairs.iter().map(|(a, b)| [a.lcs.p, a.lcs.r, b.lcs.p, b.lcs.r]).collect();
+        let stat = |it: &mut dyn Iterator<Item = &[f64; 4]>| {
+            let (mut s, mut k) = ([0.0; 4], 0usize);
+            for x in it {
+                (0..4).for_each(|i| s[i] += x[i]);
+                k += 1;
+            }
+            let f1 = |p: f64, r: f64| if p + r == 0.0 { 0.0 } else { 2.0 * p * r / (p + r) };
+            let m = |i: usize| s[i] / k as f64;
+            f1(m(2), m(3)) - f1(m(0), m(1))
+        };
+        return Some((stat(&mut prs.iter()), bootstrap(&prs, stat)?, n));
+    }
+    let base_metric = metric.strip_suffix("_row_mean").unwrap_or(metric);
+    let row_value = |r: &RowResult| r.values().into_iter().find(|(k, _)| *k == base_metric).map_or(0.0, |(_, v)| v);
+    let diffs: Vec<f64> = pairs.iter().map(|(a, b)| row_value(b) - row_value(a)).collect();
+    let mean = |it: &mut dyn Iterator<Item = &f64>| {
+        let (s, k) = it.fold((0.0, 0usize), |(s, k), x| (s + x, k + 1));
+        s / k as f64
     };
-    let d = diff(&mut pairs.iter());
-    Some((d, bootstrap(&pairs, diff)?, pairs.len()))
+    Some((mean(&mut diffs.iter()), bootstrap(&diffs, mean)?, n))
 }
 
 fn has(r: &RowResult, metric: &str) -> bool {
@@ -116,7 +135,8 @@ fn has(r: &RowResult, metric: &str) -> bool {
     r.values().iter().any(|(k, _)| *k == base)
 }
 
-/// Compares the runs in `dirs` (module docs), writes `compare.md` and the charts into `out`, and
+/// Compares the runs in `dirs` (module docs; runs without any common row, allowed, are each
+/// shown on their own rows and not paired), writes `compare.md` and the charts into `out`, and
 /// returns the Markdown.
 pub fn compare(dirs: &[PathBuf], out: &Path, allow_different_rows: bool) -> Result<String> {
     let runs = dirs.iter().map(|d| load(d)).collect::<Result<Vec<Run>>>()?;
@@ -142,21 +162,34 @@ pub fn compare(dirs: &[PathBuf], out: &Path, allow_different_rows: bool) -> Resu
         r.rows.iter().filter(|x| x.status != "failed").map(|x| x.id.clone()).collect()
     };
     let common: BTreeSet<String> = runs.iter().skip(1).fold(answered(first), |acc, r| &acc & &answered(r));
+    // No common row at all (different datasets, allowed): each run on its own answered rows,
+    // unpaired.
+    let paired = !common.is_empty();
     let on_common: Vec<Vec<&RowResult>> = runs
         .iter()
         .map(|r| {
+            if !paired {
+                return r.rows.iter().filter(|x| x.status != "failed").collect();
+            }
             let by_id: BTreeMap<&str, &RowResult> = r.rows.iter().map(|x| (x.id.as_str(), x)).collect();
             common.iter().map(|id| by_id[id.as_str()]).collect()
         })
         .collect();
     let summaries: Vec<Summary> = on_common.iter().map(|rs| summarise(rs.iter().copied())).collect();
     let mut md = String::from("# Evaluation report\n\n");
-    md.push_str(&format!(
-        "{} runs on {} common rows (selected and answered by every run) of {}.\n\n",
-        runs.len(),
-        common.len(),
-        datasets.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ")
-    ));
+    let on = datasets.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ");
+    md.push_str(&if paired {
+        format!(
+            "{} runs on {} common rows (selected and answered by every run) of {on}.\n\n",
+            runs.len(),
+            common.len()
+        )
+    } else {
+        format!(
+            "{} runs with no common row ({on}): each run on its own answered rows, not paired.\n\n",
+            runs.len()
+        )
+    });
     for r in &runs {
         let failed = r.rows.iter().filter(|x| x.status == "failed").count();
         md.push_str(&format!("- {}: {} rows, {failed} failed\n", r.name, r.rows.len()));
@@ -165,20 +198,23 @@ pub fn compare(dirs: &[PathBuf], out: &Path, allow_different_rows: bool) -> Resu
     let named: Vec<(String, &Summary)> = runs.iter().map(|r| r.name.clone()).zip(&summaries).collect();
     md.push_str(&table(&named));
     md.push_str(&category_table(&runs, &on_common));
-    for (i, run) in runs.iter().enumerate().skip(1) {
+    for (i, run) in runs.iter().enumerate().skip(1).filter(|_| paired) {
         md.push_str(&paired_section(first, run, &on_common[0], &on_common[i]));
     }
     md.push_str(&breakdowns(&runs, &on_common));
     std::fs::create_dir_all(out.join("charts"))?;
     write_atomic(&out.join("compare.md"), md.as_bytes())?;
     write_atomic(&out.join("table.md"), table(&named).as_bytes())?;
+    let intervals: Vec<BTreeMap<String, Interval>> =
+        on_common.iter().map(|rows| super::stats::intervals(rows.iter().copied())).collect();
     for (metric, header, _) in TABLE {
         let bars: Vec<(String, f64, Option<Interval>)> = runs
             .iter()
             .zip(&on_common)
-            .filter_map(|(r, rows)| {
+            .zip(&intervals)
+            .filter_map(|((r, rows), ivs)| {
                 let v = value(rows, metric)?;
-                let iv = super::stats::intervals(rows.iter().copied()).get(metric).copied();
+                let iv = ivs.get(metric).copied();
                 Some((r.name.clone(), v * 100.0, iv.map(|i| Interval { lo: i.lo * 100.0, hi: i.hi * 100.0 })))
             })
             .collect();
