@@ -80,7 +80,8 @@ fn native_gold(row: &EvalRow) -> Vec<Value> {
         .collect()
 }
 
-/// The row's `tools` as the dataset file holds them (read without our reader).
+/// The row's `tools` as the dataset file holds them (read without our reader; the file keeps
+/// them as JSON text).
 fn file_tools(dataset: &Path, id: &str) -> Vec<Value> {
     for f in std::fs::read_dir(dataset.join("data")).unwrap() {
         let f = f.unwrap().path();
@@ -91,7 +92,12 @@ fn file_tools(dataset: &Path, id: &str) -> Vec<Value> {
         for l in text.lines() {
             let v: Value = serde_json::from_str(l).unwrap();
             if v["id"] == id {
-                return v["tools"].as_array().unwrap().clone();
+                // The row holds its toolkit as JSON text.
+                let tools: Value = match &v["tools"] {
+                    Value::String(t) => serde_json::from_str(t).unwrap(),
+                    other => other.clone(),
+                };
+                return tools.as_array().unwrap().clone();
             }
         }
     }
