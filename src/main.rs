@@ -153,6 +153,17 @@ enum EvalCommand {
         /// live tools).
         #[arg(long, value_parser = ["direct", "agent"], default_value = "direct")]
         mode: String,
+        /// How the model gets the tools: `native` sends them as the request's `tools` (OpenAI
+        /// function schema) and reads `tool_calls`; `prompt` lists them in the system prompt and
+        /// reads calls from the text. Both show the full specification.
+        #[arg(long, value_parser = ["native", "prompt"], default_value = "prompt")]
+        tool_format: String,
+        /// Solved examples (request and gold calls) from the train split in each prompt.
+        #[arg(long, default_value_t = 0)]
+        shots: usize,
+        /// A built dataset whose train rows give the shots (default: the evaluated dataset's).
+        #[arg(long)]
+        shots_from: Option<PathBuf>,
         /// OpenAI-compatible base URL (default: `OPENAI_BASE_URL`).
         #[arg(long)]
         base_url: Option<String>,
@@ -192,12 +203,17 @@ enum EvalCommand {
         #[command(flatten)]
         common: EvalCommon,
     },
-    /// Compare runs: the Markdown table (rows = runs, columns = metrics) and one SVG chart per
-    /// metric, from each run directory's report.json.
+    /// Compare runs on their common rows: the table, BFCL's unweighted category mean, paired
+    /// bootstrap intervals of the differences and McNemar's test against the first run, the
+    /// breakdowns, one SVG chart per metric (compare.md, charts/).
     Report {
-        /// Run directories (`eval/<run>`).
+        /// Run directories (`eval/<run>`); the first is the baseline.
         #[arg(required = true)]
         runs: Vec<PathBuf>,
+        /// Compare runs over different datasets or row sets (on their common rows) instead of
+        /// refusing.
+        #[arg(long)]
+        allow_different_rows: bool,
         /// Output directory.
         #[arg(long, default_value = "eval/compare")]
         out: PathBuf,
@@ -347,8 +363,12 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        EvalCommand::Report { runs, out } => {
-            print!("{}", toolforge::eval::report::compare(&runs, &out)?);
+        EvalCommand::Report {
+            runs,
+            out,
+            allow_different_rows,
+        } => {
+            print!("{}", toolforge::eval::compare::compare(&runs, &out, allow_different_rows)?);
             println!("eval: wrote {}", out.display());
             Ok(())
         }
@@ -356,6 +376,9 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             dataset,
             model,
             mode,
+            tool_format,
+            shots,
+            shots_from,
             base_url,
             api_key_env,
             max_steps,
@@ -389,6 +412,9 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                 base_url,
                 api_key_env: Some(api_key_env),
                 mode,
+                tool_format: toolforge::eval::prompt::ToolFormat::parse(&tool_format)?,
+                shots,
+                shots_from,
                 max_steps,
                 concurrency,
                 temperature,

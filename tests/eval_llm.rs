@@ -159,7 +159,7 @@ fn eval_run_against_a_real_server_in_both_modes() {
     }
     // The cross-model table and per-metric charts.
     let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
-        .args(["eval", "report"])
+        .args(["eval", "report", "--allow-different-rows"])
         .args(&runs)
         .arg("--out")
         .arg(tmp.join("compare"))

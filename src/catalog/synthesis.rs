@@ -139,10 +139,7 @@ pub fn prompt(spec: &Spec) -> Vec<Message> {
 /// The revision request: the first prompt, the failed answer, and the checker's reasons.
 pub fn revise_prompt(first: &[Message], answer: &str, reasons: &[String]) -> Vec<Message> {
     let mut m = first.to_vec();
-    m.push(Message {
-        role: "assistant".into(),
-        content: answer.to_string(),
-    });
+    m.push(Message::new("assistant", answer));
     let lines = reasons.iter().map(|r| format!("- {r}")).collect::<Vec<_>>().join("\n");
     m.extend(llm::render_chat(
         "task_revise.j2",

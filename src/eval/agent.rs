@@ -1,9 +1,13 @@
 //! Agent mode: a tool-calling loop against the live tools (Live API-Bench's interactive
 //! setting). The framework runs the setup step ([`Runner::open_session`]); then, up to
-//! `max_steps` times, the model answers, the first call in its text ([`parse_calls`]) is run
-//! in-process with `serve`'s semantics ([`Runner::live_call`]: SLOT/SEL sessions, REST endpoints,
-//! A_new under drift) and its output (or the error a server would answer) goes back as the next
-//! user message. A turn without a call ends the episode (the model's answer).
+//! `max_steps` times, the model answers and its calls are run in-process with `serve`'s
+//! semantics ([`Runner::live_call`]: SLOT/SEL sessions, REST endpoints, A_new under drift); each
+//! call's output (or the error a server would answer) goes back to the model. In the *prompt*
+//! tool format the first call in the text ([`parse_calls`]) runs and its result is the next user
+//! message; in the *native* format ([`ToolFormat::Native`]: `tools` sent, `tool_calls` read)
+//! every call of the answer runs in order and each result is a `tool` message with the call's
+//! `tool_call_id`, the `k`-th call that ran labelled `OUT_k`. A turn without a call ends the
+//! episode (the model's answer).
 //!
 //! Every episode ends with a [`StopReason`] (Live API-Bench Table 4 counts them): `answered` (a
 //! turn without a call), `step_limit` (`max_steps` turns without an answer), `repeated_call`
@@ -17,9 +21,11 @@
 //! deterministic).
 
 use serde::Serialize;
+use serde_json::json;
 
 use super::execute::Runner;
-use super::prompt::{agent_messages, parse_calls};
+use super::predictions::parse_call;
+use super::prompt::{ToolFormat, agent_messages, openai_tools, parse_calls};
 use super::rows::EvalRow;
 use crate::llm::{Llm, Message, block_on};
 use crate::tools::{Call, ToolSpec};
@@ -80,8 +86,19 @@ fn observation(label: &str, result: &Result<serde_json::Value, String>) -> Strin
     text.chars().take(OBSERVATION_CHARS).collect()
 }
 
-/// Runs one episode (module docs); `seed` is the request seed of every turn.
-pub fn episode(llm: &Llm, runner: &Runner, row: &EvalRow, tools: &[ToolSpec], max_steps: usize, seed: u64) -> Episode {
+/// Runs one episode (module docs); `seed` is the request seed of every turn; `format` is how the
+/// tools reach the model and its calls come back ([`ToolFormat`]), `shots` the solved examples
+/// in its prompt.
+pub fn episode(
+    llm: &Llm,
+    runner: &Runner,
+    row: &EvalRow,
+    tools: &[ToolSpec],
+    max_steps: usize,
+    seed: u64,
+    format: ToolFormat,
+    shots: &[&EvalRow],
+) -> Episode {
     let mut out = Episode::default();
     let mut session = match runner.open_session(row) {
         Ok(s) => s,
@@ -91,8 +108,13 @@ pub fn episode(llm: &Llm, runner: &Runner, row: &EvalRow, tools: &[ToolSpec], ma
             return out;
         }
     };
-    let mut messages = agent_messages(row, tools);
+    let mut messages = agent_messages(row, tools, format, shots);
+    let offered = match format {
+        ToolFormat::Native => openai_tools(tools),
+        ToolFormat::Prompt => vec![],
+    };
     let mut previous: Option<Call> = None;
+    let mut made = 0usize;
     loop {
         if out.steps == max_steps {
             out.stopped = Some("step limit".into());
@@ -100,45 +122,90 @@ pub fn episode(llm: &Llm, runner: &Runner, row: &EvalRow, tools: &[ToolSpec], ma
             return out;
         }
         out.steps += 1;
-        let text = match block_on(llm.chat(&messages, seed)) {
-            Ok(c) => c.text,
+        let answer = match block_on(llm.chat_with_tools(&messages, &offered, seed)) {
+            Ok(c) => c,
             Err(e) => {
                 out.stopped = Some(format!("llm: {e}"));
                 out.stop_reason = StopReason::Error;
                 return out;
             }
         };
-        let call = parse_calls(&text).and_then(|c| c.into_iter().next());
-        messages.push(Message {
-            role: "assistant".into(),
-            content: text.clone(),
-        });
-        let Some(mut call) = call else {
-            out.answer = Some(text);
-            return out;
+        // The turn's calls, each with the id its result answers (native) or none (prompt: the
+        // first call in the text, its result a user message).
+        let (calls, ids): (Vec<Result<Call, String>>, Vec<Option<String>>) = match format {
+            ToolFormat::Prompt => {
+                let call = parse_calls(&answer.text).and_then(|c| c.into_iter().next());
+                messages.push(Message::new("assistant", answer.text.clone()));
+                call.map(|c| (vec![Ok(c)], vec![None])).unwrap_or_default()
+            }
+            ToolFormat::Native => {
+                let ids: Vec<Option<String>> = answer
+                    .tool_calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| Some(c["id"].as_str().map_or_else(|| format!("call_{made}_{i}"), String::from)))
+                    .collect();
+                let calls: Vec<Result<Call, String>> = answer.tool_calls.iter().map(|c| parse_call(c, 0)).collect();
+                let mut m = Message::new("assistant", answer.text.clone());
+                m.tool_calls = answer
+                    .tool_calls
+                    .iter()
+                    .zip(&ids)
+                    .map(|(c, id)| {
+                        let mut c = c.clone();
+                        c["id"] = json!(id);
+                        c
+                    })
+                    .collect();
+                messages.push(m);
+                (calls, ids)
+            }
         };
-        if previous
-            .as_ref()
-            .is_some_and(|p: &Call| p.name == call.name && p.arguments == call.arguments)
-        {
-            out.stopped = Some(format!("repeated call {}", call.name));
-            out.stop_reason = StopReason::RepeatedCall;
+        if calls.is_empty() {
+            out.answer = Some(answer.text);
             return out;
         }
-        previous = Some(call.clone());
-        if call.label.is_empty() || call.label == format!("{}_0", call.name) {
-            call.label = format!("OUT_{}", out.calls.len());
+        made += ids.len();
+        for (call, id) in calls.into_iter().zip(ids) {
+            let text = match call {
+                // A native call the model wrote malformed (no name, arguments not an object):
+                // its error goes back like a failed call's.
+                Err(e) => {
+                    out.failed_calls += 1;
+                    observation("", &Err(e))
+                }
+                Ok(mut call) => {
+                    if previous
+                        .as_ref()
+                        .is_some_and(|p: &Call| p.name == call.name && p.arguments == call.arguments)
+                    {
+                        out.stopped = Some(format!("repeated call {}", call.name));
+                        out.stop_reason = StopReason::RepeatedCall;
+                        return out;
+                    }
+                    previous = Some(call.clone());
+                    if format == ToolFormat::Native || call.label.is_empty() || call.label == format!("{}_0", call.name) {
+                        call.label = format!("OUT_{}", out.calls.len());
+                    }
+                    let result = step(runner, row, &mut session, &call);
+                    if result.is_ok() {
+                        out.calls.push(call.clone());
+                    } else {
+                        out.failed_calls += 1;
+                    }
+                    observation(&call.label, &result)
+                }
+            };
+            messages.push(match id {
+                None => Message::new("user", text),
+                Some(id) => Message {
+                    role: "tool".into(),
+                    content: text,
+                    tool_call_id: Some(id),
+                    ..Message::default()
+                },
+            });
         }
-        let result = step(runner, row, &mut session, &call);
-        if result.is_ok() {
-            out.calls.push(call.clone());
-        } else {
-            out.failed_calls += 1;
-        }
-        messages.push(Message {
-            role: "user".into(),
-            content: observation(&call.label, &result),
-        });
     }
 }
 

@@ -7,9 +7,11 @@
 //!   §5.4, BFCL AST and irrelevance).
 //! - [`execute`]: completion (the predicted sequence executed, answer compared as verification
 //!   compares) and the DynamicToolBench pass rate (A_new enforced as `serve` enforces it).
-//! - [`score`]: per-row results, totals and breakdowns; [`stats`]: bootstrap 95% intervals.
+//! - [`score`]: per-row results, totals and breakdowns; [`stats`]: bootstrap 95% intervals;
+//!   [`taxonomy`]: the error kinds of each row (wrong tool, wrong argument, bad reference, …).
 //! - [`report`]: `eval/<run>/` files (`rows.jsonl`, `report.json`, `report.md`) and the
-//!   cross-model Markdown table; [`charts`]: SVG charts.
+//!   Markdown tables; [`charts`]: SVG charts; [`compare`]: `eval report`, runs paired on their
+//!   common rows (paired bootstrap, McNemar, BFCL's unweighted category mean).
 //! - [`run`]: a model through an OpenAI-compatible endpoint, *direct* or *agent*
 //!   ([`agent`]: the tool-calling loop against the live tools); [`prompt`]: what the model is
 //!   shown and how its text is read back into calls.
@@ -19,6 +21,7 @@
 
 pub mod agent;
 pub mod charts;
+pub mod compare;
 pub mod execute;
 pub mod metrics;
 pub mod predictions;
@@ -28,3 +31,4 @@ pub mod rows;
 pub mod run;
 pub mod score;
 pub mod stats;
+pub mod taxonomy;

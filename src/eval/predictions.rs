@@ -54,6 +54,9 @@ pub struct Prediction {
     /// How an agent episode ended (`stop_reason`: `answered`, `step_limit`, `repeated_call`,
     /// `error`; [`crate::eval::agent::StopReason`]); `None` for a direct prediction.
     pub stop_reason: Option<String>,
+    /// `parsed: false` (`eval run` direct mode): the answer held no call list the reader could
+    /// take, a format error ([`crate::eval::taxonomy`]).
+    pub unparsed: bool,
 }
 
 /// A parsed predictions file.
@@ -113,6 +116,7 @@ pub fn parse_prediction(v: &Value) -> Prediction {
     let mut out = Prediction {
         failed: v["failed"].as_str().map(String::from),
         stop_reason: v["stop_reason"].as_str().map(String::from),
+        unparsed: v["parsed"] == Value::Bool(false),
         ..Prediction::default()
     };
     match list {

@@ -7,6 +7,8 @@
 //! | `report.md`    | the Markdown table ([`table`]) and the breakdowns, for a person          |
 //! | `charts/*.svg` | [`super::charts`]                                                        |
 //!
+//! Runs are compared by `eval report` ([`super::compare`]).
+//!
 //! Percentages in the Markdown are the means × 100 with one decimal. Everything is written
 //! deterministically (ordered maps, no timestamps), each file atomically.
 
@@ -77,6 +79,10 @@ pub struct Report {
     pub totals: Summary,
     /// Breakdowns (see [`Scored::by`]).
     pub by: BTreeMap<String, BTreeMap<String, Summary>>,
+    /// The error taxonomy over every scored row (kind → occurrences and rows;
+    /// [`super::taxonomy`]).
+    #[serde(default)]
+    pub error_taxonomy: BTreeMap<String, super::taxonomy::KindCount>,
 }
 
 impl Report {
@@ -121,6 +127,7 @@ impl Report {
             accounting: BTreeMap::new(),
             totals: scored.totals.clone(),
             by: scored.by.clone(),
+            error_taxonomy: scored.taxonomy.clone(),
         }
     }
 }
@@ -209,6 +216,14 @@ pub fn markdown(report: &Report) -> String {
         let rows: Vec<(String, &Summary)> = groups.iter().map(|(g, s)| (g.clone(), s)).collect();
         out.push_str(&table(&rows).replacen("| Model |", &format!("| {kind} |"), 1));
     }
+    if !report.error_taxonomy.is_empty() {
+        out.push_str("\n## Error taxonomy\n\nOver every scored row (failed rows have no answer): occurrences (calls or arguments) and rows with at least one.\n\n| Kind | Count | Rows |\n|---|---:|---:|\n");
+        for k in super::taxonomy::KINDS {
+            if let Some(c) = report.error_taxonomy.get(k) {
+                out.push_str(&format!("| {k} | {} | {} |\n", c.count, c.rows));
+            }
+        }
+    }
     if !report.stop_reasons.is_empty() {
         out.push_str("\n## Agent stop reasons\n\nOnly `answered` episodes can complete.\n\n");
         for (k, n) in &report.stop_reasons {
@@ -245,30 +260,4 @@ pub fn write(dir: &Path, rows: &[RowResult], report: &Report) -> Result<()> {
     write_atomic(&dir.join("report.md"), markdown(report).as_bytes())?;
     super::charts::write_run_charts(dir, &report.totals, &report.by)?;
     Ok(())
-}
-
-/// `toolforge eval report`: the cross-model table (`table.md`, one row per run: `<model>
-/// (<mode>)`, Live API-Bench Table 3 style) and one chart per metric (`charts/<metric>.svg`,
-/// bars across runs) from the `report.json` of each run directory, written into `out`.
-pub fn compare(runs: &[std::path::PathBuf], out: &Path) -> Result<String> {
-    let mut reports = Vec::new();
-    for r in runs {
-        let p = r.join("report.json");
-        let bytes = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
-        let rep: Report = serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", p.display()))?;
-        reports.push(rep);
-    }
-    let rows: Vec<(String, &Summary)> = reports
-        .iter()
-        .map(|r| (format!("{} ({}, {})", r.model, r.mode, r.dataset), &r.totals))
-        .collect();
-    let md = table(&rows);
-    std::fs::create_dir_all(out.join("charts"))?;
-    write_atomic(&out.join("table.md"), md.as_bytes())?;
-    for (metric, header, _) in TABLE {
-        if let Some(svg) = super::charts::metric_bars(metric, header, &rows)? {
-            write_atomic(&out.join("charts").join(format!("{metric}.svg")), svg.as_bytes())?;
-        }
-    }
-    Ok(md)
 }

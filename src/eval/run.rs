@@ -3,7 +3,10 @@
 //!
 //! Modes: **direct** — one request per row, the model writes the whole call sequence at once
 //! ([`super::prompt::direct_messages`], Live API-Bench's direct-invocation setting); **agent** —
-//! the tool-calling loop of [`super::agent`] against the live tools.
+//! the tool-calling loop of [`super::agent`] against the live tools. Either mode in either tool
+//! format ([`ToolFormat`]: `native` sends `tools` and reads `tool_calls`, `prompt` lists the
+//! tools in the system prompt and reads the answer's text), with `shots` solved examples from a
+//! train split in the prompt ([`super::prompt`]).
 //!
 //! Files (`eval/<run>/`): `predictions.jsonl` (one line per row: `id`, `output` calls, and the
 //! episode's `steps`, `failed_calls`, `answer`, `stopped` or the direct `text`), then what
@@ -28,6 +31,7 @@ use serde_json::{Value, json};
 
 use super::execute::Runner;
 use super::predictions;
+use super::prompt::ToolFormat;
 use super::report::{Report, write};
 use super::rows::{EvalRow, EvalSet};
 use super::score::score;
@@ -45,6 +49,13 @@ pub struct RunConfig {
     pub api_key_env: Option<String>,
     /// `direct` or `agent`.
     pub mode: String,
+    /// How the tools reach the model ([`ToolFormat`]: `tools` + `tool_calls`, or the prompt).
+    pub tool_format: ToolFormat,
+    /// Solved examples in each prompt (`--shots K`; [`super::prompt::shots`]).
+    pub shots: usize,
+    /// A built dataset whose `train` rows give the shots (default: the evaluated dataset's own
+    /// `train` rows).
+    pub shots_from: Option<PathBuf>,
     /// Most model turns per agent episode.
     pub max_steps: usize,
     /// Rows in flight at once (and requests in flight at most).
@@ -70,6 +81,9 @@ impl Default for RunConfig {
             base_url: None,
             api_key_env: None,
             mode: "direct".into(),
+            tool_format: ToolFormat::Prompt,
+            shots: 0,
+            shots_from: None,
             max_steps: 8,
             concurrency: 4,
             temperature: 0.0,
@@ -104,11 +118,13 @@ fn done_ids(path: &Path) -> BTreeMap<String, String> {
     lines_by_id(path).into_iter().filter(|(_, l)| !is_failed(l)).collect()
 }
 
-/// One row: its predictions line and the model turns it took.
-fn run_row(llm: &Llm, runner: &Runner, set: &EvalSet, row: &EvalRow, cfg: &RunConfig) -> (Value, usize) {
+/// One row: its predictions line and the model turns it took; `pool` the rows shots come from.
+fn run_row(llm: &Llm, runner: &Runner, set: &EvalSet, row: &EvalRow, cfg: &RunConfig, pool: &[&EvalRow]) -> (Value, usize) {
     let tools = set.toolkit(row);
+    let shots = super::prompt::shots(pool, row, cfg.shots);
+    let format = cfg.tool_format;
     if cfg.mode == "agent" {
-        let ep = super::agent::episode(llm, runner, row, &tools, cfg.max_steps, cfg.seed);
+        let ep = super::agent::episode(llm, runner, row, &tools, cfg.max_steps, cfg.seed, format, &shots);
         let output: Vec<Value> = ep
             .calls
             .iter()
@@ -122,19 +138,28 @@ fn run_row(llm: &Llm, runner: &Runner, set: &EvalSet, row: &EvalRow, cfg: &RunCo
         }
         return (line, ep.steps);
     }
-    let messages = super::prompt::direct_messages(row, &tools);
-    match block_on(llm.chat(&messages, cfg.seed)) {
+    let messages = super::prompt::direct_messages(row, &tools, format, &shots);
+    let offered = match format {
+        ToolFormat::Native => super::prompt::openai_tools(&tools),
+        ToolFormat::Prompt => vec![],
+    };
+    match block_on(llm.chat_with_tools(&messages, &offered, cfg.seed)) {
         Ok(c) => {
-            let calls = super::prompt::parse_calls(&c.text);
+            let calls = match format {
+                ToolFormat::Prompt => super::prompt::parse_calls(&c.text),
+                ToolFormat::Native => Some(super::prompt::native_calls(&c.tool_calls, 0)),
+            };
             let output: Vec<Value> = calls
                 .iter()
                 .flatten()
                 .map(|c| json!({"name": c.name, "arguments": c.arguments, "label": c.label}))
                 .collect();
-            (
-                json!({"id": row.id, "output": output, "parsed": calls.is_some(), "text": c.text}),
-                1,
-            )
+            let mut line = json!({"id": row.id, "output": output, "parsed": calls.is_some(), "text": c.text});
+            if format == ToolFormat::Native {
+                line["tool_calls"] = json!(c.tool_calls);
+                line["parsed"] = json!(output.len() == c.tool_calls.len());
+            }
+            (line, 1)
         }
         Err(e) => (json!({"id": row.id, "output": [], "failed": e.to_string()}), 1),
     }
@@ -165,6 +190,26 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
     let done = done_ids(&pred_path);
     let todo: Vec<&EvalRow> = rows.iter().copied().filter(|r| !done.contains_key(&r.id)).collect();
     let runner = Runner::new(set);
+    let shot_set = match (&cfg.shots_from, cfg.shots) {
+        (_, 0) => None,
+        (Some(dir), _) => Some(EvalSet::load(dir, None)?),
+        (None, _) => None,
+    };
+    let shot_pool: Vec<&EvalRow> = shot_set
+        .as_ref()
+        .unwrap_or(set)
+        .rows
+        .iter()
+        .filter(|r| cfg.shots > 0 && r.split == "train" && !r.gold.is_empty())
+        .collect();
+    if shot_pool.len() < cfg.shots {
+        return Err(anyhow!(
+            "--shots {}: {} has {} train rows with calls; build the train split and pass --shots-from DIR",
+            cfg.shots,
+            cfg.shots_from.as_deref().unwrap_or(&set.dir).display(),
+            shot_pool.len()
+        ));
+    }
     let file = Mutex::new(
         std::fs::OpenOptions::new()
             .create(true)
@@ -181,7 +226,7 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
     let turns: Vec<usize> = pool.install(|| {
         todo.par_iter()
             .map(|row| {
-                let (line, turns) = run_row(&llm, &runner, set, row, cfg);
+                let (line, turns) = run_row(&llm, &runner, set, row, cfg, &shot_pool);
                 let mut f = file.lock().expect("predictions file");
                 let _ = writeln!(f, "{line}");
                 let _ = f.flush();
@@ -217,6 +262,8 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
         ("retries", json!(retries)),
         ("failed_requests", json!(failures)),
         ("max_steps", json!(cfg.max_steps)),
+        ("tool_format", json!(cfg.tool_format.as_str())),
+        ("shots", json!(cfg.shots)),
         (
             "mean_steps",
             json!(if steps.is_empty() {

@@ -1,6 +1,7 @@
 //! Offline scoring: every selected dataset row against its prediction (missing → the empty
 //! prediction, counted and named), every metric of [`super::metrics`] and [`super::execute`] per
-//! row, then the means over rows (totals) and per database / split / difficulty / variant kind.
+//! row, then the means over rows (totals) and per database / split / difficulty / variant kind /
+//! BFCL category / TopV2 domain / SGD service / drift operator ([`breakdown`]).
 //!
 //! A metric that does not apply to a row is absent from it (`null` in `rows.jsonl`) and is
 //! averaged only over the rows it applies to: completion needs a gold answer and an executable
@@ -68,6 +69,17 @@ pub struct RowResult {
     /// Agent runs: how the episode ended (`answered`, `step_limit`, `repeated_call`, `error`).
     #[serde(default)]
     pub stop_reason: Option<String>,
+    /// The row's groups per breakdown kind ([`breakdown`]: `database`, `split`, `difficulty`,
+    /// `variant_kind`, `bfcl_category`, `topv2_domain`, `sgd_service`, `drift_operator`).
+    #[serde(default)]
+    pub breakdown: BTreeMap<String, Vec<String>>,
+    /// The row's category for BFCL's unweighted overall ([`super::compare::category_mean`]):
+    /// the BFCL category, else the TopV2 domain, else the database.
+    #[serde(default)]
+    pub category: Option<String>,
+    /// The row's errors by kind ([`super::taxonomy`]; kinds that did not occur are absent).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_kinds: BTreeMap<String, usize>,
 }
 
 /// A metric averaged over the rows it applies to.
@@ -97,6 +109,11 @@ pub struct Summary {
 }
 
 impl RowResult {
+    /// The row's groups in the breakdown `kind` (none when it is not in that breakdown).
+    pub fn groups(&self, kind: &str) -> Vec<&str> {
+        self.breakdown.get(kind).into_iter().flatten().map(String::as_str).collect()
+    }
+
     /// This row's value of each metric that applies to it.
     pub fn values(&self) -> Vec<(&'static str, f64)> {
         let b = |x: bool| if x { 1.0 } else { 0.0 };
@@ -180,6 +197,63 @@ pub fn summarise<'a>(rows: impl IntoIterator<Item = &'a RowResult>) -> Summary {
     s
 }
 
+/// A BFCL row's category (`meta.category` beside `meta.bfcl_id`).
+fn bfcl_category(row: &EvalRow) -> Option<&str> {
+    row.meta["bfcl_id"].as_str().and(row.meta["category"].as_str())
+}
+
+/// A row's groups per breakdown kind: `database`, `split`, `difficulty`, `variant_kind`
+/// (`original` for a row that is no variant), `bfcl_category` (`meta.category` of a BFCL row), `topv2_domain`
+/// (`meta.domain`), `sgd_service` (each of `meta.services`: a dialogue in two services is in
+/// both groups), `drift_operator` (each operator of a drift row's change log,
+/// `meta.variant.changes`). A kind the row has no value for is absent.
+pub fn breakdown(row: &EvalRow) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut add = |k: &str, v: &str| {
+        let e = out.entry(k.to_string()).or_default();
+        if !e.iter().any(|x| x == v) {
+            e.push(v.to_string());
+        }
+    };
+    if let Some(db) = &row.db_id {
+        add("database", db);
+    }
+    add("split", &row.split);
+    if let Some(d) = &row.difficulty {
+        add("difficulty", d);
+    }
+    add("variant_kind", row.variant_kind().unwrap_or("original"));
+    if let Some(c) = bfcl_category(row) {
+        add("bfcl_category", c);
+    }
+    if let Some(d) = row.meta["domain"].as_str() {
+        add("topv2_domain", d);
+    }
+    for s in row.meta["services"].as_array().into_iter().flatten().filter_map(|s| s.as_str()) {
+        add("sgd_service", s);
+    }
+    if row.variant_kind() == Some("drift") {
+        fn operators<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    if let Some(op) = m.get("operator").and_then(|o| o.as_str()) {
+                        out.push(op);
+                    }
+                    m.values().for_each(|x| operators(x, out));
+                }
+                serde_json::Value::Array(a) => a.iter().for_each(|x| operators(x, out)),
+                _ => {}
+            }
+        }
+        let mut ops = Vec::new();
+        operators(&row.meta["variant"]["changes"], &mut ops);
+        for op in ops {
+            add("drift_operator", op);
+        }
+    }
+    out
+}
+
 /// Scores one row against its prediction (`None`: missing).
 pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> RowResult {
     let empty = Prediction::default();
@@ -215,6 +289,12 @@ pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> R
     if let Some(Err(e)) = &completion {
         errors.push(format!("completion: {e}"));
     }
+    let error_kinds = if p.failed.is_some() {
+        BTreeMap::new()
+    } else {
+        let names: Vec<&str> = row.tools.iter().map(|t| t.name.as_str()).collect();
+        super::taxonomy::classify(gold, &resolved, order, &names, p.problems.len(), p.unparsed)
+    };
     let bfcl = metrics::bfcl::ast_check(&row.tools, &row.meta, calls);
     if let Some(Err(e)) = &bfcl {
         errors.push(format!("bfcl_ast: {e}"));
@@ -250,6 +330,12 @@ pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> R
         irrelevance: metrics::irrelevance::irrelevance(gold, calls),
         errors,
         stop_reason: p.stop_reason.clone(),
+        breakdown: breakdown(row),
+        category: bfcl_category(row)
+            .or(row.meta["domain"].as_str())
+            .or(row.db_id.as_deref())
+            .map(String::from),
+        error_kinds,
     }
 }
 
@@ -262,9 +348,12 @@ pub struct Scored {
     pub problems: Vec<Problem>,
     /// Totals.
     pub totals: Summary,
-    /// Breakdowns: `database`, `split`, `difficulty`, `variant_kind` → group value → summary
-    /// (rows without the field are not in that breakdown; non-variant rows are `original`).
+    /// Breakdowns: each kind of [`breakdown`] → group value → summary (rows without the field
+    /// are not in that breakdown; non-variant rows are `original`).
     pub by: BTreeMap<String, BTreeMap<String, Summary>>,
+    /// The error taxonomy over every scored row ([`super::taxonomy`]).
+    #[serde(default)]
+    pub taxonomy: BTreeMap<String, super::taxonomy::KindCount>,
 }
 
 /// Selects rows: the ids given (in dataset order), else every row; then the first `limit`.
@@ -295,15 +384,11 @@ pub fn score(set: &EvalSet, rows: &[&EvalRow], predictions: &Predictions) -> Sco
     }
     let mut by: BTreeMap<String, BTreeMap<String, Vec<&RowResult>>> = BTreeMap::new();
     for r in &results {
-        let mut add = |k: &str, v: Option<&str>| {
-            if let Some(v) = v {
-                by.entry(k.into()).or_default().entry(v.into()).or_default().push(r);
+        for (k, groups) in &r.breakdown {
+            for g in groups {
+                by.entry(k.clone()).or_default().entry(g.clone()).or_default().push(r);
             }
-        };
-        add("database", r.db_id.as_deref());
-        add("split", Some(&r.split));
-        add("difficulty", r.difficulty.as_deref());
-        add("variant_kind", Some(r.variant_kind.as_deref().unwrap_or("original")));
+        }
     }
     let by = by
         .into_iter()
@@ -312,6 +397,7 @@ pub fn score(set: &EvalSet, rows: &[&EvalRow], predictions: &Predictions) -> Sco
     let mut totals = summarise(&results);
     totals.intervals = super::stats::intervals(&results);
     Scored {
+        taxonomy: super::taxonomy::totals(results.iter().map(|r| &r.error_kinds)),
         totals,
         rows: results,
         problems,

@@ -53,9 +53,9 @@ pub async fn chat_all(llm: &Llm, jobs: Vec<(Vec<Message>, u64)>) -> Vec<Result<C
     let mut pending: BTreeMap<String, Pending> = BTreeMap::new();
     let c = &llm.resolved.cfg;
     for (j, (messages, seed)) in jobs.iter().enumerate() {
-        if let Some(text) = llm.cached(messages, *seed) {
+        if let Some(done) = llm.cached(messages, *seed) {
             llm.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-            out[j] = Some(Ok(Completion { text, cached: true }));
+            out[j] = Some(Ok(done));
             continue;
         }
         let key = cache_key(&llm.resolved.model, messages, c.temperature, *seed, c.max_tokens);
@@ -235,7 +235,11 @@ fn answer(llm: &Llm, p: &Pending, line: &BatchRequestOutput) -> Result<Completio
             code: "store".into(),
             detail: e.to_string(),
         })?;
-    Ok(Completion { text, cached: false })
+    Ok(Completion {
+        text,
+        tool_calls: vec![],
+        cached: false,
+    })
 }
 
 /// The store key recording attempt `attempt` of the batch of `requests` (the JSONL digest).
@@ -409,10 +413,7 @@ mod tests {
     fn jsonl_files_split_at_the_batch_api_request_limit() {
         let mut pending = BTreeMap::new();
         for i in 0..MAX_LINES + 1 {
-            let m = vec![Message {
-                role: "user".into(),
-                content: format!("q{i}"),
-            }];
+            let m = vec![Message::new("user", format!("q{i}"))];
             let key = cache_key("m", &m, 0.7, 0, 8);
             let body = request_json("m", &m, 0.7, 0, 8);
             pending.insert(

@@ -59,13 +59,32 @@ use crate::store::{Lookup, StageKey, Store};
 /// Version of the cached `llm-chat` entries' format.
 pub const CACHE_VERSION: u32 = 1;
 
-/// One chat message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One chat message. The two tool fields are absent from the JSON when empty, so a plain text
+/// message (and its cache key) is what it was before native tool calling.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Message {
-    /// `system`, `user` or `assistant`.
+    /// `system`, `user`, `assistant` or `tool`.
     pub role: String,
-    /// Text.
+    /// Text (`""` for an assistant turn that only calls tools).
     pub content: String,
+    /// An assistant turn's native calls, OpenAI's shape (`{"id", "type": "function",
+    /// "function": {"name", "arguments"}}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<Value>,
+    /// A `tool` message: the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A plain text message.
+    pub fn new(role: &str, content: impl Into<String>) -> Message {
+        Message {
+            role: role.to_string(),
+            content: content.into(),
+            ..Message::default()
+        }
+    }
 }
 
 /// Sends every (messages, seed) job, at most `max_concurrency` at a time (or, with `batch = true`,
@@ -103,10 +122,7 @@ pub fn render_chat(name: &str, template: &str, ctx: minijinja::Value) -> Vec<Mes
     let mut out: Vec<Message> = Vec::new();
     for line in text.lines() {
         if let Some(role) = line.strip_prefix("### ") {
-            out.push(Message {
-                role: role.trim().to_string(),
-                content: String::new(),
-            });
+            out.push(Message::new(role.trim(), ""));
         } else if let Some(m) = out.last_mut() {
             if !m.content.is_empty() {
                 m.content.push('\n');
@@ -176,11 +192,14 @@ impl Counters {
     }
 }
 
-/// A completion: the text of the first choice, and whether it came from the store.
+/// A completion: the text of the first choice, its native tool calls, and whether it came from
+/// the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
-    /// `choices[0].message.content`.
+    /// `choices[0].message.content` (`""` when null beside tool calls).
     pub text: String,
+    /// `choices[0].message.tool_calls` (OpenAI's shape), empty when there are none.
+    pub tool_calls: Vec<Value>,
     /// Served from the store.
     pub cached: bool,
 }
@@ -237,19 +256,22 @@ impl Llm {
         }
     }
 
-    /// The cached answer for a request, if any (no network).
-    pub fn cached(&self, messages: &[Message], seed: u64) -> Option<String> {
+    /// The cached answer for a request without tools, if any (no network).
+    pub fn cached(&self, messages: &[Message], seed: u64) -> Option<Completion> {
         let c = &self.resolved.cfg;
-        match self.store.get(&cache_key(
-            &self.resolved.model,
-            messages,
-            c.temperature,
-            seed,
-            c.max_tokens,
-        )) {
+        self.lookup(&cache_key(&self.resolved.model, messages, c.temperature, seed, c.max_tokens))
+    }
+
+    fn lookup(&self, key: &StageKey) -> Option<Completion> {
+        match self.store.get(key) {
             Lookup::Hit(bytes) => {
                 let v: Value = serde_json::from_slice(&bytes).ok()?;
-                response_text(&v["response"]).ok()
+                let (text, tool_calls) = response_message(&v["response"]).ok()?;
+                Some(Completion {
+                    text,
+                    tool_calls,
+                    cached: true,
+                })
             }
             _ => None,
         }
@@ -257,16 +279,28 @@ impl Llm {
 
     /// One chat completion: from the store, or from the endpoint (then stored).
     pub async fn chat(&self, messages: &[Message], seed: u64) -> Result<Completion, LlmError> {
+        self.chat_with_tools(messages, &[], seed).await
+    }
+
+    /// One chat completion offering `tools` (OpenAI function tools, `{"type": "function",
+    /// "function": {"name", "description", "parameters"}}`; none when empty): the request body
+    /// and the cache key carry them, and the answer's `tool_calls` come back in the
+    /// [`Completion`].
+    pub async fn chat_with_tools(&self, messages: &[Message], tools: &[Value], seed: u64) -> Result<Completion, LlmError> {
         let c = &self.resolved.cfg;
-        if let Some(text) = self.cached(messages, seed) {
-            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(Completion { text, cached: true });
+        let mut key = cache_key(&self.resolved.model, messages, c.temperature, seed, c.max_tokens);
+        let mut request_json = request_json(&self.resolved.model, messages, c.temperature, seed, c.max_tokens);
+        if !tools.is_empty() {
+            key.config["tools"] = json!(tools);
+            request_json["tools"] = json!(tools);
         }
-        let key = cache_key(&self.resolved.model, messages, c.temperature, seed, c.max_tokens);
+        if let Some(done) = self.lookup(&key) {
+            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(done);
+        }
         if !self.store.claim(&key, "llm-chat") {
             return Err(unclaimed());
         }
-        let request_json = request_json(&self.resolved.model, messages, c.temperature, seed, c.max_tokens);
         let request: CreateChatCompletionRequest =
             serde_json::from_value(request_json.clone()).map_err(|e| LlmError {
                 code: "bad_request".into(),
@@ -301,7 +335,7 @@ impl Llm {
             match outcome {
                 Ok(resp) => {
                     let response = serde_json::to_value(&resp).expect("response serialises");
-                    let text = response_text(&response).map_err(|detail| {
+                    let (text, tool_calls) = response_message(&response).map_err(|detail| {
                         self.counters.failures.fetch_add(1, Ordering::Relaxed);
                         LlmError {
                             code: "bad_response".into(),
@@ -315,7 +349,11 @@ impl Llm {
                             code: "store".into(),
                             detail: e.to_string(),
                         })?;
-                    return Ok(Completion { text, cached: false });
+                    return Ok(Completion {
+                        text,
+                        tool_calls,
+                        cached: false,
+                    });
                 }
                 Err(Attempt::Final(e)) => {
                     self.counters.failures.fetch_add(1, Ordering::Relaxed);
@@ -373,12 +411,22 @@ fn backoff(c: &LlmConfig, attempt: u32) -> Duration {
     )
 }
 
-/// `choices[0].message.content` of a response, or why there is none.
+/// `choices[0].message.content` of a response (`""` when null beside tool calls), or why there
+/// is none.
 fn response_text(response: &Value) -> Result<String, String> {
-    response["choices"][0]["message"]["content"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| "response has no choices[0].message.content".to_string())
+    response_message(response).map(|(text, _)| text)
+}
+
+/// `choices[0].message`'s content and `tool_calls`: a message with tool calls may have a null
+/// content (OpenAI's native tool calling); a message with neither is no answer.
+fn response_message(response: &Value) -> Result<(String, Vec<Value>), String> {
+    let m = &response["choices"][0]["message"];
+    let calls = m["tool_calls"].as_array().cloned().unwrap_or_default();
+    match m["content"].as_str() {
+        Some(t) => Ok((t.to_string(), calls)),
+        None if !calls.is_empty() => Ok((String::new(), calls)),
+        None => Err("response has no choices[0].message.content or tool_calls".to_string()),
+    }
 }
 
 fn classify(e: OpenAIError) -> Attempt {
@@ -480,10 +528,7 @@ mod tests {
 
     #[test]
     fn cache_key_covers_model_prompt_and_parameters() {
-        let m = vec![Message {
-            role: "user".into(),
-            content: "hi".into(),
-        }];
+        let m = vec![Message::new("user", "hi")];
         let k = cache_key("a", &m, 0.7, 1, 64).digest();
         assert_eq!(k, cache_key("a", &m, 0.7, 1, 64).digest());
         assert_ne!(k, cache_key("b", &m, 0.7, 1, 64).digest());
@@ -504,10 +549,7 @@ mod tests {
             ..LlmConfig::default()
         };
         let llm = Llm::new(resolve(&cfg).unwrap(), Store::open(dir.path()).unwrap());
-        let m = vec![Message {
-            role: "user".into(),
-            content: "hi".into(),
-        }];
+        let m = vec![Message::new("user", "hi")];
         let (a, b) = block_on(async { (llm.chat(&m, 0).await, llm.chat(&m, 1).await) });
         assert_eq!(a.unwrap_err().code, "transport");
         assert_eq!(b.unwrap_err().code, "unreachable");

@@ -26,6 +26,11 @@ use crate::tools::{Call, as_label_ref};
 /// Marks a resolved reference token; a control character no tool argument carries.
 const REF: char = '\u{1}';
 
+/// Whether `v` is a reference: a token [`resolve`] wrote, or a `$label$` no call defines.
+pub fn is_reference(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| s.starts_with(REF)) || as_label_ref(v).is_some()
+}
+
 /// `calls` with every `$label$` reference replaced by the token of the call it points to
 /// (module docs); `setup` are the framework's steps run before them (their labels resolvable,
 /// themselves not returned). Names and labels are kept.
