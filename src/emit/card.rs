@@ -3,9 +3,12 @@
 //! Schema: a YAML header in the Hugging Face dataset-card metadata format (`license` (SPDX-style
 //! id, or `other` with `license_name` and `license_link`), `language`, `size_categories`,
 //! `pretty_name`, `task_categories`, `tags` (tool-calling, function-calling and the family tag),
-//! `configs` (one Parquet data file per split), `dataset_info` (`features`: the row schema of
-//! [`super::rows`]; `splits` with `num_bytes` (Arrow in-memory bytes) and `num_examples`;
-//! `download_size` (Parquet bytes) and `dataset_size`)), then the description, the source (title,
+//! `configs` (`default`: one Parquet data file per split; executable families add `trajectories`
+//! and `trajectories_openai`, a clean and a `<split>_faults` split each), `dataset_info` (a list,
+//! one entry per config: `default` has `features`, the row schema of [`super::rows`], `splits`
+//! with `num_bytes` (Arrow in-memory bytes) and `num_examples`, `download_size` (Parquet bytes)
+//! and `dataset_size`; the trajectory configs their `features`, [`TRAJECTORY_FEATURES`] and
+//! [`OPENAI_FEATURES`])), then the description, the source (title,
 //! homepage, license), the counts (every row, variant rows included), the family paragraph (what
 //! `output` is and how it was checked), the variants paragraph when the build has variant rows, a
 //! table describing every column, a table of drop reasons, and the source's BibTeX citation.
@@ -19,6 +22,87 @@ use super::report::{Counts, pct};
 use super::rows::row_schema;
 use crate::dataset::Build;
 use crate::recipe::ToolPool;
+
+/// The `features` of the `trajectories` config (the default trajectory files, [`super::trajectories`]):
+/// one Arrow type per field across every row and file of a recipe. A call's `arguments` and each
+/// `tools` entry are JSON objects whose keys differ from tool to tool, so they are declared as
+/// `datasets`' `Json` type (`dtype: json`, datasets ≥ 5: stored as JSON text in Arrow, decoded
+/// back to the object on access), as is `gold_answer` (rows whose cells mix numbers and text);
+/// the rest are plain strings, integers and structs, `null` where a
+/// message or fault lacks a key.
+pub const TRAJECTORY_FEATURES: &str = "  - name: id
+    dtype: string
+  - name: messages
+    list:
+    - name: role
+      dtype: string
+    - name: content
+      dtype: string
+    - name: tool_calls
+      list:
+      - name: id
+        dtype: string
+      - name: type
+        dtype: string
+      - name: function
+        struct:
+        - name: name
+          dtype: string
+        - name: arguments
+          dtype: json
+    - name: tool_call_id
+      dtype: string
+    - name: name
+      dtype: string
+  - name: tools
+    list: json
+  - name: gold_answer
+    dtype: json
+  - name: faults
+    list:
+    - name: kind
+      dtype: string
+    - name: call_index
+      dtype: int64
+    - name: tool_call_id
+      dtype: string
+    - name: recovery
+      dtype: string
+    - name: waited_s
+      dtype: int64
+";
+
+/// The `features` of the `trajectories_openai` config (`trajectories/openai/`,
+/// [`super::trajectories::export`]): `arguments` is JSON text there, `tools` as in
+/// [`TRAJECTORY_FEATURES`].
+pub const OPENAI_FEATURES: &str = "  - name: messages
+    list:
+    - name: role
+      dtype: string
+    - name: content
+      dtype: string
+    - name: tool_calls
+      list:
+      - name: id
+        dtype: string
+      - name: type
+        dtype: string
+      - name: function
+        struct:
+        - name: name
+          dtype: string
+        - name: arguments
+          dtype: string
+    - name: tool_call_id
+      dtype: string
+  - name: tools
+    list: json
+  - name: parallel_tool_calls
+    dtype: bool
+";
+
+/// What the card says about the trajectory files of an executable family.
+const TRAJECTORIES_PARAGRAPH: &str = "## Trajectories\n\nTwo exports of the same chat trajectories (real tool results; `<split>` clean, `<split>.faults` with one injected fault and its recovery each):\n\n- `trajectories/<split>[.faults].jsonl` (config `trajectories`, `load_dataset(dir, \"trajectories\")`): the Hugging Face / TRL chat convention, what `tokenizer.apply_chat_template(messages, tools=tools)` and TRL's `SFTTrainer` read: `messages` (`tool_calls[].function.arguments` a JSON object; tool messages with `name` and `tool_call_id`), `tools` (OpenAI function schemas), and `id`, `gold_answer`, `faults`. `arguments`, `tools` and `gold_answer` are declared `json` (datasets ≥ 5), so every file of the recipe loads with one type per field.\n- `trajectories/openai/<split>[.faults].jsonl` (config `trajectories_openai`): OpenAI's fine-tuning format exactly (each line only `messages`, `tools`, `parallel_tool_calls`; arguments as JSON text; tool messages without `name`), with `id`, `gold_answer` and `faults` in the sidecar `trajectories/openai/<split>[.faults].meta.jsonl`, one line per trajectory line (`line`: its 0-based line number).\n\nThe final answer is one sentence with the values the tools showed (integers as integers, other numbers with the fewest decimals that keep them equal to the gold answer within 1e-9 relative).";
 
 /// What the card says about a family's `output` and how it was checked.
 fn family_paragraph(format: &str) -> &'static str {
@@ -185,7 +269,19 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
     for split in c.per_split.keys() {
         let _ = writeln!(s, "  - split: {split}\n    path: data/{split}.parquet");
     }
-    let _ = writeln!(s, "dataset_info:\n  features:");
+    let trajectories = ["slot", "sel", "rest"].contains(&build.recipe.format.as_str());
+    if trajectories {
+        for (config, dir) in [("trajectories", ""), ("trajectories_openai", "openai/")] {
+            let _ = writeln!(s, "- config_name: {config}\n  data_files:");
+            for split in c.per_split.keys() {
+                let _ = writeln!(
+                    s,
+                    "  - split: {split}\n    path: trajectories/{dir}{split}.jsonl\n  - split: {split}_faults\n    path: trajectories/{dir}{split}.faults.jsonl"
+                );
+            }
+        }
+    }
+    let _ = writeln!(s, "dataset_info:\n- config_name: default\n  features:");
     for f in row_schema().fields() {
         feature_yaml(&mut s, f, 2);
     }
@@ -204,6 +300,12 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
         sizes.values().map(|z| z.parquet_bytes).sum::<usize>(),
         sizes.values().map(|z| z.num_bytes).sum::<usize>()
     );
+    if trajectories {
+        let _ = write!(
+            s,
+            "- config_name: trajectories\n  features:\n{TRAJECTORY_FEATURES}- config_name: trajectories_openai\n  features:\n{OPENAI_FEATURES}"
+        );
+    }
     let _ = writeln!(s, "---\n");
     let _ = writeln!(s, "# {}\n\n{}\n", build.recipe.name, build.recipe.description);
     let _ = writeln!(
@@ -253,6 +355,9 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
             "Variant rows (`meta.variant_of` = parent id, `meta.variant_kind`, details in `meta.variant`): {}. Their `tools` are the specs each was generated against; for `drift`, `output` is the gold migrated to A_new; SLOT/SEL draw A_new per instance (the row's `meta.variant` holds `tools_new` and the change log; `toolforge serve` enforces it in sessions opened for that row's id), REST per endpoint (`tools/drift.json` holds A_old, A_new and the change log; `serve` answers at the A_new path and method, `tools/openapi_new.json`). Variant rows have trajectories showing the variant's request, tools and calls.\n",
             v["rows"]
         );
+    }
+    if trajectories {
+        let _ = writeln!(s, "{TRAJECTORIES_PARAGRAPH}\n");
     }
     let _ = writeln!(s, "## Columns\n\n| column | type | description |\n|---|---|---|");
     for f in row_schema().fields() {
