@@ -2,9 +2,9 @@
 the YAML metadata of every built dataset (license, license_name/license_link for `other`,
 language, size_categories, splits with num_bytes/num_examples matching the Parquet files), and
 `datasets.load_dataset(<dir>)` loads it without a warning or a logged message about the card;
-executable datasets' `trajectories` and `trajectories_openai` configs load every trajectory file
-(clean and faulted splits together, one Arrow type per field; issue 29) with the values as the
-files hold them."""
+executable datasets' `trajectories/` directory loads as its own dataset (`trajectories/README.md`:
+configs `default` and `openai`), every trajectory file, clean and faulted splits together, with
+one Arrow type per field (issue 29) and the values as the files hold them."""
 import glob
 import json
 import logging
@@ -13,6 +13,7 @@ import warnings
 
 import pyarrow.parquet as pq
 import pytest
+from answers import same
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "out")
@@ -37,8 +38,7 @@ def test_card_metadata_parses_and_is_complete(dataset):
     assert data["license"]
     if data["license"] == "other":
         assert data["license_name"] and data["license_link"].startswith("http"), data
-    infos = {i["config_name"]: i for i in data["dataset_info"]}
-    info = infos["default"]
+    info = data["dataset_info"]
     total = 0
     for split in info["splits"]:
         n = pq.read_metadata(os.path.join(OUT, dataset, "data", split["name"] + ".parquet")).num_rows
@@ -77,14 +77,14 @@ def jsonl(path):
 
 @pytest.mark.parametrize("dataset", TRAJECTORY_DATASETS)
 def test_trajectory_configs_load_every_file_with_one_type_per_field(dataset, tmp_path):
-    """`load_dataset(dir, "trajectories")` (the default export: arguments and tools as objects,
-    declared `json` in the card) and `"trajectories_openai"` load every split, clean and faulted,
-    and give back each line's values unchanged."""
+    """`load_dataset(dir + "/trajectories")` (the default export: arguments, tools and
+    gold_answer declared `json` in its card) and its `"openai"` config load every split, clean and
+    faulted, and give back each line's values unchanged."""
     import datasets
 
     datasets.disable_progress_bars()
-    for config, sub in [("trajectories", ""), ("trajectories_openai", "openai")]:
-        loaded = datasets.load_dataset(os.path.join(OUT, dataset), config, cache_dir=str(tmp_path))
+    for config, sub in [("default", ""), ("openai", "openai")]:
+        loaded = datasets.load_dataset(os.path.join(OUT, dataset, "trajectories"), config, cache_dir=str(tmp_path))
         features = {split: ds.features for split, ds in loaded.items()}
         assert len({repr(f) for f in features.values()}) == 1, features
         for split, ds in loaded.items():
@@ -94,6 +94,10 @@ def test_trajectory_configs_load_every_file_with_one_type_per_field(dataset, tmp
             for i in sorted({0, len(lines) // 2, len(lines) - 1} - {-1}):
                 row = ds[i]
                 assert row["tools"] == lines[i]["tools"]
+                if "gold_answer" in lines[i]:
+                    # datasets' `Json` writes floats through ujson with 10 decimals: equal within
+                    # the gold comparison's 1e-9 relative (answers.same), not bit for bit.
+                    assert same(lines[i]["gold_answer"], row["gold_answer"], True), (config, split, i)
                 for got, want in zip(row["messages"], lines[i]["messages"]):
                     assert {k: v for k, v in got.items() if v is not None} == want, (config, split, i)
 

@@ -187,7 +187,7 @@ pub fn answer_text(shown: &Shown, limit: Option<usize>) -> String {
         return sentence(match rows {
             [] => "The answer has no rows".to_string(),
             [row] if row.len() == 1 => format!("The answer is {}", cell_text(&row[0])),
-            [row] => format!("The answer is {}", rows_text(rows)),
+            [_] => format!("The answer is {}", rows_text(rows)),
             _ => {
                 let what = if rows.iter().all(|r| r.len() == 1) { "values" } else { "rows" };
                 format!("The answer has {listed} {what}: {}", rows_text(rows))
