@@ -96,8 +96,19 @@ fn ungrounded(t: &Value) -> Vec<Value> {
     let mut rest = whole.to_string();
     let mut strings: Vec<&str> = shown.iter().filter_map(Value::as_str).filter(|s| !s.is_empty()).collect();
     strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    // Removed only where it is a whole cell: bounded by the start, the end or a separator.
+    let sep = |c: Option<char>| c.is_none_or(|c| "(),; ".contains(c));
     for s in strings {
-        rest = rest.replace(s, " ");
+        let mut from = 0;
+        while let Some(i) = rest[from..].find(s).map(|i| i + from) {
+            let (before, after) = (rest[..i].chars().last(), rest[i + s.len()..].chars().next());
+            if sep(before) && sep(after) {
+                rest.replace_range(i..i + s.len(), " ");
+                from = i + 1;
+            } else {
+                from = i + s.len();
+            }
+        }
     }
     rest.split(|c: char| c == '(' || c == ')' || c == ',' || c == ';' || c.is_whitespace())
         .filter(|tok| !tok.is_empty())
