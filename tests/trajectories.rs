@@ -93,7 +93,9 @@ fn ungrounded(t: &Value) -> Vec<Value> {
     {
         return vec![];
     }
-    let mut rest = whole.to_string();
+    // The sentence's full stop is not added after a cell that ends with one: remove cells from
+    // the listed part as it is, then drop the remaining final stop.
+    let mut rest = listed.to_string();
     let mut strings: Vec<&str> = shown.iter().filter_map(Value::as_str).filter(|s| !s.is_empty()).collect();
     strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
     // Removed only where it is a whole cell: bounded by the start, the end or a separator.
@@ -102,7 +104,7 @@ fn ungrounded(t: &Value) -> Vec<Value> {
         let mut from = 0;
         while let Some(i) = rest[from..].find(s).map(|i| i + from) {
             let (before, after) = (rest[..i].chars().last(), rest[i + s.len()..].chars().next());
-            if sep(before) && sep(after) {
+            if sep(before) && (sep(after) || &rest[i + s.len()..] == ".") {
                 rest.replace_range(i..i + s.len(), " ");
                 from = i + 1;
             } else {
@@ -110,6 +112,7 @@ fn ungrounded(t: &Value) -> Vec<Value> {
             }
         }
     }
+    let rest = rest.trim_end().strip_suffix('.').unwrap_or(&rest).to_string();
     rest.split(|c: char| c == '(' || c == ')' || c == ',' || c == ';' || c.is_whitespace())
         .filter(|tok| !tok.is_empty())
         .filter(|tok| {
