@@ -73,13 +73,15 @@ enum Command {
         #[command(flatten)]
         flags: toolforge::serve::flags::ServeFlags,
     },
-    /// Write a built dataset's trajectories (`<dir>/trajectories/*.jsonl`, OpenAI chat format) in
-    /// another format: `sharegpt` (ShareGPT / Hermes function-calling style) or `openai`.
+    /// Write a built dataset's trajectories (`<dir>/trajectories/*.jsonl`, the Hugging Face / TRL
+    /// chat convention) in a format: `sharegpt` (ShareGPT / Hermes function-calling style),
+    /// `openai` (OpenAI's fine-tuning format exactly: `messages`, `tools`, `parallel_tool_calls`,
+    /// arguments as JSON text; no sidecar) or `hf` (the files as they are).
     Trajectories {
         /// A built dataset directory, e.g. `out/slot-spider`.
         dir: PathBuf,
         /// Output format.
-        #[arg(long, value_parser = ["openai", "sharegpt"], default_value = "sharegpt")]
+        #[arg(long, value_parser = ["hf", "openai", "sharegpt"], default_value = "sharegpt")]
         format: String,
         /// Output file of the clean trajectories (default: standard output); the faulted ones go
         /// to a sibling `<stem>.faults.jsonl`, never into the same file.
@@ -270,10 +272,10 @@ fn write_trajectories(
             for (i, line) in text.lines().enumerate() {
                 let t: serde_json::Value =
                     serde_json::from_str(line).with_context(|| format!("{} line {}: not JSON", f.display(), i + 1))?;
-                let row = if format == "sharegpt" {
-                    toolforge::emit::trajectories::to_sharegpt(&t)
-                } else {
-                    t
+                let row = match format {
+                    "sharegpt" => toolforge::emit::trajectories::to_sharegpt(&t),
+                    "openai" => toolforge::emit::trajectories::to_openai(&t, i).0,
+                    _ => t,
                 };
                 serde_json::to_writer(&mut out, &row)?;
                 out.push(b'\n');

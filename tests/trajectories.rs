@@ -55,14 +55,11 @@ fn leaves(v: &Value, out: &mut Vec<Value>) {
     }
 }
 
-fn same_leaf(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs()),
-        _ => a == b,
-    }
-}
-
-/// The values of a final answer that no tool message of the trajectory showed.
+/// The parts of a final answer that no tool message of the trajectory showed. The answer is one
+/// sentence (`The answer is V.`, `The answer has N values|rows: …`, `The result has N rows in
+/// total; the first K, as the tool listed them: …`): from its listed part, every shown string is
+/// removed (longest first); what remains must be separators and numbers, each equal to a shown
+/// number within 1e-9 relative (a rounded float) or a shown bool/null. Raw JSON arrays fail.
 fn ungrounded(t: &Value) -> Vec<Value> {
     let messages = t["messages"].as_array().unwrap();
     let mut shown = Vec::new();
@@ -72,29 +69,61 @@ fn ungrounded(t: &Value) -> Vec<Value> {
         }
     }
     let text = messages.last().unwrap()["content"].as_str().unwrap();
-    let listed = match text.split_once("as the tool listed ") {
-        Some((_, rest)) => rest.split_once(": ").unwrap().1,
-        None => text,
-    };
-    match serde_json::from_str::<Value>(listed) {
-        Ok(v) if v.is_array() => {
-            let mut values = Vec::new();
-            leaves(&v, &mut values);
-            values
-                .into_iter()
-                .filter(|v| !shown.iter().any(|x| same_leaf(x, v)))
-                .collect()
+    let text = text
+        .split_once("mid-task, so I can only list what it returned. ")
+        .map_or(text, |(_, rest)| rest);
+    let listed = if let Some(v) = text.strip_prefix("The answer is ") {
+        v
+    } else if text.starts_with("The answer has ") || text.starts_with("The result has ") {
+        match text.split_once("as the tool listed ") {
+            Some((_, rest)) => rest.split_once(": ").map_or("", |(_, v)| v),
+            None => text.split_once(": ").map_or("", |(_, v)| v),
         }
-        // One cell: its text (a string), or a number/bool/null literal.
-        parsed => {
-            let text = Value::String(listed.to_string());
-            let ok = parsed.as_ref().is_ok_and(Value::is_null)
-                || shown
-                    .iter()
-                    .any(|x| same_leaf(x, &text) || parsed.as_ref().is_ok_and(|v| same_leaf(x, v)));
-            if ok { vec![] } else { vec![text] }
+    } else {
+        return vec![Value::String(format!("not the answer style: {text}"))];
+    };
+    if listed.is_empty() && text.starts_with("The answer has no rows") {
+        return vec![];
+    }
+    let whole = listed.strip_suffix('.').unwrap_or(listed);
+    // A single shown cell that is the whole listed part (it may hold separators or end in '.').
+    if shown
+        .iter()
+        .any(|x| x.as_str().is_some_and(|s| s == listed || s == whole))
+    {
+        return vec![];
+    }
+    // The sentence's full stop is not added after a cell that ends with one: remove cells from
+    // the listed part as it is, then drop the remaining final stop.
+    let mut rest = listed.to_string();
+    let mut strings: Vec<&str> = shown.iter().filter_map(Value::as_str).filter(|s| !s.is_empty()).collect();
+    strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    // Removed only where it is a whole cell: bounded by the start, the end or a separator.
+    let sep = |c: Option<char>| c.is_none_or(|c| "(),; ".contains(c));
+    for s in strings {
+        let mut from = 0;
+        while let Some(i) = rest[from..].find(s).map(|i| i + from) {
+            let (before, after) = (rest[..i].chars().last(), rest[i + s.len()..].chars().next());
+            if sep(before) && (sep(after) || &rest[i + s.len()..] == ".") {
+                rest.replace_range(i..i + s.len(), " ");
+                from = i + 1;
+            } else {
+                from = i + s.len();
+            }
         }
     }
+    let rest = rest.trim_end().strip_suffix('.').unwrap_or(&rest).to_string();
+    rest.split(|c: char| c == '(' || c == ')' || c == ',' || c == ';' || c.is_whitespace())
+        .filter(|tok| !tok.is_empty())
+        .filter(|tok| {
+            let ok = match tok.parse::<f64>() {
+                Ok(y) => shown.iter().any(|x| x.as_f64().is_some_and(|x| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()))),
+                Err(_) => matches!(*tok, "null" | "true" | "false"),
+            };
+            !ok
+        })
+        .map(|tok| Value::String(tok.to_string()))
+        .collect()
 }
 
 /// Replays one trajectory after running the hidden `setup`; returns the effective calls.
@@ -147,7 +176,11 @@ fn replay(t: &Value, setup: &[&Call], run: &mut dyn FnMut(&Call, &mut Session) -
         assert_ne!(name, "initialize_active_data", "{}: the setup step is shown", t["id"]);
         // Issue 29: a tool message names its function (Hermes 2 Pro templates require it).
         assert_eq!(result["name"], name, "{}: the tool message names its function", t["id"]);
-        let arguments = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        // Issue 29: arguments are a JSON object (the Hugging Face convention), never JSON text.
+        let arguments = call["function"]["arguments"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{}: arguments not an object", t["id"]))
+            .clone();
         let content = result["content"].as_str().unwrap();
         match faults.get(id) {
             Some(&"session_expired") => {

@@ -9,6 +9,7 @@
 //! homepage, license), the counts (every row, variant rows included), the family paragraph (what
 //! `output` is and how it was checked), the variants paragraph when the build has variant rows, a
 //! table describing every column, a table of drop reasons, and the source's BibTeX citation.
+//! Executable families also get `trajectories/README.md` ([`trajectories_card`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,6 +20,119 @@ use super::report::{Counts, pct};
 use super::rows::row_schema;
 use crate::dataset::Build;
 use crate::recipe::ToolPool;
+
+/// The `features` of config `default` of `trajectories/README.md` (the default trajectory files,
+/// [`super::trajectories`]):
+/// one Arrow type per field across every row and file of a recipe. A call's `arguments` and each
+/// `tools` entry are JSON objects whose keys differ from tool to tool, so they are declared as
+/// `datasets`' `Json` type (`dtype: json`, datasets ≥ 5: stored as JSON text in Arrow, decoded
+/// back to the object on access), as is `gold_answer` (rows whose cells mix numbers and text);
+/// the rest are plain strings, integers and structs, `null` where a
+/// message or fault lacks a key.
+pub const TRAJECTORY_FEATURES: &str = "  - name: id
+    dtype: string
+  - name: messages
+    list:
+    - name: role
+      dtype: string
+    - name: content
+      dtype: string
+    - name: tool_calls
+      list:
+      - name: id
+        dtype: string
+      - name: type
+        dtype: string
+      - name: function
+        struct:
+        - name: name
+          dtype: string
+        - name: arguments
+          dtype: json
+    - name: tool_call_id
+      dtype: string
+    - name: name
+      dtype: string
+  - name: tools
+    list: json
+  - name: gold_answer
+    dtype: json
+  - name: faults
+    list:
+    - name: kind
+      dtype: string
+    - name: call_index
+      dtype: int64
+    - name: tool_call_id
+      dtype: string
+    - name: recovery
+      dtype: string
+    - name: waited_s
+      dtype: int64
+";
+
+/// The `features` of config `openai` of `trajectories/README.md` (`trajectories/openai/`,
+/// [`super::trajectories::export`]): `arguments` is JSON text there, `tools` as in
+/// [`TRAJECTORY_FEATURES`].
+pub const OPENAI_FEATURES: &str = "  - name: messages
+    list:
+    - name: role
+      dtype: string
+    - name: content
+      dtype: string
+    - name: tool_calls
+      list:
+      - name: id
+        dtype: string
+      - name: type
+        dtype: string
+      - name: function
+        struct:
+        - name: name
+          dtype: string
+        - name: arguments
+          dtype: string
+    - name: tool_call_id
+      dtype: string
+  - name: tools
+    list: json
+  - name: parallel_tool_calls
+    dtype: bool
+";
+
+/// Whether `build` writes trajectory files (the executable families).
+pub(super) fn has_trajectories(build: &Build) -> bool {
+    ["slot", "sel", "rest"].contains(&build.recipe.format.as_str())
+}
+
+/// `trajectories/README.md`: a card whose YAML header declares the trajectory files as their own
+/// dataset — configs `default` (the Hugging Face / TRL files, [`TRAJECTORY_FEATURES`]) and
+/// `openai` (`openai/`, [`OPENAI_FEATURES`]), a `<split>` and a `<split>_faults` split each — so
+/// `load_dataset("<dir>/trajectories")` loads every file with one type per field. Not configs of
+/// the root card: `datasets` infers one file format per repository from its first config (the
+/// Parquet rows), and would read the JSONL files as Parquet.
+pub(super) fn trajectories_card(build: &Build, splits: &[&String]) -> String {
+    let mut s = String::from("---\nconfigs:\n");
+    for (config, dir) in [("default", ""), ("openai", "openai/")] {
+        let _ = writeln!(s, "- config_name: {config}\n  data_files:");
+        for split in splits {
+            let _ = writeln!(
+                s,
+                "  - split: {split}\n    path: {dir}{split}.jsonl\n  - split: {split}_faults\n    path: {dir}{split}.faults.jsonl"
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        "dataset_info:\n- config_name: default\n  features:\n{TRAJECTORY_FEATURES}- config_name: openai\n  features:\n{OPENAI_FEATURES}---\n\n# {} trajectories\n\n",
+        build.recipe.name
+    );
+    let _ = writeln!(s, "{TRAJECTORIES_PARAGRAPH}");
+    s
+}
+
+/// What the card says about the trajectory files of an executable family.
+const TRAJECTORIES_PARAGRAPH: &str = "## Trajectories\n\nTwo exports of the same chat trajectories (real tool results; `<split>` clean, `<split>.faults` with one injected fault and its recovery each):\n\n- `trajectories/<split>[.faults].jsonl` (`load_dataset(\"<dir>/trajectories\")`: `trajectories/README.md` declares the features): the Hugging Face / TRL chat convention, what `tokenizer.apply_chat_template(messages, tools=tools)` and TRL's `SFTTrainer` read: `messages` (`tool_calls[].function.arguments` a JSON object; tool messages with `name` and `tool_call_id`), `tools` (OpenAI function schemas), and `id`, `gold_answer`, `faults`. `arguments`, `tools` and `gold_answer` are declared `json` (datasets ≥ 5), so every file of the recipe loads with one type per field.\n- `trajectories/openai/<split>[.faults].jsonl` (`load_dataset(\"<dir>/trajectories\", \"openai\")`): OpenAI's fine-tuning format exactly (each line only `messages`, `tools`, `parallel_tool_calls`; arguments as JSON text; tool messages without `name`), with `id`, `gold_answer` and `faults` in the sidecar `trajectories/openai/<split>[.faults].meta.jsonl`, one line per trajectory line (`line`: its 0-based line number).\n\nThe final answer is one sentence with the values the tools showed (integers as integers, other numbers with the fewest decimals that keep them equal to the gold answer within 1e-9 relative).";
 
 /// What the card says about a family's `output` and how it was checked.
 fn family_paragraph(format: &str) -> &'static str {
@@ -185,6 +299,7 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
     for split in c.per_split.keys() {
         let _ = writeln!(s, "  - split: {split}\n    path: data/{split}.parquet");
     }
+    let trajectories = has_trajectories(build);
     let _ = writeln!(s, "dataset_info:\n  features:");
     for f in row_schema().fields() {
         feature_yaml(&mut s, f, 2);
@@ -253,6 +368,9 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
             "Variant rows (`meta.variant_of` = parent id, `meta.variant_kind`, details in `meta.variant`): {}. Their `tools` are the specs each was generated against; for `drift`, `output` is the gold migrated to A_new; SLOT/SEL draw A_new per instance (the row's `meta.variant` holds `tools_new` and the change log; `toolforge serve` enforces it in sessions opened for that row's id), REST per endpoint (`tools/drift.json` holds A_old, A_new and the change log; `serve` answers at the A_new path and method, `tools/openapi_new.json`). Variant rows have trajectories showing the variant's request, tools and calls.\n",
             v["rows"]
         );
+    }
+    if trajectories {
+        let _ = writeln!(s, "{TRAJECTORIES_PARAGRAPH}\n");
     }
     let _ = writeln!(s, "## Columns\n\n| column | type | description |\n|---|---|---|");
     for f in row_schema().fields() {

@@ -8,6 +8,7 @@
 //! | `trajectories/<split>*.jsonl` | [`trajectories`]     | executable families: chat trajectories, faults  |
 //! | `report/verification.json`   | [`report`]           | attempted / kept per group, drops with reasons  |
 //! | `README.md`                   | [`card`]             | dataset card with a Hugging Face YAML header    |
+//! | `trajectories/README.md`      | [`card`]             | the trajectory files' card: configs, features   |
 //! | `MANIFEST.json`               | [`manifest`]         | blake3 of every file, build key, source hashes  |
 //!
 //! Family-specific files (e.g. `tools/openapi.json`, `tools/endpoints.json`, `tools/drift.json`)
@@ -108,6 +109,10 @@ pub fn write_cached(
         &pretty(&report::report(build, &c, trajectory_stats)),
     )?;
     put("README.md", card::card(build, &c, &sizes).as_bytes())?;
+    if card::has_trajectories(build) {
+        let splits: Vec<&String> = c.per_split.keys().collect();
+        put("trajectories/README.md", card::trajectories_card(build, &splits).as_bytes())?;
+    }
     for (k, v) in &build.extra_files {
         put(k, v)?;
     }

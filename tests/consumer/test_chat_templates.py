@@ -1,9 +1,21 @@
-"""Every trajectory of slot-spider and rest-spider (clean and faulted) and of the three
-`*-variants` datasets (their variant rows included: issue 16) rendered through the chat
-templates of four model families with `transformers`' `apply_chat_template(messages, tools=…)`:
-SmolLM2, Qwen3, Llama 3.2 and Mistral Nemo (the real templates, kept in tests/chat_templates/;
-origins in its README). A template that raises (e.g. on `content: null`, or on a tool-call id
-that is not 9 alphanumeric characters) fails the test."""
+"""Every trajectory of slot-spider, sel-spider and rest-spider (clean and faulted) rendered through
+a panel of real chat templates (tests/chat_templates/, origins and licences in its README) with
+`transformers`' `apply_chat_template(messages, tools=…)`, and checked FOR CONTENT (issue 29): in
+the rendered text must appear
+- every tool's name (the tool list is shown);
+- every call's name, and each argument as `"key": <value as JSON>` (or Qwen3-Coder's
+  `<parameter=key>\\nvalue\\n</parameter>`), so a double-encoded (`"{\\"key\\"…"`) or
+  character-by-character argument string fails;
+- every tool result and the final answer (as they are, or JSON-escaped by a template that
+  `tojson`s message content);
+- the system prompt, or (SLOT/SEL) the first user turn, which repeats the active table.
+A template that raises fails the row. A template's own bug is listed by name in `KNOWN_BUGS`
+with the checks it breaks; rows failing only those are counted and printed as excluded, never
+skipped silently, and an entry that affects no row fails the test (stale). Acceptance: ≥ 99% of
+the other rows faithful through every template.
+
+The `*-variants` datasets: their variant rows have trajectories of every kind (rendering them is
+the same code path; not repeated here for time)."""
 import glob
 import json
 import os
@@ -14,11 +26,42 @@ from transformers import PreTrainedTokenizerFast
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEMPLATES = sorted(glob.glob(os.path.join(ROOT, "tests", "chat_templates", "*.jinja")))
+DATASETS = ["slot-spider", "sel-spider", "rest-spider"]
 VARIANT_DATASETS = ["slot-spider-variants", "sel-spider-variants", "rest-spider-variants"]
-DATASETS = ["slot-spider", "rest-spider"] + VARIANT_DATASETS
 # The variant kinds whose trajectories change what the model sees (paraphrase only when the
 # build had an LLM endpoint; distractors only where the family has a pool).
 VARIANT_KINDS = {"perturb", "drift", "obfuscate", "shortlist", "distractors"}
+MIN_FAITHFUL = 0.99
+
+# Template → {check it breaks: why}. Each is the template's own behaviour on any conversation with
+# tools, not a property of our data; the rows it affects are counted and printed.
+KNOWN_BUGS = {
+    "HuggingFaceTB-SmolLM2-135M-Instruct": {
+        "tools": "renders no tool list (not a tool-calling template)",
+        "call": "renders no assistant tool call",
+        "arguments": "renders no assistant tool call",
+    },
+    "ibm-granite-granite-3.3-2B-Instruct": {
+        # (the call names still appear: in the tool list)
+        "arguments": "renders an assistant message's content only, never its tool_calls",
+    },
+    "deepseek-ai-DeepSeek-V3.1": {
+        "tools": "renders no tool list (V3.1's template leaves the tool descriptions to the caller)",
+    },
+    "meetkai-functionary-medium-v3.2": {
+        "error": "concatenates `arguments` as a string ('\\n' + arguments): TypeError on the object form",
+    },
+}
+
+
+# Templates whose interface takes the tools under another name (`functions`, JSON text) and a
+# `datetime` string the caller supplies.
+TEMPLATE_KWARGS = {
+    "fireworks-ai-llama-3-firefunction-v2": lambda t: {
+        "functions": json.dumps([f["function"] for f in t["tools"]]),
+        "datetime": "2024-01-01 00:00:00",
+    },
+}
 
 
 def tokenizer(template_path):
@@ -41,25 +84,101 @@ def trajectories(dataset):
     return out
 
 
-def test_four_template_families():
-    assert len(TEMPLATES) == 4, TEMPLATES
+def escaped(s):
+    """`s` as it appears inside a JSON string (both `ensure_ascii` settings)."""
+    return {json.dumps(s, ensure_ascii=False)[1:-1], json.dumps(s)[1:-1]}
 
 
-@pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: os.path.basename(p))
-@pytest.mark.parametrize("dataset", DATASETS)
-def test_every_trajectory_renders(dataset, template):
+def shown(text, s):
+    """Whether `s` appears in `text` as it is or JSON-escaped."""
+    return s in text or any(e in text for e in escaped(s))
+
+
+def argument_forms(key, value):
+    """How a template may write argument `key` with `value`: JSON (`tojson`, any `ensure_ascii`,
+    compact or not) or Qwen3-Coder's XML parameter."""
+    values = {json.dumps(value, ensure_ascii=False), json.dumps(value)}
+    forms = {f'"{key}": {v}' for v in values} | {f'"{key}":{v}' for v in values}
+    scalars = values | {value if isinstance(value, str) else str(value)}
+    forms |= {f"<parameter={key}>\n{v}\n</parameter>" for v in scalars}
+    return forms
+
+
+def failed_checks(text, t):
+    """The checks (`tools`, `call`, `arguments`, `result`, `answer`, `system`) trajectory `t`
+    fails in its rendering `text`."""
+    failed = set()
+    m = t["messages"]
+    if not all(f["function"]["name"] in text for f in t["tools"]):
+        failed.add("tools")
+    for msg in m:
+        for c in msg.get("tool_calls") or []:
+            f = c["function"]
+            assert isinstance(f["arguments"], dict), "arguments must be a JSON object (issue 29)"
+            if f["name"] not in text:
+                failed.add("call")
+            for k, v in f["arguments"].items():
+                if not any(form in text for form in argument_forms(k, v)):
+                    failed.add("arguments")
+        if msg["role"] == "tool" and not shown(text, msg["content"]):
+            failed.add("result")
+    if not shown(text, m[-1]["content"]):
+        failed.add("answer")
+    system, user = m[0]["content"], m[1]["content"]
+    active = "The active table is already loaded as" in user
+    rest = "REST API" in system
+    if not (shown(text, system) or (shown(text, user) and (active or rest))):
+        failed.add("system")
+    return failed
+
+
+def name(template):
+    return os.path.basename(template)[: -len(".jinja")]
+
+
+def test_panel_of_at_least_twelve_templates():
+    assert len(TEMPLATES) >= 12, TEMPLATES
+    stale = set(KNOWN_BUGS) - {name(t) for t in TEMPLATES}
+    assert not stale, f"known bugs of templates not in the panel: {stale}"
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=name)
+def test_every_trajectory_renders_faithfully(template):
     tok = tokenizer(template)
-    rows = trajectories(dataset)
-    assert rows, f"no trajectories in out/{dataset}"
-    failures = []
-    for t in rows:
-        try:
-            text = tok.apply_chat_template(t["messages"], tools=t["tools"], tokenize=False)
-            assert t["messages"][-1]["content"] in text or "Llama" in template
-        except Exception as e:  # noqa: BLE001 — every failure is collected and reported
-            failures.append((t["id"], f"{type(e).__name__}: {e}"))
-    print(f"{dataset} × {os.path.basename(template)}: {len(rows) - len(failures)}/{len(rows)} rendered")
-    assert not failures, f"{len(failures)} of {len(rows)} fail: {failures[:5]}"
+    known = KNOWN_BUGS.get(name(template), {})
+    seen_bugs = set()
+    report = []
+    for dataset in DATASETS:
+        rows = trajectories(dataset)
+        assert rows, f"no trajectories in out/{dataset}"
+        faithful, excluded, bad = 0, 0, []
+        for t in rows:
+            try:
+                extra = TEMPLATE_KWARGS.get(name(template), lambda t: {})(t)
+                text = tok.apply_chat_template(t["messages"], tools=t["tools"], tokenize=False, **extra)
+                failed = failed_checks(text, t)
+            except AssertionError:
+                raise
+            except Exception as e:  # noqa: BLE001 — a template error is a failed row, reported
+                failed = {"error"}
+                err = f"{type(e).__name__}: {e}"
+            if not failed:
+                faithful += 1
+            elif failed <= set(known):
+                excluded += 1
+                seen_bugs |= failed
+            else:
+                bad.append((t["id"], sorted(failed), err if "error" in failed else ""))
+        considered = len(rows) - excluded
+        share = faithful / considered if considered else 1.0
+        report.append((dataset, faithful, considered, excluded, share, bad[:3]))
+    for dataset, faithful, considered, excluded, share, bad in report:
+        bugs = f", {excluded} excluded by known bugs {sorted(seen_bugs)}" if excluded else ""
+        print(f"{name(template)} × {dataset}: faithful {faithful}/{considered} ({share:.2%}){bugs}")
+    stale = set(known) - seen_bugs
+    assert not stale, f"{name(template)}: listed bugs that affect no row: {stale}"
+    for dataset, faithful, considered, excluded, share, bad in report:
+        assert share >= MIN_FAITHFUL, f"{name(template)} × {dataset}: {share:.2%} faithful; e.g. {bad}"
 
 
 def variant_kind(trajectory_id):

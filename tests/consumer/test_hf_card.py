@@ -1,13 +1,19 @@
 """The dataset cards as Hugging Face reads them: `huggingface_hub.DatasetCard` parses and validates
 the YAML metadata of every built dataset (license, license_name/license_link for `other`,
 language, size_categories, splits with num_bytes/num_examples matching the Parquet files), and
-`datasets.load_dataset(<dir>)` loads it without a warning or a logged message about the card."""
+`datasets.load_dataset(<dir>)` loads it without a warning or a logged message about the card;
+executable datasets' `trajectories/` directory loads as its own dataset (`trajectories/README.md`:
+configs `default` and `openai`), every trajectory file, clean and faulted splits together, with
+one Arrow type per field (issue 29) and the values as the files hold them."""
+import glob
+import json
 import logging
 import os
 import warnings
 
 import pyarrow.parquet as pq
 import pytest
+from answers import same
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "out")
@@ -59,3 +65,77 @@ def test_load_dataset_without_warnings(dataset, caplog, tmp_path):
     assert not messages, messages
     for split, ds in loaded.items():
         assert ds.num_rows == pq.read_metadata(os.path.join(OUT, dataset, "data", split + ".parquet")).num_rows
+
+
+TRAJECTORY_DATASETS = [d for d in DATASETS if os.path.isdir(os.path.join(OUT, d, "trajectories"))]
+
+
+def jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.parametrize("dataset", TRAJECTORY_DATASETS)
+def test_trajectory_configs_load_every_file_with_one_type_per_field(dataset, tmp_path):
+    """`load_dataset(dir + "/trajectories")` (the default export: arguments, tools and
+    gold_answer declared `json` in its card) and its `"openai"` config load every split, clean and
+    faulted, and give back each line's values unchanged."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    for config, sub in [("default", ""), ("openai", "openai")]:
+        loaded = datasets.load_dataset(os.path.join(OUT, dataset, "trajectories"), config, cache_dir=str(tmp_path))
+        features = {split: ds.features for split, ds in loaded.items()}
+        assert len({repr(f) for f in features.values()}) == 1, features
+        for split, ds in loaded.items():
+            stem = split[: -len("_faults")] + ".faults" if split.endswith("_faults") else split
+            lines = jsonl(os.path.join(OUT, dataset, "trajectories", sub, stem + ".jsonl"))
+            assert ds.num_rows == len(lines), (config, split)
+            for i in sorted({0, len(lines) // 2, len(lines) - 1} - {-1}):
+                row = ds[i]
+                assert row["tools"] == lines[i]["tools"]
+                if "gold_answer" in lines[i]:
+                    # datasets' `Json` writes floats through ujson with 10 decimals: equal within
+                    # the gold comparison's 1e-9 relative (answers.same), not bit for bit.
+                    assert same(lines[i]["gold_answer"], row["gold_answer"], True), (config, split, i)
+                for got, want in zip(row["messages"], lines[i]["messages"]):
+                    assert {k: v for k, v in got.items() if v is not None} == want, (config, split, i)
+
+
+@pytest.mark.parametrize("dataset", TRAJECTORY_DATASETS)
+def test_openai_export_holds_only_openai_keys_and_a_sidecar_per_line(dataset):
+    """`trajectories/openai/`: each line only `messages`, `tools`, `parallel_tool_calls`;
+    arguments as JSON text; tool messages without `name`; function names within OpenAI's
+    `^[a-zA-Z0-9_-]{1,64}$`; the sidecar names each line's `id`, `gold_answer` and `faults`."""
+    import re
+
+    ok = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+    tdir = os.path.join(OUT, dataset, "trajectories")
+    violations = []
+    for path in sorted(glob.glob(os.path.join(tdir, "openai", "*.jsonl"))):
+        if path.endswith(".meta.jsonl"):
+            continue
+        lines = jsonl(path)
+        side = jsonl(path[: -len(".jsonl")] + ".meta.jsonl")
+        default = jsonl(os.path.join(tdir, os.path.basename(path)))
+        assert [s["line"] for s in side] == list(range(len(lines)))
+        assert [s["id"] for s in side] == [t["id"] for t in default]
+        for t in lines:
+            if list(t) != ["messages", "tools", "parallel_tool_calls"]:
+                violations.append(("keys", list(t)))
+            names = [f["function"]["name"] for f in t["tools"]]
+            for m in t["messages"]:
+                allowed = {"system": {"role", "content"}, "user": {"role", "content"},
+                           "assistant": {"role", "content", "tool_calls"},
+                           "tool": {"role", "tool_call_id", "content"}}[m["role"]]
+                if set(m) - allowed:
+                    violations.append(("message keys", sorted(m)))
+                for c in m.get("tool_calls", []):
+                    names.append(c["function"]["name"])
+                    if not isinstance(c["function"]["arguments"], str):
+                        violations.append(("arguments", c["function"]["arguments"]))
+                    else:
+                        json.loads(c["function"]["arguments"])
+            violations += [("name", n) for n in names if not ok.match(n)]
+    print(f"{dataset}: OpenAI-format violations {len(violations)}")
+    assert not violations, violations[:5]

@@ -1,13 +1,16 @@
 //! The trajectories emitter: `trajectories/<split>.jsonl` and `trajectories/<split>.faults.jsonl`,
 //! fine-tuning trajectory corpora of the executable families (SLOT, SEL, REST), with ToolGym-style
-//! injected faults ([`faults`]).
+//! injected faults ([`faults`]), and the same trajectories in OpenAI's fine-tuning format under
+//! `trajectories/openai/` ([`export`]).
 //!
-//! One trajectory per example, in the OpenAI chat fine-tuning format:
+//! One trajectory per example, in the Hugging Face / TRL chat convention (what
+//! `tokenizer.apply_chat_template(messages, tools=tools)` and TRL's `SFTTrainer` read):
 //! `{"id", "messages": [system, user, (assistant with one tool_call, tool)…, assistant answer],
 //! "tools": [OpenAI functions], "gold_answer", "faults": []}`. Each assistant message makes one
 //! call (`content` is `""` — never null, which chat templates such as SmolLM2's and Qwen's reject
 //! — or a short recovery sentence; `tool_calls: [{"id", "type": "function", "function": {"name",
-//! "arguments" (JSON text)}}]`, the id 9 alphanumeric characters as Mistral's template requires)
+//! "arguments" (a JSON **object**: templates write it with `tojson`; as text they double-encode
+//! it — issue 29)}}]`, the id 9 alphanumeric characters as Mistral's template requires)
 //! because later calls need earlier results; each `tool` message (`tool_call_id`, the function's
 //! `name`, `content`) holds the **real result** of executing the call on the data:
 //! - SLOT/SEL: `{"label": L, "output": …}` — later calls refer to it as `"$L$"`; tables show at
@@ -36,6 +39,7 @@
 
 pub mod answer;
 pub mod cached;
+pub mod export;
 pub mod faults;
 mod prompt;
 pub mod variants;
@@ -57,6 +61,7 @@ use crate::tools::executor::{Executor, Session, value_json};
 use crate::tools::rest::{Endpoint, Limits};
 use crate::tools::shown::{Shown, rest_result_text, result_text};
 
+pub use export::{to_openai, to_sharegpt};
 pub use faults::FAULT_KINDS;
 pub(super) use write::Trajectories;
 
@@ -188,8 +193,11 @@ pub fn fault_plan(
     Some((kind, at))
 }
 
+/// An assistant message making call `c` (id `id`) after `text` (`""` when it says nothing);
+/// `arguments` is the JSON object (Hugging Face's convention; [`export::to_openai`] writes it as
+/// text).
 fn assistant_call(id: &str, c: &Call, text: &str) -> Json {
-    json!({"role": "assistant", "content": text, "tool_calls": [{"id": id, "type": "function", "function": {"name": c.name, "arguments": Json::Object(c.arguments.clone()).to_string()}}]})
+    json!({"role": "assistant", "content": text, "tool_calls": [{"id": id, "type": "function", "function": {"name": c.name, "arguments": Json::Object(c.arguments.clone())}}]})
 }
 
 /// A tool message: the result of call `id` of the function `name` (Hugging Face's convention
@@ -379,47 +387,4 @@ fn faulted(
         record["waited_s"] = json!(wait);
     }
     finish(m, json!([record]), None)
-}
-
-/// An OpenAI-format trajectory in the ShareGPT / Hermes function-calling style that open
-/// fine-tuning stacks read: `{"id", "conversations": [{"from": "system"|"human"|"gpt"|"tool",
-/// "value"}]}`, tools in `<tools>` in the system turn, calls as `<tool_call>{"name",
-/// "arguments"}</tool_call>`, results as `<tool_response>…</tool_response>`.
-pub fn to_sharegpt(t: &Json) -> Json {
-    let tools: Vec<Json> = t["tools"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|f| f["function"].clone())
-        .collect();
-    let mut conv = Vec::new();
-    for m in t["messages"].as_array().into_iter().flatten() {
-        match m["role"].as_str() {
-            Some("system") => conv.push(json!({"from": "system", "value": format!(
-                "{}\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\nFor each function call return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{{\"name\": <function-name>, \"arguments\": <args-json-object>}}\n</tool_call>",
-                m["content"].as_str().unwrap_or_default(),
-                tools.iter().map(|t| t.to_string()).collect::<Vec<_>>().join("\n")
-            )})),
-            Some("user") => conv.push(json!({"from": "human", "value": m["content"]})),
-            Some("tool") => conv.push(json!({"from": "tool", "value": format!("<tool_response>\n{}\n</tool_response>", m["content"].as_str().unwrap_or_default())})),
-            Some("assistant") => match m["tool_calls"].as_array() {
-                Some(calls) => {
-                    let blocks: Vec<String> = calls
-                        .iter()
-                        .map(|c| {
-                            let args: Json = serde_json::from_str(c["function"]["arguments"].as_str().unwrap_or("{}")).unwrap_or(Json::Null);
-                            format!("<tool_call>\n{}\n</tool_call>", json!({"name": c["function"]["name"], "arguments": args}))
-                        })
-                        .collect();
-                    let text = m["content"].as_str().unwrap_or_default();
-                    let value = if text.is_empty() { blocks.join("\n") } else { format!("{text}\n{}", blocks.join("\n")) };
-                    conv.push(json!({"from": "gpt", "value": value}));
-                }
-                None => conv.push(json!({"from": "gpt", "value": m["content"]})),
-            },
-            _ => {}
-        }
-    }
-    json!({"id": t["id"], "conversations": conv, "faults": t["faults"]})
 }

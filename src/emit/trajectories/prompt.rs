@@ -65,10 +65,10 @@ pub(super) fn system_prompt(e: &Example, active: Option<&str>) -> String {
     let db = e.db_id.as_deref().unwrap_or("the");
     match active {
         None => format!(
-            "You answer questions about the `{db}` database by calling its REST API functions. Call the function that answers the question with the values the question gives, then reply with the answer only."
+            "You answer questions about the `{db}` database by calling its REST API functions. Call the function that answers the question with the values the question gives, then reply with one sentence stating the answer."
         ),
         Some(active) => format!(
-            "You answer questions about the `{db}` database by calling tools. {active} Each tool result is stored under the label shown in the result; refer to an earlier result in a later call as \"$LABEL$\". When the last result answers the question, reply with the answer only."
+            "You answer questions about the `{db}` database by calling tools. {active} Each tool result is stored under the label shown in the result; refer to an earlier result in a later call as \"$LABEL$\". When the last result answers the question, reply with one sentence stating the answer."
         ),
     }
 }

@@ -77,7 +77,7 @@ pub fn variant_trajectory(
             Some("assistant") if m.get("tool_calls").is_some() => {
                 let c = vcalls.get(call).ok_or(UNPAIRED_CALLS)?;
                 m["tool_calls"][0]["function"] =
-                    json!({"name": c.name, "arguments": Json::Object(c.arguments.clone()).to_string()});
+                    json!({"name": c.name, "arguments": Json::Object(c.arguments.clone())});
                 call += 1;
             }
             Some("tool") => {
@@ -185,7 +185,8 @@ mod tests {
         assert_eq!(m[5]["name"], "FUNC_2", "the tool message names the variant's function");
         assert_eq!(
             m[4]["tool_calls"][0]["function"]["arguments"],
-            "{\"ARG_1\":\"$VAR_1$\"}"
+            json!({"ARG_1": "$VAR_1$"}),
+            "arguments stay a JSON object (issue 29)"
         );
         assert_eq!(m[3]["content"], "{\"label\":\"VAR_1\",\"output\":[1,2]}");
         assert_eq!(m[6]["content"], "2");

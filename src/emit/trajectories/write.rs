@@ -1,6 +1,7 @@
 //! The trajectory files of a build ([`Trajectories::write_files`]): every split's clean and
 //! faulted files, written group by group from lines read from the store or computed
-//! ([`super::cached`]).
+//! ([`super::cached`]), each also in OpenAI's fine-tuning format with its sidecar
+//! ([`super::export`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -42,8 +43,9 @@ impl<'b> Trajectories<'b> {
     }
 
     /// Writes `trajectories/<split>.jsonl` (clean) and `trajectories/<split>.faults.jsonl` of
-    /// every split in `splits` into `staging`; returns the trajectories not written, counted by
-    /// reason, and each file's (path, hash).
+    /// every split in `splits` into `staging`, and under `trajectories/openai/` the same files in
+    /// OpenAI's format with their sidecars `<split>[.faults].meta.jsonl` ([`Files`]); returns the
+    /// trajectories not written, counted by reason, and each file's (path, hash).
     ///
     /// The groups are taken in order, a window of groups (about [`WINDOW_EXAMPLES`] verified
     /// examples) at a time: a window's lines are computed — read from the store where it holds
@@ -59,11 +61,9 @@ impl<'b> Trajectories<'b> {
         store: Option<&crate::store::Store>,
         staging: &crate::emit::Staging,
     ) -> Result<(Skipped, Vec<(String, String)>)> {
-        let mut files: BTreeMap<&str, [crate::emit::StagedFile; 2]> = BTreeMap::new();
+        let mut files: BTreeMap<&str, [Files; 2]> = BTreeMap::new();
         for split in splits {
-            let clean = staging.create(&format!("trajectories/{split}.jsonl"))?;
-            let faulted = staging.create(&format!("trajectories/{split}.faults.jsonl"))?;
-            files.insert(split, [clean, faulted]);
+            files.insert(split, [Files::new(staging, split, "")?, Files::new(staging, split, ".faults")?]);
         }
         let tools = ToolsText::new(&self.build.catalog);
         let runner = if self.build.recipe.format == "rest" {
@@ -118,8 +118,8 @@ impl<'b> Trajectories<'b> {
         }
         let mut written = Vec::new();
         for [clean, faulted] in files.into_values() {
-            written.push(clean.finish()?);
-            written.push(faulted.finish()?);
+            written.extend(clean.finish()?);
+            written.extend(faulted.finish()?);
         }
         Ok((skipped, written))
     }
@@ -133,10 +133,9 @@ impl<'b> Trajectories<'b> {
         outcome: &Outcome,
         lines: &[cached::Line],
         catalog: &HashMap<&str, &ToolSpec>,
-        files: &mut BTreeMap<&str, [crate::emit::StagedFile; 2]>,
+        files: &mut BTreeMap<&str, [Files; 2]>,
         skipped: &mut Skipped,
     ) -> Result<()> {
-        use std::io::Write;
         let originals = outcome.examples.iter().filter(|e| cached::is_original(e));
         let parents: HashMap<(&str, &str), (&Example, &cached::Line)> = originals
             .zip(lines)
@@ -171,8 +170,7 @@ impl<'b> Trajectories<'b> {
             };
             for (text, file) in [(&line.clean, clean), (&line.faulted, faulted)] {
                 if let Some(t) = text {
-                    (file.w.write_all(t.as_bytes()).and_then(|()| file.w.write_all(b"\n")))
-                        .with_context(|| format!("writing {}", file.path.display()))?;
+                    file.write(t)?;
                 }
             }
             for r in &line.skipped {
@@ -186,6 +184,50 @@ impl<'b> Trajectories<'b> {
             }
         }
         Ok(())
+    }
+}
+
+/// The files of one split and kind (clean or faulted): the default trajectory file, its OpenAI
+/// form and the OpenAI form's sidecar, and how many lines each holds so far.
+pub(in crate::emit) struct Files {
+    default: crate::emit::StagedFile,
+    openai: crate::emit::StagedFile,
+    sidecar: crate::emit::StagedFile,
+    lines: usize,
+}
+
+impl Files {
+    /// `trajectories/<split><kind>.jsonl`, `trajectories/openai/<split><kind>.jsonl` and
+    /// `trajectories/openai/<split><kind>.meta.jsonl` (`kind`: `""` or `".faults"`).
+    fn new(staging: &crate::emit::Staging, split: &str, kind: &str) -> Result<Files> {
+        Ok(Files {
+            default: staging.create(&format!("trajectories/{split}{kind}.jsonl"))?,
+            openai: staging.create(&format!("trajectories/openai/{split}{kind}.jsonl"))?,
+            sidecar: staging.create(&format!("trajectories/openai/{split}{kind}.meta.jsonl"))?,
+            lines: 0,
+        })
+    }
+
+    /// Appends trajectory `line` (JSON text, the default form) to the three files.
+    fn write(&mut self, line: &str) -> Result<()> {
+        use std::io::Write;
+        let t: Json = serde_json::from_str(line)?;
+        let (openai, sidecar) = super::export::to_openai(&t, self.lines);
+        for (file, text) in [
+            (&mut self.default, line.to_string()),
+            (&mut self.openai, openai.to_string()),
+            (&mut self.sidecar, sidecar.to_string()),
+        ] {
+            (file.w.write_all(text.as_bytes()).and_then(|()| file.w.write_all(b"\n")))
+                .with_context(|| format!("writing {}", file.path.display()))?;
+        }
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Flushes the three files; their (relative path, hash).
+    fn finish(self) -> Result<[(String, String); 3]> {
+        Ok([self.default.finish()?, self.openai.finish()?, self.sidecar.finish()?])
     }
 }
 
