@@ -370,7 +370,10 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             out,
             allow_different_rows,
         } => {
-            print!("{}", toolforge::eval::compare::compare(&runs, &out, allow_different_rows)?);
+            print!(
+                "{}",
+                toolforge::eval::compare::compare(&runs, &out, allow_different_rows)?
+            );
             println!("eval: wrote {}", out.display());
             Ok(())
         }

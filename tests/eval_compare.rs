@@ -19,7 +19,10 @@ fn root() -> PathBuf {
 }
 
 fn toolforge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolforge")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_toolforge"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn score(dataset: &Path, preds: &Path, out: &Path, run: &str, limit: &str) {
@@ -74,10 +77,20 @@ fn report_pairs_runs_on_common_rows_with_intervals_mcnemar_and_category_means() 
     let out = tmp.join("compare");
 
     // Different row sets: refused, then compared on the 10 common rows when allowed.
-    let o = toolforge(&["eval", "report", a.to_str().unwrap(), c.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let o = toolforge(&[
+        "eval",
+        "report",
+        a.to_str().unwrap(),
+        c.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("different rows") && err.contains("--allow-different-rows"), "{err}");
+    assert!(
+        err.contains("different rows") && err.contains("--allow-different-rows"),
+        "{err}"
+    );
     let o = toolforge(&[
         "eval",
         "report",
@@ -90,7 +103,14 @@ fn report_pairs_runs_on_common_rows_with_intervals_mcnemar_and_category_means() 
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("on 10 common rows"));
 
-    let o = toolforge(&["eval", "report", a.to_str().unwrap(), b.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let o = toolforge(&[
+        "eval",
+        "report",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
     assert!(md.contains("2 runs on 20 common rows"), "{md}");
@@ -131,11 +151,22 @@ fn report_pairs_runs_on_common_rows_with_intervals_mcnemar_and_category_means() 
     assert!(svg.contains(&format!("1. {long_a} (")), "legend names run 1 in full");
     assert!(svg.contains(&format!("2. {long_b} (")), "legend names run 2 in full");
     assert!(!svg.contains('…'), "no name cut");
-    assert!(svg.contains("[") && svg.contains("50.0"), "the interval and the value in the legend");
+    assert!(
+        svg.contains("[") && svg.contains("50.0"),
+        "the interval and the value in the legend"
+    );
 
     // The run's own report: the error taxonomy of the half run counts the missing calls.
     let report = std::fs::read_to_string(b.join("report.md")).unwrap();
-    let missing: usize = rows.iter().enumerate().filter(|(i, _)| i % 2 == 1).map(|(_, r)| r.gold.len()).sum();
+    let missing: usize = rows
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, r)| r.gold.len())
+        .sum();
     assert!(report.contains("## Error taxonomy"), "{report}");
-    assert!(report.contains(&format!("| missing_call | {missing} | 10 |")), "{report}");
+    assert!(
+        report.contains(&format!("| missing_call | {missing} | 10 |")),
+        "{report}"
+    );
 }

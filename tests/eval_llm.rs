@@ -1,7 +1,10 @@
 //! `toolforge eval run` end to end against a REAL OpenAI-compatible server on 127.0.0.1 (the
 //! node-llama-cpp + SmolLM2-135M test server of `tests/llm-server`, started by
-//! `tests/llm-server/setup.sh --start`; skipped LOUDLY when node/npm/python3 are absent), on 20
-//! rows each of slot-spider, rest-spider and bfcl, in direct and agent mode.
+//! `tests/llm-server/setup.sh --start`; skipped LOUDLY when node/npm/python3 are absent), on 5
+//! rows each of slot-spider, rest-spider and bfcl, in direct and agent mode. (5, not 20: since
+//! the prompt shows every tool whole — issue 28 — a slot-spider prompt is several thousand
+//! tokens, and 20 rows took ~19 minutes of CPU prompt processing on 2 cores for one dataset and
+//! mode; the accounting asserted here does not depend on the row count.)
 //!
 //! Asserted (the accounting, not the quality — a 135M model calls tools poorly): every row is
 //! run and scored; the client's request count equals the server's; the report, Markdown table
@@ -18,6 +21,9 @@ use toolforge::pipeline::build_and_emit;
 
 mod llm_server;
 
+/// Rows run per dataset and mode (see the module docs).
+const ROWS: u64 = 5;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -32,7 +38,7 @@ fn eval_run(dataset: &Path, port: u16, mode: &str, out: &Path, run: &str, store:
             "--mode",
             mode,
             "--limit",
-            "20",
+            &ROWS.to_string(),
             "--max-steps",
             "2",
         ])
@@ -96,28 +102,28 @@ fn eval_run_against_a_real_server_in_both_modes() {
             );
             assert_eq!(
                 (r["rows"].as_u64(), r["missing"].as_u64()),
-                (Some(20), Some(0)),
+                (Some(ROWS), Some(0)),
                 "every row scored"
             );
-            assert_eq!(acc["rows_run"], 20);
+            assert_eq!(acc["rows_run"], ROWS);
             assert_eq!(acc["failed_requests"], 0);
-            assert!(requests >= 20, "{requests}");
+            assert!(requests >= ROWS, "{requests}");
             let turns = acc["model_turns"].as_u64().unwrap();
             assert_eq!(requests, turns + acc["retries"].as_u64().unwrap());
             if mode == "direct" {
-                assert_eq!(turns, 20);
+                assert_eq!(turns, ROWS);
             } else {
-                assert!((20..=40).contains(&turns), "{turns}");
+                assert!((ROWS..=2 * ROWS).contains(&turns), "{turns}");
             }
             let dir = out.join(&run);
             let lines = std::fs::read_to_string(dir.join("rows.jsonl")).unwrap().lines().count();
-            assert_eq!(lines, 20);
+            assert_eq!(lines as u64, ROWS);
             assert_eq!(
                 std::fs::read_to_string(dir.join("predictions.jsonl"))
                     .unwrap()
                     .lines()
-                    .count(),
-                20
+                    .count() as u64,
+                ROWS
             );
             assert!(
                 std::fs::read_to_string(dir.join("report.md"))
@@ -130,18 +136,18 @@ fn eval_run_against_a_real_server_in_both_modes() {
                     .starts_with("<svg")
             );
             if recipe != "bfcl" {
-                assert_eq!(r["totals"]["metrics"]["completion"]["n"], 20, "every row executed");
+                assert_eq!(r["totals"]["metrics"]["completion"]["n"], ROWS, "every row executed");
             } else {
                 // Every row is scored: by BFCL's AST check, or (irrelevance rows, gold "no
                 // call") by the irrelevance metric.
                 let n = |m: &str| r["totals"]["metrics"][m]["n"].as_u64().unwrap_or(0);
-                assert_eq!(n("bfcl_ast") + n("irrelevance"), 20);
+                assert_eq!(n("bfcl_ast") + n("irrelevance"), ROWS);
             }
 
             // Re-run: resumed, no request.
             let predictions = std::fs::read(dir.join("predictions.jsonl")).unwrap();
             let again = eval_run(&dataset, server.port, mode, &out, &run, &store);
-            assert_eq!(again["accounting"]["rows_resumed"], 20);
+            assert_eq!(again["accounting"]["rows_resumed"], ROWS);
             assert_eq!(again["accounting"]["requests"], 0);
             assert_eq!(again["totals"], r["totals"]);
             assert_eq!(std::fs::read(dir.join("predictions.jsonl")).unwrap(), predictions);

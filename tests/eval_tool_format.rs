@@ -37,7 +37,17 @@ fn eval_run(dataset: &Path, base_url: &str, ids: &str, out: &Path, extra: &[&str
     Command::new(env!("CARGO_BIN_EXE_toolforge"))
         .args(["eval", "run"])
         .arg(dataset)
-        .args(["--model", "stub", "--quiet", "--run", "r", "--concurrency", "1", "--ids", ids])
+        .args([
+            "--model",
+            "stub",
+            "--quiet",
+            "--run",
+            "r",
+            "--concurrency",
+            "1",
+            "--ids",
+            ids,
+        ])
         .args(extra)
         .args(["--base-url", base_url])
         .arg("--databases")
@@ -128,7 +138,11 @@ fn native_tool_calls_and_text_calls_are_each_scored_in_their_tool_format() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = &rows_of(&out)[0];
     assert_eq!(
-        (r["status"].as_str(), r["exact_match"].as_bool(), r["completion"].as_bool()),
+        (
+            r["status"].as_str(),
+            r["exact_match"].as_bool(),
+            r["completion"].as_bool()
+        ),
         (Some("scored"), Some(true), Some(true)),
         "{r}"
     );
@@ -174,7 +188,11 @@ fn native_tool_calls_and_text_calls_are_each_scored_in_their_tool_format() {
     let o = eval_run(&dataset, &prompt.base_url(), id, &out, &["--tool-format", "native"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = &rows_of(&out)[0];
-    assert_eq!((r["predicted_calls"].as_u64(), r["completion"].as_bool()), (Some(0), Some(false)), "{r}");
+    assert_eq!(
+        (r["predicted_calls"].as_u64(), r["completion"].as_bool()),
+        (Some(0), Some(false)),
+        "{r}"
+    );
 }
 
 #[test]
@@ -210,7 +228,11 @@ fn native_agent_answers_each_tool_call_with_a_tool_message_and_completes() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = &rows_of(&out)[0];
     assert_eq!(
-        (r["stop_reason"].as_str(), r["exact_match"].as_bool(), r["completion"].as_bool()),
+        (
+            r["stop_reason"].as_str(),
+            r["exact_match"].as_bool(),
+            r["completion"].as_bool()
+        ),
         (Some("answered"), Some(true), Some(true)),
         "{r}"
     );
@@ -224,7 +246,11 @@ fn native_agent_answers_each_tool_call_with_a_tool_message_and_completes() {
     assert!(tool_msgs[0]["content"].as_str().unwrap().starts_with("Result of OUT_0"));
     let assistant: Vec<&Value> = last.iter().filter(|m| m["role"] == "assistant").collect();
     assert_eq!(assistant[0]["tool_calls"][0]["id"], "call_0");
-    assert!(bodies.iter().all(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty())));
+    assert!(
+        bodies
+            .iter()
+            .all(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+    );
 }
 
 #[test]
@@ -234,7 +260,12 @@ fn prompt_shows_every_enum_value_and_whole_descriptions_of_the_toolkit() {
     let (dataset, _) = slot_spider(tmp);
     // slot-spider/499's gold needs the column `death_killed`: it must be in the prompt.
     let id = "slot-spider/499";
-    let stub = openai_stub::start(|_| (200, openai_stub::completion(json!({"role": "assistant", "content": "[]"}))));
+    let stub = openai_stub::start(|_| {
+        (
+            200,
+            openai_stub::completion(json!({"role": "assistant", "content": "[]"})),
+        )
+    });
     let out = tmp.join("prompt");
     let o = eval_run(&dataset, &stub.base_url(), id, &out, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -243,10 +274,18 @@ fn prompt_shows_every_enum_value_and_whole_descriptions_of_the_toolkit() {
     assert!(system.contains("death_killed"), "the gold's column is shown");
     let mut enums = 0;
     for t in file_tools(&dataset, id) {
-        assert!(system.contains(&t["description"].to_string()[1..]), "{} description", t["name"]);
+        assert!(
+            system.contains(&t["description"].to_string()[1..]),
+            "{} description",
+            t["name"]
+        );
         for (name, p) in t["parameters"]["properties"].as_object().unwrap() {
             if let Some(d) = p["description"].as_str() {
-                assert!(system.contains(&Value::from(d).to_string()), "{}.{name} description", t["name"]);
+                assert!(
+                    system.contains(&Value::from(d).to_string()),
+                    "{}.{name} description",
+                    t["name"]
+                );
             }
             for v in p["enum"].as_array().into_iter().flatten() {
                 assert!(system.contains(&v.to_string()), "{}.{name} enum value {v}", t["name"]);
@@ -262,7 +301,12 @@ fn shots_put_k_train_examples_in_the_prompt_and_are_refused_without_a_train_spli
     let tmp = tempfile::tempdir().unwrap();
     let tmp = tmp.path();
     let (dataset, _) = slot_spider(tmp);
-    let stub = openai_stub::start(|_| (200, openai_stub::completion(json!({"role": "assistant", "content": "[]"}))));
+    let stub = openai_stub::start(|_| {
+        (
+            200,
+            openai_stub::completion(json!({"role": "assistant", "content": "[]"})),
+        )
+    });
     // slot-spider is Spider dev only: no train rows, so --shots is refused with the reason.
     let out = tmp.join("noshots");
     let o = eval_run(&dataset, &stub.base_url(), "slot-spider/491", &out, &["--shots", "3"]);

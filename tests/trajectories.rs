@@ -96,7 +96,11 @@ fn ungrounded(t: &Value) -> Vec<Value> {
     // The sentence's full stop is not added after a cell that ends with one: remove cells from
     // the listed part as it is, then drop the remaining final stop.
     let mut rest = listed.to_string();
-    let mut strings: Vec<&str> = shown.iter().filter_map(Value::as_str).filter(|s| !s.is_empty()).collect();
+    let mut strings: Vec<&str> = shown
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .collect();
     strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
     // Removed only where it is a whole cell: bounded by the start, the end or a separator.
     let sep = |c: Option<char>| c.is_none_or(|c| "(),; ".contains(c));
@@ -117,7 +121,9 @@ fn ungrounded(t: &Value) -> Vec<Value> {
         .filter(|tok| !tok.is_empty())
         .filter(|tok| {
             let ok = match tok.parse::<f64>() {
-                Ok(y) => shown.iter().any(|x| x.as_f64().is_some_and(|x| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()))),
+                Ok(y) => shown
+                    .iter()
+                    .any(|x| x.as_f64().is_some_and(|x| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()))),
                 Err(_) => matches!(*tok, "null" | "true" | "false"),
             };
             !ok

@@ -111,7 +111,10 @@ pub fn write_cached(
     put("README.md", card::card(build, &c, &sizes).as_bytes())?;
     if card::has_trajectories(build) {
         let splits: Vec<&String> = c.per_split.keys().collect();
-        put("trajectories/README.md", card::trajectories_card(build, &splits).as_bytes())?;
+        put(
+            "trajectories/README.md",
+            card::trajectories_card(build, &splits).as_bytes(),
+        )?;
     }
     for (k, v) in &build.extra_files {
         put(k, v)?;

@@ -143,7 +143,13 @@ pub fn episode(
                     .tool_calls
                     .iter()
                     .enumerate()
-                    .map(|(i, c)| Some(c["id"].as_str().map_or_else(|| format!("call_{made}_{i}"), String::from)))
+                    .map(|(i, c)| {
+                        Some(
+                            c["id"]
+                                .as_str()
+                                .map_or_else(|| format!("call_{made}_{i}"), String::from),
+                        )
+                    })
                     .collect();
                 let calls: Vec<Result<Call, String>> = answer.tool_calls.iter().map(|c| parse_call(c, 0)).collect();
                 let mut m = Message::new("assistant", answer.text.clone());
@@ -184,7 +190,8 @@ pub fn episode(
                         return out;
                     }
                     previous = Some(call.clone());
-                    if format == ToolFormat::Native || call.label.is_empty() || call.label == format!("{}_0", call.name) {
+                    if format == ToolFormat::Native || call.label.is_empty() || call.label == format!("{}_0", call.name)
+                    {
                         call.label = format!("OUT_{}", out.calls.len());
                     }
                     let result = step(runner, row, &mut session, &call);

@@ -107,7 +107,10 @@ pub fn paired_difference(base: &[&RowResult], run: &[&RowResult], metric: &str) 
     }
     let n = pairs.len();
     if metric == "lcs_f1" {
-        let prs: Vec<[f64; 4]> = pairs.iter().map(|(a, b)| [a.lcs.p, a.lcs.r, b.lcs.p, b.lcs.r]).collect();
+        let prs: Vec<[f64; 4]> = pairs
+            .iter()
+            .map(|(a, b)| [a.lcs.p, a.lcs.r, b.lcs.p, b.lcs.r])
+            .collect();
         let stat = |it: &mut dyn Iterator<Item = &[f64; 4]>| {
             let (mut s, mut k) = ([0.0; 4], 0usize);
             for x in it {
@@ -121,7 +124,12 @@ pub fn paired_difference(base: &[&RowResult], run: &[&RowResult], metric: &str) 
         return Some((stat(&mut prs.iter()), bootstrap(&prs, stat)?, n));
     }
     let base_metric = metric.strip_suffix("_row_mean").unwrap_or(metric);
-    let row_value = |r: &RowResult| r.values().into_iter().find(|(k, _)| *k == base_metric).map_or(0.0, |(_, v)| v);
+    let row_value = |r: &RowResult| {
+        r.values()
+            .into_iter()
+            .find(|(k, _)| *k == base_metric)
+            .map_or(0.0, |(_, v)| v)
+    };
     let diffs: Vec<f64> = pairs.iter().map(|(a, b)| row_value(b) - row_value(a)).collect();
     let mean = |it: &mut dyn Iterator<Item = &f64>| {
         let (s, k) = it.fold((0.0, 0usize), |(s, k), x| (s + x, k + 1));
@@ -153,13 +161,21 @@ pub fn compare(dirs: &[PathBuf], out: &Path, allow_different_rows: bool) -> Resu
             .collect();
         bail!(
             "the runs are over {} ({}): their means are not comparable; pass --allow-different-rows to compare them on their common rows",
-            if datasets.len() > 1 { "different datasets" } else { "different rows" },
+            if datasets.len() > 1 {
+                "different datasets"
+            } else {
+                "different rows"
+            },
             what.join("; ")
         );
     }
     // The common rows: selected by every run, answered (not failed) by every run.
     let answered = |r: &Run| -> BTreeSet<String> {
-        r.rows.iter().filter(|x| x.status != "failed").map(|x| x.id.clone()).collect()
+        r.rows
+            .iter()
+            .filter(|x| x.status != "failed")
+            .map(|x| x.id.clone())
+            .collect()
     };
     let common: BTreeSet<String> = runs.iter().skip(1).fold(answered(first), |acc, r| &acc & &answered(r));
     // No common row at all (different datasets, allowed): each run on its own answered rows,
@@ -205,8 +221,10 @@ pub fn compare(dirs: &[PathBuf], out: &Path, allow_different_rows: bool) -> Resu
     std::fs::create_dir_all(out.join("charts"))?;
     write_atomic(&out.join("compare.md"), md.as_bytes())?;
     write_atomic(&out.join("table.md"), table(&named).as_bytes())?;
-    let intervals: Vec<BTreeMap<String, Interval>> =
-        on_common.iter().map(|rows| super::stats::intervals(rows.iter().copied())).collect();
+    let intervals: Vec<BTreeMap<String, Interval>> = on_common
+        .iter()
+        .map(|rows| super::stats::intervals(rows.iter().copied()))
+        .collect();
     for (metric, header, _) in TABLE {
         let bars: Vec<(String, f64, Option<Interval>)> = runs
             .iter()
@@ -215,7 +233,14 @@ pub fn compare(dirs: &[PathBuf], out: &Path, allow_different_rows: bool) -> Resu
             .filter_map(|((r, rows), ivs)| {
                 let v = value(rows, metric)?;
                 let iv = ivs.get(metric).copied();
-                Some((r.name.clone(), v * 100.0, iv.map(|i| Interval { lo: i.lo * 100.0, hi: i.hi * 100.0 })))
+                Some((
+                    r.name.clone(),
+                    v * 100.0,
+                    iv.map(|i| Interval {
+                        lo: i.lo * 100.0,
+                        hi: i.hi * 100.0,
+                    }),
+                ))
             })
             .collect();
         if !bars.is_empty() {
@@ -267,9 +292,8 @@ fn paired_section(base: &Run, run: &Run, a: &[&RowResult], b: &[&RowResult]) -> 
         }
     }
     for metric in ["completion", "exact_match"] {
-        let pass = |r: &RowResult| -> Option<bool> {
-            r.values().iter().find(|(k, _)| *k == metric).map(|(_, v)| *v == 1.0)
-        };
+        let pass =
+            |r: &RowResult| -> Option<bool> { r.values().iter().find(|(k, _)| *k == metric).map(|(_, v)| *v == 1.0) };
         let (mut bc, mut cb) = (0, 0);
         let mut n = 0;
         for (x, y) in a.iter().zip(b) {
@@ -298,7 +322,10 @@ fn paired_section(base: &Run, run: &Run, a: &[&RowResult], b: &[&RowResult]) -> 
 /// The breakdowns of every run on the common rows, one table per kind with at least two groups.
 fn breakdowns(runs: &[Run], on_common: &[Vec<&RowResult>]) -> String {
     let mut out = String::new();
-    let kinds: BTreeSet<&str> = runs.iter().flat_map(|r| r.report.by.keys().map(String::as_str)).collect();
+    let kinds: BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|r| r.report.by.keys().map(String::as_str))
+        .collect();
     for kind in kinds {
         let mut rows: Vec<(String, Summary)> = Vec::new();
         for (r, common) in runs.iter().zip(on_common) {

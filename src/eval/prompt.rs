@@ -106,8 +106,11 @@ pub fn relabel(calls: &[Call]) -> Vec<Call> {
         .iter()
         .enumerate()
         .map(|(k, c)| {
-            let arguments: Map<String, Value> =
-                c.arguments.iter().map(|(a, v)| (a.clone(), rename(v, &names))).collect();
+            let arguments: Map<String, Value> = c
+                .arguments
+                .iter()
+                .map(|(a, v)| (a.clone(), rename(v, &names)))
+                .collect();
             let label = format!("OUT_{k}");
             names.insert(c.label.clone(), label.clone());
             Call {
@@ -157,7 +160,9 @@ fn data_note(row: &EvalRow, format: ToolFormat) -> String {
     }
     note + match format {
         ToolFormat::Prompt => " Give each call a \"label\"; a later call refers to an earlier output as \"$LABEL$\".\n",
-        ToolFormat::Native => " A later call refers to the output of an earlier call as \"$OUT_k$\", k the earlier call's position among your calls, counting from 0.\n",
+        ToolFormat::Native => {
+            " A later call refers to the output of an earlier call as \"$OUT_k$\", k the earlier call's position among your calls, counting from 0.\n"
+        }
     }
 }
 
@@ -192,8 +197,12 @@ fn tools_text(tools: &[ToolSpec], format: ToolFormat) -> String {
 /// tool calls of one answer in the native format).
 pub fn direct_messages(row: &EvalRow, tools: &[ToolSpec], format: ToolFormat, shots: &[&EvalRow]) -> Vec<Message> {
     let ask = match format {
-        ToolFormat::Prompt => "Answer with only a JSON list of calls, e.g. [{\"name\": \"tool\", \"arguments\": {\"param\": \"value\"}, \"label\": \"OUT_0\"}]. Answer [] if no tool fits.",
-        ToolFormat::Native => "Make every call the request needs in this one answer (no call runs before you have answered). Make no call if no tool fits.",
+        ToolFormat::Prompt => {
+            "Answer with only a JSON list of calls, e.g. [{\"name\": \"tool\", \"arguments\": {\"param\": \"value\"}, \"label\": \"OUT_0\"}]. Answer [] if no tool fits."
+        }
+        ToolFormat::Native => {
+            "Make every call the request needs in this one answer (no call runs before you have answered). Make no call if no tool fits."
+        }
     };
     vec![
         Message::new(
@@ -213,8 +222,12 @@ pub fn direct_messages(row: &EvalRow, tools: &[ToolSpec], format: ToolFormat, sh
 /// in order); each result comes back (a user message, or a `tool` message per call).
 pub fn agent_messages(row: &EvalRow, tools: &[ToolSpec], format: ToolFormat, shots: &[&EvalRow]) -> Vec<Message> {
     let ask = match format {
-        ToolFormat::Prompt => "To call a tool, answer with only one JSON object: {\"name\": \"tool\", \"arguments\": {...}, \"label\": \"OUT_0\"}. You will get its result. When you have the answer, reply with the answer as plain text.",
-        ToolFormat::Native => "Call the tools you need; you will get each result. When you have the answer, reply with the answer as plain text.",
+        ToolFormat::Prompt => {
+            "To call a tool, answer with only one JSON object: {\"name\": \"tool\", \"arguments\": {...}, \"label\": \"OUT_0\"}. You will get its result. When you have the answer, reply with the answer as plain text."
+        }
+        ToolFormat::Native => {
+            "Call the tools you need; you will get each result. When you have the answer, reply with the answer as plain text."
+        }
     };
     vec![
         Message::new(
@@ -245,8 +258,9 @@ pub fn shots<'a>(pool: &[&'a EvalRow], row: &EvalRow, k: usize) -> Vec<&'a EvalR
 
 /// 64-bit FNV-1a of `s`.
 fn fnv1a(s: &str) -> u64 {
-    s.bytes()
-        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Every top-level JSON value embedded in `text` (objects and arrays), in order.

@@ -119,7 +119,14 @@ fn done_ids(path: &Path) -> BTreeMap<String, String> {
 }
 
 /// One row: its predictions line and the model turns it took; `pool` the rows shots come from.
-fn run_row(llm: &Llm, runner: &Runner, set: &EvalSet, row: &EvalRow, cfg: &RunConfig, pool: &[&EvalRow]) -> (Value, usize) {
+fn run_row(
+    llm: &Llm,
+    runner: &Runner,
+    set: &EvalSet,
+    row: &EvalRow,
+    cfg: &RunConfig,
+    pool: &[&EvalRow],
+) -> (Value, usize) {
     let tools = set.toolkit(row);
     let shots = super::prompt::shots(pool, row, cfg.shots);
     let format = cfg.tool_format;

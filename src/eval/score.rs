@@ -111,7 +111,12 @@ pub struct Summary {
 impl RowResult {
     /// The row's groups in the breakdown `kind` (none when it is not in that breakdown).
     pub fn groups(&self, kind: &str) -> Vec<&str> {
-        self.breakdown.get(kind).into_iter().flatten().map(String::as_str).collect()
+        self.breakdown
+            .get(kind)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect()
     }
 
     /// This row's value of each metric that applies to it.
@@ -229,7 +234,12 @@ pub fn breakdown(row: &EvalRow) -> BTreeMap<String, Vec<String>> {
     if let Some(d) = row.meta["domain"].as_str() {
         add("topv2_domain", d);
     }
-    for s in row.meta["services"].as_array().into_iter().flatten().filter_map(|s| s.as_str()) {
+    for s in row.meta["services"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str())
+    {
         add("sgd_service", s);
     }
     if row.variant_kind() == Some("drift") {

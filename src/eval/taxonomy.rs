@@ -70,18 +70,35 @@ pub fn classify(
     let pairs = align(gold, pred, order);
     for &(i, j) in &pairs {
         let (g, p) = (&gold[i], &pred[j]);
-        add("missing_argument", g.arguments.keys().filter(|k| !p.arguments.contains_key(*k)).count());
-        add("extra_argument", p.arguments.keys().filter(|k| !g.arguments.contains_key(*k)).count());
+        add(
+            "missing_argument",
+            g.arguments.keys().filter(|k| !p.arguments.contains_key(*k)).count(),
+        );
+        add(
+            "extra_argument",
+            p.arguments.keys().filter(|k| !g.arguments.contains_key(*k)).count(),
+        );
         for (k, gv) in &g.arguments {
             let Some(pv) = p.arguments.get(k) else { continue };
             if !value_eq(gv, pv) {
-                add(if is_reference(gv) || is_reference(pv) { "bad_reference" } else { "wrong_argument" }, 1);
+                add(
+                    if is_reference(gv) || is_reference(pv) {
+                        "bad_reference"
+                    } else {
+                        "wrong_argument"
+                    },
+                    1,
+                );
             }
         }
     }
     let known = |name: &str| tools.contains(&name);
-    let gold_left: Vec<usize> = (0..gold.len()).filter(|i| !pairs.iter().any(|&(g, _)| g == *i)).collect();
-    let pred_left: Vec<usize> = (0..pred.len()).filter(|j| !pairs.iter().any(|&(_, p)| p == *j)).collect();
+    let gold_left: Vec<usize> = (0..gold.len())
+        .filter(|i| !pairs.iter().any(|&(g, _)| g == *i))
+        .collect();
+    let pred_left: Vec<usize> = (0..pred.len())
+        .filter(|j| !pairs.iter().any(|&(_, p)| p == *j))
+        .collect();
     for (k, &j) in pred_left.iter().enumerate() {
         let kind = match (known(&pred[j].name), k < gold_left.len()) {
             (false, _) => "hallucinated_tool",
@@ -132,15 +149,31 @@ mod tests {
     fn each_kind_counted_by_hand() {
         let setup = [call("initialize_active_data", json!({}), "starting_table_var")];
         let gold = [
-            call("filter_data", json!({"data_source": "$starting_table_var$", "filter_column": "a", "value": 1}), "F"),
-            call("aggregate_data", json!({"data_source": "$F$", "column": "b", "op": "sum"}), "A"),
+            call(
+                "filter_data",
+                json!({"data_source": "$starting_table_var$", "filter_column": "a", "value": 1}),
+                "F",
+            ),
+            call(
+                "aggregate_data",
+                json!({"data_source": "$F$", "column": "b", "op": "sum"}),
+                "A",
+            ),
             call("sort_data", json!({"data_source": "$A$"}), "S"),
         ];
         // Call 0: `value` wrong, `extra` extra; call 1: its source is the loaded table, not
         // call 0 (a bad reference), `op` missing; call 2: a tool the toolkit does not have.
         let pred = [
-            call("filter_data", json!({"data_source": "$starting_table_var$", "filter_column": "a", "value": 2, "extra": 1}), "X"),
-            call("aggregate_data", json!({"data_source": "$starting_table_var$", "column": "b"}), "Y"),
+            call(
+                "filter_data",
+                json!({"data_source": "$starting_table_var$", "filter_column": "a", "value": 2, "extra": 1}),
+                "X",
+            ),
+            call(
+                "aggregate_data",
+                json!({"data_source": "$starting_table_var$", "column": "b"}),
+                "Y",
+            ),
             call("made_up", json!({}), "Z"),
         ];
         let (g, p) = (resolve(&setup, &gold), resolve(&setup, &pred));
@@ -159,7 +192,10 @@ mod tests {
         let renamed: Vec<Call> = gold
             .iter()
             .map(|c| {
-                let text = Value::Object(c.arguments.clone()).to_string().replace("$F$", "$OUT_0$").replace("$A$", "$OUT_1$");
+                let text = Value::Object(c.arguments.clone())
+                    .to_string()
+                    .replace("$F$", "$OUT_0$")
+                    .replace("$A$", "$OUT_1$");
                 call(&c.name, serde_json::from_str(&text).unwrap(), "")
             })
             .enumerate()
@@ -168,7 +204,10 @@ mod tests {
                 c
             })
             .collect();
-        assert_eq!(classify(&g, &resolve(&setup, &renamed), Order::Positional, &TOOLS, 0, false), kinds(&[]));
+        assert_eq!(
+            classify(&g, &resolve(&setup, &renamed), Order::Positional, &TOOLS, 0, false),
+            kinds(&[])
+        );
     }
 
     #[test]
@@ -183,17 +222,30 @@ mod tests {
             kinds(&[("wrong_tool", 1), ("missing_call", 1)])
         );
         assert_eq!(
-            classify(&[f.clone(), a.clone()], &[f.clone(), a.clone(), s.clone()], o, &TOOLS, 0, false),
+            classify(
+                &[f.clone(), a.clone()],
+                &[f.clone(), a.clone(), s.clone()],
+                o,
+                &TOOLS,
+                0,
+                false
+            ),
             kinds(&[("extra_call", 1)])
         );
         // In any order, the swapped calls match; a text answer without calls is a format error
         // and both gold calls are missing.
-        assert_eq!(classify(&[f.clone(), a.clone()], &[a, f.clone()], Order::Free, &TOOLS, 0, false), kinds(&[]));
+        assert_eq!(
+            classify(&[f.clone(), a.clone()], &[a, f.clone()], Order::Free, &TOOLS, 0, false),
+            kinds(&[])
+        );
         assert_eq!(
             classify(&[f.clone(), s], &[], o, &TOOLS, 0, true),
             kinds(&[("missing_call", 2), ("format_error", 1)])
         );
-        let t = totals([&kinds(&[("wrong_tool", 2)]), &kinds(&[("wrong_tool", 1), ("extra_call", 1)])]);
+        let t = totals([
+            &kinds(&[("wrong_tool", 2)]),
+            &kinds(&[("wrong_tool", 1), ("extra_call", 1)]),
+        ]);
         assert_eq!(t["wrong_tool"], KindCount { count: 3, rows: 2 });
         assert_eq!(t["extra_call"], KindCount { count: 1, rows: 1 });
         assert_eq!(t["bad_reference"], KindCount::default());

@@ -259,7 +259,13 @@ impl Llm {
     /// The cached answer for a request without tools, if any (no network).
     pub fn cached(&self, messages: &[Message], seed: u64) -> Option<Completion> {
         let c = &self.resolved.cfg;
-        self.lookup(&cache_key(&self.resolved.model, messages, c.temperature, seed, c.max_tokens))
+        self.lookup(&cache_key(
+            &self.resolved.model,
+            messages,
+            c.temperature,
+            seed,
+            c.max_tokens,
+        ))
     }
 
     fn lookup(&self, key: &StageKey) -> Option<Completion> {
@@ -286,7 +292,12 @@ impl Llm {
     /// "function": {"name", "description", "parameters"}}`; none when empty): the request body
     /// and the cache key carry them, and the answer's `tool_calls` come back in the
     /// [`Completion`].
-    pub async fn chat_with_tools(&self, messages: &[Message], tools: &[Value], seed: u64) -> Result<Completion, LlmError> {
+    pub async fn chat_with_tools(
+        &self,
+        messages: &[Message],
+        tools: &[Value],
+        seed: u64,
+    ) -> Result<Completion, LlmError> {
         let c = &self.resolved.cfg;
         let mut key = cache_key(&self.resolved.model, messages, c.temperature, seed, c.max_tokens);
         let mut request_json = request_json(&self.resolved.model, messages, c.temperature, seed, c.max_tokens);

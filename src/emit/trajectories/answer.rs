@@ -189,7 +189,11 @@ pub fn answer_text(shown: &Shown, limit: Option<usize>) -> String {
             [row] if row.len() == 1 => format!("The answer is {}", cell_text(&row[0])),
             [_] => format!("The answer is {}", rows_text(rows)),
             _ => {
-                let what = if rows.iter().all(|r| r.len() == 1) { "values" } else { "rows" };
+                let what = if rows.iter().all(|r| r.len() == 1) {
+                    "values"
+                } else {
+                    "rows"
+                };
                 format!("The answer has {listed} {what}: {}", rows_text(rows))
             }
         });
@@ -235,10 +239,19 @@ mod tests {
     fn answers_are_sentences_with_integers_as_integers_and_floats_at_the_gold_precision() {
         let rows = |r: Json| shown_rest(&r.to_string());
         assert_eq!(answer_text(&rows(json!([[4.0]])), None), "The answer is 4.");
-        assert_eq!(answer_text(&rows(json!([[3.3333333333333335]])), None), "The answer is 3.333333333.");
-        assert_eq!(answer_text(&rows(json!([[0.30000000000000004]])), None), "The answer is 0.3.");
+        assert_eq!(
+            answer_text(&rows(json!([[3.3333333333333335]])), None),
+            "The answer is 3.333333333."
+        );
+        assert_eq!(
+            answer_text(&rows(json!([[0.30000000000000004]])), None),
+            "The answer is 0.3."
+        );
         assert_eq!(answer_text(&rows(json!([[-12.5]])), None), "The answer is -12.5.");
-        assert_eq!(answer_text(&rows(json!([[1e-12]])), None), "The answer is 0.000000000001.");
+        assert_eq!(
+            answer_text(&rows(json!([[1e-12]])), None),
+            "The answer is 0.000000000001."
+        );
         assert_eq!(
             answer_text(&rows(json!([["France", 3.0], ["Spain", 2]])), None),
             "The answer has 2 rows: (France, 3); (Spain, 2)."
@@ -247,15 +260,24 @@ mod tests {
             answer_text(&rows(json!([["Paris"], ["Lyon"], [null]])), None),
             "The answer has 3 values: Paris; Lyon; null."
         );
-        assert_eq!(answer_text(&rows(json!([["St. Louis Co."]])), None), "The answer is St. Louis Co.");
+        assert_eq!(
+            answer_text(&rows(json!([["St. Louis Co."]])), None),
+            "The answer is St. Louis Co."
+        );
         // Every rounded float stays equal to its exact value within the gold tolerance.
         for x in [2.0f64 / 3.0, 1234.5678901234, 1e-7 / 3.0, 98765432.123456789] {
             let t = number_text(&serde_json::Number::from_f64(x).unwrap());
             let y: f64 = t.parse().unwrap();
             assert!((y - x).abs() <= 1e-9 * x.abs() && t.len() < 20, "{x} -> {t}");
         }
-        assert!(!answer_text(&rows(json!([[1, 2], [3, 4]])), None).contains('['), "no raw JSON arrays");
-        assert_eq!(answer_text(&rows(json!([["France", 3]])), None), "The answer is (France, 3).");
+        assert!(
+            !answer_text(&rows(json!([[1, 2], [3, 4]])), None).contains('['),
+            "no raw JSON arrays"
+        );
+        assert_eq!(
+            answer_text(&rows(json!([["France", 3]])), None),
+            "The answer is (France, 3)."
+        );
     }
 
     #[test]

@@ -145,12 +145,21 @@ mod tests {
         let keys: Vec<&String> = line.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["messages", "tools", "parallel_tool_calls"]);
         let call = &line["messages"][2];
-        assert!(call.get("content").is_none(), "a call-only assistant message has no content");
+        assert!(
+            call.get("content").is_none(),
+            "a call-only assistant message has no content"
+        );
         let args = call["tool_calls"][0]["function"]["arguments"].as_str().unwrap();
-        assert_eq!(serde_json::from_str::<Json>(args).unwrap(), json!({"city": "Paris", "n": 2}));
+        assert_eq!(
+            serde_json::from_str::<Json>(args).unwrap(),
+            json!({"city": "Paris", "n": 2})
+        );
         let tool: Vec<&String> = line["messages"][3].as_object().unwrap().keys().collect();
         assert_eq!(tool, ["role", "tool_call_id", "content"]);
-        assert_eq!(sidecar, json!({"line": 7, "id": "d/1", "gold_answer": "[[1]]", "faults": []}));
+        assert_eq!(
+            sidecar,
+            json!({"line": 7, "id": "d/1", "gold_answer": "[[1]]", "faults": []})
+        );
     }
 
     #[test]
@@ -160,7 +169,10 @@ mod tests {
         let mut with_text = t.clone();
         with_text["messages"] = openai["messages"].clone();
         for t in [t, with_text] {
-            let gpt = to_sharegpt(&t)["conversations"][2]["value"].as_str().unwrap().to_string();
+            let gpt = to_sharegpt(&t)["conversations"][2]["value"]
+                .as_str()
+                .unwrap()
+                .to_string();
             assert!(gpt.contains(r#""arguments":{"city":"Paris","n":2}"#), "{gpt}");
         }
     }

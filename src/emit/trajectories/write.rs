@@ -63,7 +63,10 @@ impl<'b> Trajectories<'b> {
     ) -> Result<(Skipped, Vec<(String, String)>)> {
         let mut files: BTreeMap<&str, [Files; 2]> = BTreeMap::new();
         for split in splits {
-            files.insert(split, [Files::new(staging, split, "")?, Files::new(staging, split, ".faults")?]);
+            files.insert(
+                split,
+                [Files::new(staging, split, "")?, Files::new(staging, split, ".faults")?],
+            );
         }
         let tools = ToolsText::new(&self.build.catalog);
         let runner = if self.build.recipe.format == "rest" {

@@ -104,7 +104,10 @@ fn transform_dtype(t: &sql::plan::Transform) -> &'static str {
                 .flatten()
                 .map(|w| &w["then"])
                 .chain(t.args.get("else"));
-            if values.into_iter().all(|v| v.get("value").is_some_and(|v| v.is_number() || v.is_null())) {
+            if values
+                .into_iter()
+                .all(|v| v.get("value").is_some_and(|v| v.is_number() || v.is_null()))
+            {
                 "number"
             } else {
                 "string"

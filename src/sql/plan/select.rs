@@ -28,12 +28,25 @@ impl<'s> Builder<'s> {
             Expr::Cast { .. } if !rowexpr::contains_aggregate(e) => Ok(Measure::Column(self.row_key(e)?)),
             Expr::Cast { .. } => Err(unsupported("cast", e)),
             // `ROUND(<aggregates>, n)`: the aggregates, their arithmetic, then `calculate(round)`.
-            Expr::Function(f) if ident_name(&f.name).eq_ignore_ascii_case("round") && rowexpr::contains_aggregate(e) => {
+            Expr::Function(f)
+                if ident_name(&f.name).eq_ignore_ascii_case("round") && rowexpr::contains_aggregate(e) =>
+            {
                 match function_args(f)?.as_slice() {
-                    [x] => Ok(Measure::Arith(Box::new(self.measure(x)?), "round", Box::new(Measure::Literal(serde_json::json!(0))))),
+                    [x] => Ok(Measure::Arith(
+                        Box::new(self.measure(x)?),
+                        "round",
+                        Box::new(Measure::Literal(serde_json::json!(0))),
+                    )),
                     [x, n] => {
-                        let digits = self.literal(n).filter(Json::is_i64).ok_or_else(|| unsupported("function_arguments", e))?;
-                        Ok(Measure::Arith(Box::new(self.measure(x)?), "round", Box::new(Measure::Literal(digits))))
+                        let digits = self
+                            .literal(n)
+                            .filter(Json::is_i64)
+                            .ok_or_else(|| unsupported("function_arguments", e))?;
+                        Ok(Measure::Arith(
+                            Box::new(self.measure(x)?),
+                            "round",
+                            Box::new(Measure::Literal(digits)),
+                        ))
                     }
                     _ => Err(unsupported("function_arguments", e)),
                 }

@@ -103,7 +103,13 @@ pub(super) fn g_format(r: f64, precision: usize) -> String {
         return "0".into();
     }
     if !r.is_finite() {
-        return if r.is_nan() { "NaN".into() } else if r > 0.0 { "Inf".into() } else { "-Inf".into() };
+        return if r.is_nan() {
+            "NaN".into()
+        } else if r > 0.0 {
+            "Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     let e = format!("{:.*e}", precision - 1, r);
     let (mantissa, exp) = e.split_once('e').expect("{:e} has an exponent");
@@ -249,7 +255,9 @@ fn round_decimal(x: f64, n: i32) -> f64 {
         return 0.0_f64.copysign(x);
     }
     let text: String = kept.iter().map(|d| (b'0' + d) as char).collect();
-    let value: f64 = format!("{}e{}", text, exp - kept.len() as i32 + 1).parse().unwrap_or(0.0);
+    let value: f64 = format!("{}e{}", text, exp - kept.len() as i32 + 1)
+        .parse()
+        .unwrap_or(0.0);
     value.copysign(x)
 }
 

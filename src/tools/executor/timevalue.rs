@@ -27,7 +27,9 @@ pub(super) fn julian_ms(d: &Datum) -> Option<i64> {
 
 fn from_julian_day(r: f64) -> Option<i64> {
     // SQLite accepts Julian day numbers from 0 to 5373484.5 (year 9999).
-    (0.0..5_373_484.5).contains(&r).then(|| (r * DAY_MS as f64 + 0.5) as i64)
+    (0.0..5_373_484.5)
+        .contains(&r)
+        .then(|| (r * DAY_MS as f64 + 0.5) as i64)
 }
 
 fn parse_text(s: &str) -> Option<i64> {
@@ -38,7 +40,8 @@ fn parse_text(s: &str) -> Option<i64> {
     let t = s.trim_matches(' ');
     // A number is a Julian day number (the whole text, surrounding spaces aside).
     let is_number = !t.is_empty()
-        && t.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E'))
+        && t.bytes()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E'))
         && t.parse::<f64>().is_ok();
     if is_number {
         return from_julian_day(numeric(t).as_f64()?);
@@ -106,7 +109,11 @@ fn parse_time(b: &[u8]) -> Option<(i64, i64, f64, i64)> {
             }
         }
         // The fraction is capped at 0.999 (SQLite: no rounding up into the next second).
-        let fraction = if frac.is_empty() { 0.0 } else { format!("0.{frac}").parse::<f64>().ok()? };
+        let fraction = if frac.is_empty() {
+            0.0
+        } else {
+            format!("0.{frac}").parse::<f64>().ok()?
+        };
         sec = s as f64 + fraction.min(0.999);
     }
     // `24:00` only as midnight.

@@ -86,7 +86,10 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
                 .get("operator")
                 .and_then(Json::as_str)
                 .ok_or("`arithmetic` needs an `operator`")?;
-            let other: Vec<Datum> = match (op_args.get("other_key_name").and_then(Json::as_str), op_args.get("value")) {
+            let other: Vec<Datum> = match (
+                op_args.get("other_key_name").and_then(Json::as_str),
+                op_args.get("value"),
+            ) {
                 (Some(k), _) => datums(column(t, k)?.1.as_ref()),
                 (None, Some(v)) => vec![json_to_datum(v)?; cells.len()],
                 (None, None) => return Err("`arithmetic` needs `other_key_name` or `value`".into()),
@@ -98,7 +101,10 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
                 .collect::<R<Vec<Datum>>>()?
         }
         "cast" => {
-            let to = op_args.get("type").and_then(Json::as_str).ok_or("`cast` needs a `type`")?;
+            let to = op_args
+                .get("type")
+                .and_then(Json::as_str)
+                .ok_or("`cast` needs a `type`")?;
             cells.iter().map(|c| cast(c, to)).collect::<R<Vec<Datum>>>()?
         }
         "round" => {
@@ -111,7 +117,10 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
             .collect::<R<Vec<Datum>>>()?,
         "julianday" => cells.iter().map(julianday).collect(),
         "strftime" => {
-            let format = op_args.get("format").and_then(Json::as_str).ok_or("`strftime` needs a `format`")?;
+            let format = op_args
+                .get("format")
+                .and_then(Json::as_str)
+                .ok_or("`strftime` needs a `format`")?;
             cells.iter().map(|c| strftime(format, c)).collect()
         }
         "datetime" => {

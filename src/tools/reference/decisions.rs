@@ -40,8 +40,7 @@ const CASE: &str = "IBM's tools have no row-wise conditional value (SQL's CASE /
 const TRANSFORM: &str =
     "IBM has transform_data_to_substring only, which edits the table in place; no kept query needs a transform";
 const CALCULATE: &str = "IBM has no arithmetic tool";
-const ROW_EXPRESSION: &str =
-    "IBM's tools have no row-wise expression or SQLite scalar function (arithmetic, CAST, ROUND, text and date functions)";
+const ROW_EXPRESSION: &str = "IBM's tools have no row-wise expression or SQLite scalar function (arithmetic, CAST, ROUND, text and date functions)";
 const COMBINE: &str = "IBM has no set operations; an OR whose branches share no row becomes concatenate_data";
 const CONCAT: &str =
     "IBM's OR step: kept for an OR whose branches share no row on this data (otherwise it repeats rows)";

@@ -52,18 +52,57 @@ fn check(values: &[&str], template: &str, ours: impl Fn(&Datum) -> Datum) {
 }
 
 const NUMBERS: &[&str] = &[
-    "NULL", "0", "1", "-1", "7", "-7", "2", "3", "2.5", "-2.5", "0.5", "-0.5", "1.005", "2.675", "1e20",
-    "-0.0", "123456789012", "9223372036854775807", "0.1", "1.0", "'12'", "'12.0'", "'12abc'", "'12.5abc'",
-    "'abc'", "''", "' 12 '", "'1e3'", "'-3'", "'+4'", "'.5'", "'5.'", "'0x10'", "'1e'",
+    "NULL",
+    "0",
+    "1",
+    "-1",
+    "7",
+    "-7",
+    "2",
+    "3",
+    "2.5",
+    "-2.5",
+    "0.5",
+    "-0.5",
+    "1.005",
+    "2.675",
+    "1e20",
+    "-0.0",
+    "123456789012",
+    "9223372036854775807",
+    "0.1",
+    "1.0",
+    "'12'",
+    "'12.0'",
+    "'12abc'",
+    "'12.5abc'",
+    "'abc'",
+    "''",
+    "' 12 '",
+    "'1e3'",
+    "'-3'",
+    "'+4'",
+    "'.5'",
+    "'5.'",
+    "'0x10'",
+    "'1e'",
 ];
 
 #[test]
 fn arithmetic_matches_sqlite_for_every_operator_and_storage_class() {
-    for (op, sym) in [("add", "+"), ("subtract", "-"), ("multiply", "*"), ("divide", "/"), ("concat", "||")] {
+    for (op, sym) in [
+        ("add", "+"),
+        ("subtract", "-"),
+        ("multiply", "*"),
+        ("divide", "/"),
+        ("concat", "||"),
+    ] {
         for right in ["2", "-2", "0", "0.5", "NULL", "'3'", "'x'", "'2.0'"] {
             let conn = sqlite();
             let y = eval(&conn, right);
-            check(NUMBERS, &format!("({{}}) {sym} {right}"), |x| binary(x, &y, op).unwrap());
+            check(NUMBERS, &format!("({{}}) {sym} {right}"), |x| {
+                binary(x, &y, op).unwrap()
+            });
         }
     }
 }
@@ -71,14 +110,26 @@ fn arithmetic_matches_sqlite_for_every_operator_and_storage_class() {
 #[test]
 fn cast_matches_sqlite_for_integer_real_numeric_and_text() {
     for to in ["integer", "real", "numeric", "text"] {
-        check(NUMBERS, &format!("CAST({{}} AS {})", to.to_uppercase()), |x| cast(x, to).unwrap());
+        check(NUMBERS, &format!("CAST({{}} AS {})", to.to_uppercase()), |x| {
+            cast(x, to).unwrap()
+        });
     }
 }
 
 #[test]
 fn round_is_half_away_from_zero_like_sqlite() {
     let mut values: Vec<&str> = NUMBERS.to_vec();
-    values.extend(["0.125", "0.375", "-0.125", "1.45", "2.345", "99.995", "-99.995", "0.0049999", "1234.5678"]);
+    values.extend([
+        "0.125",
+        "0.375",
+        "-0.125",
+        "1.45",
+        "2.345",
+        "99.995",
+        "-99.995",
+        "0.0049999",
+        "1234.5678",
+    ]);
     for digits in [0, 1, 2, 3, 5, -1] {
         check(&values, &format!("ROUND({{}}, {digits})"), |x| round(x, digits));
     }
@@ -88,7 +139,14 @@ fn round_is_half_away_from_zero_like_sqlite() {
 #[test]
 fn text_functions_match_sqlite() {
     let mut values: Vec<&str> = NUMBERS.to_vec();
-    values.extend(["'  padded  '", "'xxhixx'", "'Ünïcödé straße'", "'a_b_a'", "'TR009_1'", "'hello world'"]);
+    values.extend([
+        "'  padded  '",
+        "'xxhixx'",
+        "'Ünïcödé straße'",
+        "'a_b_a'",
+        "'TR009_1'",
+        "'hello world'",
+    ]);
     let args = |v: Json| -> Map<String, Json> { v.as_object().unwrap().clone() };
     let cases: Vec<(&str, &str, Map<String, Json>)> = vec![
         ("LENGTH({})", "length", Map::new()),
@@ -97,12 +155,24 @@ fn text_functions_match_sqlite() {
         ("INSTR({}, 'a')", "instr", args(json!({"substring": "a"}))),
         ("INSTR({}, '2')", "instr", args(json!({"substring": "2"}))),
         ("INSTR({}, '')", "instr", args(json!({"substring": ""}))),
-        ("REPLACE({}, 'a', 'XY')", "replace", args(json!({"pattern": "a", "replacement": "XY"}))),
-        ("REPLACE({}, '', 'Z')", "replace", args(json!({"pattern": "", "replacement": "Z"}))),
+        (
+            "REPLACE({}, 'a', 'XY')",
+            "replace",
+            args(json!({"pattern": "a", "replacement": "XY"})),
+        ),
+        (
+            "REPLACE({}, '', 'Z')",
+            "replace",
+            args(json!({"pattern": "", "replacement": "Z"})),
+        ),
         ("TRIM({})", "trim", Map::new()),
         ("TRIM({}, 'x')", "trim", args(json!({"characters": "x"}))),
         ("LTRIM({})", "trim", args(json!({"side": "left"}))),
-        ("RTRIM({}, 'x ')", "trim", args(json!({"characters": "x ", "side": "right"}))),
+        (
+            "RTRIM({}, 'x ')",
+            "trim",
+            args(json!({"characters": "x ", "side": "right"})),
+        ),
     ];
     for (template, op, a) in cases {
         check(&values, template, |x| text_function(x, op, &a).unwrap());
@@ -154,8 +224,23 @@ fn julianday_matches_sqlite_over_time_value_formats() {
 #[test]
 fn strftime_matches_sqlite_for_every_supported_specifier() {
     for format in [
-        "%Y", "%m", "%d", "%H", "%M", "%S", "%f", "%j", "%w", "%W", "%J", "%s", "%Y-%m-%d", "%Y-%m-%d %H:%M:%S",
-        "%H:%M:%S", "100%%", "%Q",
+        "%Y",
+        "%m",
+        "%d",
+        "%H",
+        "%M",
+        "%S",
+        "%f",
+        "%j",
+        "%w",
+        "%W",
+        "%J",
+        "%s",
+        "%Y-%m-%d",
+        "%Y-%m-%d %H:%M:%S",
+        "%H:%M:%S",
+        "100%%",
+        "%Q",
     ] {
         check(TIMES, &format!("STRFTIME('{format}', {{}})"), |x| strftime(format, x));
     }
