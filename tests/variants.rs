@@ -126,8 +126,8 @@ fn check_function_names(build: &Build, dir: &std::path::Path) {
     }
     for file in std::fs::read_dir(dir.join("trajectories")).unwrap() {
         let path = file.unwrap().path();
-        if path.is_dir() {
-            continue; // `openai/`: the same trajectories in OpenAI's format
+        if path.is_dir() || path.extension().is_none_or(|x| x != "jsonl") {
+            continue; // `openai/` (the same trajectories in OpenAI's format) and the card
         }
         let text = std::fs::read_to_string(path).unwrap();
         for line in text.lines() {
