@@ -65,8 +65,6 @@ fn serve(flags: &[&str]) -> Server {
 
 /// One raw HTTP/1.1 request to 127.0.0.1 (`Host` and extra headers as given): the status code.
 fn status(port: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> u16 {
-    let mut s = TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
@@ -76,10 +74,11 @@ fn status(port: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> u16
         "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     ));
-    s.write_all(req.as_bytes()).unwrap();
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    raw(port, &req)
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
 }
 
 const ROUTES: [(&str, &str); 6] = [
