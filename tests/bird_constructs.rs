@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
+mod lowering_support;
+
+use lowering_support as judge;
 use toolforge::sql::{self, schema::Schema};
-use toolforge::tools::executor::Executor;
-use toolforge::tools::table::{open_read_only, query_rows};
-use toolforge::verify::answers_match;
+use toolforge::tools::table::open_read_only;
 
 /// Builds `<dir>/shop/shop.sqlite`: `sale` (NULL cells, repeated values, integers whose ratios
 /// truncate), `person` and an empty `vacant` with the same columns as `sale`.
@@ -31,27 +32,7 @@ fn fixture(dir: &Path) {
 
 /// Lowers `sql_text`, runs the calls and asserts they give SQLite's answer.
 fn check(dir: &Path, sql_text: &str) {
-    let conn = open_read_only(&dir.join("shop/shop.sqlite")).unwrap();
-    let schema = Schema::load(&conn).unwrap();
-    let (plan, lowered) = sql::parse(sql_text)
-        .and_then(|stmt| {
-            let plan = sql::plan::build(&stmt, &schema)?;
-            let lowered = sql::slot::lower(&plan, "shop/shop.sqlite")?;
-            Ok((plan, lowered))
-        })
-        .unwrap_or_else(|e| panic!("{sql_text}: {e}"));
-    let gold = query_rows(&conn, sql_text).unwrap();
-    let setup: Vec<&toolforge::tools::Call> = std::iter::once(&lowered.setup)
-        .chain(&lowered.additional_setup)
-        .collect();
-    let got = Executor::new(dir)
-        .run_with_setup(&setup, &lowered.calls)
-        .unwrap_or_else(|e| panic!("{sql_text}: {e}\n calls {:#?}", lowered.calls));
-    assert!(
-        answers_match(&gold, &got, !plan.order_by.is_empty()),
-        "{sql_text}\n gold {gold:?}\n got {got:?}\n calls {:#?}",
-        lowered.calls
-    );
+    judge::check(dir, "shop/shop.sqlite", sql_text);
 }
 
 fn run_all(queries: &[&str]) {

@@ -5,10 +5,9 @@
 
 use std::path::Path;
 
-use toolforge::sql::{self, schema::Schema};
-use toolforge::tools::executor::Executor;
-use toolforge::tools::table::{open_read_only, query_rows};
-use toolforge::verify::answers_match;
+mod lowering_support;
+
+use lowering_support as judge;
 
 /// Builds `<dir>/zoo/zoo.sqlite`: `hero` (a NULL publisher, a NULL height, tied heights),
 /// `publisher`, `power` (a NULL hero id, heroes with several powers) and an empty `nobody`.
@@ -29,32 +28,11 @@ fn fixture(dir: &Path) {
     .unwrap();
 }
 
-fn lower(dir: &Path, sql_text: &str) -> Result<(sql::plan::QueryPlan, sql::slot::Lowered), sql::LowerError> {
-    let conn = open_read_only(&dir.join("zoo/zoo.sqlite")).unwrap();
-    let schema = Schema::load(&conn).unwrap();
-    sql::parse(sql_text).and_then(|stmt| {
-        let plan = sql::plan::build(&stmt, &schema)?;
-        let lowered = sql::slot::lower(&plan, "zoo/zoo.sqlite")?;
-        Ok((plan, lowered))
-    })
-}
+const DB: &str = "zoo/zoo.sqlite";
 
 /// Lowers `sql_text`, runs the calls and asserts they give SQLite's answer.
 fn check(dir: &Path, sql_text: &str) {
-    let (plan, lowered) = lower(dir, sql_text).unwrap_or_else(|e| panic!("{sql_text}: {e}"));
-    let conn = open_read_only(&dir.join("zoo/zoo.sqlite")).unwrap();
-    let gold = query_rows(&conn, sql_text).unwrap();
-    let setup: Vec<&toolforge::tools::Call> = std::iter::once(&lowered.setup)
-        .chain(&lowered.additional_setup)
-        .collect();
-    let got = Executor::new(dir)
-        .run_with_setup(&setup, &lowered.calls)
-        .unwrap_or_else(|e| panic!("{sql_text}: {e}\n calls {:#?}", lowered.calls));
-    assert!(
-        answers_match(&gold, &got, !plan.order_by.is_empty()),
-        "{sql_text}\n gold {gold:?}\n got {got:?}\n calls {:#?}",
-        lowered.calls
-    );
+    judge::check(dir, DB, sql_text);
 }
 
 /// Checks each query, and the same query over the empty `nobody` in place of `hero`.
@@ -73,10 +51,7 @@ fn run_all(queries: &[&str]) {
 fn reason(sql_text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     fixture(dir.path());
-    match lower(dir.path(), sql_text) {
-        Ok(_) => "lowered".into(),
-        Err(e) => e.reason(),
-    }
+    judge::reason(dir.path(), DB, sql_text)
 }
 
 #[test]

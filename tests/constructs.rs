@@ -3,6 +3,9 @@
 
 use std::path::Path;
 
+mod lowering_support;
+
+use lowering_support as judge;
 use toolforge::sql::{self, schema::Schema};
 use toolforge::tools::executor::Executor;
 use toolforge::tools::table::{open_read_only, query_rows};
@@ -27,60 +30,18 @@ fn fixture(dir: &Path) {
     .unwrap();
 }
 
-/// Parses and lowers `sql_text` against the fixture's schema; also returns the connection.
-fn lower(
-    dir: &Path,
-    sql_text: &str,
-) -> (
-    rusqlite::Connection,
-    Result<(sql::plan::QueryPlan, sql::slot::Lowered), sql::LowerError>,
-) {
-    let conn = open_read_only(&dir.join("club/club.sqlite")).unwrap();
-    let schema = Schema::load(&conn).unwrap();
-    let lowered = sql::parse(sql_text).and_then(|stmt| {
-        let plan = sql::plan::build(&stmt, &schema)?;
-        let calls = sql::slot::lower(&plan, "club/club.sqlite")?;
-        Ok((plan, calls))
-    });
-    (conn, lowered)
-}
+const DB: &str = "club/club.sqlite";
 
 fn check(dir: &Path, sql_text: &str) -> Vec<toolforge::tools::Call> {
     check_lowered(dir, sql_text).calls
 }
 
 fn check_lowered(dir: &Path, sql_text: &str) -> sql::slot::Lowered {
-    let (conn, lowered) = lower(dir, sql_text);
-    let (plan, lowered) = lowered.unwrap_or_else(|e| panic!("{sql_text}: {e}"));
-    let mut labels: Vec<&str> = std::iter::once(&lowered.setup)
-        .chain(&lowered.additional_setup)
-        .chain(&lowered.calls)
-        .map(|c| c.label.as_str())
-        .collect();
-    let n = labels.len();
-    labels.sort();
-    labels.dedup();
-    assert_eq!(labels.len(), n, "{sql_text}: every label is unique");
-    let gold = query_rows(&conn, sql_text).unwrap();
-    let setup: Vec<&toolforge::tools::Call> = std::iter::once(&lowered.setup)
-        .chain(&lowered.additional_setup)
-        .collect();
-    let got = Executor::new(dir)
-        .run_with_setup(&setup, &lowered.calls)
-        .unwrap_or_else(|e| panic!("{sql_text}: {e}"));
-    assert!(
-        answers_match(&gold, &got, !plan.order_by.is_empty()),
-        "{sql_text}\n gold {gold:?}\n got {got:?}\n calls {:#?}",
-        lowered.calls
-    );
-    lowered
+    judge::check(dir, DB, sql_text)
 }
 
 fn reason(dir: &Path, sql_text: &str) -> String {
-    match lower(dir, sql_text).1 {
-        Ok(_) => "lowered".into(),
-        Err(e) => e.reason(),
-    }
+    judge::reason(dir, DB, sql_text)
 }
 
 #[test]
@@ -465,7 +426,7 @@ fn reason_details_are_sql_text_not_rust_debug() {
         "SELECT link_to_major, zip + 1 FROM member GROUP BY link_to_major",
     ] {
         // Each query must still be refused, or the test would check nothing.
-        let Err(e) = lower(dir.path(), q).1 else {
+        let Err(e) = judge::lower(dir.path(), DB, q) else {
             panic!("{q} lowers now: use a query that is still refused to check its detail");
         };
         let text = e.to_string();
@@ -491,7 +452,7 @@ fn multi_key_group_by_reproduces_sqlite() {
             .expect("grouped");
         assert!(group.arguments["key_name"].is_array(), "{q}: several keys as a list");
         // SEL keeps `group_data_by` as is: the bound sequence gives the same answer.
-        let (conn, _) = lower(dir.path(), q);
+        let conn = open_read_only(&dir.path().join(DB)).unwrap();
         let gold = query_rows(&conn, q).unwrap();
         let sel = toolforge::tools::sel::bind(&lowered.calls);
         let got = Executor::new(dir.path())

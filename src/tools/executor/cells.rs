@@ -40,6 +40,27 @@ pub(super) fn compare(cell: &Datum, value: &Datum) -> Option<Ordering> {
     }
 }
 
+/// SQL ordering of a cell of a column mixing storage classes (numbers and text,
+/// `tools::table`'s union columns) against a comparison value. Such a column has numeric
+/// affinity, or none, so a numeric literal stays a number and a text cell sorts after every
+/// number (SQLite "Datatypes In SQLite" §4.1–§4.2); otherwise as [`compare`].
+pub(super) fn compare_stored(cell: &Datum, value: &Datum) -> Option<Ordering> {
+    match (cell, value) {
+        (Datum::Text(_), Datum::Int(_) | Datum::Real(_)) => Some(Ordering::Greater),
+        _ => compare(cell, value),
+    }
+}
+
+/// How the cells of `column` compare with a value: [`compare_stored`] for a column mixing
+/// storage classes, [`compare`] for a column of one type.
+pub(super) fn comparison_for(column: &dyn arrow_array::Array) -> fn(&Datum, &Datum) -> Option<Ordering> {
+    if matches!(column.data_type(), arrow_schema::DataType::Union(..)) {
+        compare_stored
+    } else {
+        compare
+    }
+}
+
 /// SQL ordering of two cells of one row (`WHERE a.x > b.y`), `None` when either is NULL: numbers
 /// by value, text by bytes, and a number against text as numbers when the text reads as one
 /// (SQLite applies the numeric column's affinity to the text operand), else the number first.

@@ -23,6 +23,7 @@ use crate::verify::Datum;
 pub(super) fn filter_data(args: &Args) -> R<Value> {
     let t = args.table("data_source")?;
     let (_, col) = column(t, args.str("key_name")?)?;
+    let compare = comparison_for(col.as_ref());
     let condition = args.str("condition")?;
     if let Some(other) = args.opt("other_key_name") {
         return compare_columns(args, t, col, other, condition);

@@ -4,9 +4,11 @@
 //! cells so far allow: a NULL count while it has held only NULLs; `i64` values (8 bytes a cell)
 //! while its non-NULL cells are integers; `f64` values while they are reals; 16-byte cells once
 //! it mixes integers and reals (the text rendering of `1` and `1.0` differs, and an integer above
-//! 2^53 has no exact `f64`, so both are kept until the column's type is known); and UTF-8 bytes
-//! with `i32` offsets from its first text cell on, every earlier cell rendered as text (the
-//! typing rule of [`super`] is per whole column). NULLs are a validity bitmap beside the values.
+//! 2^53 has no exact `f64`, so both are kept until the column's type is known); UTF-8 bytes
+//! with `i32` offsets while its non-NULL cells are text; and, once it holds numbers and text
+//! together, each cell as a [`Datum`] of its own storage class (≈ 32 bytes a cell plus the text;
+//! such columns are rare), which becomes the union of [`super::mixed`]. NULLs are a validity
+//! bitmap beside the values.
 //! Room for the rows the join is expected to have is reserved up front (the caller's estimate:
 //! the first table's row count), so a large column is allocated once instead of growing by
 //! doubling, whose copies leave freed blocks the C allocator keeps. When SQLite has returned the
@@ -27,7 +29,7 @@ use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_buffer::{Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use rusqlite::types::ValueRef;
 
-use super::{JoinError, number_text};
+use super::JoinError;
 use crate::verify::Datum;
 
 /// Rows between two reports of the bytes held so far to [`materialise`]'s `grown`.
@@ -103,12 +105,15 @@ enum Column {
     Reals { values: Vec<f64>, valid: NullBufferBuilder },
     /// Integers and reals.
     Mixed(Vec<Num>),
-    /// Text: the cells' bytes, end offsets after a leading 0; numbers rendered.
+    /// Text: the cells' bytes, end offsets after a leading 0.
     Text {
         offsets: Vec<i32>,
         bytes: Vec<u8>,
         valid: NullBufferBuilder,
     },
+    /// Numbers and text: each cell as a datum of its own storage class (a union at the end,
+    /// [`super::mixed`]).
+    Cells(Vec<Datum>),
 }
 
 /// A validity builder starting with `nulls` NULLs.
@@ -149,17 +154,8 @@ impl Column {
                     _ => Num::Null,
                 })
             }
-            (Column::Text { offsets, bytes, valid }, v) => {
+            (Column::Text { offsets, bytes, valid }, v @ (ValueRef::Null | ValueRef::Text(_) | ValueRef::Blob(_))) => {
                 match v {
-                    ValueRef::Null => valid.append_null(),
-                    ValueRef::Integer(i) => {
-                        bytes.extend_from_slice(i.to_string().as_bytes());
-                        valid.append_non_null();
-                    }
-                    ValueRef::Real(r) => {
-                        bytes.extend_from_slice(number_text(&Datum::Real(r)).unwrap_or_default().as_bytes());
-                        valid.append_non_null();
-                    }
                     ValueRef::Text(t) => {
                         bytes.extend_from_slice(String::from_utf8_lossy(t).as_bytes());
                         valid.append_non_null();
@@ -170,9 +166,11 @@ impl Column {
                         }
                         valid.append_non_null();
                     }
+                    _ => valid.append_null(),
                 }
                 offsets.push(i32::try_from(bytes.len()).expect("join step column text over 2 GiB"));
             }
+            (Column::Cells(cells), v) => cells.push(super::datum_from_sqlite(v)),
             // A cell the representation cannot hold: widen it, then push the cell again.
             (_, v) => {
                 self.widen(v);
@@ -182,7 +180,7 @@ impl Column {
     }
 
     /// The next representation, able to hold `v`: integers or reals after NULLs, both after
-    /// one of them, text after anything (every cell so far rendered as text).
+    /// one of them, text after NULLs, datums after numbers and text met.
     fn widen(&mut self, v: ValueRef<'_>) {
         let text = matches!(v, ValueRef::Text(_) | ValueRef::Blob(_));
         *self = match (std::mem::replace(self, Column::Nulls(0)), text) {
@@ -208,47 +206,67 @@ impl Column {
                     .map(|(i, x)| if valid.is_valid(i) { Num::Real(x) } else { Num::Null })
                     .collect(),
             ),
-            (old, _) => {
-                let mut text = Column::Text {
-                    offsets: vec![0],
+            (Column::Nulls(n), true) => {
+                let mut valid = NullBufferBuilder::new(n);
+                valid.append_n_nulls(n);
+                Column::Text {
+                    offsets: vec![0; n + 1],
                     bytes: Vec::new(),
-                    valid: NullBufferBuilder::new(0),
-                };
-                for cell in old.into_cells() {
-                    text.push(cell);
+                    valid,
                 }
-                text
             }
+            // Numbers and text: every cell so far as a datum of its own class.
+            (old, _) => Column::Cells(old.into_datums()),
         };
     }
 
-    /// The cells of a numeric column, in order, as SQLite values.
-    fn into_cells(self) -> Box<dyn Iterator<Item = ValueRef<'static>>> {
-        fn cell(n: Num) -> ValueRef<'static> {
-            match n {
-                Num::Null => ValueRef::Null,
-                Num::Int(i) => ValueRef::Integer(i),
-                Num::Real(r) => ValueRef::Real(r),
-            }
-        }
+    /// The cells so far, in order, as datums (the column is becoming [`Column::Cells`]).
+    fn into_datums(self) -> Vec<Datum> {
+        let valid_at = |valid: &NullBufferBuilder, i: usize| valid.is_valid(i);
         match self {
-            Column::Nulls(n) => Box::new(std::iter::repeat_n(ValueRef::Null, n)),
-            Column::Ints { values, valid } => Box::new(values.into_iter().enumerate().map(move |(i, x)| {
-                if valid.is_valid(i) {
-                    ValueRef::Integer(x)
-                } else {
-                    ValueRef::Null
-                }
-            })),
-            Column::Reals { values, valid } => Box::new(values.into_iter().enumerate().map(move |(i, x)| {
-                if valid.is_valid(i) {
-                    ValueRef::Real(x)
-                } else {
-                    ValueRef::Null
-                }
-            })),
-            Column::Mixed(cells) => Box::new(cells.into_iter().map(cell)),
-            Column::Text { .. } => unreachable!("text is the widest representation"),
+            Column::Nulls(n) => vec![Datum::Null; n],
+            Column::Ints { values, valid } => values
+                .into_iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    if valid_at(&valid, i) {
+                        Datum::Int(x)
+                    } else {
+                        Datum::Null
+                    }
+                })
+                .collect(),
+            Column::Reals { values, valid } => values
+                .into_iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    if valid_at(&valid, i) {
+                        Datum::Real(x)
+                    } else {
+                        Datum::Null
+                    }
+                })
+                .collect(),
+            Column::Mixed(cells) => cells
+                .into_iter()
+                .map(|n| match n {
+                    Num::Null => Datum::Null,
+                    Num::Int(i) => Datum::Int(i),
+                    Num::Real(r) => Datum::Real(r),
+                })
+                .collect(),
+            Column::Text { offsets, bytes, valid } => (0..offsets.len() - 1)
+                .map(|i| {
+                    if valid_at(&valid, i) {
+                        Datum::Text(
+                            String::from_utf8_lossy(&bytes[offsets[i] as usize..offsets[i + 1] as usize]).into_owned(),
+                        )
+                    } else {
+                        Datum::Null
+                    }
+                })
+                .collect(),
+            Column::Cells(cells) => cells,
         }
     }
 
@@ -260,6 +278,7 @@ impl Column {
             Column::Ints { values, .. } => values.reserve(more),
             Column::Reals { values, .. } => values.reserve(more),
             Column::Mixed(cells) => cells.reserve(more),
+            Column::Cells(cells) => cells.reserve(more),
             Column::Text { offsets, bytes, .. } => {
                 offsets.reserve(more);
                 if seen >= REPORT_ROWS {
@@ -276,6 +295,13 @@ impl Column {
             Column::Ints { values, .. } => values.len() * 8,
             Column::Reals { values, .. } => values.len() * 8,
             Column::Mixed(cells) => cells.len() * std::mem::size_of::<Num>(),
+            Column::Cells(cells) => {
+                let text: usize = cells
+                    .iter()
+                    .map(|d| if let Datum::Text(t) = d { t.len() } else { 0 })
+                    .sum();
+                cells.len() * std::mem::size_of::<Datum>() + text
+            }
             Column::Text { offsets, bytes, .. } => offsets.len() * 4 + bytes.len(),
         }
     }
@@ -293,6 +319,7 @@ impl Column {
                 Arc::new(Float64Array::new(ScalarBuffer::from(values), valid.finish()))
             }
             Column::Mixed(cells) => Arc::new(cells.into_iter().map(Num::real).collect::<Float64Array>()),
+            Column::Cells(cells) => super::array_from_datums(&cells),
             Column::Text {
                 mut offsets,
                 mut bytes,
