@@ -20,13 +20,9 @@ use sqlparser::ast::{
     UnaryOperator, VisitMut, VisitorMut,
 };
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod corpus_support;
 
-fn corpus() -> PathBuf {
-    root().join("../shared/corpora/spider")
-}
+use corpus_support::spider_corpus as corpus;
 
 /// How identifiers are rewritten.
 #[derive(Clone, Copy, Debug)]
@@ -203,27 +199,9 @@ fn tree(tmp: &Path, recipe: &str, style: Option<Style>) -> PathBuf {
         std::fs::write(data.join("dev.json"), serde_json::to_string(&questions).unwrap()).unwrap();
         std::fs::copy(corpus().join("tables.json"), data.join("tables.json")).unwrap();
         std::os::unix::fs::symlink(corpus().join("database").canonicalize().unwrap(), data.join("database")).unwrap();
-        std::fs::create_dir_all(tmp.join("sources")).unwrap();
-        std::fs::create_dir_all(tmp.join("recipes")).unwrap();
-        let manifest = std::fs::read_to_string(root().join("sources/spider-dev.toml")).unwrap();
-        let manifest: String = manifest
-            .lines()
-            .map(|l| {
-                if l.starts_with("search_paths") {
-                    "search_paths = [\"corpus\"]".to_string()
-                } else if l.starts_with("env ") {
-                    "env = \"TOOLFORGE_SQL_STYLES_UNSET\"".to_string()
-                } else {
-                    l.to_string()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        std::fs::write(tmp.join("sources/spider-dev.toml"), manifest).unwrap();
+        corpus_support::use_spider_corpus(tmp, &data);
     }
-    let path = tmp.join(format!("recipes/{recipe}.toml"));
-    std::fs::copy(root().join(format!("recipes/{recipe}.toml")), &path).unwrap();
-    path
+    corpus_support::recipe(tmp, recipe)
 }
 
 /// What a build gives, ids and the gold SQL's spelling aside: the kept rows by id, the REST
