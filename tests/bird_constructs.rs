@@ -217,3 +217,67 @@ fn comparisons_with_row_expressions_and_scaled_subqueries_reproduce_sqlite() {
         "SELECT id FROM sale WHERE amount > qty * 2",
     ]);
 }
+
+/// `LIMIT n OFFSET m` in both spellings (SQLite's `LIMIT m, n` too), over columns, arithmetic,
+/// DISTINCT rows and a scalar subquery ("the second highest"), on the fixture and its empty
+/// twin; an OFFSET past the one row of an aggregate, or cutting inside a tie, keeps a named reason.
+#[test]
+fn limit_with_offset_in_every_spelling_reproduces_sqlite() {
+    run_all(&[
+        "SELECT id FROM sale ORDER BY id DESC LIMIT 2 OFFSET 1",
+        "SELECT id, currency FROM sale ORDER BY id LIMIT 1, 3",
+        "SELECT id FROM sale ORDER BY id LIMIT 10 OFFSET 3",
+        "SELECT id FROM sale ORDER BY id LIMIT 2 OFFSET 9",
+        "SELECT CAST(amount AS REAL) / qty FROM sale WHERE qty > 0 ORDER BY id DESC LIMIT 1, 2",
+        "SELECT DISTINCT currency, segment FROM sale WHERE currency IS NOT NULL ORDER BY currency, segment LIMIT 1 OFFSET 1",
+        "SELECT currency FROM sale GROUP BY currency ORDER BY COUNT(*) DESC, currency LIMIT 1 OFFSET 1",
+        "SELECT COUNT(id) FROM sale WHERE amount = (SELECT amount FROM sale WHERE amount IS NOT NULL ORDER BY amount DESC LIMIT 1, 1)",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let db = "shop/shop.sqlite";
+    assert_eq!(
+        judge::reason(dir.path(), db, "SELECT COUNT(*) FROM sale LIMIT 1 OFFSET 1"),
+        "unsupported:offset"
+    );
+    assert_eq!(
+        judge::reason(dir.path(), db, "SELECT id FROM sale LIMIT -1 OFFSET 2"),
+        "unsupported:offset"
+    );
+    // SEL binds the offset into `truncate`; the reference pool has no offset.
+    let (_, lowered) = judge::lower(dir.path(), db, "SELECT id FROM sale ORDER BY id LIMIT 2 OFFSET 1").unwrap();
+    let sel = toolforge::tools::sel::bind(&lowered.calls);
+    let truncate = sel.iter().find(|c| c.name == "truncate").expect("a truncate");
+    assert_eq!(truncate.arguments["offset"], serde_json::json!(1));
+    let got = toolforge::tools::executor::Executor::new(dir.path())
+        .run_with_setup(&[&lowered.setup], &sel)
+        .unwrap();
+    let conn = open_read_only(&dir.path().join(db)).unwrap();
+    let gold = toolforge::tools::table::query_rows(&conn, "SELECT id FROM sale ORDER BY id LIMIT 2 OFFSET 1").unwrap();
+    assert!(
+        toolforge::verify::answers_match(&gold, &got, true),
+        "SEL: {got:?} vs {gold:?}"
+    );
+}
+
+/// An OFFSET whose cut falls between rows of equal ORDER BY keys keeps SQLite's arbitrary pick:
+/// the build's gold check names it (`tie_ambiguous_limit`), at either end of the window.
+#[test]
+fn an_offset_cutting_inside_a_tie_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let conn = open_read_only(&dir.path().join("shop/shop.sqlite")).unwrap();
+    // price: 2.5, NULL, 4.0, 1.5, 2.5 → ascending NULL, 1.5, 2.5, 2.5, 4.0.
+    for (q, tied) in [
+        ("SELECT id FROM sale ORDER BY price LIMIT 1 OFFSET 3", true),
+        ("SELECT id FROM sale ORDER BY price LIMIT 2, 1", true),
+        ("SELECT id FROM sale ORDER BY price LIMIT 2 OFFSET 2", false),
+        ("SELECT id FROM sale ORDER BY price LIMIT 2 OFFSET 1", true),
+        ("SELECT id FROM sale ORDER BY price LIMIT 1 OFFSET 1", false),
+    ] {
+        let stmt = sql::parse(q).unwrap();
+        let gold = toolforge::tools::table::query_rows(&conn, q).unwrap();
+        let facts = toolforge::sql::gold::order_ties_with(&conn, &stmt, Some(&gold));
+        assert_eq!(facts.is_err(), tied, "{q}: {:?}", facts.err());
+    }
+}

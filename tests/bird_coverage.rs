@@ -7,10 +7,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// SLOT coverage floor (percent of the 500 gold queries): the coverage reached so far (456 / 500
+/// SLOT coverage floor (percent of the 500 gold queries): the coverage reached so far (460 / 500
 /// on 2026-11-27, with row-wise expressions and SQLite's scalar functions, derived tables, CTEs,
-/// EXISTS and scalar subqueries), so a change that loses constructs fails; issue 27's target is 90.
-const SLOT_FLOOR: f64 = 91.2;
+/// EXISTS, scalar subqueries and LIMIT … OFFSET), so a change that loses constructs fails; issue
+/// 27's target is 90.
+const SLOT_FLOOR: f64 = 92.0;
 
 fn coverage(format: &str, floor: f64) -> serde_json::Value {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

@@ -85,14 +85,34 @@ pub fn order_ties_with(
     let SetExpr::Select(select) = &*q.body else {
         return Ok(OrderFacts::default());
     };
-    let limit = match &q.limit_clause {
-        None => None,
+    // LIMIT l [OFFSET o] (or `LIMIT o, l`) with literal numbers; anything else is left alone.
+    let number = |e: &Expr| match e {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => n.parse::<usize>().ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    let (limit, offset) = match &q.limit_clause {
+        None => (None, 0),
         Some(LimitClause::LimitOffset {
-            limit: Some(Expr::Value(v)),
+            limit: Some(l),
             offset: None,
             ..
-        }) => match &v.value {
-            Value::Number(n, _) => n.parse::<usize>().ok(),
+        }) => match number(l) {
+            Some(l) => (Some(l), 0),
+            None => return Ok(OrderFacts::default()),
+        },
+        Some(LimitClause::LimitOffset {
+            limit: Some(l),
+            offset: Some(o),
+            ..
+        }) => match (number(l), number(&o.value)) {
+            (Some(l), Some(o)) => (Some(l), o),
+            _ => return Ok(OrderFacts::default()),
+        },
+        Some(LimitClause::OffsetCommaLimit { offset, limit }) => match (number(limit), number(offset)) {
+            (Some(l), Some(o)) => (Some(l), o),
             _ => return Ok(OrderFacts::default()),
         },
         Some(_) => return Ok(OrderFacts::default()),
@@ -144,16 +164,14 @@ pub fn order_ties_with(
             });
         }
     }
-    if let (Some(l), false, Some(_)) = (limit.filter(|&l| l < usize::MAX), keys.is_empty(), gold) {
-        let mut cut = q.limit_clause.clone();
-        if let Some(LimitClause::LimitOffset {
-            limit: Some(Expr::Value(v)),
-            ..
-        }) = &mut cut
-        {
-            v.value = Value::Number((l + 1).to_string(), false);
-            q2.limit_clause = cut;
-        }
+    // The rows up to one past the window's end, from the first: both cuts can be inspected.
+    if let (Some(l), false, Some(_)) = (limit.filter(|&l| l < usize::MAX / 2), keys.is_empty(), gold) {
+        let end = Expr::Value(Value::Number((offset + l + 1).to_string(), false).into());
+        q2.limit_clause = Some(LimitClause::LimitOffset {
+            limit: Some(end),
+            offset: None,
+            limit_by: vec![],
+        });
     }
     let Ok(rows) = query_rows(conn, &q2.to_string()) else {
         return Ok(OrderFacts::default());
@@ -161,20 +179,26 @@ pub fn order_ties_with(
     let key_cols = keys.len();
     let key_of = |r: &Vec<Datum>| r[r.len().saturating_sub(key_cols)..].to_vec();
     if let Some(l) = limit {
-        if rows.len() > l {
-            if keys.is_empty() {
+        if keys.is_empty() && (rows.len() > offset + l || (offset > 0 && !rows.is_empty())) {
+            return Err(format!(
+                "LIMIT {l}{} without ORDER BY keeps an arbitrary {l} of {} rows",
+                if offset > 0 {
+                    format!(" OFFSET {offset}")
+                } else {
+                    String::new()
+                },
+                rows.len()
+            ));
+        }
+        // The key columns are the last ones (after any wildcard's columns). A cut at the window's
+        // end (`offset + l`) or start (`offset`) between rows of equal keys is SQLite's choice.
+        for (cut, what) in [(offset + l, format!("LIMIT {l}")), (offset, format!("OFFSET {offset}"))] {
+            if cut > 0 && rows.len() > cut && keys_eq(&key_of(&rows[cut - 1]), &key_of(&rows[cut])) {
                 return Err(format!(
-                    "LIMIT {l} without ORDER BY keeps an arbitrary {l} of {} rows",
-                    rows.len()
-                ));
-            }
-            // The key columns are the last ones (after any wildcard's columns).
-            if l > 0 && keys_eq(&key_of(&rows[l - 1]), &key_of(&rows[l])) {
-                return Err(format!(
-                    "LIMIT {l} cuts inside a tie: rows {} and {} have the same ORDER BY keys {}",
-                    l,
-                    l + 1,
-                    serde_json::to_string(&key_of(&rows[l])).unwrap_or_default()
+                    "{what} cuts inside a tie: rows {} and {} have the same ORDER BY keys {}",
+                    cut,
+                    cut + 1,
+                    serde_json::to_string(&key_of(&rows[cut])).unwrap_or_default()
                 ));
             }
         }
@@ -182,8 +206,9 @@ pub fn order_ties_with(
     if keys.is_empty() {
         return Ok(OrderFacts::default());
     }
-    let kept = limit.map_or(rows.len(), |l| l.min(rows.len()));
-    let runs = tie_runs(&rows[..kept].iter().map(key_of).collect::<Vec<_>>());
+    let start = offset.min(rows.len());
+    let kept = limit.map_or(rows.len(), |l| (offset + l).min(rows.len()));
+    let runs = tie_runs(&rows[start..kept].iter().map(key_of).collect::<Vec<_>>());
     Ok(OrderFacts {
         ties: runs.iter().any(|&n| n > 1).then_some(runs),
     })

@@ -145,6 +145,7 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         json!({"type": "integer", "description": "Keep only the first `limit` values; -1 keeps all.", "default": -1});
     let distinct =
         json!({"type": "boolean", "description": "Keep only the first occurrence of each value.", "default": false});
+    let offset = json!({"type": "integer", "minimum": 0, "description": "Skip the first `offset` values before `limit` applies (SQL's OFFSET).", "default": 0});
     vec![
         spec(
             "filter_data",
@@ -167,6 +168,7 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
                 "key_name": key_name(keys, true),
                 "distinct": distinct,
                 "limit": limit,
+                "offset": offset,
             }),
             &["data_source", "key_name"],
             "The list of values.",
@@ -218,10 +220,11 @@ pub fn slot_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
         ),
         spec(
             "select_unique_values",
-            "Return the distinct values of a list, or the distinct rows of several row-aligned lists (a list of their `$LABEL$`s), first occurrences in order; `limit` keeps the first ones.",
+            "Return the distinct values of a list, or the distinct rows of several row-aligned lists (a list of their `$LABEL$`s), first occurrences in order; `offset` skips the first ones, `limit` keeps the first of the rest.",
             json!({
                 "unique_array": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}], "description": "The list as its `$LABEL$`, or several row-aligned lists as a list of `$LABEL$`s (distinct rows)."},
                 "limit": limit,
+                "offset": offset,
             }),
             &["unique_array"],
             "The distinct values.",

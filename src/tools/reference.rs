@@ -316,6 +316,14 @@ fn check_call(call: &Call, session: &Session) -> Result<(), String> {
     if call.name == "concatenate_data" {
         return Ok(());
     }
+    if call
+        .arguments
+        .get("offset")
+        .and_then(Json::as_i64)
+        .is_some_and(|m| m > 0)
+    {
+        return Err("an OFFSET (the reference's tools take only a limit)".into());
+    }
     if !matches!(
         call.name.as_str(),
         "filter_data" | "sort_data" | "retrieve_data" | "aggregate_data"

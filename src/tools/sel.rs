@@ -179,6 +179,7 @@ pub fn bind(slot: &[Call]) -> Vec<Call> {
                     .to_string();
                 let distinct = args.get("distinct").and_then(Value::as_bool).unwrap_or(false);
                 let limit = args.get("limit").and_then(Value::as_i64).unwrap_or(-1);
+                let offset = args.get("offset").and_then(Value::as_i64).filter(|&m| m > 0);
                 let mut getter = Map::new();
                 getter.insert(
                     "data_source".into(),
@@ -198,6 +199,9 @@ pub fn bind(slot: &[Call]) -> Vec<Call> {
                     let mut a = Map::new();
                     a.insert("truncate_array".into(), json!(label_ref(&last)));
                     a.insert("n".into(), json!(limit));
+                    if let Some(m) = offset {
+                        a.insert("offset".into(), json!(m));
+                    }
                     push(&mut out, "truncate".into(), a, label.clone());
                     last = label;
                 }
@@ -409,10 +413,11 @@ pub fn sel_tools(keys: Option<&[KeyDescription]>) -> Vec<ToolSpec> {
     }
     out.push(ToolSpec {
         name: "truncate".into(),
-        description: "Keep the first n values of a list.".into(),
+        description: "Keep the first n values of a list (after skipping the first `offset`).".into(),
         parameters: json!({"type": "object", "properties": {
             "truncate_array": {"type": "string", "description": "The list, given as the `$LABEL$` of an earlier output."},
-            "n": {"type": "integer", "description": "How many values to keep."}
+            "n": {"type": "integer", "description": "How many values to keep."},
+            "offset": {"type": "integer", "minimum": 0, "description": "How many values to skip first (SQL's OFFSET).", "default": 0}
         }, "required": ["truncate_array", "n"]}),
         output_parameters: json!({"type": "object", "properties": {"output_0": {"description": "The first n values."}}}),
     });

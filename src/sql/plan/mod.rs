@@ -216,6 +216,9 @@ pub struct QueryPlan {
     pub distinct: bool,
     /// LIMIT.
     pub limit: Option<i64>,
+    /// OFFSET (`LIMIT n OFFSET m` or SQLite's `LIMIT m, n`): rows skipped before the LIMIT; only
+    /// with a LIMIT, as SQLite requires.
+    pub offset: Option<i64>,
     /// Uncorrelated subqueries (over this joined table or another), in the order their placeholders
     /// `$SUBQUERY_<i>$` appear as condition values: a scalar subquery's single value
     /// (`x > (SELECT avg(x) …)`) or a list (`x [NOT] IN (SELECT y …)`).

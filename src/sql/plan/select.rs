@@ -177,7 +177,7 @@ impl<'s> Builder<'s> {
         let group_by = self.group_by(select)?;
         let (having, having_branches) = self.having(select)?;
         let order_by = self.order_by(q)?;
-        let limit = self.limit(q)?;
+        let (limit, offset) = self.limit(q)?;
         let distinct = match &select.distinct {
             None => false,
             Some(Distinct::Distinct) => true,
@@ -199,6 +199,7 @@ impl<'s> Builder<'s> {
             projection,
             distinct,
             limit,
+            offset,
             subqueries: self.subqueries,
             set_ops: vec![],
             count_rows: false,

@@ -14,11 +14,23 @@ pub(super) fn limit(plan: &QueryPlan) -> i64 {
     plan.limit.unwrap_or(-1)
 }
 
+/// `args` of a call applying the plan's LIMIT, with the plan's OFFSET beside it (`"offset": m`,
+/// the values skipped before the limit) when the query has one.
+pub(super) fn with_offset(plan: &QueryPlan, mut args: Json) -> Json {
+    if let Some(m) = plan.offset {
+        args["offset"] = json!(m);
+    }
+    args
+}
+
 pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) -> Result<(), LowerError> {
     if plan.projection.iter().any(Measure::has_aggregate) {
         // One row: ORDER BY is moot, LIMIT ≥ 1 keeps it.
         if plan.limit == Some(0) {
             return Err(unsupported("limit", "LIMIT 0"));
+        }
+        if plan.offset.is_some() {
+            return Err(unsupported("offset", "OFFSET past the single row of an aggregate"));
         }
         // One row: DISTINCT is moot. A bare column beside MIN/MAX (SQLite's bare-column rule)
         // is read from the row holding the extreme: the first row once sorted.
@@ -45,7 +57,7 @@ pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) ->
             Measure::Column(k) => json!({"data_source": label_ref(&cur), "key_name": k, "ascending": key.ascending}),
             // `ORDER BY a - b`: the row-aligned list of the expression, then a sort on it.
             m @ Measure::Arith(..) if !m.has_aggregate() => {
-                let values = column_arith(em, &cur, m, -1)?;
+                let values = column_arith(em, &cur, m, -1, None)?;
                 json!({"data_source": label_ref(&cur), "by_values": values, "ascending": key.ascending})
             }
             m => return Err(unsupported("order_by_expression", m.to_string())),
@@ -69,14 +81,12 @@ pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) ->
         match m {
             Measure::Column(k) => {
                 let label = em.label(&format!("SELECT_COL_{i}"));
-                columns.push(em.call(
-                    "retrieve_data",
-                    json!({"data_source": label_ref(&cur), "key_name": k, "distinct": plan.distinct && !rows_distinct, "limit": column_limit}),
-                    label,
-                ));
+                let args = json!({"data_source": label_ref(&cur), "key_name": k, "distinct": plan.distinct && !rows_distinct, "limit": column_limit});
+                let args = if rows_distinct { args } else { with_offset(plan, args) };
+                columns.push(em.call("retrieve_data", args, label));
             }
             Measure::Arith(..) if !plan.distinct => {
-                column_arith(em, &cur, m, limit(plan))?;
+                column_arith(em, &cur, m, limit(plan), plan.offset)?;
             }
             _ => return Err(unsupported("select_expression", m.to_string())),
         }
@@ -88,7 +98,7 @@ pub(super) fn lower_flat(em: &mut Emitter, plan: &QueryPlan, mut cur: String) ->
         if let Some(n) = plan.limit {
             args["limit"] = json!(n);
         }
-        em.call("select_unique_values", args, label);
+        em.call("select_unique_values", with_offset(plan, args), label);
     }
     Ok(())
 }
@@ -157,21 +167,27 @@ fn scalar(em: &mut Emitter, source: &str, m: &Measure, top: bool) -> Result<Json
 }
 
 /// Emits calls computing a list from column arithmetic (`SELECT a - b`).
-fn column_arith(em: &mut Emitter, source: &str, m: &Measure, limit: i64) -> Result<Json, LowerError> {
+fn column_arith(
+    em: &mut Emitter,
+    source: &str,
+    m: &Measure,
+    limit: i64,
+    offset: Option<i64>,
+) -> Result<Json, LowerError> {
     match m {
         Measure::Literal(v) => Ok(v.clone()),
         Measure::Column(k) => {
             let label = em.label("RETRIEVED");
-            em.call(
-                "retrieve_data",
-                json!({"data_source": label_ref(source), "key_name": k, "distinct": false, "limit": limit}),
-                label.clone(),
-            );
+            let mut args = json!({"data_source": label_ref(source), "key_name": k, "distinct": false, "limit": limit});
+            if let Some(m) = offset {
+                args["offset"] = json!(m);
+            }
+            em.call("retrieve_data", args, label.clone());
             Ok(json!(label_ref(&label)))
         }
         Measure::Arith(a, op, b) => {
-            let x = column_arith(em, source, a, limit)?;
-            let y = column_arith(em, source, b, limit)?;
+            let x = column_arith(em, source, a, limit, offset)?;
+            let y = column_arith(em, source, b, limit, offset)?;
             Ok(calculate(em, x, y, op))
         }
         other => Err(unsupported("select_expression", other.to_string())),

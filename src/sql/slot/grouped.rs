@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::flat::{extreme_first, limit};
+use super::flat::{extreme_first, limit, with_offset};
 use super::{Emitter, aggregate_args};
 use crate::sql::plan::{Condition, Measure, QueryPlan};
 use crate::sql::{LowerError, unsupported};
@@ -159,7 +159,10 @@ pub(super) fn lower_grouped(
             let label = em.label(&format!("SELECT_COL_{i}"));
             em.call(
                 "retrieve_data",
-                json!({"data_source": label_ref(&table), "key_name": k, "distinct": false, "limit": limit(plan)}),
+                with_offset(
+                    plan,
+                    json!({"data_source": label_ref(&table), "key_name": k, "distinct": false, "limit": limit(plan)}),
+                ),
                 label,
             );
         }

@@ -50,6 +50,23 @@ impl Args<'_> {
             },
         }
     }
+    /// `offset` (SQL's OFFSET: the values skipped before a `limit`), 0 when absent; a
+    /// non-negative integer (integral JSON numbers accepted, as for `limit`).
+    pub(super) fn offset(&self) -> R<usize> {
+        match self.opt("offset") {
+            None | Some(Json::Null) => Ok(0),
+            Some(v) => v
+                .as_u64()
+                .or_else(|| {
+                    v.as_f64()
+                        .filter(|f| f.fract() == 0.0 && (0.0..9.0e15).contains(f))
+                        .map(|f| f as u64)
+                })
+                .map(|n| n as usize)
+                .ok_or_else(|| "argument `offset` must be a non-negative integer".into()),
+        }
+    }
+
     pub(super) fn value(&self, name: &str) -> R<&Value> {
         let v = self.json(name)?;
         let label = as_label_ref(v).ok_or_else(|| format!("argument `{name}` must be a $LABEL$ reference"))?;

@@ -8,9 +8,10 @@ use super::cells::*;
 use super::{R, Value};
 use crate::tools::table::{array_from_datums, datum_at, datums};
 
-/// `retrieve_data(data_source, key_name, distinct=false, limit=-1)` → list: the column's values
-/// (first occurrences only when `distinct`), then the first `limit` of them (`-1`: all). On a
-/// grouped table: the column's value in each group's first row (the group key for the key).
+/// `retrieve_data(data_source, key_name, distinct=false, limit=-1, offset=0)` → list: the column's
+/// values (first occurrences only when `distinct`), the first `offset` of them skipped, then the
+/// first `limit` of the rest (`-1`: all) — SQL's `LIMIT limit OFFSET offset`. On a grouped table:
+/// the column's value in each group's first row (the group key for the key).
 pub(super) fn retrieve_data(args: &Args) -> R<Value> {
     let key = args.str("key_name")?;
     let mut values = match args.value("data_source")? {
@@ -28,17 +29,23 @@ pub(super) fn retrieve_data(args: &Args) -> R<Value> {
     if args.bool_or("distinct", false)? {
         values = distinct_datums(values);
     }
+    values.drain(..args.offset()?.min(values.len()));
     if let Some(n) = args.limit()? {
         values.truncate(n);
     }
     Ok(Value::Column(array_from_datums(&values)))
 }
 
-/// `truncate(truncate_array, n)` (SEL) → the first `n` values of a list.
+/// `truncate(truncate_array, n, offset=0)` (SEL) → `n` values of a list from position `offset`
+/// (the first `offset` skipped, SQL's OFFSET).
 pub(super) fn truncate(args: &Args) -> R<Value> {
     let n = args.json("n")?.as_u64().ok_or("`n` must be a non-negative integer")? as usize;
+    let offset = args.offset()?;
     match args.value("truncate_array")? {
-        Value::Column(a) => Ok(Value::Column(a.slice(0, n.min(a.len())))),
+        Value::Column(a) => {
+            let start = offset.min(a.len());
+            Ok(Value::Column(a.slice(start, n.min(a.len() - start))))
+        }
         other => Err(format!("`truncate_array` must be a list, got {}", kind(other))),
     }
 }
@@ -47,15 +54,18 @@ pub(super) fn truncate(args: &Args) -> R<Value> {
 /// With `unique_array` a list of `$LABEL$`s of row-aligned lists (the columns of `SELECT DISTINCT
 /// a, b`), a table of their distinct rows (cells compared as in grouping: numbers by value, NULL
 /// equals NULL), first occurrences in order, columns named as in `combine_data`.
-/// `limit` (default -1, all) keeps the first `limit` distinct values or rows.
+/// `offset` (default 0) skips the first distinct values or rows, then `limit` (default -1, all)
+/// keeps the first `limit` of the rest.
 pub(super) fn select_unique_values(args: &Args) -> R<Value> {
     let limit = args.limit()?.unwrap_or(usize::MAX);
+    let offset = args.offset()?;
     if args.json("unique_array")?.is_array() {
         let (names, rows) = super::combine::combine_input(args, "unique_array")?;
         let mut seen = std::collections::HashSet::new();
         let rows: Vec<Vec<crate::verify::Datum>> = rows
             .into_iter()
             .filter(|r| seen.insert(r.iter().map(datum_key).collect::<Vec<_>>()))
+            .skip(offset)
             .take(limit)
             .collect();
         let columns = (0..names.len())
@@ -68,6 +78,7 @@ pub(super) fn select_unique_values(args: &Args) -> R<Value> {
         other => return Err(format!("`unique_array` must be a list, got {}", kind(other))),
     };
     let mut values = distinct_datums(values);
+    values.drain(..offset.min(values.len()));
     values.truncate(limit);
     Ok(Value::Column(array_from_datums(&values)))
 }
