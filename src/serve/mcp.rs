@@ -223,6 +223,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        super::trim::request_seen();
         let args = request.arguments.unwrap_or_default();
         // A tool renamed by a session's per-instance drift is not in the listing (which is A_old:
         // the row carries its A_new tools); it is callable in that session.
@@ -336,6 +337,7 @@ pub fn run_stdio(toolkit: Toolkit, config: ServeConfig) -> anyhow::Result<()> {
     use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
+        super::trim::spawn_trimmer();
         let server = McpServer::new(super::state::shared(toolkit, config));
         let (rmcp_in, mut feed) = tokio::io::duplex(1 << 16);
         let (drain, rmcp_out) = tokio::io::duplex(1 << 16);

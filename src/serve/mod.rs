@@ -46,6 +46,7 @@ pub mod jsonrpc;
 pub mod listen;
 pub mod mcp;
 pub mod state;
+pub mod trim;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -135,6 +136,7 @@ pub fn run(toolkit: Toolkit, config: ServeConfig) -> Result<()> {
         let _ = std::io::stdout().flush();
         exposure::warn_if_exposed(&config);
         let limits = config.connections;
+        trim::spawn_trimmer();
         listen::serve(listener, router(toolkit, config), limits, shutdown_signal()).await;
         eprintln!("toolforge serve: stopped");
         Ok::<(), anyhow::Error>(())
