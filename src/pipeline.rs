@@ -267,6 +267,12 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
         store = store.with_scope(Scope::StoredOnly);
     }
     let compiled = compile_with(recipe_path, &store, opts.progress);
+    if opts.merge.is_some() {
+        // A store that failed is not "items missing": re-running shards would not help.
+        if let Some(failure) = store.failure() {
+            anyhow::bail!("merge: {failure}");
+        }
+    }
     if let Some(shards) = opts.merge {
         let missing = store.missing(shards);
         if !missing.is_empty() {
@@ -281,8 +287,19 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
                     format!("{} {} {}…{shard}", m.stage, m.item, &m.digest[..12])
                 })
                 .collect();
+            let dirty = store.dirty();
+            let removed = if dirty.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<String> = dirty.iter().map(ToString::to_string).collect();
+                format!(
+                    "; {} untrusted entries were removed (their shards write them again): {}",
+                    dirty.len(),
+                    names.join("; ")
+                )
+            };
             anyhow::bail!(
-                "merge: {} stage items are not in the store {} (re-run their shards, or build without --merge to compute them here): {}",
+                "merge: {} stage items are not in the store {} (re-run their shards, or build without --merge to compute them here): {}{removed}",
                 missing.len(),
                 store.describe(),
                 list.join("; ")
@@ -296,12 +313,9 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     let mut text = crate::emit::report::summary(&build, &out_dir, wrote, start.elapsed().as_secs_f64());
     // A store that could not be written (disk full, network) does not fail the build, whose
     // results are in memory; the summary says how many requests failed (issue 31 D6).
-    let failed = store.errors();
-    if let Some(first) = failed.first() {
+    if let Some(failure) = store.failure() {
         let warning = format!(
-            "warning: store_write_failed: {} store requests failed on {} (the build used its results from memory; they are not cached): {first}",
-            failed.len(),
-            store.describe()
+            "warning: store_failed: {failure} (the build computed what it could not read and used its results from memory; they are not cached)"
         );
         eprintln!("{warning}");
         text = format!("{}\n{warning}", text.trim_end());
@@ -335,13 +349,8 @@ pub const ROUND_TWO: &str =
 /// The summary of one shard; an error when any store request failed (the shard must be re-run).
 fn shard_summary(store: &Store, name: &str, (index, count): (u64, u64), secs: f64) -> Result<String> {
     use std::sync::atomic::Ordering::Relaxed;
-    let errors = store.errors();
-    if !errors.is_empty() {
-        anyhow::bail!(
-            "shard {index}/{count} of {name}: {} store requests failed (re-run this shard): {}",
-            errors.len(),
-            errors.join("; ")
-        );
+    if let Some(failure) = store.failure() {
+        anyhow::bail!("shard {index}/{count} of {name}: {failure} (re-run this shard once the store works)");
     }
     let r = store.requests();
     Ok(format!(

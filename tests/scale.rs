@@ -61,13 +61,13 @@ fn store_contract(store: &Store, raw: &dyn Backend) {
     let name = entry_name(&k);
     let mut bytes = raw.read(&name).unwrap().unwrap();
     *bytes.last_mut().unwrap() ^= 1;
-    raw.remove(&name);
+    raw.remove(&name).unwrap();
     raw.create(&name, &bytes).unwrap();
     assert_eq!(store.get(&k), Lookup::Corrupt);
     assert_eq!(raw.read(&name).unwrap(), None, "a corrupt entry is removed");
     assert_eq!(store.put(&k, b"hello").unwrap(), Created::Written);
     assert_eq!(store.get(&k), Lookup::Hit(b"hello".to_vec()));
-    raw.remove(&name);
+    raw.remove(&name).unwrap();
     raw.create(&name, &bytes[..20]).unwrap();
     assert_eq!(store.get(&k), Lookup::Corrupt);
     let dirty = store.dirty();

@@ -38,7 +38,7 @@ use crate::dataset::{
     Build, BuildError, Example, Outcome, SplitStage, build_key, code_fingerprint, hash_inputs, split_build,
 };
 use crate::recipe::{Recipe, ResolvedSource};
-use crate::store::{Lookup, StageKey, Store};
+use crate::store::{StageKey, Store};
 use crate::tools::ToolSpec;
 
 /// Version of the catalog conversion stage; bump when its output for the same inputs changes.
@@ -340,16 +340,16 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
         "bfcl" => convert_bfcl(&source),
         _ => convert_mcp(&source, &knobs),
     };
-    let stored = store.get(&key);
-    if !matches!(stored, Lookup::Hit(_)) && !store.claim(&key, "conversion") {
+    // An entry that does not decode is removed and recomputed (`Store::load`).
+    let stored = store.load(&key, |b| {
+        serde_json::from_slice::<Conversion>(b).map_err(|e| e.to_string())
+    });
+    if stored.is_none() && !store.claim(&key, "conversion") {
         return Err(BuildError::Unclaimed { stage: key.stage });
     }
     let (conversion, hit) = match stored {
-        Lookup::Hit(bytes) => match serde_json::from_slice::<Conversion>(&bytes) {
-            Ok(c) => (c, true),
-            Err(_) => (run()?, false),
-        },
-        _ => (run()?, false),
+        Some(c) => (c, true),
+        None => (run()?, false),
     };
     if !hit {
         store.put(&key, &serde_json::to_vec(&conversion).expect("serialise"))?;

@@ -54,7 +54,7 @@ pub mod config;
 
 pub use config::{LlmConfig, Resolved, Unavailable, resolve};
 
-use crate::store::{Lookup, StageKey, Store};
+use crate::store::{StageKey, Store};
 
 /// Version of the cached `llm-chat` entries' format.
 pub const CACHE_VERSION: u32 = 1;
@@ -269,18 +269,16 @@ impl Llm {
     }
 
     fn lookup(&self, key: &StageKey) -> Option<Completion> {
-        match self.store.get(key) {
-            Lookup::Hit(bytes) => {
-                let v: Value = serde_json::from_slice(&bytes).ok()?;
-                let (text, tool_calls) = response_message(&v["response"]).ok()?;
-                Some(Completion {
-                    text,
-                    tool_calls,
-                    cached: true,
-                })
-            }
-            _ => None,
-        }
+        // An entry that does not decode is removed and requested again (`Store::load`).
+        let (text, tool_calls) = self.store.load(key, |b| {
+            let v: Value = serde_json::from_slice(b).map_err(|e| e.to_string())?;
+            response_message(&v["response"]).map_err(|e| e.to_string())
+        })?;
+        Some(Completion {
+            text,
+            tool_calls,
+            cached: true,
+        })
     }
 
     /// One chat completion: from the store, or from the endpoint (then stored).

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::{BadRecord, CorpusError};
 use crate::dataset::{Build, BuildError, Outcome, SplitStage, build_key, code_fingerprint, hash_inputs, split_build};
 use crate::recipe::{Recipe, ResolvedSource};
-use crate::store::{Lookup, StageKey, Store};
+use crate::store::{StageKey, Store};
 use crate::tools::ToolSpec;
 
 /// Version of the seq conversion stage; bump when its output for the same inputs changes.
@@ -111,10 +111,10 @@ pub fn writes_requests(recipe: &Recipe, source: &ResolvedSource) -> bool {
 pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<Build, BuildError> {
     let (key, source_hashes) = stage_key(&recipe, &source)?;
     let digest = key.digest();
-    let mut stored = None;
-    if let Lookup::Hit(bytes) = store.get(&key) {
-        stored = serde_json::from_slice::<Conversion>(&bytes).ok();
-    }
+    // An entry that does not decode is removed and recomputed (`Store::load`).
+    let stored = store.load(&key, |b| {
+        serde_json::from_slice::<Conversion>(b).map_err(|e| e.to_string())
+    });
     let hit = stored.is_some();
     let conversion = match stored {
         Some(c) => c,

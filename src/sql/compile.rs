@@ -41,7 +41,7 @@ use crate::dataset::{Build, BuildError, Drop, Example, Outcome, build_key};
 use crate::progress::progress_bar;
 use crate::recipe::{Recipe, ResolvedSource, ToolPool};
 use crate::sql::{self, rest::Template, schema::Schema};
-use crate::store::{Lookup, Store};
+use crate::store::Store;
 use crate::tools::executor::{Executor, Session, Value};
 use crate::tools::pool::{KeyDescription, slot_tools};
 use crate::tools::reference;
@@ -105,11 +105,11 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
                 key,
             } = key::db_key(&recipe, &source, &spider, db_id, qs);
             let digest = key.digest();
-            if let Lookup::Hit(bytes) = store.get(&key) {
-                if let Some(stage) = DbStage::decode(&bytes) {
-                    bar.inc(1);
-                    return Some((db_id.clone(), stage, digest, db_hash, true, Default::default()));
-                }
+            // An entry that does not decode is removed and recomputed below (`Store::load`).
+            let decode = |b: &[u8]| DbStage::decode(b).ok_or_else(|| "not a database stage".to_string());
+            if let Some(stage) = store.load(&key, decode) {
+                bar.inc(1);
+                return Some((db_id.clone(), stage, digest, db_hash, true, Default::default()));
             }
             // Another shard's database (`--shard`), or one a merge did not find (`--merge`).
             if !store.claim(&key, db_id) {

@@ -1,11 +1,83 @@
 //! The local-directory [`Backend`]: entries are files under the store root, written to a
 //! `*.tmp` sibling and hard-linked into place (put-if-absent: the link fails when the entry
 //! exists), so a reader never sees a half-written entry and two writers never interleave.
+//!
+//! Temp files are named after their writer, `.<entry>.<machine>.<pid>.<n>.tmp` ([`TempOwner`]):
+//! opening a store removes one only when it is provably abandoned (issue 34 item 5) — written
+//! on this machine by a process that is no longer running, or untouched for
+//! [`ABANDONED_AFTER`] (a writer on another machine sharing the directory, e.g. the Slurm
+//! driver's shared store, whose pid means nothing here). A live writer's temp file is never
+//! removed, so shards writing while others open the directory all succeed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use super::{Backend, Created, StoreError, io_err};
+
+/// How long a temp file may go unmodified before any process may remove it. An entry's temp file
+/// is written in one `write_all` of bytes already in memory and linked right after, so a live
+/// writer touches it within seconds; an hour is far beyond the longest write.
+pub const ABANDONED_AFTER: Duration = Duration::from_secs(3600);
+
+/// Who wrote a temp file: this machine's token and the writer's process id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TempOwner {
+    /// 12 hex digits of blake3(host name, pid namespace): processes with the same token see the
+    /// same `/proc`.
+    pub machine: String,
+    /// The writer's process id.
+    pub pid: u32,
+}
+
+/// This machine's token (see [`TempOwner::machine`]); `unknown` without `/proc`.
+pub fn machine_token() -> &'static str {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN.get_or_init(|| {
+        let host = fs::read_to_string("/proc/sys/kernel/hostname").ok();
+        let ns = fs::read_link("/proc/self/ns/pid").ok();
+        match (host, ns) {
+            (Some(host), Some(ns)) => {
+                let id = format!("{}\0{}", host.trim(), ns.display());
+                blake3::hash(id.as_bytes()).to_hex()[..12].to_string()
+            }
+            _ => "unknown".into(),
+        }
+    })
+}
+
+/// The temp file name for `entry` written by this process (unique per call).
+pub fn temp_name(entry: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!(".{entry}.{}.{}.{n}.tmp", machine_token(), std::process::id())
+}
+
+/// The writer recorded in a temp file name made by [`temp_name`]; `None` for other names.
+pub fn temp_owner(name: &str) -> Option<TempOwner> {
+    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let mut parts = rest.rsplitn(4, '.');
+    let (_n, pid, machine, _entry) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    Some(TempOwner {
+        machine: machine.to_string(),
+        pid: pid.parse().ok()?,
+    })
+}
+
+/// Whether the temp file `path` is provably abandoned: its writer ran on this machine and is
+/// gone, or it was not modified for [`ABANDONED_AFTER`]. A temp file of a live writer is not.
+pub fn abandoned(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if let Some(owner) = temp_owner(&name) {
+        let here = owner.machine == machine_token() && owner.machine != "unknown";
+        if here && !Path::new("/proc").join(owner.pid.to_string()).exists() {
+            return true;
+        }
+    }
+    let modified = fs::metadata(path).and_then(|m| m.modified());
+    modified.is_ok_and(|t| t.elapsed().is_ok_and(|age| age > ABANDONED_AFTER))
+}
 
 /// A store directory (`<root>/objects/<2 hex>/<64 hex>`).
 #[derive(Debug)]
@@ -14,7 +86,8 @@ pub struct Local {
 }
 
 impl Local {
-    /// Opens (creating if needed) the store at `root` and sweeps left-over `*.tmp` files.
+    /// Opens (creating if needed) the store at `root` and removes the `*.tmp` files that are
+    /// provably abandoned ([`abandoned`]).
     ///
     /// Errors: the directory cannot be created or read.
     pub fn open(root: &Path) -> Result<Local, StoreError> {
@@ -27,7 +100,7 @@ impl Local {
             }
             for entry in fs::read_dir(&shard).map_err(io_err(&shard))? {
                 let path = entry.map_err(io_err(&shard))?.path();
-                if path.extension().is_some_and(|e| e == "tmp") {
+                if path.extension().is_some_and(|e| e == "tmp") && abandoned(&path) {
                     let _ = fs::remove_file(&path);
                 }
             }
@@ -57,12 +130,9 @@ impl Backend for Local {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        // Unique per process and thread: rayon workers of one process may write one key at once.
-        let tmp = dir.join(format!(
-            ".{file_name}.{}-{:?}.tmp",
-            std::process::id(),
-            std::thread::current().id()
-        ));
+        // Unique per call and named after this process: rayon workers of one process may write
+        // one key at once, and other processes' opens keep it while we run.
+        let tmp = dir.join(temp_name(&file_name));
         // A failed write (disk full) leaves no partial temp file behind.
         let written = fs::File::create(&tmp).and_then(|mut file| file.write_all(bytes));
         if let Err(e) = written {
@@ -87,11 +157,48 @@ impl Backend for Local {
         outcome
     }
 
-    fn remove(&self, name: &str) {
-        let _ = fs::remove_file(self.root.join(name));
+    fn remove(&self, name: &str) -> Result<(), StoreError> {
+        let path = self.root.join(name);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err(&path)(e)),
+        }
     }
 
     fn describe(&self) -> String {
         self.root.display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opening_a_store_keeps_live_writers_temp_files_and_removes_abandoned_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let shard = dir.path().join("objects/ab");
+        fs::create_dir_all(&shard).unwrap();
+        let me = machine_token();
+        // Ours (live), a dead process's on this machine (pid above the kernel's pid_max of 2^22),
+        // another machine's fresh one, another machine's hour-old one, an old-format fresh one.
+        let live = shard.join(temp_name("ab01"));
+        let dead = shard.join(format!(".ab02.{me}.99999999.0.tmp"));
+        let remote = shard.join(".ab03.0123456789ab.1.0.tmp");
+        let stale = shard.join(".ab04.0123456789ab.1.0.tmp");
+        let legacy = shard.join(".ab05.1-ThreadId(1).tmp");
+        for p in [&live, &dead, &remote, &stale, &legacy] {
+            fs::write(p, b"half").unwrap();
+        }
+        let old = std::time::SystemTime::now() - ABANDONED_AFTER - Duration::from_secs(60);
+        fs::File::options().write(true).open(&stale).unwrap().set_modified(old).unwrap();
+        Local::open(dir.path()).unwrap();
+        assert!(live.exists() && remote.exists() && legacy.exists());
+        assert!(!dead.exists() && !stale.exists());
+        assert_eq!(
+            temp_owner(&live.file_name().unwrap().to_string_lossy()),
+            Some(TempOwner { machine: me.to_string(), pid: std::process::id() })
+        );
     }
 }

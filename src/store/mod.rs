@@ -13,33 +13,44 @@
 //!
 //! Deliberately kept out of the key: file modification times, absolute paths, the host name.
 //!
-//! On disk an entry is `<root>/objects/<first 2 hex>/<64 hex>`: a 32-byte blake3 hash of the
-//! payload followed by the payload. Writes go to a `*.tmp` file in the same directory and are
-//! renamed into place, so a reader never sees a half-written entry; left-over temp files are
-//! swept when the store is opened. Every read re-hashes the payload: a corrupt or truncated entry
-//! is a miss (and is removed), never trusted.
+//! On disk an entry is `<root>/objects/<first 2 hex>/<64 hex>`: a header recording the key it
+//! belongs to and a keyed checksum of the payload, then the payload ([`entry`]). Writes go to a
+//! `*.tmp` file in the same directory and are linked into place, so a reader never sees a
+//! half-written entry; temp files are removed when provably abandoned ([`local`]). Every read
+//! checks the header against the key asked for: a corrupt or truncated entry, or an entry of
+//! another key, is a miss, never trusted; it is removed, named in [`Store::dirty`], and the
+//! next build (or shard) that owns the item writes it again. A payload that passes and still
+//! does not decode is rejected by its stage the same way ([`Store::load`]).
 //!
 //! The same entries can live in S3-compatible object storage (`s3://bucket/prefix`, [`s3`]):
 //! [`Store`] talks to a [`Backend`], and both backends write with put-if-absent, so shards of
-//! one build (`toolforge build --shard I/N`, [`Scope`]) can share one store.
+//! one build (`toolforge build --shard I/N`, [`Scope`]) can share one store. A failing store
+//! request is a [`StoreError`] with its [`Fault`] (unreachable, wrong secret, …), reported as
+//! such by shards, merges and plain builds.
 
+pub mod entry;
+pub mod fault;
+mod files;
 pub mod local;
 pub mod s3;
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+pub use fault::Fault;
+pub use files::{hash_file, sweep_stale_dirs, write_atomic};
 
 /// Errors of the store layer: IO on the store directory, or an object store request.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// An object store request or its configuration failed.
-    #[error("store {url}: {detail}")]
+    #[error("store {url}: {fault}: {detail} ({})", .fault.hint())]
     Remote {
         /// The store URL (`s3://bucket/prefix`) or entry URL.
         url: String,
+        /// What kind of failure (unreachable, wrong secret, …).
+        fault: Fault,
         /// What failed (the object_store error).
         detail: String,
     },
@@ -51,6 +62,20 @@ pub enum StoreError {
         /// The underlying IO error.
         source: std::io::Error,
     },
+}
+
+impl StoreError {
+    /// The failure's kind in the operator's terms: the [`Fault`] of a remote request; for a
+    /// local directory `permission denied`, else `store request failed`.
+    pub fn fault(&self) -> Fault {
+        match self {
+            StoreError::Remote { fault, .. } => *fault,
+            StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+                Fault::PermissionDenied
+            }
+            StoreError::Io { .. } => Fault::Request,
+        }
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -88,7 +113,8 @@ pub enum Lookup {
     Hit(Vec<u8>),
     /// No entry under this key.
     Missing,
-    /// An entry existed but was truncated or its payload hash did not match; it was removed.
+    /// An entry existed but could not be trusted (truncated, payload hash mismatch, another
+    /// key's entry, not an entry at all); it was removed and named in [`Store::dirty`].
     Corrupt,
 }
 
@@ -103,7 +129,9 @@ pub struct Dirty {
     pub stage: String,
     /// The entry's file name (hex digest of the key).
     pub digest: String,
-    /// What was wrong: `truncated to N bytes` or `payload hash mismatch`.
+    /// What was wrong: `truncated to N bytes`, `payload hash mismatch`, `entry of another key
+    /// (…)`, `not a keyed entry (…)` ([`entry::open`]), or the stage's `undecodable payload: …`
+    /// ([`Store::load`]).
     pub reason: String,
 }
 
@@ -129,8 +157,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Writes the entry unless one exists (put-if-absent): [`Created::Written`] when this call
     /// wrote it, [`Created::Present`] when another writer had (its bytes are left untouched).
     fn create(&self, name: &str, bytes: &[u8]) -> Result<Created, StoreError>;
-    /// Removes the entry (a corrupt one); a missing entry is not an error.
-    fn remove(&self, name: &str);
+    /// Removes the entry (a corrupt one); a missing entry is not an error. Errors: IO or
+    /// network failures (the corrupt entry stays and the caller must say so).
+    fn remove(&self, name: &str) -> Result<(), StoreError>;
     /// The store's location for messages: a directory path or an `s3://bucket/prefix` URL.
     fn describe(&self) -> String;
 }
@@ -205,12 +234,16 @@ pub struct Store {
     /// Items left to other shards.
     skipped: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Backend errors met by reads and writes (shared by clones), for [`Store::errors`].
-    errors: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    errors: std::sync::Arc<std::sync::Mutex<Vec<(Fault, String)>>>,
+    /// Digests of the entries found corrupt and removed (shared by clones): a write of one that
+    /// finds an entry present checks it instead of trusting it ([`Store::put`]).
+    rejected: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     requests: std::sync::Arc<Requests>,
 }
 
 impl Store {
-    /// Opens (creating if needed) the local store at `root` and sweeps left-over `*.tmp` files.
+    /// Opens (creating if needed) the local store at `root` and removes the temp files that are
+    /// provably abandoned ([`local::abandoned`]).
     ///
     /// Errors: the directory cannot be created or read.
     pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
@@ -220,9 +253,11 @@ impl Store {
     }
 
     /// Opens the store named by `location`: `s3://bucket/prefix` ([`s3::S3`], configured from the
-    /// usual `AWS_*` environment variables), else a local directory ([`Store::open`]).
+    /// usual `AWS_*` environment variables, probed with one request), else a local directory
+    /// ([`Store::open`]).
     ///
-    /// Errors: a bad URL or configuration, or the local directory cannot be created.
+    /// Errors: a bad URL or configuration, a store that cannot answer ([`StoreError::fault`]:
+    /// unreachable, wrong secret, …), or the local directory cannot be created.
     pub fn open_url(location: &str) -> Result<Store, StoreError> {
         if s3::is_url(location) {
             let backend = s3::S3::open(location)?;
@@ -245,6 +280,7 @@ impl Store {
             missing: Default::default(),
             skipped: Default::default(),
             errors: Default::default(),
+            rejected: Default::default(),
             requests: Default::default(),
         }
     }
@@ -311,9 +347,26 @@ impl Store {
     }
 
     /// Backend errors met so far (a failed read counts as a miss, a failed write loses the entry),
-    /// in the order met.
+    /// in the order met, as messages (with the cause and what to check).
     pub fn errors(&self) -> Vec<String> {
-        self.errors.lock().map(|e| e.clone()).unwrap_or_default()
+        self.errors
+            .lock()
+            .map(|e| e.iter().map(|(_, m)| m.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The storage failure to report for the errors met so far, if any: `<fault> on <store>: N
+    /// requests failed; the first: <message>` (e.g. `store unreachable on s3://b/p: …`). Shards,
+    /// merges and plain builds print it instead of listing the items it made miss.
+    pub fn failure(&self) -> Option<String> {
+        let errors = self.errors.lock().map(|e| e.clone()).unwrap_or_default();
+        let (fault, first) = errors.first()?;
+        Some(format!(
+            "{fault} on {}: {} store request{} failed; the first: {first}",
+            self.describe(),
+            errors.len(),
+            if errors.len() == 1 { "" } else { "s" }
+        ))
     }
 
     /// Request counts since the store was opened.
@@ -342,14 +395,20 @@ impl Store {
     }
 
     fn record_error(&self, e: &StoreError) {
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            text = format!("{text}: {s}");
+            source = s.source();
+        }
         if let Ok(mut errors) = self.errors.lock() {
-            errors.push(format!("{e:#}"));
+            errors.push((e.fault(), text));
         }
     }
 
-    /// Looks up the entry for `key`, checking its integrity.
-    /// A corrupt entry is removed and recorded in [`Store::dirty`]; a backend error is a miss
-    /// (recorded in [`Store::errors`]).
+    /// Looks up the entry for `key`, checking that it is this key's entry and whole
+    /// ([`entry::open`]). An untrusted entry is removed and recorded in [`Store::dirty`]
+    /// ([`Lookup::Corrupt`]); a backend error is a miss recorded in [`Store::errors`].
     pub fn get(&self, key: &StageKey) -> Lookup {
         use std::sync::atomic::Ordering::Relaxed;
         let digest = key.digest();
@@ -363,129 +422,82 @@ impl Store {
                 return Lookup::Missing;
             }
         };
-        let reason = if bytes.len() >= 32 {
-            let (stored, payload) = bytes.split_at(32);
-            if blake3::hash(payload).as_bytes() == stored {
+        match entry::open(&digest, &bytes) {
+            Ok(payload) => {
                 self.requests.hits.fetch_add(1, Relaxed);
-                return Lookup::Hit(payload.to_vec());
+                Lookup::Hit(payload.to_vec())
             }
-            "payload hash mismatch".to_string()
-        } else {
-            format!("truncated to {} bytes", bytes.len())
-        };
-        self.backend.remove(&name);
+            Err(reason) => {
+                self.discard(key, &digest, reason);
+                Lookup::Corrupt
+            }
+        }
+    }
+
+    /// The decoded entry for `key`: [`Store::get`], then `decode` on the payload. A payload that
+    /// `decode` refuses (`Err(why)`: garbage that passed the checksum, a stage's older layout) is
+    /// never trusted: the entry is removed and named in [`Store::dirty`] as `undecodable
+    /// payload: <why>`, and the caller recomputes it (its [`Store::put`] replaces the entry).
+    /// `None` for a miss of any kind.
+    pub fn load<T>(&self, key: &StageKey, decode: impl FnOnce(&[u8]) -> Result<T, String>) -> Option<T> {
+        let Lookup::Hit(bytes) = self.get(key) else { return None };
+        match decode(&bytes) {
+            Ok(value) => Some(value),
+            Err(why) => {
+                self.requests.hits.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                self.discard(key, &key.digest(), format!("undecodable payload: {why}"));
+                None
+            }
+        }
+    }
+
+    /// Removes the untrusted entry of `key` and records why; a failed removal is a store error
+    /// (the entry would stay).
+    fn discard(&self, key: &StageKey, digest: &str, reason: String) {
+        if let Err(e) = self.backend.remove(&Store::entry_name(digest)) {
+            self.record_error(&e);
+        }
+        if let Ok(mut r) = self.rejected.lock() {
+            r.insert(digest.to_string());
+        }
         if let Ok(mut d) = self.dirty.lock() {
             d.push(Dirty {
                 stage: key.stage.clone(),
-                digest,
+                digest: digest.to_string(),
                 reason,
             });
         }
-        Lookup::Corrupt
     }
 
     /// Stores `payload` under `key` with put-if-absent: concurrent writers of one key never
     /// corrupt each other (one write wins, the others get [`Created::Present`]; the payload of a
-    /// key is the same whoever computes it). Errors (also recorded in [`Store::errors`]): IO or
-    /// network failures.
+    /// key is the same whoever computes it). An entry present under a key this store found
+    /// corrupt is read back: when it is still not this key's whole entry it is deleted and
+    /// written again, so a bad entry never outlives the write meant to replace it. Errors (also
+    /// recorded in [`Store::errors`]): IO or network failures.
     pub fn put(&self, key: &StageKey, payload: &[u8]) -> Result<Created, StoreError> {
-        let name = Store::entry_name(&key.digest());
-        let mut bytes = Vec::with_capacity(32 + payload.len());
-        bytes.extend_from_slice(blake3::hash(payload).as_bytes());
-        bytes.extend_from_slice(payload);
+        let digest = key.digest();
+        let name = Store::entry_name(&digest);
+        let bytes = entry::frame(&digest, payload);
         self.requests.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let created = self.backend.create(&name, &bytes).inspect_err(|e| self.record_error(e))?;
+        let suspect = self.rejected.lock().is_ok_and(|r| r.contains(&digest));
+        if created == Created::Written || !suspect {
+            return Ok(created);
+        }
+        let present = self.backend.read(&name).inspect_err(|e| self.record_error(e))?;
+        if present.is_some_and(|b| entry::open(&digest, &b).is_ok()) {
+            return Ok(Created::Present);
+        }
+        self.backend.remove(&name).inspect_err(|e| self.record_error(e))?;
         self.backend.create(&name, &bytes).inspect_err(|e| self.record_error(e))
     }
 }
 
-/// Writes `bytes` to `path` atomically: a sibling `*.tmp` file is written, synced and renamed.
-/// Creates the parent directory. A crash leaves either the old file or the new one, never half.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    // A failed write (disk full) leaves no partial temp file behind.
-    let written = fs::File::create(&tmp)
-        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
-        .and_then(|()| fs::rename(&tmp, path));
-    written.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        io_err(&tmp)(e)
-    })
-}
-
-/// Removes the staging directories `<parent>/.<name>.tmp-<pid>` (and their `.old` siblings)
-/// left by builds whose process `pid` is no longer running (killed mid-emit), as the store sweeps
-/// its temp files on open. Directories of live processes are left alone. Returns how many were
-/// removed. Liveness is read from `/proc/<pid>`; without `/proc` nothing is removed.
-pub fn sweep_stale_dirs(parent: &Path) -> usize {
-    if !Path::new("/proc/self").exists() {
-        return 0;
-    }
-    let Ok(entries) = fs::read_dir(parent) else { return 0 };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with('.') {
-            continue;
-        }
-        let Some((_, pid)) = name.rsplit_once(".tmp-") else {
-            continue;
-        };
-        let pid = pid.strip_suffix(".old").unwrap_or(pid);
-        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        if Path::new("/proc").join(pid).exists() {
-            continue;
-        }
-        if fs::remove_dir_all(entry.path()).is_ok() {
-            removed += 1;
-        }
-    }
-    removed
-}
-
-/// Hex blake3 hash of a file's bytes. Errors: the file cannot be read.
-pub fn hash_file(path: &Path) -> Result<String, StoreError> {
-    use std::io::Read;
-    let mut hasher = blake3::Hasher::new();
-    let mut file = fs::File::open(path).map_err(io_err(path))?;
-    // 4 MiB reads hashed on every core: the executable (`code_fingerprint`, ~55 MB) and the
-    // databases are hashed on every build, no-op rebuilds included (issue 17).
-    let len = file.metadata().map_or(0, |m| m.len()) as usize;
-    let mut buf = vec![0u8; len.clamp(64 << 10, 4 << 20)];
-    loop {
-        let mut filled = 0;
-        while filled < buf.len() {
-            match file.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io_err(path)(e)),
-            }
-        }
-        if filled == 0 {
-            break;
-        }
-        if filled > 1 << 20 {
-            hasher.update_rayon(&buf[..filled]);
-        } else {
-            hasher.update(&buf[..filled]);
-        }
-        if filled < buf.len() {
-            break;
-        }
-    }
-    Ok(hasher.finalize().to_hex().to_string())
-}
-
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn key(n: u32) -> StageKey {
@@ -531,42 +543,47 @@ mod tests {
     }
 
     #[test]
-    fn sweep_removes_only_dead_processes_temp_dirs() {
+    fn entry_copied_under_another_key_is_corrupt_and_removed() {
         let dir = tempfile::tempdir().unwrap();
-        // A pid that cannot be alive (above the kernel's pid_max of 2^22) and our own, live one.
-        let dead = dir.path().join(".slot-bird.tmp-99999999");
-        let live = dir.path().join(format!(".slot-bird.tmp-{}", std::process::id()));
-        let other = dir.path().join("slot-bird");
-        for d in [&dead, &live, &other] {
-            fs::create_dir_all(d.join("data")).unwrap();
-        }
-        assert_eq!(sweep_stale_dirs(dir.path()), 1);
-        assert!(!dead.exists() && live.exists() && other.exists());
+        let store = Store::open(dir.path()).unwrap();
+        store.put(&key(1), b"one").unwrap();
+        store.put(&key(2), b"two").unwrap();
+        let path = |n| dir.path().join(Store::entry_name(&key(n).digest()));
+        fs::copy(path(1), path(2)).unwrap();
+        assert_eq!(store.get(&key(2)), Lookup::Corrupt);
+        assert!(!path(2).exists());
+        assert!(store.dirty()[0].reason.starts_with("entry of another key ("), "{:?}", store.dirty());
+        assert_eq!(store.put(&key(2), b"two").unwrap(), Created::Written);
+        assert_eq!(store.get(&key(2)), Lookup::Hit(b"two".to_vec()));
     }
 
     #[test]
-    fn a_failed_atomic_write_leaves_no_temp_file() {
-        // The rename onto a non-empty directory fails after the temp file was written in full
-        // (as a full disk fails a write part-way): the old code left the temp file behind.
+    fn undecodable_payload_is_rejected_and_replaced_by_the_next_put() {
         let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("MANIFEST.json");
-        fs::create_dir_all(target.join("occupied")).unwrap();
-        assert!(write_atomic(&target, &vec![b'x'; 1 << 20]).is_err());
-        let left: Vec<String> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".tmp"))
-            .collect();
-        assert!(left.is_empty(), "{left:?}");
+        let store = Store::open(dir.path()).unwrap();
+        store.put(&key(1), b"garbage").unwrap();
+        let decode = |b: &[u8]| if b == b"good" { Ok(()) } else { Err("not good".to_string()) };
+        assert_eq!(store.load(&key(1), decode), None);
+        assert_eq!(store.dirty()[0].reason, "undecodable payload: not good");
+        assert_eq!(store.put(&key(1), b"good").unwrap(), Created::Written);
+        assert_eq!(store.load(&key(1), decode), Some(()));
+        // A bad entry that reappears (a poisoner racing the shard) is checked and replaced by
+        // the write, not kept by put-if-absent.
+        let path = dir.path().join(Store::entry_name(&key(1).digest()));
+        fs::write(&path, entry::frame(&key(1).digest(), b"garbage")[..30].to_vec()).unwrap();
+        assert_eq!(store.put(&key(1), b"good").unwrap(), Created::Written);
+        assert_eq!(store.load(&key(1), decode), Some(()));
     }
 
     #[test]
-    fn open_sweeps_temp_files() {
+    fn a_failing_store_is_reported_with_its_fault() {
         let dir = tempfile::tempdir().unwrap();
-        let shard = dir.path().join("objects/ab");
-        fs::create_dir_all(&shard).unwrap();
-        fs::write(shard.join(".x.1.tmp"), b"half").unwrap();
-        Store::open(dir.path()).unwrap();
-        assert!(!shard.join(".x.1.tmp").exists());
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.failure(), None);
+        // The shard directory of the key is a file: the write cannot create its entry.
+        fs::write(dir.path().join("objects").join(&key(1).digest()[..2]), b"").unwrap();
+        assert!(store.put(&key(1), b"x").is_err());
+        let failure = store.failure().unwrap();
+        assert!(failure.starts_with("store request failed on ") && failure.contains("1 store request failed"), "{failure}");
     }
 }

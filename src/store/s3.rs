@@ -6,7 +6,13 @@
 //! Configuration is the usual AWS environment, read by `AmazonS3Builder::from_env`:
 //! `AWS_ENDPOINT_URL` (for a non-AWS server), `AWS_REGION` / `AWS_DEFAULT_REGION`,
 //! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`. Plain `http://` endpoints
-//! are allowed for 127.0.0.1 / localhost (a test server) or with `AWS_ALLOW_HTTP=true`.
+//! are allowed for loopback hosts (a test server) or with `AWS_ALLOW_HTTP=true`.
+//!
+//! Opening a store makes one request (a GET of `prefix/objects/probe`, answered "not found"), so a
+//! store that is down, a wrong secret, a missing bucket or a refused plain-http endpoint fails the
+//! build at once, named ([`Fault`]), instead of every item turning into a miss. A request failing
+//! that way later (the server went down mid-build) marks the store down for the process: the
+//! requests after it fail at once with the same error instead of each retrying for a minute.
 //!
 //! Writes are conditional (`PutMode::Create`, i.e. `If-None-Match: *`): of two shards writing one
 //! key at once, one wins and the other gets "already exists", never a mixed object.
@@ -22,6 +28,7 @@ use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
+use super::fault::{Fault, classify, needs_allow_http};
 use super::{Backend, Created, StoreError};
 
 /// Whether `location` names an object store (`s3://…`) rather than a directory.
@@ -35,6 +42,8 @@ pub struct S3 {
     url: String,
     prefix: String,
     client: AmazonS3,
+    /// The first request failure that every later request would repeat ([`Fault::is_fatal`]).
+    down: std::sync::Mutex<Option<(Fault, String)>>,
 }
 
 /// The runtime running every object store request of the process (never dropped, so dropping a
@@ -62,9 +71,11 @@ fn block<T: Send + 'static>(fut: impl Future<Output = T> + Send + 'static) -> T 
 
 impl S3 {
     /// Opens `s3://bucket/prefix` with the credentials and endpoint of the environment (see the
-    /// module docs). No request is made here.
+    /// module docs) and probes it with one request.
     ///
-    /// Errors: [`StoreError::Remote`] for a URL without a bucket or a bad configuration.
+    /// Errors: [`StoreError::Remote`] for a URL without a bucket or a bad configuration
+    /// ([`Fault::Config`]), and for a failed probe, with its [`Fault`] (unreachable, wrong secret,
+    /// unknown access key, permission denied, no such bucket, plain-http endpoint not allowed).
     pub fn open(url: &str) -> Result<S3, StoreError> {
         S3::open_with(url, &[])
     }
@@ -76,6 +87,7 @@ impl S3 {
     pub fn open_with(url: &str, vars: &[(&str, &str)]) -> Result<S3, StoreError> {
         let remote = |detail: String| StoreError::Remote {
             url: url.to_string(),
+            fault: Fault::Config,
             detail,
         };
         let rest = url
@@ -92,9 +104,19 @@ impl S3 {
                 .or_else(|| std::env::var(name).ok())
         };
         let endpoint = var("AWS_ENDPOINT_URL").unwrap_or_default();
-        let local = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
-            .iter()
-            .any(|p| endpoint.starts_with(p));
+        let local = endpoint.starts_with("http://") && !needs_allow_http(&endpoint);
+        let allow_http = var("AWS_ALLOW_HTTP").is_some_and(|v| {
+            matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "on" | "yes" | "y")
+        });
+        let plain_http_refused = endpoint.starts_with("http://") && !local && !allow_http;
+        if plain_http_refused {
+            // Every request would fail before it is sent ("URL scheme is not allowed").
+            return Err(StoreError::Remote {
+                url: url.to_string(),
+                fault: Fault::PlainHttp,
+                detail: format!("AWS_ENDPOINT_URL {endpoint} is plain http on a host that is not this machine"),
+            });
+        }
         let mut builder = AmazonS3Builder::from_env();
         for (k, v) in vars {
             let key = k
@@ -107,12 +129,44 @@ impl S3 {
         if local {
             builder = builder.with_allow_http(true);
         }
+        // The probe gives up after ~1 s of refused connections (the default retries for 3 min).
+        let quick = object_store::RetryConfig {
+            backoff: object_store::BackoffConfig {
+                init_backoff: std::time::Duration::from_millis(100),
+                max_backoff: std::time::Duration::from_secs(1),
+                base: 2.0,
+            },
+            max_retries: 3,
+            retry_timeout: std::time::Duration::from_secs(5),
+        };
+        let probe_client = builder.clone().with_retry(quick).build().map_err(|e| remote(e.to_string()))?;
         let client = builder.build().map_err(|e| remote(e.to_string()))?;
-        Ok(S3 {
+        let store = S3 {
             url: url.trim_end_matches('/').to_string(),
             prefix: prefix.trim_matches('/').to_string(),
             client,
-        })
+            down: Default::default(),
+        };
+        store.probe(probe_client)?;
+        Ok(store)
+    }
+
+    /// One GET of `objects/probe` (normally "not found"): a store that cannot answer it cannot
+    /// be used. Errors: the request's [`Fault`].
+    fn probe(&self, client: AmazonS3) -> Result<(), StoreError> {
+        let name = "objects/probe";
+        let path = self.path(name);
+        let got = block(async move {
+            match client.get(&path).await {
+                Ok(r) => r.bytes().await.map(|_| ()),
+                Err(e) => Err(e),
+            }
+        });
+        match got {
+            Ok(()) => Ok(()),
+            Err(e @ object_store::Error::NotFound { .. }) if classify(&e) != Fault::NoSuchBucket => Ok(()),
+            Err(e) => Err(self.error(name, e)),
+        }
     }
 
     fn path(&self, name: &str) -> ObjectPath {
@@ -123,16 +177,38 @@ impl S3 {
         }
     }
 
+    /// The store error of a failed request; a fatal one marks the store down.
     fn error(&self, name: &str, e: object_store::Error) -> StoreError {
+        let fault = classify(&e);
+        let detail = e.to_string();
+        if fault.is_fatal() {
+            if let Ok(mut down) = self.down.lock() {
+                down.get_or_insert((fault, detail.clone()));
+            }
+        }
         StoreError::Remote {
             url: format!("{}/{name}", self.url),
-            detail: e.to_string(),
+            fault,
+            detail,
+        }
+    }
+
+    /// The error every request gets once the store is down (no request is sent).
+    fn check_up(&self) -> Result<(), StoreError> {
+        match self.down.lock().ok().and_then(|d| d.clone()) {
+            Some((fault, detail)) => Err(StoreError::Remote {
+                url: self.url.clone(),
+                fault,
+                detail: format!("{detail} (an earlier request; not sent again)"),
+            }),
+            None => Ok(()),
         }
     }
 }
 
 impl Backend for S3 {
     fn read(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.check_up()?;
         let (client, path) = (self.client.clone(), self.path(name));
         let got = block(async move {
             match client.get(&path).await {
@@ -145,6 +221,7 @@ impl Backend for S3 {
     }
 
     fn create(&self, name: &str, bytes: &[u8]) -> Result<Created, StoreError> {
+        self.check_up()?;
         let (client, path) = (self.client.clone(), self.path(name));
         let payload = PutPayload::from(bytes.to_vec());
         let put = block(async move { client.put_opts(&path, payload, PutOptions::from(PutMode::Create)).await });
@@ -157,9 +234,13 @@ impl Backend for S3 {
         }
     }
 
-    fn remove(&self, name: &str) {
+    fn remove(&self, name: &str) -> Result<(), StoreError> {
+        self.check_up()?;
         let (client, path) = (self.client.clone(), self.path(name));
-        let _ = block(async move { client.delete(&path).await });
+        match block(async move { client.delete(&path).await }) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.error(name, e)),
+        }
     }
 
     fn describe(&self) -> String {

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::dataset::{Build, Example, code_fingerprint, examples_digest};
-use crate::store::{Lookup, StageKey, Store};
+use crate::store::{StageKey, Store};
 
 /// Version of the stored trajectories; bump when a trajectory's text changes for the same inputs.
 pub const EMIT_TRAJECTORIES_VERSION: u32 = 3;
@@ -102,9 +102,14 @@ impl<'b> GroupLines<'b> {
                 self.endpoints.clone(),
             ],
         };
-        let stored = self.store.and_then(|s| match s.get(&key) {
-            Lookup::Hit(bytes) => decode(&bytes).filter(|l| l.len() == originals.len()),
-            _ => None,
+        // An entry that does not decode (or lists another number of rows) is removed and
+        // recomputed (`Store::load`).
+        let stored = self.store.and_then(|s| {
+            s.load(&key, |b| {
+                decode(b)
+                    .filter(|l| l.len() == originals.len())
+                    .ok_or_else(|| format!("not {} trajectories", originals.len()))
+            })
         });
         if let Some(lines) = stored {
             return Ok(lines);

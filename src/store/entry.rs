@@ -1,0 +1,103 @@
+//! The bytes of a store entry, bound to the key it is stored under (issue 34 item 4).
+//!
+//! | bytes     | what                                                                       |
+//! |-----------|----------------------------------------------------------------------------|
+//! | 0..8      | [`MAGIC`], `tfentry1` (the format; anything else is not an entry)          |
+//! | 8..40     | the key's digest (the 32 raw bytes of [`super::StageKey::digest`])         |
+//! | 40..72    | `blake3::keyed_hash(key digest, payload)`                                  |
+//! | 72..      | the payload                                                                |
+//!
+//! A reader asks for a key and gets the payload only when all three agree with that key: an entry
+//! of another key copied under this name names the other key; garbage that carries a valid
+//! checksum of itself (the previous format, `blake3(payload) ‖ payload`, or foreign bytes) lacks
+//! the header; a torn or edited payload fails the keyed checksum, which also covers the recorded
+//! digest. A payload that passes and still does not decode is the stage's to reject
+//! ([`super::Store::load`]).
+
+/// The first 8 bytes of every entry (format version 1).
+pub const MAGIC: &[u8; 8] = b"tfentry1";
+
+/// Bytes before the payload: magic, key digest, keyed checksum.
+pub const HEADER: usize = 8 + 32 + 32;
+
+/// The 32 raw bytes of a hex key digest (a string that is not 64 hex digits is hashed, so any
+/// name still gets a fixed binding).
+fn raw_digest(digest: &str) -> [u8; 32] {
+    blake3::Hash::from_hex(digest)
+        .map(|h| *h.as_bytes())
+        .unwrap_or_else(|_| *blake3::hash(digest.as_bytes()).as_bytes())
+}
+
+/// The entry bytes of `payload` under the key whose hex digest is `digest`.
+pub fn frame(digest: &str, payload: &[u8]) -> Vec<u8> {
+    let raw = raw_digest(digest);
+    let mut bytes = Vec::with_capacity(HEADER + payload.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&raw);
+    bytes.extend_from_slice(blake3::keyed_hash(&raw, payload).as_bytes());
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// The payload of `bytes` read under the key `digest`, or why the entry cannot be trusted:
+/// `truncated to N bytes`, `not a keyed entry (older format or foreign bytes)`,
+/// `entry of another key (<12 hex>…)`, `payload hash mismatch`.
+pub fn open<'a>(digest: &str, bytes: &'a [u8]) -> Result<&'a [u8], String> {
+    if bytes.len() < HEADER {
+        // Shorter than a header: a torn write, or an entry of the old format (32-byte header).
+        if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] == MAGIC {
+            return Err(format!("truncated to {} bytes", bytes.len()));
+        }
+    }
+    if &bytes[..MAGIC.len()] != MAGIC {
+        return Err("not a keyed entry (older format or foreign bytes)".into());
+    }
+    let raw = raw_digest(digest);
+    let recorded = &bytes[8..40];
+    if recorded != raw {
+        let hex: String = recorded[..6].iter().map(|b| format!("{b:02x}")).collect();
+        return Err(format!("entry of another key ({hex}…)"));
+    }
+    let payload = &bytes[HEADER..];
+    if blake3::keyed_hash(&raw, payload).as_bytes() != &bytes[40..HEADER] {
+        return Err("payload hash mismatch".into());
+    }
+    Ok(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "aa00000000000000000000000000000000000000000000000000000000000001";
+    const B: &str = "bb00000000000000000000000000000000000000000000000000000000000002";
+
+    #[test]
+    fn an_entry_opens_only_under_its_own_key() {
+        let bytes = frame(A, b"payload");
+        assert_eq!(open(A, &bytes), Ok(&b"payload"[..]));
+        assert_eq!(open(B, &bytes), Err("entry of another key (aa0000000000…)".into()));
+    }
+
+    #[test]
+    fn garbage_with_a_valid_checksum_of_itself_is_not_an_entry() {
+        // The previous format: blake3(payload) then the payload, whatever the payload is.
+        let garbage = b"not a stage output at all, but long enough to pass a length check........";
+        let mut bytes = blake3::hash(garbage).as_bytes().to_vec();
+        bytes.extend_from_slice(garbage);
+        assert_eq!(
+            open(A, &bytes),
+            Err("not a keyed entry (older format or foreign bytes)".into())
+        );
+    }
+
+    #[test]
+    fn torn_and_edited_entries_are_named() {
+        let bytes = frame(A, b"payload");
+        assert_eq!(open(A, &bytes[..20]), Err("truncated to 20 bytes".into()));
+        assert_eq!(open(A, &bytes[..5]), Err("truncated to 5 bytes".into()));
+        let mut edited = bytes.clone();
+        *edited.last_mut().unwrap() ^= 1;
+        assert_eq!(open(A, &edited), Err("payload hash mismatch".into()));
+    }
+}
