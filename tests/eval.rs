@@ -163,20 +163,24 @@ fn perturbed_predictions_give_hand_computed_scores() {
     };
     let third = 1.0 / 3.0;
 
-    // Swapped calls: no position matches; same API and parameter multisets; LCS 1 of 2.
+    // Swapped calls: no position matches; same API multiset; the count now reads
+    // `$FILTERED_DF_0$` before any call defines it (a free label: it matches nothing), so 7 of
+    // the 8 (parameter, value) pairs; LCS 1 of 2.
     let r = run(vec![count.clone(), filter.clone()]);
     close(r.intent, prf(0.0, 0.0, 0.0), "swapped intent");
     assert_eq!(r.slot, None, "swapped: no matched intent, no slot score");
     close(r.api, prf(1.0, 1.0, 1.0), "swapped api");
-    close(r.parameter, prf(1.0, 1.0, 1.0), "swapped parameter");
+    close(r.parameter, prf(0.875, 0.875, 0.875), "swapped parameter");
     close(r.lcs, prf(0.5, 0.5, 0.5), "swapped lcs");
     assert_eq!((r.exact_match, r.completion), (false, Some(false)));
 
-    // A wrong argument value: 7 of 8 arguments right; 'Sank' counts 1 ship, not 4.
+    // A wrong argument value: 'Sank' counts 1 ship, not 4. The filter's `value` is wrong, and
+    // the count's `$FILTERED_DF_0$` now means a different computation (the filter on 'Sank'):
+    // 6 of 8 arguments right.
     let r = run(vec![sank, count.clone()]);
     close(r.intent, prf(1.0, 1.0, 1.0), "wrong-arg intent");
-    close(r.slot.unwrap(), prf(0.875, 0.875, 0.875), "wrong-arg slot");
-    close(r.parameter, prf(0.875, 0.875, 0.875), "wrong-arg parameter");
+    close(r.slot.unwrap(), prf(0.75, 0.75, 0.75), "wrong-arg slot");
+    close(r.parameter, prf(0.75, 0.75, 0.75), "wrong-arg parameter");
     close(r.lcs, prf(1.0, 1.0, 1.0), "wrong-arg lcs");
     assert_eq!((r.exact_match, r.completion), (false, Some(false)));
 

@@ -12,7 +12,7 @@
 //! the calls: its calls form a program whose steps read earlier steps' outputs, and stay
 //! position-aware whatever `ordered` says (`EvalRow::calls_unordered`). So the gold with its
 //! calls reversed scores intent only where a name stands at its gold position (slot-spider:
-//! intent F1 30.6, the rows whose sequences read the same both ways); the order-free view of the
+//! intent F1 31.0, from the positions where the reversed sequence has the gold name); the order-free view of the
 //! same names is API-BLEND's API-F1 ([`super::blend::api_prf`]: 100 on that prediction), which
 //! is reported beside intent, and LCS-F1 is the order-aware sequence score.
 //!
