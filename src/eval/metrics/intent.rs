@@ -12,9 +12,9 @@
 //! the calls: its calls form a program whose steps read earlier steps' outputs, and stay
 //! position-aware whatever `ordered` says (`EvalRow::calls_unordered`). So the gold with its
 //! calls reversed scores intent only where a name stands at its gold position (slot-spider:
-//! intent F1 31.0, from the positions where the reversed sequence has the gold name); the order-free view of the
-//! same names is API-BLEND's API-F1 ([`super::blend::api_prf`]: 100 on that prediction), which
-//! is reported beside intent, and LCS-F1 is the order-aware sequence score.
+//! intent F1 31.0); the order-free view of the same names is API-BLEND's API-F1
+//! ([`super::blend::api_prf`]: 100 on that prediction), reported beside intent, and LCS-F1 is
+//! the order-aware sequence score (60.9).
 //!
 //! *Slot* (§4.1.1: slots are scored "conditional on the correct intent"; a model is "not
 //! penalized for missing ground-truth intents", as Table 3 confirms: Llama-3.1-8B intent recall
