@@ -31,7 +31,11 @@ pub const TABLE: [(&str, &str, &str); 13] = [
     ("completion", "Completion", "Live API-Bench §4.1.1"),
     ("api_f1", "API-F1", "API-BLEND §5.4"),
     ("parameter_f1", "Param-F1", "API-BLEND §5.4, (name, value) pairs"),
-    ("parameter_f1_by_api", "Param-F1 by API (ours)", "(API, name, value) triples"),
+    (
+        "parameter_f1_by_api",
+        "Param-F1 by API (ours)",
+        "(API, name, value) triples",
+    ),
     ("lcs_f1", "LCS-F1", "API-BLEND §5.4, F1 of mean P and R"),
     ("lcs_f1_row_mean", "LCS-F1 row mean (ours)", "mean of per-row F1"),
     ("exact_match", "EM", "API-BLEND §5.4"),

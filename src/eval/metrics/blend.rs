@@ -156,8 +156,14 @@ mod tests {
         assert_eq!(parameter_prf_by_api(&gold, &pred), Prf::default());
         assert_eq!(api_prf(&gold, &pred), Prf::default());
         // One call right, one renamed: 2 of 4 triples, 4 of 4 pairs.
-        let gold2 = [gold[0].clone(), call("find_fare", json!({"class": "first", "to": "DEN"}))];
-        let pred2 = [gold[0].clone(), call("find_meal", json!({"class": "first", "to": "DEN"}))];
+        let gold2 = [
+            gold[0].clone(),
+            call("find_fare", json!({"class": "first", "to": "DEN"})),
+        ];
+        let pred2 = [
+            gold[0].clone(),
+            call("find_meal", json!({"class": "first", "to": "DEN"})),
+        ];
         assert_eq!(parameter_prf(&gold2, &pred2), Prf::from_counts(4, 4, 4));
         let by_api = parameter_prf_by_api(&gold2, &pred2);
         assert_eq!((by_api.p, by_api.r, by_api.f1), (0.5, 0.5, 0.5));

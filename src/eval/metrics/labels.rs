@@ -54,8 +54,11 @@ pub fn resolve(setup: &[Call], calls: &[Call]) -> Vec<Call> {
     let mut bound: HashMap<&str, String> = HashMap::new();
     let mut out = Vec::with_capacity(calls.len());
     for (i, c) in setup.iter().chain(calls).enumerate() {
-        let arguments: serde_json::Map<String, Value> =
-            c.arguments.iter().map(|(k, v)| (k.clone(), substitute(v, &bound))).collect();
+        let arguments: serde_json::Map<String, Value> = c
+            .arguments
+            .iter()
+            .map(|(k, v)| (k.clone(), substitute(v, &bound)))
+            .collect();
         if !c.label.is_empty() {
             let token = format!(
                 "{REF}{}({})",
