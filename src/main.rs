@@ -128,6 +128,11 @@ struct EvalCommon {
     /// Only these row ids (comma-separated or repeated).
     #[arg(long, value_delimiter = ',')]
     ids: Vec<String>,
+    /// Only rows of these splits (comma-separated or repeated; `all` for every split). Default:
+    /// the `test` split of a dataset that has several splits and a `test` one (the papers report
+    /// test-split numbers), else every row; with `--ids`, every split.
+    #[arg(long, value_delimiter = ',')]
+    split: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -310,6 +315,7 @@ fn eval_selection(common: &EvalCommon) -> toolforge::eval::score::Selection {
     toolforge::eval::score::Selection {
         ids: (!common.ids.is_empty()).then(|| common.ids.iter().cloned().collect()),
         limit: common.limit,
+        splits: (!common.split.is_empty()).then(|| common.split.iter().cloned().collect()),
     }
 }
 
@@ -335,8 +341,9 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                 toolforge::eval::report::table(&[(report.model.clone(), &report.totals)])
             );
             println!(
-                "eval: {} rows, {} scored, {} missing, {} problems; wrote {}",
+                "eval: {} rows (split {}), {} scored, {} missing, {} problems; wrote {}",
                 report.rows,
+                report.splits.join(", "),
                 report.scored,
                 report.missing,
                 report.problems.len(),
@@ -348,7 +355,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             let dir = dataset_dir(&dataset, None)?;
             let set = EvalSet::load(&dir, common.databases.as_deref())?;
             let sel = eval_selection(&common);
-            let rows = toolforge::eval::score::select(&set, sel.ids.as_ref(), sel.limit);
+            let rows = sel.rows(&set);
             let runner = toolforge::eval::execute::Runner::new(&set);
             let r = toolforge::eval::agent::replay(&runner, &rows);
             println!(
@@ -430,7 +437,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                 ..Default::default()
             };
             let sel = eval_selection(&common);
-            let rows = toolforge::eval::score::select(&set, sel.ids.as_ref(), sel.limit);
+            let rows = sel.rows(&set);
             let report = toolforge::eval::run::run(&set, &rows, &cfg, &run, &out)?;
             print!(
                 "{}",

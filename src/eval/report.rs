@@ -24,13 +24,18 @@ use crate::store::write_atomic;
 
 /// Columns of the Markdown table (Live API-Bench Table 3 style): metric, header, source.
 /// Our earlier variants of a paper's definition are columns beside it, named `(ours)`.
-pub const TABLE: [(&str, &str, &str); 12] = [
+pub const TABLE: [(&str, &str, &str); 13] = [
     ("intent_f1", "Intent F1", "Live API-Bench §4.1.1"),
     ("slot_f1", "Slot F1", "Live API-Bench §4.1.1, matched-intent rows"),
     ("slot_f1_all_rows", "Slot F1 all rows (ours)", "unmatched rows scored 0"),
     ("completion", "Completion", "Live API-Bench §4.1.1"),
     ("api_f1", "API-F1", "API-BLEND §5.4"),
-    ("parameter_f1", "Param-F1", "API-BLEND §5.4"),
+    ("parameter_f1", "Param-F1", "API-BLEND §5.4, (name, value) pairs"),
+    (
+        "parameter_f1_by_api",
+        "Param-F1 by API (ours)",
+        "(API, name, value) triples",
+    ),
     ("lcs_f1", "LCS-F1", "API-BLEND §5.4, F1 of mean P and R"),
     ("lcs_f1_row_mean", "LCS-F1 row mean (ours)", "mean of per-row F1"),
     ("exact_match", "EM", "API-BLEND §5.4"),
@@ -52,6 +57,11 @@ pub struct Report {
     pub mode: String,
     /// Rows selected.
     pub rows: usize,
+    /// The splits the selected rows come from, sorted: the totals are over these rows only
+    /// (`eval score`/`eval run` take the `test` split of a dataset that has one unless `--split`
+    /// or `--ids` says otherwise; [`super::score::Selection`]).
+    #[serde(default)]
+    pub splits: Vec<String>,
     /// Rows with a prediction line that is an answer (not failed).
     pub scored: usize,
     /// Rows without one (scored as no call); their ids are `missing_ids`.
@@ -116,6 +126,13 @@ impl Report {
             model: model.into(),
             mode: mode.into(),
             rows: scored.rows.len(),
+            splits: scored
+                .rows
+                .iter()
+                .map(|r| r.split.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect(),
             scored: scored.rows.len() - missing_ids.len() - failed_ids.len(),
             missing: missing_ids.len(),
             missing_ids,
@@ -177,8 +194,15 @@ pub fn markdown(report: &Report) -> String {
         ));
     }
     out.push_str(&format!(
-        "Dataset `{}`, model `{}`, mode `{}`: {} rows, {} failed, {} scored, {} missing.\n\n",
-        report.dataset, report.model, report.mode, report.rows, report.failed, report.scored, report.missing
+        "Dataset `{}` (split {}), model `{}`, mode `{}`: {} rows, {} failed, {} scored, {} missing.\n\n",
+        report.dataset,
+        report.splits.join(", "),
+        report.model,
+        report.mode,
+        report.rows,
+        report.failed,
+        report.scored,
+        report.missing
     ));
     out.push_str(&table(&[(report.model.clone(), &report.totals)]));
     out.push_str("\nMetrics (percent, mean over the rows each applies to): ");

@@ -50,8 +50,12 @@ pub struct RowResult {
     pub slot_all_rows: Prf,
     /// API-BLEND §5.4 API-F1.
     pub api: Prf,
-    /// API-BLEND §5.4 Parameter-F1.
+    /// API-BLEND §5.4 Parameter-F1 ((name, value) pairs pooled over the row's calls).
     pub parameter: Prf,
+    /// Our variant beside it: Parameter-F1 over (API, name, value) triples
+    /// ([`metrics::blend::parameter_prf_by_api`]).
+    #[serde(default)]
+    pub parameter_by_api: Prf,
     /// API-BLEND §5.4 LCS-F1.
     pub lcs: Prf,
     /// API-BLEND §5.4 exact match.
@@ -135,6 +139,9 @@ impl RowResult {
             ("parameter_p", self.parameter.p),
             ("parameter_r", self.parameter.r),
             ("parameter_f1", self.parameter.f1),
+            ("parameter_p_by_api", self.parameter_by_api.p),
+            ("parameter_r_by_api", self.parameter_by_api.r),
+            ("parameter_f1_by_api", self.parameter_by_api.f1),
             ("lcs_p", self.lcs.p),
             ("lcs_r", self.lcs.r),
             ("lcs_f1", self.lcs.f1),
@@ -328,6 +335,7 @@ pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> R
         slot_all_rows: metrics::intent::slot_prf_all_rows(gold, &resolved, order),
         api: metrics::blend::api_prf(gold, &resolved),
         parameter: metrics::blend::parameter_prf(gold, &resolved),
+        parameter_by_api: metrics::blend::parameter_prf_by_api(gold, &resolved),
         lcs: metrics::blend::lcs_prf(gold, &resolved),
         exact_match: metrics::blend::exact_match(gold, &resolved, order),
         drift_pass: if is_drift {
@@ -375,6 +383,15 @@ pub fn select<'a>(set: &'a EvalSet, ids: Option<&BTreeSet<String>>, limit: Optio
         .collect()
 }
 
+/// The split a run evaluates when neither `--split` nor `--ids` chooses: `test` when the
+/// dataset's rows span several splits and one of them is `test` (the papers report the test
+/// split: API-BLEND Table 3's SeqATIS … SeqTopV2 test sets), else `None` (every row: a
+/// single-split dataset such as the Spider dev families or BFCL).
+pub fn default_split(set: &EvalSet) -> Option<&'static str> {
+    let splits: BTreeSet<&str> = set.rows.iter().map(|r| r.split.as_str()).collect();
+    (splits.len() > 1 && splits.contains("test")).then_some("test")
+}
+
 /// Scores `predictions` over `rows` of `set` (rayon across rows).
 pub fn score(set: &EvalSet, rows: &[&EvalRow], predictions: &Predictions) -> Scored {
     let runner = Runner::new(set);
@@ -420,8 +437,29 @@ pub fn score(set: &EvalSet, rows: &[&EvalRow], predictions: &Predictions) -> Sco
 pub struct Selection {
     /// Only these ids (dataset order kept).
     pub ids: Option<BTreeSet<String>>,
-    /// At most this many rows (after `ids`).
+    /// At most this many rows (after `ids` and `splits`).
     pub limit: Option<usize>,
+    /// Only rows of these splits (`all`: every split). `None`: with `ids`, every split; without,
+    /// [`default_split`] (the `test` split of a dataset that has one, else every row).
+    pub splits: Option<BTreeSet<String>>,
+}
+
+impl Selection {
+    /// The selected rows of `set`, in dataset order (field docs).
+    pub fn rows<'a>(&self, set: &'a EvalSet) -> Vec<&'a EvalRow> {
+        let splits: Option<BTreeSet<String>> = match (&self.splits, &self.ids) {
+            (Some(s), _) if s.contains("all") => None,
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(_)) => None,
+            (None, None) => default_split(set).map(|s| BTreeSet::from([s.to_string()])),
+        };
+        set.rows
+            .iter()
+            .filter(|r| self.ids.as_ref().is_none_or(|ids| ids.contains(&r.id)))
+            .filter(|r| splits.as_ref().is_none_or(|s| s.contains(&r.split)))
+            .take(self.limit.unwrap_or(usize::MAX))
+            .collect()
+    }
 }
 
 /// `toolforge eval score`: loads the predictions file, scores it over the selected rows of
@@ -436,7 +474,7 @@ pub fn score_file(
     use anyhow::Context as _;
     let text = std::fs::read_to_string(predictions).with_context(|| format!("reading {}", predictions.display()))?;
     let parsed = super::predictions::parse(&text);
-    let rows = select(set, selection.ids.as_ref(), selection.limit);
+    let rows = selection.rows(set);
     let scored = score(set, &rows, &parsed);
     let model = predictions
         .file_stem()

@@ -6,7 +6,13 @@
 //!   neither side has a pair (every call takes no argument, or no call), the row scores 1 only
 //!   when both sides made calls or both made none, else 0: an empty prediction never earns
 //!   credit for a gold call (rest-spider: 305 / 1,012 gold calls take no argument), nor does a
-//!   spurious zero-argument call on a row with no gold call.
+//!   spurious zero-argument call on a row with no gold call. The pairs are pooled over the
+//!   row's calls, whatever API carries them (§5.4 counts "parameter name-value pairs", not
+//!   pairs within matched APIs): arguments right under a wrong API name are credited here;
+//!   whether the API is right is what API-F1 and intent measure.
+//! - **Parameter-F1 by API** (our variant, reported beside Parameter-F1 as `parameter_*_by_api`,
+//!   never instead): the same over (API name, parameter name, value) triples, so an argument
+//!   earns credit only under the API the gold gives it to ([`parameter_prf_by_api`]).
 //! - **LCS-F1** (§5.4): per row, LCS precision = lcs / predicted calls and recall = lcs / gold
 //!   calls, with lcs the length of the longest common subsequence of the two name sequences; the
 //!   dataset's LCS-F1 is the F1 of the *mean* precision and the *mean* recall
@@ -64,6 +70,26 @@ pub fn parameter_prf(gold: &[Call], pred: &[Call]) -> Prf {
     Prf::from_counts(tp, np, ng)
 }
 
+/// Parameter-F1 by API: (API name, parameter name, value) triples as multisets, with
+/// [`parameter_prf`]'s conventions for rows without any (module docs).
+pub fn parameter_prf_by_api(gold: &[Call], pred: &[Call]) -> Prf {
+    let triples = |calls: &[Call]| -> Vec<(String, String, String)> {
+        calls
+            .iter()
+            .flat_map(|c| {
+                c.arguments
+                    .iter()
+                    .map(|(k, v)| (c.name.clone(), k.clone(), canonical(v)))
+            })
+            .collect()
+    };
+    let (tp, np, ng) = multiset_overlap(triples(gold), triples(pred));
+    if np == 0 && ng == 0 && gold.is_empty() != pred.is_empty() {
+        return Prf::default();
+    }
+    Prf::from_counts(tp, np, ng)
+}
+
 /// Length of the longest common subsequence of two name sequences.
 pub fn lcs_len(a: &[&str], b: &[&str]) -> usize {
     let mut prev = vec![0usize; b.len() + 1];
@@ -104,4 +130,46 @@ pub fn exact_match(gold: &[Call], pred: &[Call], order: Order) -> bool {
                     &serde_json::Value::Object(p.arguments.clone()),
                 )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn call(name: &str, args: Value) -> Call {
+        Call {
+            name: name.into(),
+            arguments: args.as_object().unwrap().clone(),
+            label: String::new(),
+        }
+    }
+
+    /// Gold `find_flight(from=BOS, to=DEN)`, predicted `find_fare(from=BOS, to=DEN)`: API-BLEND
+    /// §5.4's Parameter-F1 pools (name, value) pairs over the row, so both pairs count (P = R = 1);
+    /// the by-API variant counts (API, name, value) triples, so none does (0).
+    #[test]
+    fn arguments_under_a_wrong_api_name_count_in_parameter_f1_but_not_by_api() {
+        let gold = [call("find_flight", json!({"from": "BOS", "to": "DEN"}))];
+        let pred = [call("find_fare", json!({"to": "DEN", "from": "BOS"}))];
+        assert_eq!(parameter_prf(&gold, &pred), Prf::from_counts(2, 2, 2));
+        assert_eq!(parameter_prf_by_api(&gold, &pred), Prf::default());
+        assert_eq!(api_prf(&gold, &pred), Prf::default());
+        // One call right, one renamed: 2 of 4 triples, 4 of 4 pairs.
+        let gold2 = [
+            gold[0].clone(),
+            call("find_fare", json!({"class": "first", "to": "DEN"})),
+        ];
+        let pred2 = [
+            gold[0].clone(),
+            call("find_meal", json!({"class": "first", "to": "DEN"})),
+        ];
+        assert_eq!(parameter_prf(&gold2, &pred2), Prf::from_counts(4, 4, 4));
+        let by_api = parameter_prf_by_api(&gold2, &pred2);
+        assert_eq!((by_api.p, by_api.r, by_api.f1), (0.5, 0.5, 0.5));
+        // An empty prediction earns nothing from zero-argument gold calls in either.
+        let bare = [call("list_airlines", json!({}))];
+        assert_eq!(parameter_prf_by_api(&bare, &[]), Prf::default());
+        assert_eq!(parameter_prf_by_api(&bare, &bare).f1, 1.0);
+    }
 }

@@ -7,7 +7,14 @@
 //! any order: first as BFCL's `parallel_function_checker_no_order` matches them (each gold call,
 //! in order, takes the first unmatched predicted call equal to it), then each gold call left
 //! takes an unmatched predicted call of its name (the one agreeing on the most arguments, then
-//! differing on the fewest, the first on ties); `tp` = matched gold calls.
+//! differing on the fewest, the first on ties); `tp` = matched gold calls. On a text-to-SQL row
+//! (SLOT/SEL/REST) `ordered` states whether the *answer's rows* are ordered (an ORDER BY), not
+//! the calls: its calls form a program whose steps read earlier steps' outputs, and stay
+//! position-aware whatever `ordered` says (`EvalRow::calls_unordered`). So the gold with its
+//! calls reversed scores intent only where a name stands at its gold position (slot-spider:
+//! intent F1 31.0); the order-free view of the same names is API-BLEND's API-F1
+//! ([`super::blend::api_prf`]: 100 on that prediction), reported beside intent, and LCS-F1 is
+//! the order-aware sequence score (60.9).
 //!
 //! *Slot* (§4.1.1: slots are scored "conditional on the correct intent"; a model is "not
 //! penalized for missing ground-truth intents", as Table 3 confirms: Llama-3.1-8B intent recall

@@ -3,11 +3,14 @@
 //!
 //! - [`intent`]: Live API-Bench §4.1.1 position-aware intent P/R/F1 and slot P/R/F1 conditional
 //!   on the matched intent.
-//! - [`blend`]: API-BLEND §5.4 API-F1, Parameter-F1, LCS-F1 and exact match.
+//! - [`blend`]: API-BLEND §5.4 API-F1, Parameter-F1, LCS-F1 and exact match (and our
+//!   Parameter-F1 by API beside Parameter-F1).
 //! - [`bfcl`]: BFCL's AST check (type coercion and acceptable values) for `bfcl` rows.
 //! - [`irrelevance`]: BFCL's irrelevance check (no gold call: pass when no call is made).
-//! - [`labels`]: `$label$` references resolved to the call they point to, so that renaming
-//!   labels consistently changes no score (every metric above runs on resolved calls).
+//! - [`labels`]: `$label$` references replaced by the call they are bound to (its name and
+//!   resolved arguments: alpha-equivalence), so that renaming labels consistently changes no
+//!   score and a reference to a dropped call matches nothing (every metric above runs on
+//!   resolved calls).
 //! - Completion rate and the DynamicToolBench pass rate execute the prediction:
 //!   [`crate::eval::execute`].
 //!
