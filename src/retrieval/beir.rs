@@ -10,11 +10,13 @@
 //!   first;
 //! - `stats.json`: rows attempted, kept, dropped by reason, corpus size; `README.md`: the card.
 //!
-//! The corpus is every distinct tool (name, description, parameters) offered to the selected
-//! rows, plus the dataset's whole catalog (`tools/functions.json`) when no split is selected:
-//! for `rest-spider` every endpoint of every database, for `sel-spider` every database's SEL
-//! tools (a name with several specs, one per database or join, gets the id `<name>@<8 hex of
-//! blake3(spec)>`), for `bfcl --split multiple` every function of the category. A row's relevant
+//! The corpus is one tool per (name, database) offered to the selected rows (the spec first
+//! offered in row order; rows without a database: one per distinct spec), plus, when no split
+//! is selected, the catalog's (`tools/functions.json`) tools no row was offered: for
+//! `rest-spider` every endpoint of every database, for `sel-spider` every database's SEL tools
+//! (a name in several databases gets the id `<name>@<db_id>`, one without a database
+//! `<name>@<8 hex of blake3(spec)>`), for `bfcl --split multiple` every function of the category,
+//! for `mcp-tools` the whole catalog. A row's relevant
 //! tools are the tools its gold calls name, as offered in its own toolkit; a `catalog` row (an
 //! MCP bundle, whose task has no gold calls until synthesised) has its bundle's tools. A row with
 //! neither is dropped (`no_gold_call`, e.g. BFCL irrelevance), as is one whose gold names a tool
@@ -111,30 +113,40 @@ impl Retrieval {
         if rows.is_empty() {
             bail!("{}: no rows{}", dir.display(), split.map(|s| format!(" in split {s:?}")).unwrap_or_default());
         }
-        // Every distinct spec offered, and the names each spec text is shared by.
-        let mut offered: BTreeMap<String, ToolSpec> = BTreeMap::new();
-        if split.is_none() {
-            let catalog = dir.join("tools/functions.json");
-            if catalog.is_file() {
-                for t in specs(&read_json(&catalog)?) {
-                    offered.insert(spec_key(&t), t);
+        // One document per (name, scope): the scope is the row's database (a database's tool,
+        // first spec seen in row order) or, without one, the spec itself.
+        let toolkits: Vec<Vec<ToolSpec>> = rows.iter().map(|r| specs(&parsed(&r["tools"]))).collect();
+        let scope = |row: &Json, t: &ToolSpec| -> String {
+            match row["db_id"].as_str() {
+                Some(db) => db.to_string(),
+                None => blake3::hash(spec_key(t).as_bytes()).to_hex()[..8].to_string(),
+            }
+        };
+        let mut offered: BTreeMap<(String, String), ToolSpec> = BTreeMap::new();
+        for (row, toolkit) in rows.iter().zip(&toolkits) {
+            for t in toolkit {
+                offered.entry((t.name.clone(), scope(row, t))).or_insert_with(|| t.clone());
+            }
+        }
+        // The catalog's tools no row was offered (e.g. MCP tools in no bundle).
+        if split.is_none() && dir.join("tools/functions.json").is_file() {
+            let names: BTreeSet<String> = offered.keys().map(|(n, _)| n.clone()).collect();
+            for t in specs(&read_json(&dir.join("tools/functions.json"))?) {
+                if !names.contains(&t.name) {
+                    let h = blake3::hash(spec_key(&t).as_bytes()).to_hex()[..8].to_string();
+                    offered.entry((t.name.clone(), h)).or_insert(t);
                 }
             }
         }
-        let toolkits: Vec<Vec<ToolSpec>> = rows.iter().map(|r| specs(&parsed(&r["tools"]))).collect();
-        for t in toolkits.iter().flatten() {
-            offered.entry(spec_key(t)).or_insert_with(|| t.clone());
+        let mut per_name: BTreeMap<String, usize> = BTreeMap::new();
+        for (name, _) in offered.keys() {
+            *per_name.entry(name.clone()).or_default() += 1;
         }
-        let mut per_name: BTreeMap<&str, usize> = BTreeMap::new();
-        for t in offered.values() {
-            *per_name.entry(t.name.as_str()).or_default() += 1;
-        }
-        let id_of = |t: &ToolSpec| -> String {
-            if per_name.get(t.name.as_str()).copied().unwrap_or(0) > 1 {
-                let h = blake3::hash(spec_key(t).as_bytes()).to_hex();
-                format!("{}@{}", t.name, &h[..8])
+        let id_of = |key: &(String, String)| -> String {
+            if per_name.get(&key.0).copied().unwrap_or(0) > 1 {
+                format!("{}@{}", key.0, key.1)
             } else {
-                t.name.clone()
+                key.0.clone()
             }
         };
         let mut out = Retrieval {
@@ -144,8 +156,8 @@ impl Retrieval {
             },
             ..Default::default()
         };
-        for t in offered.values() {
-            out.corpus.insert(id_of(t), t.clone());
+        for (key, t) in &offered {
+            out.corpus.insert(id_of(key), t.clone());
         }
         for (row, toolkit) in rows.iter().zip(&toolkits) {
             let id = row["id"].as_str().unwrap_or_default().to_string();
@@ -154,16 +166,17 @@ impl Retrieval {
                 .as_array()
                 .map(|a| a.iter().filter_map(|c| c["name"].as_str()).collect())
                 .unwrap_or_default();
+            let key = |t: &ToolSpec| id_of(&(t.name.clone(), scope(row, t)));
             let relevant: Result<BTreeSet<String>, &str> = if calls.is_empty() {
                 if format == "catalog" && !toolkit.is_empty() {
-                    Ok(toolkit.iter().map(id_of).collect())
+                    Ok(toolkit.iter().map(key).collect())
                 } else {
                     Err("no_gold_call")
                 }
             } else {
                 calls
                     .iter()
-                    .map(|n| toolkit.iter().find(|t| t.name == *n).map(id_of).ok_or("gold_tool_not_offered"))
+                    .map(|n| toolkit.iter().find(|t| t.name == *n).map(key).ok_or("gold_tool_not_offered"))
                     .collect()
             };
             match relevant {
