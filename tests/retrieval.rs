@@ -90,7 +90,7 @@ fn rest_spider_retrieval_judges_each_question_by_its_gold_endpoint_among_all_end
     let (a, b) = (tmp().join("beir-a"), tmp().join("beir-b"));
     data.write(&a).unwrap();
     Retrieval::from_dataset(&dir, None).unwrap().write(&b).unwrap();
-    for f in ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "stats.json", "README.md"] {
+    for f in ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels/test.jsonl", "stats.json", "README.md"] {
         assert_eq!(std::fs::read(a.join(f)).unwrap(), std::fs::read(b.join(f)).unwrap(), "{f}");
     }
 }
@@ -159,8 +159,9 @@ fn eval_retrieval_scores_the_gold_run_one_and_bm25_above_its_floor() {
     let m = &bm25["datasets"][0]["metrics"];
     assert_eq!(m["queries"], json!(data.queries.len()));
     // Measured 2026-11-27 on Spider dev (see README's retrieval table); a floor, not the value.
-    assert!(m["recall@10"].as_f64().unwrap() >= 0.70, "{m}");
-    assert!(m["mrr"].as_f64().unwrap() >= 0.45, "{m}");
+    // (Recall@10 0.912, MRR 0.631.)
+    assert!(m["recall@10"].as_f64().unwrap() >= 0.88, "{m}");
+    assert!(m["mrr"].as_f64().unwrap() >= 0.60, "{m}");
     assert!(tmp().join("eval/bm25/report.md").is_file());
 }
 

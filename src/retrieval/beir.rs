@@ -7,7 +7,8 @@
 //!   one column type for `datasets`);
 //! - `queries.jsonl`: `{"_id", "text"}`, one per kept row: the row's id and request (`input`);
 //! - `qrels/test.tsv`: `query-id`, `corpus-id`, `score` (1 = relevant), tab-separated, header
-//!   first;
+//!   first (BEIR's file); the same rows as `qrels/test.jsonl`, the card's `default` config (as
+//!   MTEB's Hugging Face datasets do: `datasets` reads one file type per repository);
 //! - `stats.json`: rows attempted, kept, dropped by reason, corpus size; `README.md`: the card.
 //!
 //! The corpus is one tool per (name, database) offered to the selected rows (the spec first
@@ -209,9 +210,11 @@ impl Retrieval {
             writeln!(queries, "{}", json!({"_id": id, "text": text}))?;
         }
         let mut qrels = b"query-id\tcorpus-id\tscore\n".to_vec();
+        let mut qrels_jsonl = Vec::new();
         for (q, _) in &self.queries {
             for d in &self.qrels[q] {
                 writeln!(qrels, "{q}\t{d}\t1")?;
+                writeln!(qrels_jsonl, "{}", json!({"query-id": q, "corpus-id": d, "score": 1}))?;
             }
         }
         let stats = json!({
@@ -225,7 +228,7 @@ impl Retrieval {
         let card = format!(
             "---\nconfigs:\n- config_name: corpus\n  data_files:\n  - split: corpus\n    path: corpus.jsonl\n\
              - config_name: queries\n  data_files:\n  - split: queries\n    path: queries.jsonl\n\
-             - config_name: default\n  data_files:\n  - split: test\n    path: qrels/test.tsv\n---\n\n\
+             - config_name: default\n  data_files:\n  - split: test\n    path: qrels/test.jsonl\n---\n\n\
              # {name}\n\nTool retrieval in the BEIR layout, from the verified rows of a toolforge dataset: \
              {q} queries (each a row's request), {c} tools (`corpus`), relevance judgements in \
              `qrels/test.tsv` (the tools the row's gold calls use). `toolforge eval retrieval` scores a \
@@ -234,10 +237,11 @@ impl Retrieval {
             q = self.queries.len(),
             c = self.corpus.len(),
         );
-        let files: [(&str, Vec<u8>); 5] = [
+        let files: [(&str, Vec<u8>); 6] = [
             ("corpus.jsonl", corpus),
             ("queries.jsonl", queries),
             ("qrels/test.tsv", qrels),
+            ("qrels/test.jsonl", qrels_jsonl),
             ("stats.json", format!("{}\n", serde_json::to_string_pretty(&stats)?).into_bytes()),
             ("README.md", card.into_bytes()),
         ];

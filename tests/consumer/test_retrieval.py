@@ -2,7 +2,8 @@
 
 - `toolforge retrieval` writes BEIR-layout datasets (rest-spider, sel-spider, bfcl `multiple`,
   mcp-tools) that Hugging Face `datasets` loads through the card's configs (`corpus`, `queries`,
-  `default` = qrels); every judged tool is in the corpus, and for rest-spider the relevant tool of
+  `default` = qrels as JSON Lines, as MTEB's datasets have them), BEIR's `qrels/test.tsv` read
+  as CSV holding the same judgements; every judged tool is in the corpus, and for rest-spider the relevant tool of
   each question is its gold endpoint, read here from the Parquet rows.
 - `search_tools` over HTTP (`GET` and `POST /search_tools`) and over MCP through the official
   Python SDK, in `--open-world` mode: `tools/list` is `search_tools` + `call_tool` only; the
@@ -52,6 +53,11 @@ def test_retrieval_dataset_loads_with_datasets_in_beir_layout(dataset, split, tm
     corpus = datasets.load_dataset(path, "corpus", split="corpus", cache_dir=cache)
     queries = datasets.load_dataset(path, "queries", split="queries", cache_dir=cache)
     qrels = datasets.load_dataset(path, "default", split="test", cache_dir=cache)
+    # BEIR's own qrels file holds the same judgements.
+    tsv = datasets.load_dataset(
+        "csv", data_files=os.path.join(path, "qrels", "test.tsv"), delimiter="\t", split="train", cache_dir=cache
+    )
+    assert sorted(zip(tsv["query-id"], tsv["corpus-id"])) == sorted(zip(qrels["query-id"], qrels["corpus-id"]))
     assert len(queries) == stats["queries"] > 0
     assert len(corpus) == stats["corpus"] > 0
     ids = set(corpus["_id"])
