@@ -199,7 +199,10 @@ fn search_tools_over_http_ranks_deterministically_with_the_listed_schemas() {
     assert_eq!(get(question, "10").1, first, "same query, same bytes");
     let v: Value = serde_json::from_str(&first).unwrap();
     let tools = v["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 10);
+    // Only tools sharing a token with the question are ranked (8 for this one), at most top_k.
+    assert!(!tools.is_empty() && tools.len() <= 10, "{}", tools.len());
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&row["output"][0]["name"].as_str().unwrap()), "{names:?}");
     let scores: Vec<f64> = tools.iter().map(|t| t["score"].as_f64().unwrap()).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
     for t in tools {
