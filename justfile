@@ -38,12 +38,19 @@ test-llm:
     @bash tests/llm-server/setup.sh
     @cargo test --release --test llm --test llm_batch -- --nocapture
 
-# Time builds (cold, no-op) with peak RSS, the live server (wrk), session memory, eval throughput.
+# Time builds (cold, no-op) with peak RSS, the live server (wrk), session memory, eval throughput,
+# tool retrieval.
 bench:
     @bash benches/bench.sh
     @bash benches/serve.sh
     @bash benches/sessions.sh
     @bash benches/eval.sh
+    @bash benches/retrieval.sh
+
+# The tool-retrieval benchmark alone (10,000-tool BM25 index: build time, peak RSS, query p50/p99;
+# BM25 recall on every retrieval dataset).
+bench-retrieval:
+    @bash benches/retrieval.sh
 
 # The evaluation benchmark alone (scoring throughput, agent-mode overhead per step).
 bench-eval:

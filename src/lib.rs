@@ -17,6 +17,7 @@ pub mod llm;
 pub mod pipeline;
 pub mod progress;
 pub mod recipe;
+pub mod retrieval;
 pub mod seq;
 pub mod serve;
 pub mod sql;

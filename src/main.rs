@@ -108,6 +108,10 @@ enum Command {
         #[command(subcommand)]
         command: EvalCommand,
     },
+    /// Build the BM25 tool index over built datasets' catalogs; search it (`--query`) or time it.
+    Index(toolforge::retrieval::cli::IndexArgs),
+    /// Write a built dataset's tool-retrieval dataset (BEIR layout) to `out/<name>-retrieval/`.
+    Retrieval(toolforge::retrieval::cli::RetrievalArgs),
 }
 
 /// Options every `eval` subcommand shares.
@@ -225,6 +229,8 @@ enum EvalCommand {
         #[arg(long, default_value = "eval/compare")]
         out: PathBuf,
     },
+    /// Recall@1/5/10, nDCG@10 and MRR of BM25 (or a TREC run) on retrieval datasets.
+    Retrieval(toolforge::eval::retrieval::RetrievalArgs),
 }
 
 /// A recipe argument as a file: see [`toolforge::recipe::resolve_recipe`] (names resolve against
@@ -372,6 +378,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        EvalCommand::Retrieval(args) => args.run().map(|r| println!("{r:#}")),
         EvalCommand::Report {
             runs,
             out,
@@ -510,6 +517,16 @@ fn main() -> ExitCode {
                 run(toolkit, flags.config((host, port).into()))
             }),
         Command::Eval { command } => eval(command),
+        Command::Index(args) => args
+            .datasets
+            .iter()
+            .map(|d| dataset_dir(d, None))
+            .collect::<anyhow::Result<Vec<_>>>()
+            .and_then(|dirs| args.run(&dirs))
+            .map(|r| println!("{r:#}")),
+        Command::Retrieval(args) => dataset_dir(&args.dataset, None)
+            .and_then(|dir| args.run(&dir))
+            .map(|r| println!("{r:#}")),
         Command::Trajectories {
             dir,
             format,

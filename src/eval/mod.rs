@@ -15,6 +15,8 @@
 //! - [`run`]: a model through an OpenAI-compatible endpoint, *direct* or *agent*
 //!   ([`agent`]: the tool-calling loop against the live tools); [`prompt`]: what the model is
 //!   shown and how its text is read back into calls.
+//! - [`retrieval`]: `eval retrieval`, Recall@k / nDCG@10 / MRR of BM25 or a TREC run on the BEIR
+//!   retrieval datasets.
 //!
 //! This module sits above `emit`, `serve`, `variants`, `tools` and `llm`; nothing imports it but
 //! `main.rs`.
@@ -27,6 +29,7 @@ pub mod metrics;
 pub mod predictions;
 pub mod prompt;
 pub mod report;
+pub mod retrieval;
 pub mod rows;
 pub mod run;
 pub mod score;

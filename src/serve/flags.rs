@@ -81,6 +81,10 @@ pub struct ServeFlags {
     /// Seconds after which an idle MCP-over-HTTP session is closed.
     #[arg(long, default_value_t = 300)]
     pub mcp_session_idle_secs: u64,
+    /// Open-world mode (ToolGym's setting): MCP `tools/list` shows only `search_tools` and
+    /// `call_tool` (and `create_session` for SLOT/SEL); calls are routed to any catalog tool.
+    #[arg(long)]
+    pub open_world: bool,
 }
 
 impl ServeFlags {
@@ -116,6 +120,7 @@ impl ServeFlags {
             faults: self.faults,
             max_mcp_sessions: self.max_mcp_sessions,
             mcp_session_idle: Duration::from_secs(self.mcp_session_idle_secs),
+            open_world: self.open_world,
         }
     }
 }

@@ -371,4 +371,32 @@ pub(super) fn routes(state: &Shared) -> Router<Shared> {
         .route("/sessions", post(create_session))
         .route("/sessions/{id}", axum::routing::delete(delete_session))
         .route("/tools/{name}", post(call_tool))
+        .route("/search_tools", get(search_get).post(search_post))
+}
+
+/// `search_tools` ([`super::search`]) on the blocking pool: 200 with the hits, 422 `{"detail"}`
+/// for an invalid argument.
+async fn search(state: Shared, args: serde_json::Map<String, Json>) -> Response {
+    let result = tokio::task::spawn_blocking(move || super::search::search_tools(&state, &args)).await;
+    match result {
+        Ok(Ok(v)) => axum::Json(v).into_response(),
+        Ok(Err(m)) => detail(StatusCode::UNPROCESSABLE_ENTITY, m),
+        Err(e) => detail(StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}")),
+    }
+}
+
+/// `GET /search_tools?query=…&top_k=…`.
+async fn search_get(State(state): State<Shared>, query: QueryResult) -> Response {
+    let Ok(Query(pairs)) = query else {
+        return detail(StatusCode::BAD_REQUEST, "malformed query string");
+    };
+    search(state, pairs.into_iter().map(|(k, v)| (k, Json::String(v))).collect()).await
+}
+
+/// `POST /search_tools {"query", "top_k"}`.
+async fn search_post(State(state): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
+    match json_object(&headers, &bytes) {
+        Ok(args) => search(state, args).await,
+        Err(r) => r,
+    }
 }

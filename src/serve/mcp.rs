@@ -7,6 +7,10 @@
 //! `create_session` (`{"id"}` of an example, or `{"arguments"}` of a join step) and every tool of
 //! the catalog with two extra arguments, `session_id` (required) and `label` (optional).
 //!
+//! `search_tools` and `call_tool` ([`super::search`]) answer in every mode; under
+//! `--open-world` they (and `create_session`) are the only tools listed, every catalog tool
+//! still routed by name.
+//!
 //! A call's result is a JSON object, sent as `structuredContent` and, serialised, as the one text
 //! block (MCP 2025-06-18, tools/call "Structured Content": `structuredContent` is an object, and a
 //! tool with an `outputSchema` must conform to it; the Python SDK client validates it). REST rows
@@ -28,6 +32,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value as Json, json};
 
+use super::search::Runs;
 use super::state::{ServeConfig, Shared, Toolkit, open_session, run_endpoint, run_tool};
 
 /// What an MCP tool name runs.
@@ -38,6 +43,10 @@ enum Target {
     DriftedEndpoint(usize, Arc<crate::variants::drift::ToolDrift>),
     Session,
     Tool(String),
+    /// `search_tools` ([`super::search`]).
+    Search,
+    /// `call_tool {"name", "arguments"}`: resolved to the named tool's target before running.
+    Route,
 }
 
 /// The MCP server over a loaded toolkit.
@@ -86,32 +95,9 @@ impl McpServer {
     pub(crate) fn new(state: Shared) -> McpServer {
         let mut tools = Vec::new();
         let mut targets = HashMap::new();
-        let tk = &state.toolkit;
-        if tk.format == "rest" {
-            // Under schema drift a drifted endpoint is listed as its A_new (name, description,
-            // input schema) and enforces it, as the HTTP route does.
-            let listed: Vec<(crate::tools::ToolSpec, Target)> = (0..tk.endpoints.len())
-                .map(|i| match super::drift::endpoint_drift(&state, i) {
-                    Some(d) => (d.new.clone(), Target::DriftedEndpoint(i, d)),
-                    None => (tk.endpoints[i].tool_spec(), Target::Endpoint(i)),
-                })
-                .collect();
-            let mut count: HashMap<&str, usize> = HashMap::new();
-            for (spec, _) in &listed {
-                *count.entry(spec.name.as_str()).or_default() += 1;
-            }
-            for (i, (spec, target)) in listed.iter().enumerate() {
-                let name = if count[spec.name.as_str()] > 1 {
-                    format!("{}__{}", tk.endpoints[i].db_id, spec.name)
-                } else {
-                    spec.name.clone()
-                };
-                let mut tool = Tool::new(name.clone(), spec.description.clone(), object(spec.parameters.clone()));
-                tool.output_schema = Some(rest_output_schema());
-                tools.push(tool);
-                targets.insert(name, target.clone());
-            }
-        } else {
+        let rest = state.toolkit.format == "rest";
+        let open_world = state.config.open_world;
+        if !rest {
             let mut session = Tool::new(
                 "create_session",
                 "Run an example's join step and open a session; returns session_id and the first rows of the joined table (label starting_table_var).",
@@ -123,23 +109,35 @@ impl McpServer {
             session.output_schema = Some(session_output_schema(true));
             tools.push(session);
             targets.insert("create_session".to_string(), Target::Session);
-            for t in &tk.catalog {
-                let mut params = t.parameters.clone();
-                if let Some(props) = params["properties"].as_object_mut() {
-                    props.insert(
-                        "session_id".into(),
-                        json!({"type": "string", "description": "The session from create_session."}),
-                    );
-                    props.insert("label".into(), json!({"type": "string", "description": "Label for the output; later calls refer to it as $label$."}));
-                }
-                if let Some(req) = params["required"].as_array_mut() {
-                    req.push(json!("session_id"));
-                }
-                let mut tool = Tool::new(t.name.clone(), t.description.clone(), object(params));
-                tool.output_schema = Some(session_output_schema(false));
+        }
+        // Every catalog tool is routed; the open world lists none of them (found by search).
+        for listed in super::search::listing(&state.toolkit) {
+            let spec = listed.spec;
+            let target = match listed.runs {
+                Runs::Endpoint(i) => Target::Endpoint(i),
+                Runs::DriftedEndpoint(i, d) => Target::DriftedEndpoint(i, d),
+                Runs::Tool(name) => Target::Tool(name),
+            };
+            if !open_world {
+                let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), object(spec.parameters.clone()));
+                tool.output_schema = Some(if rest { rest_output_schema() } else { session_output_schema(false) });
                 tools.push(tool);
-                targets.insert(t.name.clone(), Target::Tool(t.name.clone()));
             }
+            targets.insert(spec.name, target);
+        }
+        // `search_tools` and `call_tool` answer in both modes unless a catalog tool has the
+        // name; the open world lists them.
+        for (spec, target) in [
+            (super::search::search_tools_spec(), Target::Search),
+            (super::search::call_tool_spec(), Target::Route),
+        ] {
+            if targets.contains_key(&spec.name) {
+                continue;
+            }
+            if open_world {
+                tools.push(Tool::new(spec.name.clone(), spec.description, object(spec.parameters)));
+            }
+            targets.insert(spec.name, target);
         }
         McpServer {
             state,
@@ -193,6 +191,9 @@ impl McpServer {
                     })?;
                 run_tool(state, &name, &sid, args, label).map_err(|(st, m)| (Some(st.as_u16()), m))
             }
+            Target::Search => super::search::search_tools(state, &args).map_err(|m| (None, m)),
+            // Resolved in `call_tool`; a route to a route is not a tool.
+            Target::Route => Err((None, "call_tool cannot call itself".to_string())),
         }
     }
 }
@@ -224,20 +225,41 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         super::trim::request_seen();
-        let args = request.arguments.unwrap_or_default();
+        let mut args = request.arguments.unwrap_or_default();
+        let mut name = request.name.to_string();
+        let mut via_route = false;
+        if matches!(self.targets.get(name.as_str()), Some(Target::Route)) {
+            let Some(Json::String(routed)) = args.get("name").cloned() else {
+                return Ok(CallToolResult::error(vec![ContentBlock::text("call_tool: name (a string) is required")]).into());
+            };
+            args = match args.remove("arguments") {
+                None | Some(Json::Null) => Map::new(),
+                Some(Json::Object(m)) => m,
+                Some(_) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text("call_tool: arguments must be an object")]).into());
+                }
+            };
+            name = routed;
+            via_route = true;
+        }
         // A tool renamed by a session's per-instance drift is not in the listing (which is A_old:
         // the row carries its A_new tools); it is callable in that session.
         let sid = args.get("session_id").and_then(Json::as_str);
-        let target = match self.targets.get(request.name.as_ref()) {
-            Some(t) => t.clone(),
-            None if super::drift::is_a_new_tool(&self.state, sid, request.name.as_ref()) => {
-                Target::Tool(request.name.to_string())
+        let target = match self.targets.get(name.as_str()) {
+            Some(Target::Route) if via_route => None,
+            Some(t) => Some(t.clone()),
+            None if super::drift::is_a_new_tool(&self.state, sid, &name) => Some(Target::Tool(name.clone())),
+            None => None,
+        };
+        let target = match target {
+            Some(t) => t,
+            // A model's call through call_tool naming no tool is an error it can read and fix.
+            None if via_route => {
+                let m = format!("call_tool: no tool named {name:?}; find tools with search_tools");
+                return Ok(CallToolResult::error(vec![ContentBlock::text(m)]).into());
             }
             None => {
-                return Err(ErrorData::invalid_params(
-                    format!("no tool named {:?}", request.name),
-                    None,
-                ));
+                return Err(ErrorData::invalid_params(format!("no tool named {name:?}"), None));
             }
         };
         let state = self.state.clone();

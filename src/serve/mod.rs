@@ -11,6 +11,7 @@
 //! | `DELETE /sessions/{id}`    | end a session                                                        |
 //! | `GET /openapi.json`        | the dataset's OpenAPI document                                       |
 //! | `GET /healthz`             | `{"status": "ok", ...}`                                              |
+//! | `GET`/`POST /search_tools` | `query`, `top_k` (query string or JSON body): the best tools by BM25 with their input schemas and scores ([`search`]) |
 //! | `/mcp`                     | the same tools over MCP, streamable HTTP ([`mcp`]); `--mcp` serves MCP on stdio instead |
 //!
 //! When the dataset has schema drift (`tools/drift.json`), A_new is enforced on the HTTP routes
@@ -45,6 +46,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod listen;
 pub mod mcp;
+pub mod search;
 pub mod state;
 pub mod trim;
 

@@ -61,6 +61,9 @@ pub struct ServeConfig {
     /// Whether requests may ask for a fault (`X-Toolforge-Fault`, [`super::faults`]); a
     /// `fault_rate` above 0 enables it too.
     pub faults: bool,
+    /// Open-world mode (ToolGym): MCP `tools/list` shows only `search_tools` and `call_tool`
+    /// (and `create_session`), every catalog tool still callable ([`super::search`]).
+    pub open_world: bool,
 }
 
 impl Default for ServeConfig {
@@ -86,6 +89,7 @@ impl Default for ServeConfig {
             faults: false,
             max_mcp_sessions: 1_000,
             mcp_session_idle: Duration::from_secs(300),
+            open_world: false,
         }
     }
 }
@@ -216,6 +220,8 @@ pub(crate) struct AppState {
     pub(crate) session_rows: Mutex<HashMap<String, String>>,
     /// Request counter (session ids, default labels, the fault draw).
     pub(crate) counter: std::sync::atomic::AtomicU64,
+    /// The `search_tools` index, built on first use ([`super::search`]).
+    pub(crate) search_index: std::sync::OnceLock<crate::retrieval::ToolIndex>,
 }
 
 /// The state as axum and rmcp hold it.
@@ -544,5 +550,6 @@ pub(crate) fn shared(toolkit: Toolkit, config: ServeConfig) -> Shared {
         sessions: Mutex::new(HashMap::new()),
         session_rows: Mutex::new(HashMap::new()),
         counter: std::sync::atomic::AtomicU64::new(0),
+        search_index: std::sync::OnceLock::new(),
     })
 }

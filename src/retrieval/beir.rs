@@ -1,0 +1,301 @@
+//! Retrieval datasets in the BEIR layout (Thakur et al. 2021; what MTEB and Hugging Face's
+//! retrieval datasets use), derived from a built dataset (`toolforge retrieval out/<name>`):
+//!
+//! - `corpus.jsonl`: one line per tool, `{"_id", "title", "text", "tool"}`: `title` the tool
+//!   name, `text` the indexed document ([`super::index::document`]), `tool` the full spec
+//!   (`{"name", "description", "parameters"}`) as JSON text (its keys vary per tool, so text keeps
+//!   one column type for `datasets`);
+//! - `queries.jsonl`: `{"_id", "text"}`, one per kept row: the row's id and request (`input`);
+//! - `qrels/test.tsv`: `query-id`, `corpus-id`, `score` (1 = relevant), tab-separated, header
+//!   first (BEIR's file); the same rows as `qrels/test.jsonl`, the card's `default` config (as
+//!   MTEB's Hugging Face datasets do: `datasets` reads one file type per repository);
+//! - `stats.json`: rows attempted, kept, dropped by reason, corpus size; `README.md`: the card.
+//!
+//! The corpus is one tool per (name, database) offered to the selected rows (the spec first
+//! offered in row order; rows without a database: one per distinct spec), plus, when no split
+//! is selected, the catalog's (`tools/functions.json`) tools no row was offered: for
+//! `rest-spider` every endpoint of every database, for `sel-spider` every database's SEL tools
+//! (a name in several databases gets the id `<name>@<db_id>`, one without a database
+//! `<name>@<8 hex of blake3(spec)>`), for `bfcl --split multiple` every function of the category,
+//! for `mcp-tools` the whole catalog. A row's relevant
+//! tools are the tools its gold calls name, as offered in its own toolkit; a `catalog` row (an
+//! MCP bundle, whose task has no gold calls until synthesised) has its bundle's tools. A row with
+//! neither is dropped (`no_gold_call`, e.g. BFCL irrelevance), as is one whose gold names a tool
+//! its toolkit lacks (`gold_tool_not_offered`): attempted = kept + dropped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value as Json, json};
+
+use crate::tools::ToolSpec;
+
+/// A retrieval dataset in memory.
+#[derive(Debug, Default)]
+pub struct Retrieval {
+    /// Its name (`<dataset>[-<split>]-retrieval`).
+    pub name: String,
+    /// Tools by corpus id (ordered by id).
+    pub corpus: BTreeMap<String, ToolSpec>,
+    /// Queries (id, text), in row order.
+    pub queries: Vec<(String, String)>,
+    /// Relevant corpus ids by query id.
+    pub qrels: BTreeMap<String, BTreeSet<String>>,
+    /// Rows dropped, by reason code.
+    pub dropped: BTreeMap<String, usize>,
+}
+
+fn spec_key(t: &ToolSpec) -> String {
+    json!({"name": t.name, "description": t.description, "parameters": t.parameters}).to_string()
+}
+
+fn specs(v: &Json) -> Vec<ToolSpec> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| {
+                    let f = if t.get("function").is_some() { &t["function"] } else { t };
+                    ToolSpec {
+                        name: f["name"].as_str().unwrap_or_default().into(),
+                        description: f["description"].as_str().unwrap_or_default().into(),
+                        parameters: f["parameters"].clone(),
+                        output_parameters: json!({}),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A JSON value that may be stored as JSON text (the JSONL rows keep `tools` and `meta` as text).
+fn parsed(v: &Json) -> Json {
+    match v {
+        Json::String(s) => serde_json::from_str(s).unwrap_or(Json::Null),
+        other => other.clone(),
+    }
+}
+
+fn read_json(p: &Path) -> Result<Json> {
+    serde_json::from_slice(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)
+        .with_context(|| format!("parsing {}", p.display()))
+}
+
+/// The rows of a built dataset (`data/*.jsonl`, files in name order, lines in file order).
+fn rows(dir: &Path) -> Result<Vec<Json>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
+        .with_context(|| format!("{}: not a built dataset (no data/)", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            out.push(serde_json::from_str(line).with_context(|| format!("{}:{}", f.display(), i + 1))?);
+        }
+    }
+    Ok(out)
+}
+
+impl Retrieval {
+    /// The retrieval dataset of the built dataset `dir`, over the rows of `split` (all rows when
+    /// `None`). Errors: `dir` is not a built dataset, or no row is in `split`.
+    pub fn from_dataset(dir: &Path, split: Option<&str>) -> Result<Retrieval> {
+        let manifest = read_json(&dir.join("MANIFEST.json"))?;
+        let dataset = manifest["dataset"].as_str().unwrap_or("dataset").to_string();
+        let format = manifest["format"].as_str().unwrap_or_default().to_string();
+        let rows: Vec<Json> = rows(dir)?
+            .into_iter()
+            .filter(|r| split.is_none_or(|s| r["split"].as_str() == Some(s)))
+            .collect();
+        if rows.is_empty() {
+            bail!("{}: no rows{}", dir.display(), split.map(|s| format!(" in split {s:?}")).unwrap_or_default());
+        }
+        // One document per (name, scope): the scope is the row's database (a database's tool,
+        // first spec seen in row order) or, without one, the spec itself.
+        let toolkits: Vec<Vec<ToolSpec>> = rows.iter().map(|r| specs(&parsed(&r["tools"]))).collect();
+        let scope = |row: &Json, t: &ToolSpec| -> String {
+            match row["db_id"].as_str() {
+                Some(db) => db.to_string(),
+                None => blake3::hash(spec_key(t).as_bytes()).to_hex()[..8].to_string(),
+            }
+        };
+        let mut offered: BTreeMap<(String, String), ToolSpec> = BTreeMap::new();
+        for (row, toolkit) in rows.iter().zip(&toolkits) {
+            for t in toolkit {
+                offered.entry((t.name.clone(), scope(row, t))).or_insert_with(|| t.clone());
+            }
+        }
+        // The catalog's tools no row was offered (e.g. MCP tools in no bundle).
+        if split.is_none() && dir.join("tools/functions.json").is_file() {
+            let names: BTreeSet<String> = offered.keys().map(|(n, _)| n.clone()).collect();
+            for t in specs(&read_json(&dir.join("tools/functions.json"))?) {
+                if !names.contains(&t.name) {
+                    let h = blake3::hash(spec_key(&t).as_bytes()).to_hex()[..8].to_string();
+                    offered.entry((t.name.clone(), h)).or_insert(t);
+                }
+            }
+        }
+        let mut per_name: BTreeMap<String, usize> = BTreeMap::new();
+        for (name, _) in offered.keys() {
+            *per_name.entry(name.clone()).or_default() += 1;
+        }
+        let id_of = |key: &(String, String)| -> String {
+            if per_name.get(&key.0).copied().unwrap_or(0) > 1 {
+                format!("{}@{}", key.0, key.1)
+            } else {
+                key.0.clone()
+            }
+        };
+        let mut out = Retrieval {
+            name: match split {
+                Some(s) => format!("{dataset}-{s}-retrieval"),
+                None => format!("{dataset}-retrieval"),
+            },
+            ..Default::default()
+        };
+        for (key, t) in &offered {
+            out.corpus.insert(id_of(key), t.clone());
+        }
+        for (row, toolkit) in rows.iter().zip(&toolkits) {
+            let id = row["id"].as_str().unwrap_or_default().to_string();
+            let output = parsed(&row["output"]);
+            let calls: BTreeSet<&str> = output
+                .as_array()
+                .map(|a| a.iter().filter_map(|c| c["name"].as_str()).collect())
+                .unwrap_or_default();
+            let key = |t: &ToolSpec| id_of(&(t.name.clone(), scope(row, t)));
+            let relevant: Result<BTreeSet<String>, &str> = if calls.is_empty() {
+                if format == "catalog" && !toolkit.is_empty() {
+                    Ok(toolkit.iter().map(key).collect())
+                } else {
+                    Err("no_gold_call")
+                }
+            } else {
+                calls
+                    .iter()
+                    .map(|n| toolkit.iter().find(|t| t.name == *n).map(key).ok_or("gold_tool_not_offered"))
+                    .collect()
+            };
+            match relevant {
+                Ok(rel) => {
+                    out.queries.push((id.clone(), row["input"].as_str().unwrap_or_default().to_string()));
+                    out.qrels.insert(id, rel);
+                }
+                Err(reason) => *out.dropped.entry(reason.to_string()).or_default() += 1,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rows attempted (kept + dropped).
+    pub fn attempted(&self) -> usize {
+        self.queries.len() + self.dropped.values().sum::<usize>()
+    }
+
+    /// Writes the BEIR files into `out` (created; files replaced).
+    pub fn write(&self, out: &Path) -> Result<()> {
+        std::fs::create_dir_all(out.join("qrels")).with_context(|| format!("creating {}", out.display()))?;
+        let mut corpus = Vec::new();
+        for (id, t) in &self.corpus {
+            let tool = json!({"name": t.name, "description": t.description, "parameters": t.parameters});
+            let line = json!({"_id": id, "title": t.name, "text": super::index::document(t), "tool": tool.to_string()});
+            writeln!(corpus, "{line}")?;
+        }
+        let mut queries = Vec::new();
+        for (id, text) in &self.queries {
+            writeln!(queries, "{}", json!({"_id": id, "text": text}))?;
+        }
+        let mut qrels = b"query-id\tcorpus-id\tscore\n".to_vec();
+        let mut qrels_jsonl = Vec::new();
+        for (q, _) in &self.queries {
+            for d in &self.qrels[q] {
+                writeln!(qrels, "{q}\t{d}\t1")?;
+                writeln!(qrels_jsonl, "{}", json!({"query-id": q, "corpus-id": d, "score": 1}))?;
+            }
+        }
+        let stats = json!({
+            "name": self.name,
+            "attempted": self.attempted(),
+            "kept": self.queries.len(),
+            "dropped": self.dropped,
+            "corpus": self.corpus.len(),
+            "qrels": self.qrels.values().map(BTreeSet::len).sum::<usize>(),
+        });
+        let card = format!(
+            "---\nconfigs:\n- config_name: corpus\n  data_files:\n  - split: corpus\n    path: corpus.jsonl\n\
+             - config_name: queries\n  data_files:\n  - split: queries\n    path: queries.jsonl\n\
+             - config_name: default\n  data_files:\n  - split: test\n    path: qrels/test.jsonl\n---\n\n\
+             # {name}\n\nTool retrieval in the BEIR layout, from the verified rows of a toolforge dataset: \
+             {q} queries (each a row's request), {c} tools (`corpus`), relevance judgements in \
+             `qrels/test.tsv` (the tools the row's gold calls use). `toolforge eval retrieval` scores a \
+             run (Recall@1/5/10, nDCG@10, MRR).\n",
+            name = self.name,
+            q = self.queries.len(),
+            c = self.corpus.len(),
+        );
+        let files: [(&str, Vec<u8>); 6] = [
+            ("corpus.jsonl", corpus),
+            ("queries.jsonl", queries),
+            ("qrels/test.tsv", qrels),
+            ("qrels/test.jsonl", qrels_jsonl),
+            ("stats.json", format!("{}\n", serde_json::to_string_pretty(&stats)?).into_bytes()),
+            ("README.md", card.into_bytes()),
+        ];
+        for (rel, bytes) in files {
+            let p = out.join(rel);
+            std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Reads a BEIR directory (`corpus.jsonl` with the `tool` spec column, `queries.jsonl`,
+    /// `qrels/test.tsv`). Errors name the file and line.
+    pub fn read(dir: &Path) -> Result<Retrieval> {
+        let lines = |rel: &str| -> Result<Vec<(usize, String)>> {
+            let p = dir.join(rel);
+            let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+            Ok(text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i + 1, l.to_string())).collect())
+        };
+        let mut out = Retrieval {
+            name: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            ..Default::default()
+        };
+        for (n, l) in lines("corpus.jsonl")? {
+            let v: Json = serde_json::from_str(&l).with_context(|| format!("corpus.jsonl:{n}"))?;
+            let tool = parsed(&v["tool"]);
+            let spec = specs(&json!([tool])).pop().unwrap_or_else(|| ToolSpec::reference(""));
+            let id = v["_id"].as_str().with_context(|| format!("corpus.jsonl:{n}: no _id"))?;
+            let spec = if spec.name.is_empty() {
+                ToolSpec {
+                    name: v["title"].as_str().unwrap_or(id).into(),
+                    description: v["text"].as_str().unwrap_or_default().into(),
+                    parameters: json!({}),
+                    output_parameters: json!({}),
+                }
+            } else {
+                spec
+            };
+            out.corpus.insert(id.to_string(), spec);
+        }
+        for (n, l) in lines("queries.jsonl")? {
+            let v: Json = serde_json::from_str(&l).with_context(|| format!("queries.jsonl:{n}"))?;
+            let id = v["_id"].as_str().with_context(|| format!("queries.jsonl:{n}: no _id"))?;
+            out.queries.push((id.to_string(), v["text"].as_str().unwrap_or_default().to_string()));
+        }
+        for (n, l) in lines("qrels/test.tsv")? {
+            let cols: Vec<&str> = l.split('\t').collect();
+            if n == 1 && cols.first() == Some(&"query-id") {
+                continue;
+            }
+            let [q, d, score] = cols[..] else { bail!("qrels/test.tsv:{n}: expected 3 tab-separated columns") };
+            if score.trim().parse::<f64>().with_context(|| format!("qrels/test.tsv:{n}: score"))? > 0.0 {
+                out.qrels.entry(q.to_string()).or_default().insert(d.to_string());
+            }
+        }
+        Ok(out)
+    }
+}
