@@ -26,7 +26,8 @@ from transformers import PreTrainedTokenizerFast
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEMPLATES = sorted(glob.glob(os.path.join(ROOT, "tests", "chat_templates", "*.jinja")))
-DATASETS = ["slot-spider", "sel-spider", "rest-spider"]
+# TOOLFORGE_PANEL_DATASETS (space-separated) renders other built datasets, e.g. slot-spider-variants.
+DATASETS = os.environ.get("TOOLFORGE_PANEL_DATASETS", "slot-spider sel-spider rest-spider").split()
 VARIANT_DATASETS = ["slot-spider-variants", "sel-spider-variants", "rest-spider-variants"]
 # The variant kinds whose trajectories change what the model sees (paraphrase only when the
 # build had an LLM endpoint; distractors only where the family has a pool).
