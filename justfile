@@ -38,6 +38,18 @@ test-llm:
     @bash tests/llm-server/setup.sh
     @cargo test --release --test llm --test llm_batch -- --nocapture
 
+# tests/trainer/run.sh: a venv with torch, trl, transformers, datasets from PyPI (~6 GB, deleted at
+# the end; TOOLFORGE_TRAINER_VENV reuses one). Not in `just test` / CI.
+# TRL's SFTTrainer: 2 steps on CPU over slot-spider/rest-spider trajectories, assistant-only loss.
+test-trainer:
+    @cargo test --release --no-run --quiet
+    @bash tests/trainer/run.sh
+
+# tests/datasets_versions/run.sh, one venv each; build the recipes first (`just test` does).
+# Every built recipe's trajectory files loaded by datasets 3.6.0, the newest 4.x and 5.x.
+test-datasets-versions:
+    @bash tests/datasets_versions/run.sh
+
 # Time builds (cold, no-op) with peak RSS, the live server (wrk), session memory, eval throughput,
 # tool retrieval.
 bench:

@@ -4,8 +4,8 @@ a panel of real chat templates (tests/chat_templates/, origins and licences in i
 the rendered text must appear
 - every tool's name (the tool list is shown);
 - every call's name, and each argument as `"key": <value as JSON>` (or Qwen3-Coder's
-  `<parameter=key>\\nvalue\\n</parameter>`), so a double-encoded (`"{\\"key\\"…"`) or
-  character-by-character argument string fails;
+  `<parameter=key>\\nvalue\\n</parameter>`, or a pythonic `key=<Python literal>`), so a
+  double-encoded (`"{\\"key\\"…"`) or character-by-character argument string fails;
 - every tool result and the final answer (as they are, or JSON-escaped by a template that
   `tojson`s message content);
 - the system prompt, or (SLOT/SEL) the first user turn, which repeats the active table.
@@ -26,7 +26,8 @@ from transformers import PreTrainedTokenizerFast
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEMPLATES = sorted(glob.glob(os.path.join(ROOT, "tests", "chat_templates", "*.jinja")))
-DATASETS = ["slot-spider", "sel-spider", "rest-spider"]
+# TOOLFORGE_PANEL_DATASETS (space-separated) renders other built datasets, e.g. slot-spider-variants.
+DATASETS = os.environ.get("TOOLFORGE_PANEL_DATASETS", "slot-spider sel-spider rest-spider").split()
 VARIANT_DATASETS = ["slot-spider-variants", "sel-spider-variants", "rest-spider-variants"]
 # The variant kinds whose trajectories change what the model sees (paraphrase only when the
 # build had an LLM endpoint; distractors only where the family has a pool).
@@ -50,6 +51,16 @@ KNOWN_BUGS = {
     },
     "meetkai-functionary-medium-v3.2": {
         "error": "concatenates `arguments` as a string ('\\n' + arguments): TypeError on the object form",
+    },
+    "vllm-tool_chat_template_phi4_mini": {
+        # (rows whose calls all have no arguments render faithfully)
+        "arguments": "prints `arguments` with `{{ }}`: Python's repr of the object (single quotes, "
+        "True/None), JSON only when arguments are JSON text",
+    },
+    "vllm-tool_chat_template_toolace": {
+        # (rows whose arguments are all numbers, booleans or null render faithfully)
+        "arguments": "writes each argument as `key=` and Python's `%s` of the value: a string "
+        "unquoted (`name=Paris`, not `name='Paris'`), so a pythonic parser cannot read it back",
     },
 }
 
@@ -96,9 +107,11 @@ def shown(text, s):
 
 def argument_forms(key, value):
     """How a template may write argument `key` with `value`: JSON (`tojson`, any `ensure_ascii`,
-    compact or not) or Qwen3-Coder's XML parameter."""
+    compact or not), Qwen3-Coder's XML parameter, or a pythonic call's `key=<Python literal>`
+    (ToolACE's `[func(key=value)]`; a string quoted, as Python writes it)."""
     values = {json.dumps(value, ensure_ascii=False), json.dumps(value)}
     forms = {f'"{key}": {v}' for v in values} | {f'"{key}":{v}' for v in values}
+    forms.add(f"{key}={value!r}")
     scalars = values | {value if isinstance(value, str) else str(value)}
     forms |= {f"<parameter={key}>\n{v}\n</parameter>" for v in scalars}
     return forms

@@ -1,0 +1,151 @@
+"""TRL's `SFTTrainer` over the default trajectory export (issue 29, item 5): for slot-spider and
+rest-spider (`out/<dataset>/trajectories`, loaded as a consumer would, with
+`datasets.load_dataset(dir)` and the features its `README.md` declares, clean and faulted splits
+together), a tiny randomly initialised Llama (2 layers, hidden size 32) trains 2 steps on CPU with
+`assistant_only_loss=True`, and the masked targets — the `labels != -100` of TRL's own collator,
+for EVERY trajectory, not only the two trained on — decode to text holding every call exactly as
+the template renders it (`{"name": <name>, "arguments": <arguments as JSON>}`, arguments an object,
+never JSON text) and the final answer, and none of the system prompt, the user's request or the
+tool results.
+
+Run by `just test-trainer` (tests/trainer/run.sh: a venv with PyTorch, TRL, transformers and
+datasets from PyPI). PyTorch from PyPI brings several GB of CUDA libraries, so `.ci/run` does not
+install it and says so; here, without torch or trl, the module is skipped with the reason.
+
+The tokenizer is built here (no hub download): byte-level BPE with no merges, so every token is one
+byte and decoding the targets gives back exactly the bytes they cover, plus the template's special
+tokens. The template is Qwen2.5's with `{% generation %}` markers
+(`tests/trainer/qwen2.5-assistant-mask.jinja`; checked here to render byte for byte what the
+original renders)."""
+import json
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed: run `just test-trainer`")
+trl = pytest.importorskip("trl", reason="TRL is not installed: run `just test-trainer`")
+
+import datasets  # noqa: E402
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+OUT = os.path.join(ROOT, "out")
+TEMPLATE = os.path.join(HERE, "qwen2.5-assistant-mask.jinja")
+ORIGINAL = os.path.join(ROOT, "tests", "chat_templates", "Qwen-Qwen2.5-7B-Instruct.jinja")
+DATASETS = ["slot-spider", "rest-spider"]
+SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def byte_tokenizer(template_path):
+    """A fast tokenizer over the 256 byte-level symbols (no merges) and the template's special
+    tokens, carrying the chat template at `template_path`."""
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok)
+    fast.add_special_tokens({"additional_special_tokens": SPECIAL})
+    fast.pad_token, fast.eos_token = "<|endoftext|>", "<|im_end|>"
+    with open(template_path) as f:
+        fast.chat_template = f.read()
+    return fast
+
+
+def load(dataset, cache_dir):
+    """Every split of `out/<dataset>/trajectories` (config `default`), concatenated."""
+    loaded = datasets.load_dataset(os.path.join(OUT, dataset, "trajectories"), "default", cache_dir=cache_dir)
+    return datasets.concatenate_datasets([loaded[s] for s in sorted(loaded)])
+
+
+def without_nulls(messages):
+    """Messages as the file holds them (Arrow fills a message's absent keys with None)."""
+    return [{k: v for k, v in m.items() if v is not None} for m in messages]
+
+
+def rendered_call(call):
+    """A call as the Qwen2.5 template writes it (`tojson`: transformers' `json.dumps` with
+    `ensure_ascii=False`)."""
+    f = call["function"]
+    return '<tool_call>\n{"name": "' + f["name"] + '", "arguments": ' + json.dumps(f["arguments"], ensure_ascii=False) + "}\n</tool_call>"
+
+
+def test_generation_markers_change_no_rendered_byte(tmp_path):
+    marked, original = byte_tokenizer(TEMPLATE), byte_tokenizer(ORIGINAL)
+    for dataset in DATASETS:
+        ds = load(dataset, str(tmp_path))
+        for i in sorted({0, len(ds) // 2, len(ds) - 1}):
+            row = ds[i]
+            messages = without_nulls(row["messages"])
+            a = marked.apply_chat_template(messages, tools=row["tools"], tokenize=False)
+            b = original.apply_chat_template(messages, tools=row["tools"], tokenize=False)
+            assert a == b, (dataset, row["id"])
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_sft_two_steps_assistant_only_loss_targets_hold_every_call(dataset, tmp_path):
+    from trl import SFTConfig, SFTTrainer
+
+    torch.manual_seed(0)
+    tok = byte_tokenizer(TEMPLATE)
+    ds = load(dataset, str(tmp_path / "cache"))
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=1 << 17,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=None,
+    )
+    model = LlamaForCausalLM(config)
+    args = SFTConfig(
+        output_dir=str(tmp_path / "run"),
+        max_steps=2,
+        per_device_train_batch_size=1,
+        assistant_only_loss=True,
+        max_length=None,
+        learning_rate=1e-3,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+        dataloader_num_workers=0,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok)
+    train = trainer.train_dataset
+    assert len(train) == len(ds), "TRL dropped trajectories"
+
+    missing, leaked, target_tokens, all_tokens = [], [], 0, 0
+    # (TRL keeps the dataset's order; a clean line and its faulted version share an `id`)
+    for example, row in zip(train, ds):
+        labels = trainer.data_collator([example])["labels"][0]
+        kept = [int(t) for t in labels if t != -100]
+        target_tokens += len(kept)
+        all_tokens += len(labels)
+        target = tok.decode(kept)
+        messages = without_nulls(row["messages"])
+        calls = [c for m in messages for c in m.get("tool_calls") or []]
+        want = [rendered_call(c) for c in calls] + [messages[-1]["content"] + "<|im_end|>"]
+        missing += [(row["id"], w[:120]) for w in want if w not in target]
+        unwanted = [messages[0]["content"], messages[1]["content"], "<tool_response>"]
+        unwanted += [m["content"] for m in messages if m["role"] == "tool" and len(m["content"]) > 40]
+        leaked += [(row["id"], u[:120]) for u in unwanted if u in target]
+
+    result = trainer.train()
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    print(
+        f"{dataset}: {len(train)} trajectories tokenised, {target_tokens}/{all_tokens} tokens "
+        f"({target_tokens / all_tokens:.2%}) trained on (assistant-only); "
+        f"2 steps: losses {[round(x, 4) for x in losses]}, {result.metrics['train_runtime']:.1f} s; "
+        f"calls missing from the targets {len(missing)}, prompt/tool text in the targets {len(leaked)}"
+    )
+    assert not missing, missing[:5]
+    assert not leaked, leaked[:5]
+    assert trainer.state.global_step == 2
+    assert len(losses) == 2 and all(x == x and x > 0 for x in losses), losses
