@@ -1,0 +1,118 @@
+//! The rows of `report/rows.js` (`window.TF_ROWS`): every dataset row, lean enough for a page
+//! over 137k rows (seq-topv2) — no toolkit, the answer cut to its first rows.
+//!
+//! One object per row, build order (groups in order, rows in input order; variant rows after
+//! the originals of their group): `i` id, `s` split, `g` group (database or split), `q` request,
+//! `c` calls `[[name, arguments, label]]`, and when present `u` setup calls (same shape), `e`
+//! BIRD evidence, `k` gold SQL, `a` answer `{"rows": first ANSWER_ROWS rows, "n": rows}`, `x`
+//! a variant row's difference from its parent ([`variant`]).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::dataset::{Build, Example};
+use crate::tools::{Call, ToolSpec};
+
+/// Answer rows a row carries on the page (the rest are counted in `n`).
+pub const ANSWER_ROWS: usize = 10;
+
+/// `[name, arguments, label]`.
+fn call(c: &Call) -> Value {
+    json!([c.name, c.arguments, c.label])
+}
+
+/// Every row of `build` (module docs).
+pub fn rows(build: &Build) -> Value {
+    let by_id: HashMap<&str, &Example> = build
+        .groups
+        .values()
+        .flat_map(|o| &o.examples)
+        .map(|e| (e.id.as_str(), e))
+        .collect();
+    let mut out = Vec::new();
+    for (group, o) in &build.groups {
+        for e in &o.examples {
+            out.push(row(group, e, &by_id));
+        }
+    }
+    Value::Array(out)
+}
+
+fn row(group: &str, e: &Example, by_id: &HashMap<&str, &Example>) -> Value {
+    let mut r = Map::new();
+    r.insert("i".into(), json!(e.id));
+    r.insert("s".into(), json!(e.split));
+    r.insert("g".into(), json!(group));
+    r.insert("q".into(), json!(e.input));
+    r.insert("c".into(), Value::Array(e.output.iter().map(call).collect()));
+    let setup: Vec<Value> = e
+        .initialization_step
+        .iter()
+        .chain(&e.additional_setup_steps)
+        .map(call)
+        .collect();
+    if !setup.is_empty() {
+        r.insert("u".into(), Value::Array(setup));
+    }
+    if let Some(ev) = e.evidence.as_ref().filter(|t| !t.is_empty()) {
+        r.insert("e".into(), json!(ev));
+    }
+    if let Some(sql) = &e.sql {
+        r.insert("k".into(), json!(sql));
+    }
+    if let Some(a) = &e.gold_answer {
+        r.insert(
+            "a".into(),
+            json!({"rows": a.iter().take(ANSWER_ROWS).collect::<Vec<_>>(), "n": a.len()}),
+        );
+    }
+    if let Some(x) = variant(e, by_id) {
+        r.insert("x".into(), x);
+    }
+    Value::Object(r)
+}
+
+/// A variant row's difference from its parent, `None` for an original row: `{"of": parent id,
+/// "kind"}` plus, by kind, `schema` (drift: `[{"name", "changes", "old", "new"}]`, A_old and
+/// A_new of each changed tool), `added` / `removed` tool names (a changed toolkit: distractors,
+/// obfuscation, shortlists), `mapping` (obfuscation's names). A changed request (perturbation,
+/// paraphrase) is diffed by the page against the parent's `q`.
+pub fn variant(e: &Example, by_id: &HashMap<&str, &Example>) -> Option<Value> {
+    let meta = e.meta.as_ref()?;
+    let of = meta.get("variant_of")?.as_str()?;
+    let kind = meta["variant_kind"].as_str().unwrap_or("");
+    let detail = &meta["variant"];
+    let mut x = Map::new();
+    x.insert("of".into(), json!(of));
+    x.insert("kind".into(), json!(kind));
+    if let (Some(changes), Some(new)) = (detail["changes"].as_object(), detail["tools_new"].as_array()) {
+        let schema: Vec<Value> = e
+            .tools
+            .iter()
+            .zip(new)
+            .filter(|(old, _)| changes.contains_key(&old.name))
+            .map(|(old, new)| json!({"name": old.name, "changes": changes[&old.name], "old": spec(old), "new": new}))
+            .collect();
+        x.insert("schema".into(), Value::Array(schema));
+    }
+    if let Some(parent) = by_id.get(of) {
+        let names = |t: &crate::tools::Toolkit| t.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        let (before, after) = (names(&parent.tools), names(&e.tools));
+        if before != after {
+            let added: Vec<&String> = after.iter().filter(|n| !before.contains(n)).collect();
+            let removed: Vec<&String> = before.iter().filter(|n| !after.contains(n)).collect();
+            x.insert("added".into(), json!(added));
+            x.insert("removed".into(), json!(removed));
+        }
+    }
+    if let Some(m) = detail.get("mapping") {
+        x.insert("mapping".into(), m.clone());
+    }
+    Some(Value::Object(x))
+}
+
+/// A tool as the page shows it in a schema diff (its output schema left out).
+fn spec(t: &ToolSpec) -> Value {
+    json!({"name": t.name, "description": t.description, "parameters": t.parameters})
+}
