@@ -15,7 +15,7 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-const PAGE_FILES: [&str; 3] = ["report/index.html", "report/data.js", "report/rows.js"];
+const PAGE_FILES: [&str; 4] = ["report/index.html", "report/data.js", "report/rows.js", "report/rows/0.js"];
 
 fn build_into(recipe: &str, out: &Path, store: &Path, no_html: bool) -> String {
     let opts = BuildOptions {
@@ -32,11 +32,11 @@ fn manifest_files(dir: &Path) -> Value {
     m["files"].clone()
 }
 
-/// The JSON inside `window.X = JSON.parse('…');` (the JS string's escapes undone).
+/// The JSON inside `JSON.parse('…')` of a page's data script (the JS string's escapes undone).
 fn js_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
     let start = text.find("JSON.parse('").unwrap() + "JSON.parse('".len();
-    let inner = &text[start..text.rfind("');").unwrap()];
+    let inner = &text[start..text.rfind("')").unwrap()];
     let mut json = String::new();
     let mut chars = inner.chars();
     while let Some(c) = chars.next() {
@@ -105,26 +105,41 @@ fn page_rows_hold_every_dataset_row_once() {
             }
         }
     }
-    let rows = js_json(&dir.join("report/rows.js"));
-    let page_ids: Vec<String> = rows
+    // The search index: one entry per row, ids without the "<dataset>/" prefix.
+    let index = js_json(&dir.join("report/rows.js"));
+    let page_ids: Vec<String> = index
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| r["i"].as_str().unwrap().to_string())
+        .map(|r| format!("slot-spider-variants/{}", r[0].as_str().unwrap()))
         .collect();
     assert_eq!(page_ids.len(), jsonl_ids.len());
     assert_eq!(
         page_ids.iter().collect::<BTreeSet<_>>(),
         jsonl_ids.iter().collect::<BTreeSet<_>>()
     );
-    // Every variant row names a parent that is on the page.
+    // The chunks: the same rows in the same order; every variant row names a parent on the
+    // page, and a drift row carries a schema diff.
+    let mut rows = Vec::new();
+    for n in 0.. {
+        let path = dir.join(format!("report/rows/{n}.js"));
+        if !path.exists() {
+            break;
+        }
+        rows.extend(js_json(&path).as_array().unwrap().clone());
+    }
+    let chunk_ids: Vec<String> = rows.iter().map(|r| r["i"].as_str().unwrap().to_string()).collect();
+    assert_eq!(chunk_ids, page_ids);
     let ids: BTreeSet<&String> = page_ids.iter().collect();
-    for r in rows.as_array().unwrap().iter().filter(|r| r.get("x").is_some()) {
+    let mut drift = 0;
+    for r in rows.iter().filter(|r| r.get("x").is_some()) {
         assert!(ids.contains(&r["x"]["of"].as_str().unwrap().to_string()), "{}", r["i"]);
         if r["x"]["kind"] == "drift" {
+            drift += 1;
             assert!(!r["x"]["schema"].as_array().unwrap().is_empty(), "{}: no schema diff", r["i"]);
         }
     }
+    assert!(drift > 0, "no drift row");
 }
 
 #[test]

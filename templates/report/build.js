@@ -1,11 +1,33 @@
-// toolforge build page (report/index.html): reads window.TF_DATA (report/data.js) and
-// window.TF_ROWS (report/rows.js); schemas in src/emit/html/mod.rs.
+// toolforge build page (report/index.html): reads window.TF_DATA (report/data.js), the search
+// index window.TF_ROWS (report/rows.js) and, when a row is opened, its chunk report/rows/<n>.js
+// (window.TF_CHUNK); schemas in src/emit/html/mod.rs and rows.rs.
 "use strict";
 (function () {
-  const D = window.TF_DATA, R = window.TF_ROWS || [];
+  const D = window.TF_DATA, R = window.TF_ROWS || [], P = D.id_prefix || "";
   const el = TF.el, $ = id => document.getElementById(id);
+  // R[i] = [id without P, group, request, variant kind?, parent id without P?]
   const byId = new Map();
-  R.forEach((r, i) => byId.set(r.i, i));
+  R.forEach((r, i) => byId.set(r[0], i));
+  const chunks = new Map(), waiting = new Map();
+  window.TF_CHUNK = function (n, rows) {
+    chunks.set(n, rows);
+    (waiting.get(n) || []).forEach(f => f(rows));
+    waiting.delete(n);
+  };
+  // The full row i (a promise): its chunk file is read once, by a <script> (file:// allows it).
+  function full(i) {
+    const n = Math.floor(i / D.chunk_rows), at = i % D.chunk_rows;
+    if (chunks.has(n)) return Promise.resolve(chunks.get(n)[at]);
+    return new Promise((resolve, reject) => {
+      if (!waiting.has(n)) {
+        waiting.set(n, []);
+        const s = el("script", {src: "rows/" + n + ".js"});
+        s.addEventListener("error", () => reject(new Error("rows/" + n + ".js not readable")));
+        document.body.appendChild(s);
+      }
+      waiting.get(n).push(rows => resolve(rows[at]));
+    });
+  }
 
   // Summary: kept / attempted, per split, per group with bars of yield and drops.
   $("kept").textContent = D.kept;
@@ -64,6 +86,8 @@
     if (x.schema) {
       for (const t of x.schema) out.appendChild(el("div", {}, el("div", {class: "mono"}, t.name + ": " +
         JSON.stringify(t.changes)), TF.jsonDiff(t.old, t.new)));
+      if (x.changed_tools > x.schema.length)
+        out.appendChild(el("div", {class: "muted"}, (x.changed_tools - x.schema.length) + " more tools of the toolkit changed (not called by this row)"));
     }
     if (x.added || x.removed) {
       out.appendChild(el("div", {class: "toolkit-diff"},
@@ -74,34 +98,37 @@
     if (parent && parent.q !== r.q) out.appendChild(el("div", {class: "text-diff"}, TF.textDiff(parent.q, r.q)));
     return out;
   }
-  function show(r) {
+  async function show(i) {
     const box = $("detail");
+    const r = await full(i);
     if (r.x) {
-      const pi = byId.get(r.x.of), parent = pi === undefined ? null : R[pi];
+      const pi = byId.get(R[i][4]), parent = pi === undefined ? null : await full(pi);
       box.replaceChildren(difference(r, parent), el("div", {class: "side"},
         el("div", {class: "panel"}, el("h3", {}, "Parent"), parent ? rowView(parent) : el("p", {}, r.x.of + " (not kept)")),
         el("div", {class: "panel"}, el("h3", {}, "Variant"), rowView(r))));
     } else {
-      const kids = R.filter(v => v.x && v.x.of === r.i);
+      const kids = [];
+      R.forEach((v, j) => { if (v[4] === R[i][0]) kids.push(j); });
       box.replaceChildren(el("div", {class: "panel"}, rowView(r)),
-        kids.length ? el("div", {}, el("h3", {}, "Variants"), kids.map(v =>
-          el("div", {}, el("a", {href: "#", onclick: e => { e.preventDefault(); show(v); }}, v.i)))) : null);
+        kids.length ? el("div", {}, el("h3", {}, "Variants"), kids.map(j =>
+          el("div", {}, el("a", {href: "#", "data-id": P + R[j][0], onclick: e => { e.preventDefault(); show(j); }},
+            P + R[j][0] + " (" + R[j][3] + ")")))) : null);
     }
     box.setAttribute("data-id", r.i);
   }
-  const kinds = [...new Set(R.map(r => r.x ? r.x.kind : ""))].sort();
+  const kinds = [...new Set(R.map(r => r[3] || ""))].sort();
   const kindSel = el("select", {id: "rows-kind"}, el("option", {value: "*"}, "all rows"),
     kinds.map(k => el("option", {value: k}, k ? "variant: " + k : "original rows")));
   const browser = TF.browser({
-    id: "rows", rows: R, tbody: $("rows").querySelector("tbody"), controls: $("rows-controls"),
+    id: "rows", rows: R.map((r, i) => i), tbody: $("rows").querySelector("tbody"), controls: $("rows-controls"),
     placeholder: "search id, question, " + D.group_kind,
-    haystack: r => (r.i + "\n" + r.q + "\n" + r.g).toLowerCase(),
-    filters: [{control: kindSel, keep: r => kindSel.value === "*" || (r.x ? r.x.kind : "") === kindSel.value}],
-    render: (rows, tbody) => rows.forEach(r => tbody.appendChild(el("tr", {class: "pick", "data-id": r.i,
+    haystack: i => (P + R[i][0] + "\n" + R[i][2] + "\n" + R[i][1]).toLowerCase(),
+    filters: [{control: kindSel, keep: i => kindSel.value === "*" || (R[i][3] || "") === kindSel.value}],
+    render: (rows, tbody) => rows.forEach(i => tbody.appendChild(el("tr", {class: "pick", "data-id": P + R[i][0],
       onclick: e => { tbody.querySelectorAll("tr.sel").forEach(t => t.classList.remove("sel"));
-        e.currentTarget.classList.add("sel"); show(r); }},
-      el("td", {class: "mono"}, r.i), el("td", {}, r.g), el("td", {}, r.q),
-      el("td", {class: "num"}, r.c.length), el("td", {}, r.x ? el("span", {class: "tag"}, r.x.kind) : "")))),
+        e.currentTarget.classList.add("sel"); show(i); }},
+      el("td", {class: "mono"}, P + R[i][0]), el("td", {}, R[i][1]), el("td", {}, R[i][2]),
+      el("td", {}, R[i][3] ? el("span", {class: "tag"}, R[i][3]) : "")))),
   });
   void browser;
 

@@ -102,6 +102,16 @@ def search(driver, box_id, text, timeout=30):
     return time.monotonic() - start
 
 
+def wait_for(driver, script, *args, timeout=30):
+    """Waits until `script` (JS returning a truthy value) holds; errors on a console error."""
+    start = time.monotonic()
+    while not driver.execute_script(script, *args):
+        errors = console_errors(driver)
+        assert not errors, errors
+        assert time.monotonic() - start < timeout, f"not after {timeout} s: {script}"
+        time.sleep(0.02)
+
+
 def first_jsonl_row(path, pick=lambda row: True):
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -136,8 +146,9 @@ def test_slot_spider_page(driver):
     ids = [tr.get_attribute("data-id") for tr in driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr")]
     assert row["id"] in ids
     driver.find_element(By.CSS_SELECTOR, f'#rows tr[data-id="{row["id"]}"]').click()
+    # The row's chunk (report/rows/<n>.js) is read when it is opened.
+    wait_for(driver, "return document.getElementById('detail').getAttribute('data-id') === arguments[0]", row["id"])
     detail = driver.find_element(By.ID, "detail")
-    assert detail.get_attribute("data-id") == row["id"]
     for call in json.loads(row["output"]) if isinstance(row["output"], str) else row["output"]:
         assert call["name"] in detail.text
     # The trajectory chat view marks a faulted trajectory.
@@ -157,6 +168,7 @@ def test_rest_spider_variants_drift_row_shows_its_schema_diff(driver):
                             lambda r: r["meta"] and json.loads(r["meta"]).get("variant_kind") == "drift")
     search(driver, "rows-search", drift["id"])
     driver.find_element(By.CSS_SELECTOR, f'#rows tr[data-id="{drift["id"]}"]').click()
+    wait_for(driver, "return document.querySelector('#detail .schema-diff')")
     diff = driver.find_element(By.CSS_SELECTOR, "#detail .schema-diff")
     assert diff.find_elements(By.CSS_SELECTOR, ".rm") or diff.find_elements(By.CSS_SELECTOR, ".add")
     changed = list(json.loads(drift["meta"])["variant"]["changes"])
@@ -215,6 +227,7 @@ def test_eval_run_page(driver, tmp_path):
     assert imgs and all(driver.execute_script("return arguments[0].naturalWidth", i) > 0 for i in imgs)
     search(driver, "failures-search", perturbed[0])
     driver.find_element(By.CSS_SELECTOR, f'#failure-table tr[data-id="{perturbed[0]}"]').click()
+    wait_for(driver, "return document.querySelector('#failure [data-id]').getAttribute('data-id') === arguments[0]", perturbed[0])
     failure = driver.find_element(By.ID, "failure")
     assert "exact_match" in failure.text
     assert failure.find_elements(By.CSS_SELECTOR, "table.aligned tr.mismatch")

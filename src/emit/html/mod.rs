@@ -6,8 +6,9 @@
 //! | file                | content                                                                 |
 //! |---------------------|-------------------------------------------------------------------------|
 //! | `report/index.html` | the page (`templates/report/build.html`, `build.js`, `common.js`, `page.css`) |
-//! | `report/data.js`    | `window.TF_DATA`: [`data`] — the report's numbers, drop examples, trajectories |
-//! | `report/rows.js`    | `window.TF_ROWS`: every row, lean ([`rows`])                             |
+//! | `report/data.js`    | `window.TF_DATA`: [`data`] — the report's numbers, drop examples, trajectories, `id_prefix`, `chunk_rows` |
+//! | `report/rows.js`    | `window.TF_ROWS`: the search index, one short array per row ([`rows`])    |
+//! | `report/rows/<n>.js`| `window.TF_CHUNK(n, …)`: the rows themselves, read when one is opened ([`rows`]) |
 //!
 //! The page shows the summary (kept / attempted, rows per split, per group with bars of yield
 //! and drops), every drop reason with its count and up to [`DROP_EXAMPLES`] examples, a
@@ -37,8 +38,8 @@ pub const TRAJECTORIES_PER_FILE: usize = 10;
 /// Characters of one chat message shown (tool results can be long); the rest is cut with `…`.
 pub const MESSAGE_CHARS: usize = 2000;
 
-/// The page's files (`report/index.html`, `report/data.js`, `report/rows.js`) as (relative
-/// path, bytes). `report` is the `report/verification.json` document; `trajectories` the
+/// The page's files (`report/index.html`, `report/data.js`, `report/rows.js`,
+/// `report/rows/<n>.js`) as (relative path, bytes). `report` is the `report/verification.json` document; `trajectories` the
 /// directory holding the trajectory files already written (absent for families without them).
 pub fn files(build: &Build, report: &Value, trajectories: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     let data = data(report, &sample_trajectories(trajectories)?);
@@ -53,11 +54,20 @@ pub fn files(build: &Build, report: &Value, trajectories: &Path) -> Result<Vec<(
             "page_js": include_str!("../../../templates/report/build.js"),
         }),
     )?;
-    Ok(vec![
+    let all = rows::rows(build);
+    let prefix = format!("{}/", build.recipe.name);
+    let mut data = data;
+    data["id_prefix"] = json!(prefix);
+    data["chunk_rows"] = json!(rows::CHUNK_ROWS);
+    let mut files = vec![
         ("report/index.html".into(), html.into_bytes()),
         ("report/data.js".into(), page::js_data("TF_DATA", &data)),
-        ("report/rows.js".into(), page::js_data("TF_ROWS", &rows::rows(build))),
-    ])
+        ("report/rows.js".into(), page::js_data("TF_ROWS", &rows::index(&all, &prefix))),
+    ];
+    for (n, chunk) in rows::chunks(&all).iter().enumerate() {
+        files.push((format!("report/rows/{n}.js"), page::js_chunk(n, chunk)));
+    }
+    Ok(files)
 }
 
 /// `window.TF_DATA`: the report's numbers as `report/verification.json` has them (`dataset`,

@@ -29,15 +29,21 @@ pub fn render(name: &str, source: &str, ctx: impl Serialize) -> Result<String> {
 }
 
 /// A script file setting `window.<var>` to `v`: `window.<var> = JSON.parse('<v as JSON>');`
-/// (V8 parses a large JSON string faster than the same object literal). The JSON is compact
-/// and deterministic (`v`'s own key order); inside the single-quoted JS string, `\` and `'` are
-/// escaped, and U+2028/U+2029 are JSON-escaped so older parsers read them too.
+/// (V8 parses a large JSON string faster than the same object literal; [`js_json`]).
 pub fn js_data(var: &str, v: &serde_json::Value) -> Vec<u8> {
+    format!("window.{var} = JSON.parse('{}');\n", js_json(v)).into_bytes()
+}
+
+/// A script file handing chunk `n` to the page: `window.TF_CHUNK(n, JSON.parse('<v>'));`.
+pub fn js_chunk(n: usize, v: &serde_json::Value) -> Vec<u8> {
+    format!("window.TF_CHUNK({n}, JSON.parse('{}'));\n", js_json(v)).into_bytes()
+}
+
+/// `v` as compact, deterministic JSON (`v`'s own key order) inside a single-quoted JS string:
+/// `\` and `'` escaped, U+2028/U+2029 JSON-escaped so older parsers read them too.
+fn js_json(v: &serde_json::Value) -> String {
     let json = serde_json::to_string(v).expect("serialisable");
-    let mut out = String::with_capacity(json.len() + json.len() / 16 + 64);
-    out.push_str("window.");
-    out.push_str(var);
-    out.push_str(" = JSON.parse('");
+    let mut out = String::with_capacity(json.len() + json.len() / 16);
     for ch in json.chars() {
         match ch {
             '\\' => out.push_str("\\\\"),
@@ -47,8 +53,7 @@ pub fn js_data(var: &str, v: &serde_json::Value) -> Vec<u8> {
             c => out.push(c),
         }
     }
-    out.push_str("');\n");
-    out.into_bytes()
+    out
 }
 
 /// `v` as JSON that can sit inside `<script type="application/json">`: `<`, `>` and `&` written

@@ -1,11 +1,15 @@
-//! The rows of `report/rows.js` (`window.TF_ROWS`): every dataset row, lean enough for a page
-//! over 137k rows (seq-topv2) — no toolkit, the answer cut to its first rows.
+//! The rows of the build page, lean enough for a page over 137k rows (seq-topv2): a search
+//! index read at load time, and the rows themselves in chunks read when a row is opened.
 //!
-//! One object per row, build order (groups in order, rows in input order; variant rows after
-//! the originals of their group): `i` id, `s` split, `g` group (database or split), `q` request,
-//! `c` calls `[[name, arguments, label]]`, and when present `u` setup calls (same shape), `e`
-//! BIRD evidence, `k` gold SQL, `a` answer `{"rows": first ANSWER_ROWS rows, "n": rows}`, `x`
-//! a variant row's difference from its parent ([`variant`]).
+//! `report/rows.js` (`window.TF_ROWS`, [`index`]): one array per row, build order (groups in
+//! order, rows in input order): `[id without the "<dataset>/" prefix, group (database or
+//! split), request]`, a variant row adding `variant_kind` and its parent's id (same prefix cut).
+//!
+//! `report/rows/<n>.js` (`window.TF_CHUNK(n, rows)`, [`chunks`]): rows `n·CHUNK_ROWS ..`, one
+//! object each — `i` id, `s` split, `g` group, `q` request, `c` calls `[[name, arguments,
+//! label]]`, and when present `u` setup calls (same shape), `e` BIRD evidence, `k` gold SQL, `a`
+//! answer `{"rows": first ANSWER_ROWS rows, "n": rows}`, `x` a variant row's difference from its
+//! parent ([`variant`]). No toolkit: the answer cut to its first rows.
 
 use std::collections::HashMap;
 
@@ -22,8 +26,11 @@ fn call(c: &Call) -> Value {
     json!([c.name, c.arguments, c.label])
 }
 
-/// Every row of `build` (module docs).
-pub fn rows(build: &Build) -> Value {
+/// Rows per chunk file `report/rows/<n>.js`.
+pub const CHUNK_ROWS: usize = 500;
+
+/// Every row of `build` as its chunk object (module docs), build order.
+pub fn rows(build: &Build) -> Vec<Value> {
     let by_id: HashMap<&str, &Example> = build
         .groups
         .values()
@@ -36,7 +43,33 @@ pub fn rows(build: &Build) -> Value {
             out.push(row(group, e, &by_id));
         }
     }
-    Value::Array(out)
+    out
+}
+
+/// `window.TF_ROWS` (module docs) of `rows` ([`rows`]); `prefix` is cut from every id that
+/// starts with it.
+pub fn index(rows: &[Value], prefix: &str) -> Value {
+    let cut = |v: &Value| {
+        let id = v.as_str().unwrap_or("");
+        json!(id.strip_prefix(prefix).unwrap_or(id))
+    };
+    Value::Array(
+        rows.iter()
+            .map(|r| {
+                let mut a = vec![cut(&r["i"]), r["g"].clone(), r["q"].clone()];
+                if let Some(x) = r.get("x") {
+                    a.push(x["kind"].clone());
+                    a.push(cut(&x["of"]));
+                }
+                Value::Array(a)
+            })
+            .collect(),
+    )
+}
+
+/// The chunks of `rows` ([`CHUNK_ROWS`] rows each, the last shorter).
+pub fn chunks(rows: &[Value]) -> Vec<Value> {
+    rows.chunks(CHUNK_ROWS).map(|c| Value::Array(c.to_vec())).collect()
 }
 
 fn row(group: &str, e: &Example, by_id: &HashMap<&str, &Example>) -> Value {
@@ -75,7 +108,7 @@ fn row(group: &str, e: &Example, by_id: &HashMap<&str, &Example>) -> Value {
 
 /// A variant row's difference from its parent, `None` for an original row: `{"of": parent id,
 /// "kind"}` plus, by kind, `schema` (drift: `[{"name", "changes", "old", "new"}]`, A_old and
-/// A_new of each changed tool), `added` / `removed` tool names (a changed toolkit: distractors,
+/// A_new of each changed tool the row calls; `changed_tools` counts all the toolkit's), `added` / `removed` tool names (a changed toolkit: distractors,
 /// obfuscation, shortlists), `mapping` (obfuscation's names). A changed request (perturbation,
 /// paraphrase) is diffed by the page against the parent's `q`.
 pub fn variant(e: &Example, by_id: &HashMap<&str, &Example>) -> Option<Value> {
@@ -87,13 +120,18 @@ pub fn variant(e: &Example, by_id: &HashMap<&str, &Example>) -> Option<Value> {
     x.insert("of".into(), json!(of));
     x.insert("kind".into(), json!(kind));
     if let (Some(changes), Some(new)) = (detail["changes"].as_object(), detail["tools_new"].as_array()) {
-        let schema: Vec<Value> = e
-            .tools
-            .iter()
-            .zip(new)
-            .filter(|(old, _)| changes.contains_key(&old.name))
+        // The tools the row calls (its parent's calls, A_old names); the other changed tools
+        // of the toolkit are only counted.
+        let called: Vec<&str> = by_id
+            .get(of)
+            .map(|p| p.output.iter().map(|c| c.name.as_str()).collect())
+            .unwrap_or_default();
+        let changed = || e.tools.iter().zip(new).filter(|(old, _)| changes.contains_key(&old.name));
+        let schema: Vec<Value> = changed()
+            .filter(|(old, _)| called.is_empty() || called.contains(&old.name.as_str()))
             .map(|(old, new)| json!({"name": old.name, "changes": changes[&old.name], "old": spec(old), "new": new}))
             .collect();
+        x.insert("changed_tools".into(), json!(changed().count()));
         x.insert("schema".into(), Value::Array(schema));
     }
     if let Some(parent) = by_id.get(of) {
