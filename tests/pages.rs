@@ -153,7 +153,7 @@ fn eval_run_page_lists_the_rows_that_failed_a_check() {
     let mut preds = String::new();
     for (i, line) in text.lines().enumerate() {
         let v: Value = serde_json::from_str(line).unwrap();
-        let mut calls: Vec<Value> = serde_json::from_str(v["output"].as_str().unwrap()).unwrap();
+        let mut calls: Vec<Value> = v["output"].as_array().unwrap().clone();
         if i % 3 == 0 && calls.len() > 1 {
             calls.pop();
         }

@@ -4,7 +4,7 @@ Selenium through Debian's `chromium-driver`, each page opened from `file://` wit
 For slot-spider, rest-spider-variants, seq-topv2 (their `report/index.html`, built here with
 `target/release/toolforge build`, a no-op when `just test` built them) and one eval run
 (`toolforge eval score` over slot-spider with a predictions file made from the gold calls, every
-fifth row with its last call removed), it checks: no console error; the tables hold the numbers
+fifth row with its last call removed; then `eval report … --html`), it checks: no console error; the tables hold the numbers
 of the independent files (`report/verification.json`, `report.json`); the search finds a row
 read from `data/*.jsonl`; a drift row shows its schema diff; the seq-topv2 page (137k rows)
 loads and answers a search in under 2 s. Screenshots go to `<out>/browser-test/` (kept after a
@@ -232,4 +232,16 @@ def test_eval_run_page(driver, tmp_path):
     assert "exact_match" in failure.text
     assert failure.find_elements(By.CSS_SELECTOR, "table.aligned tr.mismatch")
     driver.save_screenshot(os.path.join(SHOTS, "eval-run.png"))
+    assert not console_errors(driver)
+    # `eval report … --html`: the comparison's page links each run's page and shows its charts.
+    compare = os.path.join(evals, "compare")
+    subprocess.run([BIN, "eval", "report", run, run, "--out", compare, "--allow-different-rows", "--html"],
+                   check=True, stdout=subprocess.DEVNULL)
+    driver.get("file://" + os.path.join(compare, "index.html"))
+    links = driver.find_elements(By.CSS_SELECTOR, "#runs a")
+    assert len(links) == 2 and all(a.get_attribute("href").endswith("gold-perturbed/index.html") for a in links)
+    assert "gold-perturbed" in driver.find_element(By.ID, "compare-md").text
+    imgs = driver.find_elements(By.CSS_SELECTOR, ".charts img")
+    assert imgs and all(driver.execute_script("return arguments[0].naturalWidth", i) > 0 for i in imgs)
+    driver.save_screenshot(os.path.join(SHOTS, "eval-compare.png"))
     assert not console_errors(driver)
