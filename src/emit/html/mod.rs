@@ -54,19 +54,17 @@ pub fn files(build: &Build, report: &Value, trajectories: &Path) -> Result<Vec<(
             "page_js": include_str!("../../../templates/report/build.js"),
         }),
     )?;
-    let all = rows::rows(build);
     let prefix = format!("{}/", build.recipe.name);
+    let (chunks, index) = rows::files(build, &prefix);
     let mut data = data;
     data["id_prefix"] = json!(prefix);
     data["chunk_rows"] = json!(rows::CHUNK_ROWS);
     let mut files = vec![
         ("report/index.html".into(), html.into_bytes()),
         ("report/data.js".into(), page::js_data("TF_DATA", &data)),
-        ("report/rows.js".into(), page::js_data("TF_ROWS", &rows::index(&all, &prefix))),
+        ("report/rows.js".into(), page::js_data("TF_ROWS", &index)),
     ];
-    for (n, chunk) in rows::chunks(&all).iter().enumerate() {
-        files.push((format!("report/rows/{n}.js"), page::js_chunk(n, chunk)));
-    }
+    files.extend(chunks);
     Ok(files)
 }
 

@@ -29,47 +29,58 @@ fn call(c: &Call) -> Value {
 /// Rows per chunk file `report/rows/<n>.js`.
 pub const CHUNK_ROWS: usize = 500;
 
-/// Every row of `build` as its chunk object (module docs), build order.
-pub fn rows(build: &Build) -> Vec<Value> {
+/// The page's row files of `build`: `report/rows/<n>.js` as (path, bytes), and the search
+/// index `window.TF_ROWS` ([`index_entry`] of every row, build order); `prefix` is cut from
+/// the index's ids. The chunks are built in parallel, each row object dropped once its chunk
+/// is written out, so a large build never holds every row's object at once.
+pub fn files(build: &Build, prefix: &str) -> (Vec<(String, Vec<u8>)>, Value) {
+    use rayon::prelude::*;
     let by_id: HashMap<&str, &Example> = build
         .groups
         .values()
         .flat_map(|o| &o.examples)
         .map(|e| (e.id.as_str(), e))
         .collect();
-    let mut out = Vec::new();
-    for (group, o) in &build.groups {
-        for e in &o.examples {
-            out.push(row(group, e, &by_id));
-        }
+    let examples: Vec<(&str, &Example)> = build
+        .groups
+        .iter()
+        .flat_map(|(g, o)| o.examples.iter().map(move |e| (g.as_str(), e)))
+        .collect();
+    let chunks: Vec<(String, Vec<u8>, Vec<Value>)> = examples
+        .par_chunks(CHUNK_ROWS)
+        .enumerate()
+        .map(|(n, chunk)| {
+            let rows: Vec<Value> = chunk.iter().map(|(g, e)| row(g, e, &by_id)).collect();
+            let index = rows.iter().map(|r| index_entry(r, prefix)).collect();
+            (
+                format!("report/rows/{n}.js"),
+                super::page::js_chunk(n, &Value::Array(rows)),
+                index,
+            )
+        })
+        .collect();
+    let mut index = Vec::with_capacity(examples.len());
+    let mut files = Vec::with_capacity(chunks.len());
+    for (path, bytes, entries) in chunks {
+        files.push((path, bytes));
+        index.extend(entries);
     }
-    out
+    (files, Value::Array(index))
 }
 
-/// `window.TF_ROWS` (module docs) of `rows` ([`rows`]); `prefix` is cut from every id that
-/// starts with it.
-pub fn index(rows: &[Value], prefix: &str) -> Value {
+/// One row's entry in `window.TF_ROWS` (module docs) from its chunk object; `prefix` is cut
+/// from its ids.
+pub fn index_entry(r: &Value, prefix: &str) -> Value {
     let cut = |v: &Value| {
         let id = v.as_str().unwrap_or("");
         json!(id.strip_prefix(prefix).unwrap_or(id))
     };
-    Value::Array(
-        rows.iter()
-            .map(|r| {
-                let mut a = vec![cut(&r["i"]), r["g"].clone(), r["q"].clone()];
-                if let Some(x) = r.get("x") {
-                    a.push(x["kind"].clone());
-                    a.push(cut(&x["of"]));
-                }
-                Value::Array(a)
-            })
-            .collect(),
-    )
-}
-
-/// The chunks of `rows` ([`CHUNK_ROWS`] rows each, the last shorter).
-pub fn chunks(rows: &[Value]) -> Vec<Value> {
-    rows.chunks(CHUNK_ROWS).map(|c| Value::Array(c.to_vec())).collect()
+    let mut a = vec![cut(&r["i"]), r["g"].clone(), r["q"].clone()];
+    if let Some(x) = r.get("x") {
+        a.push(x["kind"].clone());
+        a.push(cut(&x["of"]));
+    }
+    Value::Array(a)
 }
 
 fn row(group: &str, e: &Example, by_id: &HashMap<&str, &Example>) -> Value {
