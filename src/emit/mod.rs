@@ -7,7 +7,7 @@
 //! | `tools/functions.json`        | [`crate::tools::functions_json`] | dataset-level catalog, OpenAI function format |
 //! | `trajectories/<split>*.jsonl` | [`trajectories`]     | executable families: chat trajectories, faults  |
 //! | `report/verification.json`   | [`report`]           | attempted / kept per group, drops with reasons  |
-//! | `report/index.html` (+ `data.js`, `rows.js`) | [`html`] | the page a person reads (not with `--no-html`) |
+//! | `report/index.html` (+ `data.js`, `rows.js`, `rows/<n>.js`) | [`html`] | the page a person reads (not with `--no-html`) |
 //! | `README.md`                   | [`card`]             | dataset card with a Hugging Face YAML header    |
 //! | `trajectories/README.md`      | [`card`]             | the trajectory files' card: configs, features   |
 //! | `MANIFEST.json`               | [`manifest`]         | blake3 of every file, build key, source hashes  |
