@@ -22,7 +22,8 @@ build-dataset RECIPE:
 serve RECIPE:
     @cargo run --release --quiet -- serve {{RECIPE}}
 
-# Whole test suite: cargo tests, every recipe built and verified, Python consumer/conformance tests
+# Whole test suite: cargo tests, every recipe built and verified, Python consumer/conformance tests,
+# the report pages in headless chromium (tests/browser; skipped, loudly, without chromium)
 # and the replay of slot-spider-reference and sel-spider-reference through IBM's reference tools (skipped, loudly, when
 # they are not importable: not on PyPI; see tests/reference/replay.py). A passing pytest test's
 # tmp_path is removed when it ends (the `datasets` cache of a loaded split is hundreds of MB).
@@ -30,7 +31,7 @@ test:
     @cargo test --release
     @for r in {{recipes}}; do echo "build $r"; target/release/toolforge build $r --quiet > /dev/null; done
     @for r in {{executable}}; do printf '%s ' $r; target/release/toolforge verify out/$r; done
-    @python3 -m pytest tests/consumer tests/conformance tests/reference/replay.py -q -rs -o tmp_path_retention_policy=failed
+    @python3 -m pytest tests/consumer tests/conformance tests/browser tests/reference/replay.py -q -rs -o tmp_path_retention_policy=failed
 
 # The LLM integration tests alone (tests/llm-server: node-llama-cpp + SmolLM2 on 127.0.0.1):
 # live requests, the Batch API, LLM requests shared out by shards.

@@ -45,6 +45,9 @@ enum Command {
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
+        /// Write no page (`report/index.html` and its data files).
+        #[arg(long)]
+        no_html: bool,
     },
     /// Serve a built dataset's tools over HTTP: REST endpoints (`GET <path>`), SLOT/SEL tools
     /// (`POST /sessions`, `POST /tools/{name}`), MCP at `/mcp` (or stdio with `--mcp`),
@@ -228,6 +231,10 @@ enum EvalCommand {
         /// Output directory.
         #[arg(long, default_value = "eval/compare")]
         out: PathBuf,
+        /// Also write `<out>/index.html`: the comparison's page, linking each run's own
+        /// `index.html`.
+        #[arg(long)]
+        html: bool,
     },
     /// Recall@1/5/10, nDCG@10 and MRR of BM25 (or a TREC run) on retrieval datasets.
     Retrieval(toolforge::eval::retrieval::RetrievalArgs),
@@ -355,6 +362,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                 report.problems.len(),
                 out.display()
             );
+            println!("eval: page {}", out.join("index.html").display());
             Ok(())
         }
         EvalCommand::Replay { dataset, common } => {
@@ -383,12 +391,16 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             runs,
             out,
             allow_different_rows,
+            html,
         } => {
             print!(
                 "{}",
                 toolforge::eval::compare::compare(&runs, &out, allow_different_rows)?
             );
             println!("eval: wrote {}", out.display());
+            if html {
+                println!("eval: page {}", toolforge::eval::html::write_compare(&out, &runs)?.display());
+            }
             Ok(())
         }
         EvalCommand::Run {
@@ -460,6 +472,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                 report.accounting["failed_requests"],
                 out.display()
             );
+            println!("eval: page {}", out.join("index.html").display());
             if report.failed > 0 {
                 anyhow::bail!(
                     "{} of {} rows failed (the request failed, see {}); they are in no metric — run again to retry them",
@@ -483,6 +496,7 @@ fn main() -> ExitCode {
             shard,
             merge,
             quiet,
+            no_html,
         } => recipe_path(&recipe).map_err(anyhow::Error::from).and_then(|path| {
             let opts = toolforge::pipeline::BuildOptions {
                 out_root: out,
@@ -490,6 +504,7 @@ fn main() -> ExitCode {
                 progress: !quiet,
                 shard,
                 merge,
+                no_html,
             };
             toolforge::pipeline::build(&path, &opts)
                 .map(|summary| {

@@ -197,6 +197,8 @@ pub struct BuildOptions {
     /// `--merge`: compute nothing, emit from the store; fail naming the missing items. The value
     /// is the shard count when known (to name each missing item's shard), else 0.
     pub merge: Option<u64>,
+    /// `--no-html`: write no page (`report/index.html`, [`crate::emit::html`]).
+    pub no_html: bool,
 }
 
 /// Parses `I/N` (`--shard`): `0 <= I < N`. Errors: a message naming the bad part.
@@ -258,7 +260,7 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     };
     if let Some((recipe, key)) = quick {
         let out_dir = out_root.join(&recipe.name);
-        if crate::emit::manifest::up_to_date(&out_dir, &key) {
+        if crate::emit::up_to_date(&out_dir, &key, !opts.no_html) {
             return crate::emit::report::up_to_date_summary(&out_dir, &recipe.name, start.elapsed().as_secs_f64());
         }
     }
@@ -308,7 +310,7 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     }
     let mut build = compiled?;
     let out_dir = out_root.join(&build.recipe.name);
-    let wrote = crate::emit::write_cached(&build, &out_dir, recipe_path, Some(&store))?;
+    let wrote = crate::emit::write_with(&build, &out_dir, recipe_path, Some(&store), !opts.no_html)?;
     note_repaired(&mut build, &store);
     let mut text = crate::emit::report::summary(&build, &out_dir, wrote, start.elapsed().as_secs_f64());
     // A store that could not be written (disk full, network) does not fail the build, whose

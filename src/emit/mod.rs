@@ -7,6 +7,7 @@
 //! | `tools/functions.json`        | [`crate::tools::functions_json`] | dataset-level catalog, OpenAI function format |
 //! | `trajectories/<split>*.jsonl` | [`trajectories`]     | executable families: chat trajectories, faults  |
 //! | `report/verification.json`   | [`report`]           | attempted / kept per group, drops with reasons  |
+//! | `report/index.html` (+ `data.js`, `rows.js`, `rows/<n>.js`) | [`html`] | the page a person reads (not with `--no-html`) |
 //! | `README.md`                   | [`card`]             | dataset card with a Hugging Face YAML header    |
 //! | `trajectories/README.md`      | [`card`]             | the trajectory files' card: configs, features   |
 //! | `MANIFEST.json`               | [`manifest`]         | blake3 of every file, build key, source hashes  |
@@ -20,6 +21,7 @@
 //! [`reverify()`] re-executes a built SLOT/SEL dataset from its files.
 
 pub mod card;
+pub mod html;
 pub mod manifest;
 pub mod report;
 pub mod reverify;
@@ -54,7 +56,20 @@ pub fn write_cached(
     recipe_path: &Path,
     store: Option<&crate::store::Store>,
 ) -> Result<bool> {
-    if manifest::up_to_date(out_dir, &build.build_key) {
+    write_with(build, out_dir, recipe_path, store, true)
+}
+
+/// [`write_cached`], with the page `report/index.html` ([`html`]) written only when `page` is
+/// true (`toolforge build --no-html`: not). An output without the page is not up to date for a
+/// build that wants one ([`up_to_date`]).
+pub fn write_with(
+    build: &Build,
+    out_dir: &Path,
+    recipe_path: &Path,
+    store: Option<&crate::store::Store>,
+    page: bool,
+) -> Result<bool> {
+    if up_to_date(out_dir, &build.build_key, page) {
         return Ok(false);
     }
     let c = report::counts(build);
@@ -104,10 +119,13 @@ pub fn write_cached(
         "tools/functions.json",
         &pretty(&crate::tools::functions_json(&build.catalog)),
     )?;
-    put(
-        "report/verification.json",
-        &pretty(&report::report(build, &c, trajectory_stats)),
-    )?;
+    let report_doc = report::report(build, &c, trajectory_stats);
+    put("report/verification.json", &pretty(&report_doc))?;
+    if page {
+        for (rel, bytes) in html::files(build, &report_doc, &staging.tmp.join("trajectories"))? {
+            put(&rel, &bytes)?;
+        }
+    }
     put("README.md", card::card(build, &c, &sizes).as_bytes())?;
     if card::has_trajectories(build) {
         let splits: Vec<&String> = c.per_split.keys().collect();
@@ -127,6 +145,15 @@ pub fn write_cached(
     staging.finish()?;
     Ok(true)
 }
+
+/// Whether `out_dir` holds this build ([`manifest::up_to_date`]) and, when `page` is wanted,
+/// its page ([`html`]; an output built with `--no-html` lacks it).
+pub fn up_to_date(out_dir: &Path, build_key: &str, page: bool) -> bool {
+    manifest::up_to_date(out_dir, build_key) && (!page || out_dir.join(PAGE).is_file())
+}
+
+/// The build page's path inside a dataset directory.
+pub const PAGE: &str = "report/index.html";
 
 /// Writes `data/<split>.parquet` and `data/<split>.jsonl` of one split's `examples` into
 /// `staging` (the Parquet encoded beside the JSONL); returns the split's sizes and each file's

@@ -1,4 +1,5 @@
-//! The report emitter: `report/verification.json`, and the human build summary.
+//! The report emitter: `report/verification.json`, and the human build summary (whose last
+//! line names the page, `report/index.html`, when there is one).
 //!
 //! `report/verification.json` schema: `{"dataset", "format", "attempted", "kept", "dropped",
 //! "per_split": {split: rows}, "bad_records": n, "dropped_by_reason": {reason: n},
@@ -175,16 +176,29 @@ pub fn summary(build: &Build, out_dir: &Path, wrote: bool, secs: f64) -> String 
         if wrote { "wrote" } else { "up to date:" },
         out_dir.display()
     );
+    s.push_str(&page_line(out_dir));
     s
+}
+
+/// `\n  page: <out_dir>/report/index.html` when the dataset has its page (not built with
+/// `--no-html`), else nothing.
+fn page_line(out_dir: &Path) -> String {
+    let page = out_dir.join(super::PAGE);
+    if page.is_file() {
+        format!("\n  page: {}", page.display())
+    } else {
+        String::new()
+    }
 }
 
 /// The summary of an output found up to date without loading its stages (from its report).
 pub fn up_to_date_summary(out_dir: &Path, name: &str, secs: f64) -> Result<String> {
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out_dir.join("report/verification.json"))?)?;
     Ok(format!(
-        "{name}: {}/{} items kept, checked in {secs:.2} s [no stage work]\n  up to date: {}",
+        "{name}: {}/{} items kept, checked in {secs:.2} s [no stage work]\n  up to date: {}{}",
         report["kept"],
         report["attempted"],
-        out_dir.display()
+        out_dir.display(),
+        page_line(out_dir)
     ))
 }

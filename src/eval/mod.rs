@@ -25,6 +25,7 @@ pub mod agent;
 pub mod charts;
 pub mod compare;
 pub mod execute;
+pub mod html;
 pub mod metrics;
 pub mod predictions;
 pub mod prompt;

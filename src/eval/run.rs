@@ -10,7 +10,7 @@
 //!
 //! Files (`eval/<run>/`): `predictions.jsonl` (one line per row: `id`, `output` calls, and the
 //! episode's `steps`, `failed_calls`, `answer`, `stopped` or the direct `text`), then what
-//! [`super::report::write`] writes. A row whose request failed (refused connection, 401, 500
+//! [`super::report::write`] writes, and the page `index.html` ([`super::html`]). A row whose request failed (refused connection, 401, 500
 //! after the retries; in agent mode, any turn's request) gets a line with `failed` (the error):
 //! it is no answer — excluded from every metric, counted and listed first in the report, and
 //! the command exits non-zero while any remain. A run is **resumable**: rows already answered
@@ -283,5 +283,6 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
         report.accounting.insert(k.into(), v);
     }
     write(out_dir, &scored.rows, &report)?;
+    super::html::write(out_dir, &report, &scored.rows, rows, &ordered)?;
     Ok(report)
 }

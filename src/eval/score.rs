@@ -463,7 +463,8 @@ impl Selection {
 }
 
 /// `toolforge eval score`: loads the predictions file, scores it over the selected rows of
-/// `set`, writes `out_dir` ([`super::report::write`]) and returns the report.
+/// `set`, writes `out_dir` ([`super::report::write`], the page [`super::html::write`]) and
+/// returns the report.
 pub fn score_file(
     set: &EvalSet,
     predictions: &std::path::Path,
@@ -482,5 +483,6 @@ pub fn score_file(
         .unwrap_or_default();
     let report = super::report::Report::new(run, &set.name, &model, "file", &scored);
     super::report::write(out_dir, &scored.rows, &report)?;
+    super::html::write(out_dir, &report, &scored.rows, &rows, &text)?;
     Ok(report)
 }
