@@ -399,7 +399,10 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             );
             println!("eval: wrote {}", out.display());
             if html {
-                println!("eval: page {}", toolforge::eval::html::write_compare(&out, &runs)?.display());
+                println!(
+                    "eval: page {}",
+                    toolforge::eval::html::write_compare(&out, &runs)?.display()
+                );
             }
             Ok(())
         }

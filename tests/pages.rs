@@ -15,7 +15,12 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-const PAGE_FILES: [&str; 4] = ["report/index.html", "report/data.js", "report/rows.js", "report/rows/0.js"];
+const PAGE_FILES: [&str; 4] = [
+    "report/index.html",
+    "report/data.js",
+    "report/rows.js",
+    "report/rows/0.js",
+];
 
 fn build_into(recipe: &str, out: &Path, store: &Path, no_html: bool) -> String {
     let opts = BuildOptions {
@@ -136,7 +141,11 @@ fn page_rows_hold_every_dataset_row_once() {
         assert!(ids.contains(&r["x"]["of"].as_str().unwrap().to_string()), "{}", r["i"]);
         if r["x"]["kind"] == "drift" {
             drift += 1;
-            assert!(!r["x"]["schema"].as_array().unwrap().is_empty(), "{}: no schema diff", r["i"]);
+            assert!(
+                !r["x"]["schema"].as_array().unwrap().is_empty(),
+                "{}: no schema diff",
+                r["i"]
+            );
         }
     }
     assert!(drift > 0, "no drift row");
@@ -202,6 +211,9 @@ fn eval_run_page_lists_the_rows_that_failed_a_check() {
     assert_eq!(listed, failed);
     let report: Value = serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
     for m in data["metrics"].as_array().unwrap() {
-        assert_eq!(m["mean"], report["totals"]["metrics"][m["key"].as_str().unwrap()]["mean"]);
+        assert_eq!(
+            m["mean"],
+            report["totals"]["metrics"][m["key"].as_str().unwrap()]["mean"]
+        );
     }
 }

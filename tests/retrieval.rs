@@ -90,15 +90,29 @@ fn rest_spider_retrieval_judges_each_question_by_its_gold_endpoint_among_all_end
     let (a, b) = (tmp().join("beir-a"), tmp().join("beir-b"));
     data.write(&a).unwrap();
     Retrieval::from_dataset(&dir, None).unwrap().write(&b).unwrap();
-    for f in ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels/test.jsonl", "stats.json", "README.md"] {
-        assert_eq!(std::fs::read(a.join(f)).unwrap(), std::fs::read(b.join(f)).unwrap(), "{f}");
+    for f in [
+        "corpus.jsonl",
+        "queries.jsonl",
+        "qrels/test.tsv",
+        "qrels/test.jsonl",
+        "stats.json",
+        "README.md",
+    ] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f}"
+        );
     }
 }
 
 #[test]
 fn bfcl_multiple_corpus_is_the_category_functions_and_irrelevance_rows_drop_with_a_reason() {
     let dir = built("bfcl");
-    let rows: Vec<Value> = jsonl_rows(&dir).into_iter().filter(|r| r["split"] == "multiple").collect();
+    let rows: Vec<Value> = jsonl_rows(&dir)
+        .into_iter()
+        .filter(|r| r["split"] == "multiple")
+        .collect();
     let data = Retrieval::from_dataset(&dir, Some("multiple")).unwrap();
     assert_eq!(data.name, "bfcl-multiple-retrieval");
     assert_eq!(data.queries.len(), rows.len());
@@ -106,7 +120,12 @@ fn bfcl_multiple_corpus_is_the_category_functions_and_irrelevance_rows_drop_with
         .iter()
         .flat_map(|r| {
             let tools: Value = serde_json::from_str(r["tools"].as_str().unwrap()).unwrap();
-            tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+            tools
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
         })
         .collect();
     let names: BTreeSet<String> = data.corpus.values().map(|t| t.name.clone()).collect();
@@ -177,7 +196,12 @@ fn search_tools_over_http_ranks_deterministically_with_the_listed_schemas() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (f["function"]["name"].as_str().unwrap().to_string(), f["function"]["parameters"].clone()))
+        .map(|f| {
+            (
+                f["function"]["name"].as_str().unwrap().to_string(),
+                f["function"]["parameters"].clone(),
+            )
+        })
         .collect();
     let dbs = root().join("../shared/corpora/spider/database");
     let toolkit = toolforge::serve::Toolkit::load(&dir, Some(&dbs)).unwrap();
@@ -212,7 +236,10 @@ fn search_tools_over_http_ranks_deterministically_with_the_listed_schemas() {
         .post(format!("http://{addr}/search_tools"))
         .send_json(json!({"query": question, "top_k": 10}))
         .unwrap();
-    assert_eq!(serde_json::from_str::<Value>(&posted.body_mut().read_to_string().unwrap()).unwrap(), v);
+    assert_eq!(
+        serde_json::from_str::<Value>(&posted.body_mut().read_to_string().unwrap()).unwrap(),
+        v
+    );
     assert_eq!(get("", "5").0, 422);
     assert_eq!(get("singers", "21").0, 422);
     assert_eq!(get("singers", "zero").0, 422);

@@ -48,7 +48,15 @@ fn s(p: &Path) -> &str {
 
 fn shard(store: &Path, i: u64, n: u64) -> String {
     let (ok, text) = toolforge(
-        &["build", RECIPE, "--quiet", "--store", s(store), "--shard", &format!("{i}/{n}")],
+        &[
+            "build",
+            RECIPE,
+            "--quiet",
+            "--store",
+            s(store),
+            "--shard",
+            &format!("{i}/{n}"),
+        ],
         &[],
     );
     assert!(ok, "shard {i}/{n}: {text}");
@@ -57,7 +65,17 @@ fn shard(store: &Path, i: u64, n: u64) -> String {
 
 fn merge(store: &Path, out: &Path) -> (bool, String) {
     toolforge(
-        &["build", RECIPE, "--quiet", "--store", s(store), "--out", s(out), "--merge", "2"],
+        &[
+            "build",
+            RECIPE,
+            "--quiet",
+            "--store",
+            s(store),
+            "--out",
+            s(out),
+            "--merge",
+            "2",
+        ],
         &[],
     )
 }
@@ -66,7 +84,15 @@ fn merge(store: &Path, out: &Path) -> (bool, String) {
 fn single_build(tmp: &Path) -> PathBuf {
     let out = tmp.join("single");
     let (ok, text) = toolforge(
-        &["build", RECIPE, "--quiet", "--out", s(&out), "--store", s(&tmp.join("single-store"))],
+        &[
+            "build",
+            RECIPE,
+            "--quiet",
+            "--out",
+            s(&out),
+            "--store",
+            s(&tmp.join("single-store")),
+        ],
         &[],
     );
     assert!(ok, "{text}");
@@ -123,7 +149,10 @@ fn poisoned_entry_with_valid_prefix_is_recomputed_by_next_shard() {
     for i in [0, 1] {
         let owner = poison(i);
         let text = shard(&store, owner, 2);
-        assert!(!text.contains(" 0 items computed"), "the poisoned item is recomputed: {text}");
+        assert!(
+            !text.contains(" 0 items computed"),
+            "the poisoned item is recomputed: {text}"
+        );
     }
     let merged = tmp.path().join("merged");
     let (ok, text) = merge(&store, &merged);
@@ -172,7 +201,11 @@ fn entry_copied_under_another_key_is_rejected() {
 
 /// An `AWS_*` environment pointing at 127.0.0.1 on a port nothing listens on.
 fn down_env() -> Vec<(&'static str, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     vec![
         ("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}")),
         ("AWS_REGION", "us-east-1".into()),
@@ -186,10 +219,23 @@ fn merge_with_store_down_says_store_unreachable() {
     let tmp = tempfile::tempdir().unwrap();
     let start = Instant::now();
     let (ok, text) = toolforge(
-        &["build", RECIPE, "--quiet", "--out", s(tmp.path()), "--store", "s3://toolforge/down", "--merge", "2"],
+        &[
+            "build",
+            RECIPE,
+            "--quiet",
+            "--out",
+            s(tmp.path()),
+            "--store",
+            "s3://toolforge/down",
+            "--merge",
+            "2",
+        ],
         &down_env(),
     );
-    assert!(!ok && text.contains("store unreachable") && !text.contains("not in the store"), "{text}");
+    assert!(
+        !ok && text.contains("store unreachable") && !text.contains("not in the store"),
+        "{text}"
+    );
     assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
 }
 
@@ -201,7 +247,10 @@ fn shard_and_plain_build_with_store_down_say_store_unreachable_instead_of_recomp
         let mut all = vec!["build", RECIPE, "--quiet", "--store", "s3://toolforge/down"];
         all.extend(args);
         let (ok, text) = toolforge(&all, &down_env());
-        assert!(!ok && text.contains("store unreachable") && text.contains("AWS_ENDPOINT_URL"), "{text}");
+        assert!(
+            !ok && text.contains("store unreachable") && text.contains("AWS_ENDPOINT_URL"),
+            "{text}"
+        );
         assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
     }
     assert!(!tmp.path().join(RECIPE).exists(), "nothing was built");
@@ -212,10 +261,21 @@ fn plain_http_endpoint_error_names_aws_allow_http() {
     let mut env = down_env();
     env[0].1 = "http://s3.invalid:9000".into();
     let (ok, text) = toolforge(
-        &["build", RECIPE, "--quiet", "--store", "s3://toolforge/x", "--shard", "0/2"],
+        &[
+            "build",
+            RECIPE,
+            "--quiet",
+            "--store",
+            "s3://toolforge/x",
+            "--shard",
+            "0/2",
+        ],
         &env,
     );
-    assert!(!ok && text.contains("plain-http endpoint not allowed") && text.contains("AWS_ALLOW_HTTP=true"), "{text}");
+    assert!(
+        !ok && text.contains("plain-http endpoint not allowed") && text.contains("AWS_ALLOW_HTTP=true"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -238,12 +298,23 @@ fn wrong_secret_says_so() {
             let mut args = vec!["build", RECIPE, "--quiet", "--out", s(tmp.path()), "--store", &store];
             args.extend(mode);
             let (ok, text) = toolforge(&args, &env);
-            assert!(!ok && text.contains(says) && text.contains(var) && !text.contains("not in the store"), "{var}: {text}");
+            assert!(
+                !ok && text.contains(says) && text.contains(var) && !text.contains("not in the store"),
+                "{var}: {text}"
+            );
         }
     }
     // A missing bucket is named too.
     let (ok, text) = toolforge(
-        &["build", RECIPE, "--quiet", "--store", "s3://no-such-bucket/x", "--shard", "0/2"],
+        &[
+            "build",
+            RECIPE,
+            "--quiet",
+            "--store",
+            "s3://no-such-bucket/x",
+            "--shard",
+            "0/2",
+        ],
         &server.env(),
     );
     assert!(!ok && text.contains("no such bucket"), "{text}");
@@ -307,7 +378,9 @@ fn concurrent_shards_on_one_directory_all_succeed() {
     for run in 0..20u32 {
         let _ = std::fs::remove_file(dir.join("done"));
         Store::open(&dir).unwrap();
-        let openers: Vec<_> = (0..3).map(|_| spawn_child(format!("opener:{}", dir.display()))).collect();
+        let openers: Vec<_> = (0..3)
+            .map(|_| spawn_child(format!("opener:{}", dir.display())))
+            .collect();
         let writer = spawn_child(format!("writer:{}:{run}", dir.display()));
         let out = writer.wait_with_output().unwrap();
         std::fs::write(dir.join("done"), b"").unwrap();
@@ -319,7 +392,12 @@ fn concurrent_shards_on_one_directory_all_succeed() {
             failed.push(format!("run {run}: {}", String::from_utf8_lossy(&out.stderr)));
         }
     }
-    assert!(failed.is_empty(), "{} / 20 runs failed: {}", failed.len(), failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "{} / 20 runs failed: {}",
+        failed.len(),
+        failed.join("\n")
+    );
     let store = Store::open(&dir).unwrap();
     for run in 0..20 {
         for n in 0..WRITES {
@@ -333,7 +411,15 @@ fn concurrent_shards_on_one_directory_all_succeed() {
     let children: Vec<_> = (0..4)
         .map(|i| {
             Command::new(env!("CARGO_BIN_EXE_toolforge"))
-                .args(["build", RECIPE, "--quiet", "--store", s(&shared), "--shard", &format!("{i}/4")])
+                .args([
+                    "build",
+                    RECIPE,
+                    "--quiet",
+                    "--store",
+                    s(&shared),
+                    "--shard",
+                    &format!("{i}/4"),
+                ])
                 .env_remove("TOOLFORGE_STORE")
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

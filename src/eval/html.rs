@@ -97,10 +97,18 @@ pub fn run_data(dir: &Path, report: &Report, results: &[RowResult], rows: &[&Eva
                 ("drift_pass", r.drift_pass),
             ];
             let line = lines.get(&r.id);
-            let agent: serde_json::Map<String, Value> = ["steps", "failed_calls", "stop_reason", "stopped", "answer", "text", "failed"]
-                .iter()
-                .filter_map(|k| Some((k.to_string(), line?.get(*k).filter(|v| !v.is_null())?.clone())))
-                .collect();
+            let agent: serde_json::Map<String, Value> = [
+                "steps",
+                "failed_calls",
+                "stop_reason",
+                "stopped",
+                "answer",
+                "text",
+                "failed",
+            ]
+            .iter()
+            .filter_map(|k| Some((k.to_string(), line?.get(*k).filter(|v| !v.is_null())?.clone())))
+            .collect();
             json!({
                 "id": r.id,
                 "status": r.status,

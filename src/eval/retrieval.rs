@@ -49,7 +49,10 @@ impl RetrievalArgs {
             bail!("--run scores one dataset; give one directory");
         }
         let method = match &self.run {
-            Some(f) => f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+            Some(f) => f
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             None => "bm25".to_string(),
         };
         let mut rows = Vec::new();
@@ -65,9 +68,14 @@ impl RetrievalArgs {
             rows.push(json!({"dataset": name, "metrics": s}));
         }
         let report = json!({"method": method, "depth": self.depth, "datasets": rows});
-        let dir = self.out.join(self.name.unwrap_or_else(|| format!("retrieval-{method}")));
+        let dir = self
+            .out
+            .join(self.name.unwrap_or_else(|| format!("retrieval-{method}")));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("report.json"), format!("{}\n", serde_json::to_string_pretty(&report)?))?;
+        std::fs::write(
+            dir.join("report.json"),
+            format!("{}\n", serde_json::to_string_pretty(&report)?),
+        )?;
         std::fs::write(dir.join("report.md"), format!("# Retrieval ({method})\n\n{md}"))?;
         Ok(report)
     }

@@ -112,7 +112,11 @@ impl Retrieval {
             .filter(|r| split.is_none_or(|s| r["split"].as_str() == Some(s)))
             .collect();
         if rows.is_empty() {
-            bail!("{}: no rows{}", dir.display(), split.map(|s| format!(" in split {s:?}")).unwrap_or_default());
+            bail!(
+                "{}: no rows{}",
+                dir.display(),
+                split.map(|s| format!(" in split {s:?}")).unwrap_or_default()
+            );
         }
         // One document per (name, scope): the scope is the row's database (a database's tool,
         // first spec seen in row order) or, without one, the spec itself.
@@ -126,7 +130,9 @@ impl Retrieval {
         let mut offered: BTreeMap<(String, String), ToolSpec> = BTreeMap::new();
         for (row, toolkit) in rows.iter().zip(&toolkits) {
             for t in toolkit {
-                offered.entry((t.name.clone(), scope(row, t))).or_insert_with(|| t.clone());
+                offered
+                    .entry((t.name.clone(), scope(row, t)))
+                    .or_insert_with(|| t.clone());
             }
         }
         // The catalog's tools no row was offered (e.g. MCP tools in no bundle).
@@ -177,12 +183,19 @@ impl Retrieval {
             } else {
                 calls
                     .iter()
-                    .map(|n| toolkit.iter().find(|t| t.name == *n).map(key).ok_or("gold_tool_not_offered"))
+                    .map(|n| {
+                        toolkit
+                            .iter()
+                            .find(|t| t.name == *n)
+                            .map(key)
+                            .ok_or("gold_tool_not_offered")
+                    })
                     .collect()
             };
             match relevant {
                 Ok(rel) => {
-                    out.queries.push((id.clone(), row["input"].as_str().unwrap_or_default().to_string()));
+                    out.queries
+                        .push((id.clone(), row["input"].as_str().unwrap_or_default().to_string()));
                     out.qrels.insert(id, rel);
                 }
                 Err(reason) => *out.dropped.entry(reason.to_string()).or_default() += 1,
@@ -242,7 +255,10 @@ impl Retrieval {
             ("queries.jsonl", queries),
             ("qrels/test.tsv", qrels),
             ("qrels/test.jsonl", qrels_jsonl),
-            ("stats.json", format!("{}\n", serde_json::to_string_pretty(&stats)?).into_bytes()),
+            (
+                "stats.json",
+                format!("{}\n", serde_json::to_string_pretty(&stats)?).into_bytes(),
+            ),
             ("README.md", card.into_bytes()),
         ];
         for (rel, bytes) in files {
@@ -258,10 +274,18 @@ impl Retrieval {
         let lines = |rel: &str| -> Result<Vec<(usize, String)>> {
             let p = dir.join(rel);
             let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-            Ok(text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i + 1, l.to_string())).collect())
+            Ok(text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(i, l)| (i + 1, l.to_string()))
+                .collect())
         };
         let mut out = Retrieval {
-            name: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            name: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             ..Default::default()
         };
         for (n, l) in lines("corpus.jsonl")? {
@@ -283,16 +307,26 @@ impl Retrieval {
         }
         for (n, l) in lines("queries.jsonl")? {
             let v: Json = serde_json::from_str(&l).with_context(|| format!("queries.jsonl:{n}"))?;
-            let id = v["_id"].as_str().with_context(|| format!("queries.jsonl:{n}: no _id"))?;
-            out.queries.push((id.to_string(), v["text"].as_str().unwrap_or_default().to_string()));
+            let id = v["_id"]
+                .as_str()
+                .with_context(|| format!("queries.jsonl:{n}: no _id"))?;
+            out.queries
+                .push((id.to_string(), v["text"].as_str().unwrap_or_default().to_string()));
         }
         for (n, l) in lines("qrels/test.tsv")? {
             let cols: Vec<&str> = l.split('\t').collect();
             if n == 1 && cols.first() == Some(&"query-id") {
                 continue;
             }
-            let [q, d, score] = cols[..] else { bail!("qrels/test.tsv:{n}: expected 3 tab-separated columns") };
-            if score.trim().parse::<f64>().with_context(|| format!("qrels/test.tsv:{n}: score"))? > 0.0 {
+            let [q, d, score] = cols[..] else {
+                bail!("qrels/test.tsv:{n}: expected 3 tab-separated columns")
+            };
+            if score
+                .trim()
+                .parse::<f64>()
+                .with_context(|| format!("qrels/test.tsv:{n}: score"))?
+                > 0.0
+            {
                 out.qrels.entry(q.to_string()).or_default().insert(d.to_string());
             }
         }

@@ -41,7 +41,10 @@ pub struct IndexArgs {
 pub fn merged_catalog(dirs: &[PathBuf]) -> Result<Vec<ToolSpec>> {
     let mut lists = Vec::new();
     for d in dirs {
-        let name = d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = d
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         lists.push((name, super::catalog(d)?));
     }
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
@@ -178,7 +181,9 @@ impl RetrievalArgs {
             .unwrap_or_else(|| dir.parent().map(Path::to_path_buf).unwrap_or_default());
         let target = root.join(&data.name);
         data.write(&target)?;
-        Ok(json!({"written": target, "queries": data.queries.len(), "corpus": data.corpus.len(),
-            "attempted": data.attempted(), "dropped": data.dropped}))
+        Ok(
+            json!({"written": target, "queries": data.queries.len(), "corpus": data.corpus.len(),
+            "attempted": data.attempted(), "dropped": data.dropped}),
+        )
     }
 }

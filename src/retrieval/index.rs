@@ -128,7 +128,10 @@ impl ToolIndex {
     /// document length is fitted to these tools.
     pub fn build(tools: Vec<ToolSpec>) -> ToolIndex {
         let tokenizer = DefaultTokenizer::default();
-        let docs: Vec<String> = tools.par_iter().map(|t| tokenizer.tokenize(&document(t)).join(" ")).collect();
+        let docs: Vec<String> = tools
+            .par_iter()
+            .map(|t| tokenizer.tokenize(&document(t)).join(" "))
+            .collect();
         let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
         let embedder: Embedder<u32, Pretokenized> =
             EmbedderBuilder::with_tokenizer_and_fit_to_corpus(Pretokenized, &refs).build();
@@ -141,7 +144,12 @@ impl ToolIndex {
                 postings.entry(t.index).or_default().push((i as u32, t.value));
             }
         }
-        ToolIndex { tools, tokenizer, embedder, postings }
+        ToolIndex {
+            tools,
+            tokenizer,
+            embedder,
+            postings,
+        }
     }
 
     /// The indexed tools, in catalog order.
@@ -206,15 +214,20 @@ mod tests {
 
     #[test]
     fn identifiers_split_into_words_snake_camel_and_digits() {
-        assert_eq!(words("get_singer_name_by_country").split_whitespace().collect::<Vec<_>>(), [
-            "get", "singer", "name", "by", "country"
-        ]);
-        assert_eq!(words("getSingerName2Way").split_whitespace().collect::<Vec<_>>(), [
-            "get", "Singer", "Name2", "Way"
-        ]);
-        assert_eq!(words("HTTPServer-v2.list").split_whitespace().collect::<Vec<_>>(), [
-            "HTTPServer", "v2", "list"
-        ]);
+        assert_eq!(
+            words("get_singer_name_by_country")
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            ["get", "singer", "name", "by", "country"]
+        );
+        assert_eq!(
+            words("getSingerName2Way").split_whitespace().collect::<Vec<_>>(),
+            ["get", "Singer", "Name2", "Way"]
+        );
+        assert_eq!(
+            words("HTTPServer-v2.list").split_whitespace().collect::<Vec<_>>(),
+            ["HTTPServer", "v2", "list"]
+        );
     }
 
     #[test]
@@ -228,7 +241,14 @@ mod tests {
             }}),
         );
         let d = document(&t);
-        for w in ["get weather", "Current weather.", "city Name", "The city.", "unit System", "metric or imperial"] {
+        for w in [
+            "get weather",
+            "Current weather.",
+            "city Name",
+            "The city.",
+            "unit System",
+            "metric or imperial",
+        ] {
             assert!(d.contains(w), "{w:?} missing from {d:?}");
         }
     }
@@ -236,7 +256,11 @@ mod tests {
     #[test]
     fn a_query_naming_a_tool_in_words_ranks_it_first() {
         let idx = ToolIndex::build(vec![
-            tool("get_singer_name_by_country", "Names of singers from a country.", json!({})),
+            tool(
+                "get_singer_name_by_country",
+                "Names of singers from a country.",
+                json!({}),
+            ),
             tool("get_concert_count", "Number of concerts.", json!({})),
             tool("list_stadiums", "Every stadium with its capacity.", json!({})),
         ]);
@@ -249,9 +273,17 @@ mod tests {
     #[test]
     fn scores_equal_the_bm25_crates_scorer() {
         let tools = vec![
-            tool("get_singer_name_by_country", "Names of singers from a country; singers sing.", json!({})),
+            tool(
+                "get_singer_name_by_country",
+                "Names of singers from a country; singers sing.",
+                json!({}),
+            ),
             tool("get_concert_count", "Number of concerts held in a stadium.", json!({})),
-            tool("list_stadiums", "Every stadium with its capacity and its concerts.", json!({})),
+            tool(
+                "list_stadiums",
+                "Every stadium with its capacity and its concerts.",
+                json!({}),
+            ),
             tool("count_singers", "How many singers there are.", json!({})),
         ];
         let idx = ToolIndex::build(tools.clone());
@@ -260,7 +292,11 @@ mod tests {
             let doc = idx.tokenizer.tokenize(&document(t)).join(" ");
             scorer.upsert(&(i as u32), idx.embedder.embed(&doc));
         }
-        for query in ["singers from France", "how many concerts in each stadium stadium", "capacity"] {
+        for query in [
+            "singers from France",
+            "how many concerts in each stadium stadium",
+            "capacity",
+        ] {
             let q = idx.embedder.embed(&idx.tokenizer.tokenize(&words(query)).join(" "));
             let ours = idx.scores(query);
             for (i, s) in ours.iter().enumerate() {

@@ -82,7 +82,10 @@ pub fn summarise(qrels: &BTreeMap<String, BTreeSet<String>>, run: &BTreeMap<Stri
         }
         n += 1;
         let rel: BTreeSet<&str> = rel.iter().map(String::as_str).collect();
-        let ranking: Vec<&str> = run.get(q).map(|r| r.iter().map(String::as_str).collect()).unwrap_or_default();
+        let ranking: Vec<&str> = run
+            .get(q)
+            .map(|r| r.iter().map(String::as_str).collect())
+            .unwrap_or_default();
         sums[0] += recall_at(&ranking, &rel, 1);
         sums[1] += recall_at(&ranking, &rel, 5);
         sums[2] += recall_at(&ranking, &rel, 10);

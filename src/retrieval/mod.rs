@@ -47,7 +47,11 @@ pub fn bm25_run(data: &beir::Retrieval, depth: usize) -> BTreeMap<String, Vec<St
     data.queries
         .iter()
         .map(|(q, text)| {
-            let ranked = index.search(text, depth).into_iter().map(|h| ids[h.index].clone()).collect();
+            let ranked = index
+                .search(text, depth)
+                .into_iter()
+                .map(|h| ids[h.index].clone())
+                .collect();
             (q.clone(), ranked)
         })
         .collect()
@@ -61,11 +65,22 @@ pub fn read_trec_run(path: &Path) -> Result<BTreeMap<String, Vec<String>>> {
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let cols: Vec<&str> = line.split_whitespace().collect();
         let [q, _, d, rank, score, ..] = cols[..] else {
-            anyhow::bail!("{}:{}: expected `query-id Q0 doc-id rank score tag`", path.display(), i + 1);
+            anyhow::bail!(
+                "{}:{}: expected `query-id Q0 doc-id rank score tag`",
+                path.display(),
+                i + 1
+            );
         };
-        let rank: i64 = rank.parse().with_context(|| format!("{}:{}: rank", path.display(), i + 1))?;
-        let score: f64 = score.parse().with_context(|| format!("{}:{}: score", path.display(), i + 1))?;
-        by_query.entry(q.to_string()).or_default().push((score, rank, d.to_string()));
+        let rank: i64 = rank
+            .parse()
+            .with_context(|| format!("{}:{}: rank", path.display(), i + 1))?;
+        let score: f64 = score
+            .parse()
+            .with_context(|| format!("{}:{}: score", path.display(), i + 1))?;
+        by_query
+            .entry(q.to_string())
+            .or_default()
+            .push((score, rank, d.to_string()));
     }
     Ok(by_query
         .into_iter()

@@ -119,8 +119,16 @@ impl McpServer {
                 Runs::Tool(name) => Target::Tool(name),
             };
             if !open_world {
-                let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), object(spec.parameters.clone()));
-                tool.output_schema = Some(if rest { rest_output_schema() } else { session_output_schema(false) });
+                let mut tool = Tool::new(
+                    spec.name.clone(),
+                    spec.description.clone(),
+                    object(spec.parameters.clone()),
+                );
+                tool.output_schema = Some(if rest {
+                    rest_output_schema()
+                } else {
+                    session_output_schema(false)
+                });
                 tools.push(tool);
             }
             targets.insert(spec.name, target);
@@ -230,13 +238,18 @@ impl ServerHandler for McpServer {
         let mut via_route = false;
         if matches!(self.targets.get(name.as_str()), Some(Target::Route)) {
             let Some(Json::String(routed)) = args.get("name").cloned() else {
-                return Ok(CallToolResult::error(vec![ContentBlock::text("call_tool: name (a string) is required")]).into());
+                return Ok(
+                    CallToolResult::error(vec![ContentBlock::text("call_tool: name (a string) is required")]).into(),
+                );
             };
             args = match args.remove("arguments") {
                 None | Some(Json::Null) => Map::new(),
                 Some(Json::Object(m)) => m,
                 Some(_) => {
-                    return Ok(CallToolResult::error(vec![ContentBlock::text("call_tool: arguments must be an object")]).into());
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(
+                        "call_tool: arguments must be an object",
+                    )])
+                    .into());
                 }
             };
             name = routed;

@@ -119,8 +119,8 @@ pub fn needs_allow_http(endpoint: &str) -> bool {
         Some(v6) => v6.split(']').next().unwrap_or(""),
         None => host.split(':').next().unwrap_or(""),
     };
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    let loopback =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     !loopback
 }
 
@@ -130,10 +130,19 @@ mod tests {
 
     #[test]
     fn loopback_endpoints_need_no_allow_http_and_lookalikes_do() {
-        for local in ["http://127.0.0.1:8333", "http://localhost:9000/", "http://[::1]:1", "http://127.0.0.2"] {
+        for local in [
+            "http://127.0.0.1:8333",
+            "http://localhost:9000/",
+            "http://[::1]:1",
+            "http://127.0.0.2",
+        ] {
             assert!(!needs_allow_http(local), "{local}");
         }
-        for remote in ["http://127.0.0.1.example.com:80", "http://s3.internal:9000", "http://10.0.0.5"] {
+        for remote in [
+            "http://127.0.0.1.example.com:80",
+            "http://s3.internal:9000",
+            "http://10.0.0.5",
+        ] {
             assert!(needs_allow_http(remote), "{remote}");
         }
         assert!(!needs_allow_http("https://s3.amazonaws.com"));

@@ -68,7 +68,10 @@ pub fn temp_owner(name: &str) -> Option<TempOwner> {
 /// Whether the temp file `path` is provably abandoned: its writer ran on this machine and is
 /// gone, or it was not modified for [`ABANDONED_AFTER`]. A temp file of a live writer is not.
 pub fn abandoned(path: &Path) -> bool {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if let Some(owner) = temp_owner(&name) {
         let here = owner.machine == machine_token() && owner.machine != "unknown";
         if here && !Path::new("/proc").join(owner.pid.to_string()).exists() {
@@ -192,13 +195,21 @@ mod tests {
             fs::write(p, b"half").unwrap();
         }
         let old = std::time::SystemTime::now() - ABANDONED_AFTER - Duration::from_secs(60);
-        fs::File::options().write(true).open(&stale).unwrap().set_modified(old).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
         Local::open(dir.path()).unwrap();
         assert!(live.exists() && remote.exists() && legacy.exists());
         assert!(!dead.exists() && !stale.exists());
         assert_eq!(
             temp_owner(&live.file_name().unwrap().to_string_lossy()),
-            Some(TempOwner { machine: me.to_string(), pid: std::process::id() })
+            Some(TempOwner {
+                machine: me.to_string(),
+                pid: std::process::id()
+            })
         );
     }
 }

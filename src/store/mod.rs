@@ -480,7 +480,10 @@ impl Store {
         let name = Store::entry_name(&digest);
         let bytes = entry::frame(&digest, payload);
         self.requests.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let created = self.backend.create(&name, &bytes).inspect_err(|e| self.record_error(e))?;
+        let created = self
+            .backend
+            .create(&name, &bytes)
+            .inspect_err(|e| self.record_error(e))?;
         let suspect = self.rejected.lock().is_ok_and(|r| r.contains(&digest));
         if created == Created::Written || !suspect {
             return Ok(created);
@@ -552,7 +555,11 @@ mod tests {
         fs::copy(path(1), path(2)).unwrap();
         assert_eq!(store.get(&key(2)), Lookup::Corrupt);
         assert!(!path(2).exists());
-        assert!(store.dirty()[0].reason.starts_with("entry of another key ("), "{:?}", store.dirty());
+        assert!(
+            store.dirty()[0].reason.starts_with("entry of another key ("),
+            "{:?}",
+            store.dirty()
+        );
         assert_eq!(store.put(&key(2), b"two").unwrap(), Created::Written);
         assert_eq!(store.get(&key(2)), Lookup::Hit(b"two".to_vec()));
     }
@@ -562,7 +569,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         store.put(&key(1), b"garbage").unwrap();
-        let decode = |b: &[u8]| if b == b"good" { Ok(()) } else { Err("not good".to_string()) };
+        let decode = |b: &[u8]| {
+            if b == b"good" {
+                Ok(())
+            } else {
+                Err("not good".to_string())
+            }
+        };
         assert_eq!(store.load(&key(1), decode), None);
         assert_eq!(store.dirty()[0].reason, "undecodable payload: not good");
         assert_eq!(store.put(&key(1), b"good").unwrap(), Created::Written);
@@ -584,6 +597,9 @@ mod tests {
         fs::write(dir.path().join("objects").join(&key(1).digest()[..2]), b"").unwrap();
         assert!(store.put(&key(1), b"x").is_err());
         let failure = store.failure().unwrap();
-        assert!(failure.starts_with("store request failed on ") && failure.contains("1 store request failed"), "{failure}");
+        assert!(
+            failure.starts_with("store request failed on ") && failure.contains("1 store request failed"),
+            "{failure}"
+        );
     }
 }

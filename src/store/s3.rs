@@ -105,9 +105,8 @@ impl S3 {
         };
         let endpoint = var("AWS_ENDPOINT_URL").unwrap_or_default();
         let local = endpoint.starts_with("http://") && !needs_allow_http(&endpoint);
-        let allow_http = var("AWS_ALLOW_HTTP").is_some_and(|v| {
-            matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "on" | "yes" | "y")
-        });
+        let allow_http = var("AWS_ALLOW_HTTP")
+            .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "on" | "yes" | "y"));
         let plain_http_refused = endpoint.starts_with("http://") && !local && !allow_http;
         if plain_http_refused {
             // Every request would fail before it is sent ("URL scheme is not allowed").
@@ -139,7 +138,11 @@ impl S3 {
             max_retries: 3,
             retry_timeout: std::time::Duration::from_secs(5),
         };
-        let probe_client = builder.clone().with_retry(quick).build().map_err(|e| remote(e.to_string()))?;
+        let probe_client = builder
+            .clone()
+            .with_retry(quick)
+            .build()
+            .map_err(|e| remote(e.to_string()))?;
         let client = builder.build().map_err(|e| remote(e.to_string()))?;
         let store = S3 {
             url: url.trim_end_matches('/').to_string(),

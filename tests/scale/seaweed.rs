@@ -113,7 +113,10 @@ impl Seaweed {
         let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let url = format!("s3://{BUCKET}/ready");
         while let Err(e) = toolforge::store::s3::S3::open_with(&url, &vars) {
-            assert!(start.elapsed() < Duration::from_secs(60), "weed mini has no bucket {BUCKET}: {e}");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "weed mini has no bucket {BUCKET}: {e}"
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
         server

@@ -61,7 +61,9 @@ fn js_json(v: &serde_json::Value) -> String {
 /// mean the same characters), so no `</script>` can end the block early.
 pub fn inline_json(v: &serde_json::Value) -> String {
     let json = serde_json::to_string(v).expect("serialisable");
-    json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
+    json.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
 }
 
 #[cfg(test)]

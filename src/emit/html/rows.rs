@@ -137,7 +137,12 @@ pub fn variant(e: &Example, by_id: &HashMap<&str, &Example>) -> Option<Value> {
             .get(of)
             .map(|p| p.output.iter().map(|c| c.name.as_str()).collect())
             .unwrap_or_default();
-        let changed = || e.tools.iter().zip(new).filter(|(old, _)| changes.contains_key(&old.name));
+        let changed = || {
+            e.tools
+                .iter()
+                .zip(new)
+                .filter(|(old, _)| changes.contains_key(&old.name))
+        };
         let schema: Vec<Value> = changed()
             .filter(|(old, _)| called.is_empty() || called.contains(&old.name.as_str()))
             .map(|(old, new)| json!({"name": old.name, "changes": changes[&old.name], "old": spec(old), "new": new}))
