@@ -1,0 +1,105 @@
+//! Unit tests of the store (entries bound to their key, corrupt entries replaced, faults named).
+
+use std::fs;
+
+use super::*;
+
+fn key(n: u32) -> StageKey {
+    StageKey {
+        stage: "t".into(),
+        version: n,
+        config: serde_json::json!({"a": 1}),
+        inputs: vec!["x".into()],
+    }
+}
+
+#[test]
+fn round_trip_and_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.get(&key(1)), Lookup::Missing);
+    store.put(&key(1), b"hello").unwrap();
+    assert_eq!(store.get(&key(1)), Lookup::Hit(b"hello".to_vec()));
+    assert_eq!(store.get(&key(2)), Lookup::Missing);
+}
+
+#[test]
+fn corrupt_and_truncated_entries_are_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.put(&key(1), b"hello world").unwrap();
+    let path = dir.path().join(Store::entry_name(&key(1).digest()));
+    let mut bytes = fs::read(&path).unwrap();
+    *bytes.last_mut().unwrap() ^= 1;
+    fs::write(&path, &bytes).unwrap();
+    assert_eq!(store.get(&key(1)), Lookup::Corrupt);
+    assert!(!path.exists(), "corrupt entry is removed");
+    store.put(&key(1), b"hello world").unwrap();
+    fs::write(&path, &fs::read(&path).unwrap()[..20]).unwrap();
+    assert_eq!(store.get(&key(1)), Lookup::Corrupt);
+    let dirty = store.dirty();
+    assert_eq!(dirty.len(), 2);
+    assert_eq!(
+        (dirty[0].stage.as_str(), dirty[0].reason.as_str()),
+        ("t", "payload hash mismatch")
+    );
+    assert_eq!(dirty[1].reason, "truncated to 20 bytes");
+}
+
+#[test]
+fn entry_copied_under_another_key_is_corrupt_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.put(&key(1), b"one").unwrap();
+    store.put(&key(2), b"two").unwrap();
+    let path = |n| dir.path().join(Store::entry_name(&key(n).digest()));
+    fs::copy(path(1), path(2)).unwrap();
+    assert_eq!(store.get(&key(2)), Lookup::Corrupt);
+    assert!(!path(2).exists());
+    assert!(
+        store.dirty()[0].reason.starts_with("entry of another key ("),
+        "{:?}",
+        store.dirty()
+    );
+    assert_eq!(store.put(&key(2), b"two").unwrap(), Created::Written);
+    assert_eq!(store.get(&key(2)), Lookup::Hit(b"two".to_vec()));
+}
+
+#[test]
+fn undecodable_payload_is_rejected_and_replaced_by_the_next_put() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.put(&key(1), b"garbage").unwrap();
+    let decode = |b: &[u8]| {
+        if b == b"good" {
+            Ok(())
+        } else {
+            Err("not good".to_string())
+        }
+    };
+    assert_eq!(store.load(&key(1), decode), None);
+    assert_eq!(store.dirty()[0].reason, "undecodable payload: not good");
+    assert_eq!(store.put(&key(1), b"good").unwrap(), Created::Written);
+    assert_eq!(store.load(&key(1), decode), Some(()));
+    // A bad entry that reappears (a poisoner racing the shard) is checked and replaced by
+    // the write, not kept by put-if-absent.
+    let path = dir.path().join(Store::entry_name(&key(1).digest()));
+    fs::write(&path, entry::frame(&key(1).digest(), b"garbage")[..30].to_vec()).unwrap();
+    assert_eq!(store.put(&key(1), b"good").unwrap(), Created::Written);
+    assert_eq!(store.load(&key(1), decode), Some(()));
+}
+
+#[test]
+fn a_failing_store_is_reported_with_its_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.failure(), None);
+    // The shard directory of the key is a file: the write cannot create its entry.
+    fs::write(dir.path().join("objects").join(&key(1).digest()[..2]), b"").unwrap();
+    assert!(store.put(&key(1), b"x").is_err());
+    let failure = store.failure().unwrap();
+    assert!(
+        failure.starts_with("store request failed on ") && failure.contains("1 store request failed"),
+        "{failure}"
+    );
+}
