@@ -51,8 +51,7 @@ test-trainer:
 test-datasets-versions:
     @bash tests/datasets_versions/run.sh
 
-# Time builds (cold, no-op) with peak RSS, the live server (wrk), session memory, eval throughput,
-# tool retrieval.
+# Every benchmark: builds (cold, no-op) with peak RSS, the live server (wrk), session memory, eval throughput, tool retrieval.
 bench:
     @bash benches/bench.sh
     @bash benches/serve.sh
@@ -60,8 +59,12 @@ bench:
     @bash benches/eval.sh
     @bash benches/retrieval.sh
 
-# The tool-retrieval benchmark alone (10,000-tool BM25 index: build time, peak RSS, query p50/p99;
-# BM25 recall on every retrieval dataset).
+# The server's RSS idle, at peak and 10 s after a load (REST with wrk, SLOT sessions): memory returned to the system.
+bench-memory:
+    @cargo test --release --no-run --quiet
+    @bash benches/rss_after_load.sh
+
+# Tool retrieval alone: the 10,000-tool BM25 index (build time, peak RSS, query p50/p99) and BM25 recall per retrieval dataset.
 bench-retrieval:
     @bash benches/retrieval.sh
 
