@@ -38,7 +38,7 @@ use crate::dataset::{Build, Example};
 
 pub use manifest::{database_root, read_manifest};
 pub use reverify::reverify;
-pub use rows::{EncodedRow, StoredRow, encode_rows, read_rows};
+pub use rows::{EncodedRow, StoredRow, data_files, encode_rows, read_rows};
 
 /// Writes every file of `build` into `out_dir` (staged, then renamed into place). Returns `false`
 /// without writing when `out_dir` already holds this build (same build key, every file's hash

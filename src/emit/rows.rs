@@ -288,14 +288,21 @@ fn drift_of_row(
     Ok(Some((serde_json::from_str(tools.value(r))?, m["variant"].take())))
 }
 
-/// Reads every row of `dir/data/*.parquet` (files in name order).
-pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
+/// The files of a built dataset's `data/` with extension `extension` (`parquet`, `jsonl`), in name
+/// order (the splits in a stable order). Errors: `dir` has no `data/` (not a built dataset).
+pub fn data_files(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
         .with_context(|| format!("{}: not a built dataset (no data/)", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
         .collect();
     files.sort();
+    Ok(files)
+}
+
+/// Reads every row of `dir/data/*.parquet` (files in name order).
+pub fn read_rows(dir: &Path) -> Result<Vec<StoredRow>> {
+    let files = data_files(dir, "parquet")?;
     let mut out = Vec::new();
     for file in files {
         let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(

@@ -242,12 +242,7 @@ impl EvalSet {
         let manifest = crate::emit::read_manifest(dir)?;
         let format = manifest["format"].as_str().unwrap_or_default().to_string();
         let name = manifest["dataset"].as_str().unwrap_or_default().to_string();
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
-            .with_context(|| format!("{}: not a built dataset (no data/)", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        files.sort();
+        let files = crate::emit::data_files(dir, "jsonl")?;
         // Line by line (a REST variants file is ~280 MB), toolkits shared across rows.
         let mut rows = Vec::new();
         let mut toolkits = Toolkits::default();

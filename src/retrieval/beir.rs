@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value as Json, json};
@@ -77,19 +77,9 @@ fn parsed(v: &Json) -> Json {
     }
 }
 
-fn read_json(p: &Path) -> Result<Json> {
-    serde_json::from_slice(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)
-        .with_context(|| format!("parsing {}", p.display()))
-}
-
 /// The rows of a built dataset (`data/*.jsonl`, files in name order, lines in file order).
 fn rows(dir: &Path) -> Result<Vec<Json>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
-        .with_context(|| format!("{}: not a built dataset (no data/)", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
+    let files = crate::emit::data_files(dir, "jsonl")?;
     let mut out = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
@@ -104,7 +94,7 @@ impl Retrieval {
     /// The retrieval dataset of the built dataset `dir`, over the rows of `split` (all rows when
     /// `None`). Errors: `dir` is not a built dataset, or no row is in `split`.
     pub fn from_dataset(dir: &Path, split: Option<&str>) -> Result<Retrieval> {
-        let manifest = read_json(&dir.join("MANIFEST.json"))?;
+        let manifest = crate::emit::read_manifest(dir)?;
         let dataset = manifest["dataset"].as_str().unwrap_or("dataset").to_string();
         let format = manifest["format"].as_str().unwrap_or_default().to_string();
         let rows: Vec<Json> = rows(dir)?
@@ -138,7 +128,7 @@ impl Retrieval {
         // The catalog's tools no row was offered (e.g. MCP tools in no bundle).
         if split.is_none() && dir.join("tools/functions.json").is_file() {
             let names: BTreeSet<String> = offered.keys().map(|(n, _)| n.clone()).collect();
-            for t in specs(&read_json(&dir.join("tools/functions.json"))?) {
+            for t in super::catalog(dir)? {
                 if !names.contains(&t.name) {
                     let h = blake3::hash(spec_key(&t).as_bytes()).to_hex()[..8].to_string();
                     offered.entry((t.name.clone(), h)).or_insert(t);

@@ -140,20 +140,7 @@ impl Toolkit {
             serde_json::from_slice(&std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?)
                 .with_context(|| format!("parsing {}", p.display()))
         };
-        let functions = read("tools/functions.json")?;
-        let catalog: Vec<ToolSpec> = functions
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|f| ToolSpec {
-                        name: f["function"]["name"].as_str().unwrap_or_default().into(),
-                        description: f["function"]["description"].as_str().unwrap_or_default().into(),
-                        parameters: f["function"]["parameters"].clone(),
-                        output_parameters: json!({}),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let catalog = crate::retrieval::catalog(dir)?;
         let mut instances = HashMap::new();
         let (endpoints, openapi, setups) = if format == "rest" {
             let endpoints: Vec<Endpoint> = serde_json::from_value(read("tools/endpoints.json")?)?;
