@@ -258,6 +258,17 @@ fn limit_with_offset_in_every_spelling_reproduces_sqlite() {
         toolforge::verify::answers_match(&gold, &got, true),
         "SEL: {got:?} vs {gold:?}"
     );
+    // A negative or non-integer offset is refused, naming the argument and what it must be.
+    for bad in [serde_json::json!(-1), serde_json::json!(1.5), serde_json::json!("one")] {
+        let mut calls = lowered.calls.clone();
+        let retrieve = calls.iter_mut().find(|c| c.name == "retrieve_data").unwrap();
+        retrieve.arguments.insert("offset".into(), bad.clone());
+        let err = toolforge::tools::executor::Executor::new(dir.path())
+            .run_with_setup(&[&lowered.setup], &calls)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`offset` must be a non-negative integer"), "{bad}: {err}");
+    }
 }
 
 /// An OFFSET whose cut falls between rows of equal ORDER BY keys keeps SQLite's arbitrary pick:
