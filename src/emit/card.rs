@@ -153,7 +153,7 @@ fn family_paragraph(format: &str) -> &'static str {
             "Each row is a BFCL question with its functions in `tools` (BFCL types mapped to JSON Schema) and one gold call in `output` chosen from the acceptable values; `meta` keeps every acceptable value and the row's gold-lint findings (unknown parameters, enum violations, type mismatches)."
         }
         _ => {
-            "Each example's `output` is the sequence of API calls annotated in the source, converted by the rules in `report/verification.json` (`stats`); every call validates against its tool's JSON Schema in `tools`. Calls refer to earlier outputs as `$LABEL$`."
+            "Each example's `output` is the sequence of API calls annotated in the source, converted by the rules in `report/verification.json` (`stats`); every call validates against its tool's JSON Schema. `tools` is the dataset's API list (API-BLEND §5.7.2: SeqATIS/SeqSNIPS every intent of the corpus, SeqTopV2 every intent of the row's domain, SeqSGD every intent of the dialogue's services and of their domains' other services, SeqMultiWOZ every domain's tools), never only the gold tools, written by name: each element is `{\"name\": …}`, the spec of that name in `tools/functions.json` (OpenAI function format), so the schemas are stored once. Calls refer to earlier outputs as `$LABEL$`."
         }
     }
 }
@@ -229,7 +229,9 @@ fn column_description(name: &str) -> &'static str {
         }
         "gold_answer" => "The gold answer as JSON rows (the SQL result), else null.",
         "ordered" => "Whether `gold_answer` is compared in order (the SQL has ORDER BY).",
-        "tools" => "The tools available to this row, OpenAI function format (JSON text).",
+        "tools" => {
+            "The tools available to this row (JSON text list of `{name, description, parameters, output_parameters}`); an element with only a `name` names the spec of that name in `tools/functions.json` (seq datasets list their API list so)."
+        }
         "key_values_and_descriptions" => "Argument values and column descriptions the calls use (JSON text).",
         "difficulty" => "The source's difficulty label, else null.",
         "meta" => "Family details as JSON text (endpoint, variant, lint findings, …), else null.",

@@ -89,7 +89,7 @@ pub fn write_with(
             by_split
                 .par_iter()
                 .map(|(split, examples)| {
-                    let (size, written) = rows_files(&staging, split, examples, &build.catalog)?;
+                    let (size, written) = rows_files(&staging, split, examples)?;
                     Ok((split.to_string(), size, written))
                 })
                 .collect()
@@ -162,9 +162,8 @@ fn rows_files(
     staging: &Staging,
     split: &str,
     examples: &[&Example],
-    catalog: &[crate::tools::ToolSpec],
 ) -> Result<(card::SplitSize, Vec<(String, String)>)> {
-    let rows = rows::encode_rows(examples, catalog);
+    let rows = rows::encode_rows(examples);
     let (parquet, jsonl) = rayon::join(
         || rows::parquet_file(&rows),
         || staging.put_with(&format!("data/{split}.jsonl"), |w| rows::write_jsonl(&rows, w)),

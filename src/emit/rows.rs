@@ -8,7 +8,9 @@
 //! first, SLOT/SEL's join step), `additional_setup_steps?` (JSON text: a list of such calls the
 //! framework runs next, `[]` when none; SLOT/SEL's further joined tables of subqueries and set
 //! operations, labelled `starting_table_var_2`, …; null where `initialization_step` is),
-//! `gold_answer?` (JSON text: list of rows), `ordered` (bool), `tools` (JSON text: this instance's tool specs),
+//! `gold_answer?` (JSON text: list of rows), `ordered` (bool), `tools` (JSON text: this instance's tool
+//! specs; an element `{"name": …}` alone names a tool of `tools/functions.json`: seq rows list the
+//! dataset's API list by name, see [`encode_rows`]),
 //! `key_values_and_descriptions` (JSON text), `difficulty?`, `meta?` (JSON text; variant rows
 //! hold `variant_of`, `variant_kind` and `variant` there, see [`crate::variants`]).
 //! The JSONL file has the same fields with the same JSON-text encodings, one row per line.
@@ -84,17 +86,18 @@ pub struct EncodedRow<'a> {
     meta: Option<String>,
 }
 
-/// Serialises the JSON-text fields of `examples`; [`ToolSpec::reference`]s are written as the
-/// `catalog` spec of their name. Each toolkit is serialised once: rows sharing one
-/// ([`crate::tools::Toolkit::id`], the SLOT/SEL rows of a join signature) and rows with equal
-/// toolkits (seq rows, whose references resolve to the catalog's specs) get the same text.
+/// Serialises the JSON-text fields of `examples`; a [`ToolSpec::reference`] is written as
+/// `{"name": …}`, the name of a tool of the dataset catalog (`tools/functions.json`), so a seq
+/// row's toolkit — the dataset's API list, API-BLEND §5.7.2 — is the list of its names and the
+/// specs are written once, in the catalog (SeqTopV2: 137k rows over 11 domain lists). Each
+/// toolkit is serialised once: rows sharing one ([`crate::tools::Toolkit::id`], the SLOT/SEL
+/// rows of a join signature, a seq dataset's domain list) and rows with equal toolkits get the
+/// same text.
 ///
 /// [`ToolSpec::reference`]: crate::tools::ToolSpec::reference
-pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSpec]) -> Vec<EncodedRow<'a>> {
+pub fn encode_rows<'a>(examples: &[&'a Example]) -> Vec<EncodedRow<'a>> {
     use rayon::prelude::*;
     type Encoded = (Arc<str>, Arc<serde_json::value::RawValue>);
-    let by_name: std::collections::HashMap<&str, &crate::tools::ToolSpec> =
-        catalog.iter().map(|t| (t.name.as_str(), t)).collect();
     // The distinct toolkits, in first-use order, and each row's index among them.
     let mut distinct: Vec<&'a crate::tools::Toolkit> = Vec::new();
     let mut by_id: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
@@ -131,14 +134,14 @@ pub fn encode_rows<'a>(examples: &[&'a Example], catalog: &[crate::tools::ToolSp
                 let quoted = serde_json::value::RawValue::from_string(to_json(&&**text)).expect("a JSON string");
                 return (text.clone(), quoted.into());
             }
-            let resolved: Vec<&crate::tools::ToolSpec> = tools
+            let written: Vec<serde_json::Value> = tools
                 .iter()
-                .map(|t| match by_name.get(t.name.as_str()) {
-                    Some(spec) if t.is_reference() => *spec,
-                    _ => t,
+                .map(|t| match t.is_reference() {
+                    true => serde_json::json!({"name": t.name}),
+                    false => serde_json::to_value(t).expect("serialisable"),
                 })
                 .collect();
-            let text = to_json(&resolved);
+            let text = to_json(&written);
             let quoted = serde_json::value::RawValue::from_string(to_json(&text)).expect("a JSON string");
             (text.into(), quoted.into())
         })
@@ -399,8 +402,7 @@ mod tests {
     }
 
     #[test]
-    fn shared_equal_and_reference_toolkits_encode_as_their_own_specs() {
-        let catalog = vec![spec("get_c")];
+    fn shared_equal_and_reference_toolkits_encode_as_their_own_specs_and_references_as_names() {
         let shared = Toolkit::from(vec![spec("get_a"), spec("get_b")]);
         let rows = [
             Example {
@@ -430,7 +432,7 @@ mod tests {
             },
         ];
         let refs: Vec<&Example> = rows.iter().collect();
-        let encoded = encode_rows(&refs, &catalog);
+        let encoded = encode_rows(&refs);
         let mut jsonl = Vec::new();
         write_jsonl(&encoded, &mut jsonl).unwrap();
         let lines: Vec<serde_json::Value> = jsonl
@@ -442,7 +444,7 @@ mod tests {
             to_json(&[spec("get_a"), spec("get_b")]),
             to_json(&[spec("get_a"), spec("get_b")]),
             to_json(&[spec("get_a"), spec("get_b")]),
-            to_json(&catalog),
+            r#"[{"name":"get_c"}]"#.to_string(),
             to_json(&[spec("get_b")]),
         ];
         for ((r, line), want) in encoded.iter().zip(&lines).zip(&expected) {

@@ -110,7 +110,20 @@ impl Retrieval {
         }
         // One document per (name, scope): the scope is the row's database (a database's tool,
         // first spec seen in row order) or, without one, the spec itself.
-        let toolkits: Vec<Vec<ToolSpec>> = rows.iter().map(|r| specs(&parsed(&r["tools"]))).collect();
+        // A seq row lists its toolkit by name (`{"name"}` alone): the spec is the catalog's.
+        let catalog: Vec<ToolSpec> = match dir.join("tools/functions.json").is_file() {
+            true => super::catalog(dir)?,
+            false => vec![],
+        };
+        let by_name: BTreeMap<&str, &ToolSpec> = catalog.iter().map(|t| (t.name.as_str(), t)).collect();
+        let resolve = |t: ToolSpec| match by_name.get(t.name.as_str()) {
+            Some(spec) if t.description.is_empty() && t.parameters.is_null() => (*spec).clone(),
+            _ => t,
+        };
+        let toolkits: Vec<Vec<ToolSpec>> = rows
+            .iter()
+            .map(|r| specs(&parsed(&r["tools"])).into_iter().map(resolve).collect())
+            .collect();
         let scope = |row: &Json, t: &ToolSpec| -> String {
             match row["db_id"].as_str() {
                 Some(db) => db.to_string(),
@@ -128,7 +141,7 @@ impl Retrieval {
         // The catalog's tools no row was offered (e.g. MCP tools in no bundle).
         if split.is_none() && dir.join("tools/functions.json").is_file() {
             let names: BTreeSet<String> = offered.keys().map(|(n, _)| n.clone()).collect();
-            for t in super::catalog(dir)? {
+            for t in catalog {
                 if !names.contains(&t.name) {
                     let h = blake3::hash(spec_key(&t).as_bytes()).to_hex()[..8].to_string();
                     offered.entry((t.name.clone(), h)).or_insert(t);

@@ -40,7 +40,7 @@ use crate::store::{StageKey, Store};
 use crate::tools::ToolSpec;
 
 /// Version of the seq conversion stage; bump when its output for the same inputs changes.
-pub const SEQ_VERSION: u32 = 1;
+pub const SEQ_VERSION: u32 = 2;
 
 pub use crate::recipe::seq::SeqKnobs;
 

@@ -47,18 +47,23 @@ pub struct Call {
 pub struct ToolSpec {
     /// Function name.
     pub name: String,
-    /// What the tool does, for the model.
+    /// What the tool does, for the model (absent in a row's reference `{"name"}`: empty).
+    #[serde(default)]
     pub description: String,
-    /// JSON Schema (`type: object`) of the arguments.
+    /// JSON Schema (`type: object`) of the arguments (absent in a reference: null).
+    #[serde(default)]
     pub parameters: serde_json::Value,
     /// JSON Schema of the output (`output_parameters` in Live API-Bench specs).
+    #[serde(default)]
     pub output_parameters: serde_json::Value,
 }
 
 impl ToolSpec {
     /// A reference to the dataset catalog's tool of this name: `description` empty and
     /// `parameters` null. Seq datasets keep instance toolkits as references (one catalog, 100k+
-    /// rows); the emitters write the catalog's spec in its place.
+    /// rows). The rows emitter writes a reference as `{"name": …}` (the spec is the catalog's,
+    /// `tools/functions.json`; read back, `{"name"}` deserialises to a reference again); the
+    /// trajectory emitter, `eval` and `retrieval` resolve it to the catalog's spec by name.
     pub fn reference(name: &str) -> ToolSpec {
         ToolSpec {
             name: name.into(),

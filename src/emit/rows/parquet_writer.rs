@@ -264,7 +264,7 @@ mod tests {
             })
             .collect();
         let refs: Vec<&Example> = examples.iter().collect();
-        let rows = encode_rows(&refs, &[]);
+        let rows = encode_rows(&refs);
         for group_bytes in [1, 4_000, 60_000, 250_000, ROW_GROUP_BYTES] {
             for n in [0, 1, 2, 50, rows.len()] {
                 let (num_bytes, file) = parquet_file_grouped(&rows[..n], group_bytes).unwrap();

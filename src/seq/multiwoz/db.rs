@@ -147,7 +147,21 @@ pub(super) fn booked_entity(domain: &str, entry: &Value) -> Option<String> {
     entry[key].as_str().filter(|s| is_set(s)).map(str::to_string)
 }
 
-/// Verification of one search call.
+/// Verification of one search call. One rule decides, applied both ways: a search is verified
+/// when the database's result agrees with what the system said in the episode.
+///
+/// - The system offered or booked an entity: it must be among the results (`verified`; else
+///   `entity_not_in_results`, or `offered_entity_not_in_db` when no database row names it).
+/// - It offered none: the results are empty exactly when it said `<Domain>-NoOffer`
+///   (`verified_no_offer`: no results, and the system said so; `verified_named`: results, among
+///   them the entity the user named; `verified_results`: results, the system neither named one
+///   nor said there was none). A disagreement is `no_offer_but_results` (the system said nothing
+///   matched, the database finds some) or `no_results_without_no_offer` (the database finds
+///   nothing, the system did not say so).
+///
+/// Before: a search with no results was kept on a `NoOffer` (309 in dev and test) while one with
+/// results and no named entity was dropped (225, `no_offered_entity`).
+/// `not_executable`: bus and taxi have no database, or a time does not parse.
 pub(super) fn verify(event: &Event, args: &Map<String, Value>, turns: &[Turn], dbs: &Databases) -> Value {
     let domain = event.domain.as_str();
     let rows = match dbs.find(domain, args) {
@@ -171,13 +185,16 @@ pub(super) fn verify(event: &Event, args: &Map<String, Value>, turns: &[Turn], d
         .find(|(k, _)| k.ends_with("-name"))
         .and_then(|(_, v)| v.as_str())
         .filter(|n| rows.iter().any(|r| same_entity(r, n)));
+    let said_no_offer = span.iter().any(|t| t.no_offer.iter().any(|d| d == domain));
     let status = match &offered {
         Some(e) if rows.iter().any(|r| same_entity(r, e)) => "verified",
         Some(e) if !dbs.contains(domain, e) => "offered_entity_not_in_db",
         Some(_) => "entity_not_in_results",
-        None if rows.is_empty() && span.iter().any(|t| t.no_offer.iter().any(|d| d == domain)) => "verified_no_offer",
+        None if rows.is_empty() && said_no_offer => "verified_no_offer",
+        None if rows.is_empty() => "no_results_without_no_offer",
+        None if said_no_offer => "no_offer_but_results",
         None if named.is_some() => "verified_named",
-        None => "no_offered_entity",
+        None => "verified_results",
     };
     json!({"status": status, "results": rows.len(), "offered": offered})
 }

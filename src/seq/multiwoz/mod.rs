@@ -28,20 +28,27 @@
 //!   Book slots go to the booking call, not to the search.
 //! - **Bookings**: each new entry in a domain's `book.booked` list gives one `book_<domain>`
 //!   call at that turn, with the domain's `semi` and `book` values restricted to the intent's
-//!   slots. The booked entity (name / trainID) is kept in `meta.bookings`.
+//!   slots, and the booked entity in the intent's entity slot (`restaurant-name`, `hotel-name`,
+//!   `train-trainid`): the booked entry's name / trainID, else the last entity the system offered
+//!   for the domain, in the database's spelling; a belief-state name of another entity is
+//!   replaced by it (`booking.rs`; counted in `booked_entity`). The booked entry is kept in
+//!   `meta.bookings`.
 //! - **Order and labels**: by turn, a search before a booking of the same turn, then domain
 //!   order; labels `<tool>_<n>`.
 //! - **Execution**: `find_` calls of restaurant, hotel, attraction, train and hospital run over
 //!   the databases (normalised string equality; train `leaveat` ≤ departure time, `arriveby` ≥
-//!   arrival time). The entity the system offered in the episode (the booked entity, else the
-//!   last `Name`/`Id` of a `<Domain>-Inform/Recommend/Select/OfferBook(ed)` act) must be among
-//!   the results (names compared with [`norm`], prefix-tolerant: `db::same_entity`; `a|b`
-//!   alternatives in a value match either). Statuses in `meta.verification`: `verified`,
-//!   `verified_no_offer` (no results and the system said `<Domain>-NoOffer`), `verified_named`
-//!   (no system offer, but the entity the user named is among the results, so it satisfies every
-//!   other constraint), `entity_not_in_results`, `offered_entity_not_in_db`,
-//!   `no_offered_entity`, `not_executable` (bus and taxi have no database; a time that does not
-//!   parse). A search that is not verified (any other status) is left out of the gold by
+//!   arrival time). One rule keeps or drops a search, applied both ways (`db::verify`): the
+//!   database's result must agree with what the system said in the episode. The entity the
+//!   system offered (the booked entity, else the last `Name`/`Id` of a
+//!   `<Domain>-Inform/Recommend/Select/OfferBook(ed)` act) must be among the results (names
+//!   compared with [`norm`], prefix-tolerant: `db::same_entity`; `a|b` alternatives in a value
+//!   match either); without an offer, the results are empty exactly when the system said
+//!   `<Domain>-NoOffer`. Statuses in `meta.verification`: `verified`, `verified_no_offer` (no
+//!   results, and the system said so), `verified_named` (results, the entity the user named
+//!   among them), `verified_results` (results; the system neither named one nor said there was
+//!   none), `entity_not_in_results`, `offered_entity_not_in_db`, `no_offer_but_results`,
+//!   `no_results_without_no_offer`, `not_executable` (bus and taxi have no database; a time that
+//!   does not parse). A search that is not verified (any other status) is left out of the gold by
 //!   default and counted by status (`unverified_calls_removed`); the recipe knob
 //!   `[seq] keep_unverified_calls = true` keeps it, flagged. A dialogue left without calls is
 //!   dropped (`no_verified_call`).
@@ -50,8 +57,8 @@
 //!   within a small edit distance (`cafe uno` → `caffe uno`), or (names) a unique prefix match
 //!   (`Databases::canonical`; counted in `values_normalised_to_db`). The ontology is not used for
 //!   this: `ontology21.json` is collected from the annotations and holds the misspellings too.
-//! - **Train ids**: `book_train` gets a `train-trainid` argument with the booked train's id (a
-//!   toolforge extension: the 2.2 intent has no such slot, so the booking did not say which train).
+//! - **Train ids**: `book_train`'s entity slot is `train-trainid` (a toolforge extension: the 2.2
+//!   intent has no such slot, so the booking did not say which train).
 //! - **Order**: `ordered` is true on every row with two or more calls (dialogue order).
 //! - **Request**: the deterministic `templates/seq-multiwoz-request.j2` rendering of the calls;
 //!   no LLM paraphrase yet.
@@ -70,6 +77,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+mod booking;
 mod db;
 mod dialogue;
 mod schema;
@@ -79,7 +87,7 @@ mod text;
 
 use db::{Databases, verify};
 use dialogue::{Event, Turn, events, parse_dialogue};
-use schema::{Intent, Schema, TRAIN_ID, load_schema};
+use schema::{Intent, Schema, load_schema};
 use text::render_request;
 
 pub use db::norm;
@@ -183,12 +191,18 @@ struct Counters {
     db_samples: BTreeSet<String>,
     /// `find_*` calls left out of the gold because the database does not verify them, by status.
     unverified_removed: BTreeMap<String, usize>,
+    /// Booking events by what [`booking::add_booked_entity`] did (`added`, `replaced`, `kept`,
+    /// `absent`).
+    booked_entity: BTreeMap<String, usize>,
 }
 
 impl Counters {
     fn merge_removed(&mut self, local: &Counters) {
         for (k, v) in &local.unverified_removed {
             *self.unverified_removed.entry(k.clone()).or_insert(0) += v;
+        }
+        for (k, v) in &local.booked_entity {
+            *self.booked_entity.entry(k.clone()).or_insert(0) += v;
         }
     }
 }
@@ -279,13 +293,14 @@ fn convert_dialogue(
             Ok(a) => a,
             Err(detail) => return drop("value_outside_schema", detail),
         };
+        if e.kind == 1 {
+            *local
+                .booked_entity
+                .entry(format!("{:?}", booking::add_booked_entity(e, intent, turns, dbs, &mut args)).to_lowercase())
+                .or_insert(0) += 1;
+        }
         if args.is_empty() {
             continue;
-        }
-        if tool == "book_train"
-            && let Some(id) = e.booked.as_ref().and_then(|b| db::booked_entity("train", b))
-        {
-            args.insert(TRAIN_ID.into(), json!(id));
         }
         let check = (e.kind == 0).then(|| verify(e, &args, turns, dbs));
         if let Some(v) = &check {
@@ -481,10 +496,10 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
             "book_<domain>: one per new booked entry, with the domain's semi and book values restricted to the intent's slots",
             "categorical values outside the 2.2 possible_values: mapped when equal without spaces, else the dialogue is dropped (value_outside_schema)",
             "free-text values (name, food; train departure/destination) replaced by the database's spelling when one database value is equal after normalisation, within a small edit distance, or (names) a unique prefix match",
-            "find calls executed over MultiWOZ_2.1/db; the offered or booked entity must be among the results (meta.verification); a search the databases do not verify is left out of the gold (recipe [seq] keep_unverified_calls = true keeps it, flagged); a dialogue left with no call is dropped (no_verified_call)",
-            "book_train carries the booked train's id (train-trainid, an extension of the 2.2 schema)",
+            "find calls executed over MultiWOZ_2.1/db and kept when the result agrees with the system (meta.verification): the offered or booked entity among the results; without an offer, no results exactly when the system said <Domain>-NoOffer; a search the databases do not verify is left out of the gold (recipe [seq] keep_unverified_calls = true keeps it, flagged); a dialogue left with no call is dropped (no_verified_call)",
+            "book_<domain> names the booked entity (restaurant-name, hotel-name, train-trainid: an extension of the 2.2 schema): the booked entry's name or trainID, else the last entity the system offered for the domain, in the database's spelling; a belief-state name of another entity is replaced (booked_entity counts)",
             "ordered: true on every row with two or more calls (dialogue order)",
-            "instance tools: every intent of the services whose belief state the dialogue filled",
+            "instance tools: every domain's tools (the dataset's API list, API-BLEND §5.7.2)",
             "request: deterministic template over the calls (every value grounded)",
         ]),
     );
@@ -523,6 +538,7 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
         json!(counters.unverified_removed),
     );
     s.insert("unmapped_slot_values".into(), json!(counters.unmapped_slot_values));
+    s.insert("booked_entity".into(), json!(counters.booked_entity));
     s.insert("tools".into(), json!(conversion.catalog.len()));
     s.insert("paper_sizes".into(), super::stats::paper_sizes(&PAPER_SIZES));
     conversion.stats = s;

@@ -1,6 +1,6 @@
 //! Unit tests of the MultiWOZ conversion on real dialogues of ../shared/corpora/multiwoz.
 
-use super::db::{Databases, Execution, minutes, norm};
+use super::db::{Databases, Execution, minutes, norm, verify};
 use super::dialogue::*;
 use super::schema::*;
 use super::*;
@@ -148,6 +148,9 @@ fn pinned_dialogue_pmul1635_hotel_booking_and_flagged_search() {
     assert_eq!(book.arguments["hotel-bookpeople"], "1");
     assert_eq!(book.arguments["hotel-bookday"], "friday");
     assert_eq!(book.arguments["hotel-bookstay"], "1");
+    // Issue 30: the booking names the hotel it booked (the booked entry's name), not the
+    // belief state's typo.
+    assert_eq!(book.arguments["hotel-name"], "warkworth house");
     // The belief state holds the user's typo "wartworth"; the booked entity is
     // "warkworth house": the search runs but cannot return it, and is flagged, not dropped.
     let find = &e.output[0];
@@ -332,4 +335,96 @@ fn unverified_searches_are_left_out_of_the_gold_by_default() {
     );
     assert!(meta["unverified_calls_removed"].as_u64().unwrap() >= 1);
     assert_eq!(e.output.len() + 1, kept.output.len());
+}
+
+/// Issue 30 item 5: one rule keeps a search, applied both ways: without an offered entity, the
+/// database's result must be empty exactly when the system said `<Domain>-NoOffer`. Was: an
+/// empty result kept on a NoOffer, a non-empty one without a named entity dropped
+/// (`no_offered_entity`).
+#[test]
+fn search_without_offer_kept_exactly_when_results_and_no_offer_agree() {
+    let dbs = Databases::load(&corpus()).unwrap();
+    let event = Event {
+        pos: 0,
+        kind: 0,
+        domain: "restaurant".into(),
+        values: vec![],
+        span: (0, 0),
+        booked: None,
+    };
+    let turns = |no_offer: bool| {
+        vec![Turn {
+            no_offer: if no_offer { vec!["restaurant".into()] } else { vec![] },
+            ..Turn::default()
+        }]
+    };
+    let args = |area: &str| Map::from_iter([("restaurant-area".to_string(), json!(area))]);
+    let status = |area: &str, no_offer: bool| verify(&event, &args(area), &turns(no_offer), &dbs)["status"].clone();
+    assert_eq!(status("centre", false), "verified_results");
+    assert_eq!(status("centre", true), "no_offer_but_results");
+    assert_eq!(status("atlantis", true), "verified_no_offer");
+    assert_eq!(status("atlantis", false), "no_results_without_no_offer");
+}
+
+/// Issue 30 item 5: a booking whose belief state names no venue names the booked one (the
+/// booked entry, else the system's last offer of the domain), in the database's spelling.
+#[test]
+fn booking_names_the_booked_entity_from_the_entry_or_the_systems_offer() {
+    let schema = load_schema(&schema_path(&corpus())).unwrap();
+    let dbs = Databases::load(&corpus()).unwrap();
+    let intent = &schema.intents["book_restaurant"];
+    let event = |booked: Option<Value>| Event {
+        pos: 1,
+        kind: 1,
+        domain: "restaurant".into(),
+        values: vec![],
+        span: (1, 1),
+        booked,
+    };
+    let turns = vec![
+        Turn {
+            offers: vec![("restaurant".into(), "Cafe Uno".into())],
+            ..Turn::default()
+        },
+        Turn::default(),
+    ];
+    let mut args = Map::from_iter([("restaurant-bookpeople".to_string(), json!("2"))]);
+    let e = event(Some(json!({"name": "the golden wok", "reference": "X"})));
+    assert_eq!(
+        booking::add_booked_entity(&e, intent, &turns, &dbs, &mut args),
+        booking::Entity::Added
+    );
+    assert_eq!(args["restaurant-name"], "golden wok");
+    assert_eq!(args.keys().next().unwrap(), "restaurant-name", "schema slot order");
+    // No name in the entry: the system's last offer, in the database's spelling.
+    let mut args = Map::new();
+    let e = event(Some(json!({"reference": "X"})));
+    assert_eq!(
+        booking::add_booked_entity(&e, intent, &turns, &dbs, &mut args),
+        booking::Entity::Added
+    );
+    assert_eq!(args["restaurant-name"], "caffe uno");
+    // Another venue in the belief state is replaced; the same one kept.
+    let mut args = Map::from_iter([("restaurant-name".to_string(), json!("pizza hut city centre"))]);
+    let e = event(Some(json!({"name": "golden wok"})));
+    assert_eq!(
+        booking::add_booked_entity(&e, intent, &turns, &dbs, &mut args),
+        booking::Entity::Replaced
+    );
+    assert_eq!(args["restaurant-name"], "golden wok");
+    assert_eq!(
+        booking::add_booked_entity(&e, intent, &turns, &dbs, &mut args),
+        booking::Entity::Kept
+    );
+    // A taxi books no database entity.
+    let taxi = Event {
+        domain: "taxi".into(),
+        ..event(Some(json!({"type": "toyota", "phone": "0"})))
+    };
+    let mut args = Map::new();
+    let intent = &schema.intents["book_taxi"];
+    assert_eq!(
+        booking::add_booked_entity(&taxi, intent, &turns, &dbs, &mut args),
+        booking::Entity::Absent
+    );
 }
