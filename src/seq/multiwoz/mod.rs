@@ -482,9 +482,12 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
             (a as f64 / b as f64 * 10000.0).round() / 10000.0
         }
     };
-    let verified: usize = ["verified", "verified_no_offer", "verified_named"]
+    // Every `verified*` status is a kept search (`db::verify`).
+    let verified: usize = counters
+        .statuses
         .iter()
-        .map(|k| counters.statuses.get(*k).copied().unwrap_or(0))
+        .filter(|(k, _)| k.starts_with("verified"))
+        .map(|(_, n)| n)
         .sum();
     let executable = counters.finds - counters.statuses.get("not_executable").copied().unwrap_or(0);
     let mut s = stats.into_json();
