@@ -187,7 +187,10 @@ fn java_and_javascript_gold_passes_bfcls_own_checker() {
             items.push(json!({"n": n, "bfcl_id": meta["bfcl_id"], "category": split, "output": output}));
             let mut bad = output.clone();
             if let Some((k, v)) = bad[0]["arguments"].as_object().and_then(|a| a.iter().next()).map(|(k, v)| (k.clone(), v.clone())) {
-                bad[0]["arguments"][&k] = json!(format!("{}zzz", v.as_str().unwrap()));
+                // a wrong name in place of the value (a suffix would not do: BFCL's converter
+                // finds `new int[]{1}` inside `new int[]{1}zzz`)
+                assert!(v.is_string());
+                bad[0]["arguments"][&k] = json!("zzz_wrong");
             }
             wrong.push(json!({"n": n, "bfcl_id": meta["bfcl_id"], "category": split, "output": bad}));
             meta_of.push((row["id"].as_str().unwrap().to_string(), meta, serde_json::from_str::<Value>(row["tools"].as_str().unwrap()).unwrap()));

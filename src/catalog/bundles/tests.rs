@@ -123,16 +123,19 @@ fn members_share_an_entity_token_and_are_distinct_in_content() {
         assert!(!ids.contains(&4) && !ids.contains(&5), "generic-only match: {b:?}");
         assert!(!ids.contains(&2), "`request` is generic: {b:?}");
     }
-    // the GitHub tools meet, on the entity token `github`
+    // the GitHub tools meet, on the entity token `git` (`GitHub` splits at its camelCase)
     assert!(
-        drawn.iter().any(|b| b.members.iter().any(|m| m.shared.contains(&"github".to_string()))),
+        drawn.iter().any(|b| b.members.iter().any(|m| m.shared.contains(&"git".to_string()))),
         "{drawn:?}"
     );
 }
 
 #[test]
 fn too_few_servers_is_a_drop() {
-    let cat = vec![tool("only", "a", "x"), tool("only", "b", "y")];
+    let cat = vec![
+        tool("only", "search_papers", "Search papers"),
+        tool("only", "fetch_paper", "Fetch a paper"),
+    ];
     let (a, d) = sample(
         &cat,
         &Sampling {
