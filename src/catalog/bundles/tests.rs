@@ -133,8 +133,8 @@ fn members_share_an_entity_token_and_are_distinct_in_content() {
 #[test]
 fn too_few_servers_is_a_drop() {
     let cat = vec![
-        tool("only", "search_papers", "Search papers"),
-        tool("only", "fetch_paper", "Fetch a paper"),
+        tool("only", "paper_search", "Search a paper"),
+        tool("only", "paper_fetch", "Fetch a paper"),
     ];
     let (a, d) = sample(
         &cat,
