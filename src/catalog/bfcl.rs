@@ -9,15 +9,19 @@
 //! without `BFCL_v4_` and `.json`, so a file is read under its official name, whatever the
 //! category. What each category becomes ([`kind`]):
 //!
-//! - AST categories (`simple_python`, `multiple`, `parallel`, `parallel_multiple`, `live_simple`,
-//!   `live_multiple`, `live_parallel`, `live_parallel_multiple`, and any other category with a
-//!   `possible_answer` file): one call per gold call, all of them, in the gold's order;
+//! - AST categories (`simple_python`, `simple_java`, `simple_javascript`, `multiple`, `parallel`,
+//!   `parallel_multiple`, `live_simple`, `live_multiple`, `live_parallel`,
+//!   `live_parallel_multiple`, and any other category with a `possible_answer` file): one call
+//!   per gold call, all of them, in the gold's order; Java and JavaScript functions as BFCL
+//!   shows them to the model (every parameter a string) and their gold as source text
+//!   ([`super::bfcl_lang`]), `meta.language`;
 //! - no-call categories (`irrelevance`, `live_irrelevance`: no function fits, the right answer is
 //!   no call; BFCL has no gold file for them): `output` = `[]`, `meta.expected` = `"no_call"`;
-//! - categories read but not converted, listed in `stats.files_skipped` with the reason:
-//!   `live_relevance` (any call counts, there is no reference call), `simple_java` /
-//!   `simple_javascript` (Java/JavaScript type names and code-string values), `multi_turn_*`,
-//!   `memory`, `web_search`, `format_sensitivity` (multi-turn / agentic formats).
+//! - any-call categories (`live_relevance`: some function fits and BFCL passes any call, there
+//!   is no reference call): `output` = `[]`, `meta.expected` = `"any_call"`;
+//! - categories read but not converted, named in `stats.files_skipped` (the build summary) with
+//!   the reason: `multi_turn_*`, `memory`, `web_search`, `format_sensitivity` (multi-turn /
+//!   agentic formats).
 //!
 //! Every row has `ordered: false`: BFCL's checker matches a parallel answer against the gold as
 //! an unordered set (`parallel_function_checker_no_order`), and a single call has no order;
@@ -47,6 +51,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::bfcl_gold::{Finding, choose, lint_object, required_of};
+use super::bfcl_lang::{self, Language};
 use super::schema::{self, Fix};
 use crate::corpus::{BadRecord, CorpusError};
 use crate::dataset::{Drop, Example, Outcome};
@@ -62,6 +67,8 @@ pub enum Kind {
     Ast,
     /// The right answer is no call.
     NoCall,
+    /// Any call is right (relevance): no reference call.
+    AnyCall,
     /// Not converted, with the reason.
     Skipped(&'static str),
 }
@@ -70,8 +77,7 @@ pub enum Kind {
 pub fn kind(category: &str) -> Kind {
     match category {
         c if c.ends_with("irrelevance") => Kind::NoCall,
-        "live_relevance" => Kind::Skipped("any call counts: no reference call"),
-        "simple_java" | "simple_javascript" => Kind::Skipped("Java/JS types and code-string values"),
+        c if c.ends_with("relevance") => Kind::AnyCall,
         c if c.starts_with("multi_turn") || c == "memory" || c == "web_search" || c == "format_sensitivity" => {
             Kind::Skipped("multi-turn / agentic format")
         }
@@ -320,11 +326,20 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
                 ));
                 continue;
             }
+            // Java/JavaScript: the rows show BFCL's string-typed docs; the gold is chosen and
+            // linted on the functions with their types (`typed`), then written as source text
+            let lang = bfcl_lang::language(&split);
             let mut tools: Vec<Converted> = Vec::new();
+            let mut typed_tools: Vec<Converted> = Vec::new();
             let mut bad_schema = None;
             for f in &q.funcs {
-                match convert_function(f) {
-                    Ok(c) => tools.push(c),
+                let both = convert_function(&bfcl_lang::shown(f, lang))
+                    .and_then(|c| Ok((c, convert_function(&bfcl_lang::typed(f))?)));
+                match both {
+                    Ok((c, t)) => {
+                        tools.push(c);
+                        typed_tools.push(t);
+                    }
                     Err(e) => bad_schema = Some(e),
                 }
             }
@@ -344,7 +359,7 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
             }
             let no_call = json!([]);
             let gt = match (kind, gold.get(&q.id)) {
-                (Kind::NoCall, _) => &no_call,
+                (Kind::NoCall | Kind::AnyCall, _) => &no_call,
                 (_, Some(gt)) => gt,
                 (_, None) => {
                     outcome
@@ -353,7 +368,11 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
                     continue;
                 }
             };
-            let (calls, findings, unknown) = gold_calls(&q.id, gt, &tools);
+            let (mut calls, mut findings, unknown) = gold_calls(&q.id, gt, &typed_tools);
+            let mut acceptable = gt.clone();
+            if lang != Language::Python && unknown.is_none() {
+                acceptable = bfcl_lang::gold_as_source_text(&q.id, gt, &q.funcs, &typed_tools, lang, &mut calls, &mut findings);
+            }
             out.findings.extend(findings.iter().cloned());
             if let Some(f) = unknown {
                 outcome.drops.push(drop(
@@ -374,8 +393,13 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
             let original_names: Map<String, Value> =
                 tools.iter().map(|t| (t.spec.name.clone(), json!(t.original))).collect();
             let mut meta = json!({"bfcl_id": q.id, "category": split});
-            if kind == Kind::NoCall {
-                meta["expected"] = json!("no_call");
+            match kind {
+                Kind::NoCall => meta["expected"] = json!("no_call"),
+                Kind::AnyCall => meta["expected"] = json!("any_call"),
+                _ => {}
+            }
+            if lang != Language::Python {
+                meta["language"] = json!(lang.label());
             }
             if calls.len() > 1 {
                 meta["call_order"] = json!("any");
@@ -385,7 +409,10 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
             }
             meta["messages"] = q.messages.clone();
             meta["original_names"] = Value::Object(original_names);
-            meta["acceptable"] = gt.clone();
+            meta["acceptable"] = acceptable;
+            if lang != Language::Python {
+                meta["acceptable_bfcl"] = gt.clone();
+            }
             meta["lint"] = json!(findings);
             if let Some(e) = gold_invalid {
                 meta["gold_invalid"] = json!(e);
@@ -494,7 +521,9 @@ mod tests {
         assert_eq!(kind("irrelevance"), Kind::NoCall);
         assert_eq!(kind("live_irrelevance"), Kind::NoCall);
         assert!(matches!(kind("multi_turn_base"), Kind::Skipped(_)));
-        assert!(matches!(kind("simple_java"), Kind::Skipped(_)));
+        assert_eq!(kind("simple_java"), Kind::Ast);
+        assert_eq!(kind("simple_javascript"), Kind::Ast);
+        assert_eq!(kind("live_relevance"), Kind::AnyCall);
     }
 
     #[test]

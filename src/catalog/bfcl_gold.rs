@@ -17,7 +17,8 @@
 //! be omitted), `missing_required` (a required parameter absent from
 //! the gold), `required_may_be_omitted` (`""`/`null` acceptable for a required parameter),
 //! `enum_violation`, `type_mismatch`, `malformed_gold` (an acceptable-value list that is not a
-//! non-empty list); the converter adds `unknown_function`.
+//! non-empty list, or a bare value inside a dict gold, which BFCL's `dict_checker` iterates — a
+//! string as its characters — so no call passes); the converter adds `unknown_function`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -139,7 +140,15 @@ fn lint_value(v: &Value, schema: &Value, path: &str, f: &mut dyn FnMut(&str, Str
     }
     match v {
         Value::Object(m) if ty == "object" => {
-            // nested dict gold: {key: [acceptable]}; a bare value is checked as the only one
+            // nested dict gold: {key: [acceptable]}; a bare value is checked as the only one, and
+            // is malformed: BFCL's `dict_checker` iterates it (a string as its characters)
+            for (k, x) in m.iter().filter(|(_, x)| !x.is_array()) {
+                f(
+                    "malformed_gold",
+                    format!("{path}.{k}"),
+                    format!("bare value {x} in a dict gold, not a list of acceptable values: BFCL's dict_checker iterates it"),
+                );
+            }
             let wrapped: Map<String, Value> = m
                 .iter()
                 .map(|(k, x)| (k.clone(), if x.is_array() { x.clone() } else { json!([x]) }))

@@ -6,7 +6,8 @@
 //!   `tools/mcp.json`;
 //! - [`bundles`]: seeded, similarity-based tool bundles round-robin across servers;
 //! - [`bfcl`]: BFCL category files (every official single-turn category by its file name), type
-//!   mapping; [`bfcl_gold`]: gold choice and lint.
+//!   mapping; [`bfcl_gold`]: gold choice and lint; [`bfcl_lang`]: the Java and JavaScript
+//!   categories under BFCL's type rules.
 //!
 //! The build summary prints counts only; every list (rejected, deduplicated and fixed tools, lint
 //! findings) goes to a report file (`report/catalog_fixes.json`, `report/bfcl_lint.json`).
@@ -23,6 +24,7 @@
 
 pub mod bfcl;
 pub mod bfcl_gold;
+pub mod bfcl_lang;
 pub mod bundles;
 pub mod mcp;
 pub mod schema;
@@ -42,7 +44,7 @@ use crate::store::{StageKey, Store};
 use crate::tools::ToolSpec;
 
 /// Version of the catalog conversion stage; bump when its output for the same inputs changes.
-pub const CATALOG_VERSION: u32 = 2;
+pub const CATALOG_VERSION: u32 = 3;
 
 pub use crate::recipe::catalog::CatalogKnobs;
 
@@ -114,7 +116,7 @@ pub fn convert_mcp(source: &ResolvedSource, knobs: &CatalogKnobs) -> Result<Conv
             .iter()
             .map(|m| {
                 let t = &ing.tools[m.tool];
-                json!({"server": t.server, "tool": t.name, "function": t.function, "role": m.role, "score": (m.score * 1e6).round() / 1e6})
+                json!({"server": t.server, "tool": t.name, "function": t.function, "role": m.role, "score": (m.score * 1e6).round() / 1e6, "shared": m.shared})
             })
             .collect();
         let seeds: Vec<String> = b
@@ -174,6 +176,14 @@ pub fn convert_mcp(source: &ResolvedSource, knobs: &CatalogKnobs) -> Result<Conv
         json!(count(ing.rejected.iter().map(|r| r.reason.as_str()))),
     );
     put("tools_deduplicated", json!(ing.duplicates.len()));
+    put(
+        "tools_merged_from_other_servers",
+        json!(ing.duplicates.iter().filter(|d| d.server != d.kept_server).count()),
+    );
+    put(
+        "tools_with_server_aliases",
+        json!(ing.tools.iter().filter(|t| !t.aliases.is_empty()).count()),
+    );
     put("tools_emitted", json!(ing.tools.len()));
     put("tools_with_schema_fixes", json!(tools_fixed));
     put("fixes_by_kind", json!(fixes_by_kind));

@@ -23,14 +23,22 @@
 //! `top_level_not_object` (`type` other than `object`), `invalid_schema` (meta-schema or compile
 //! failure after normalisation, see [`super::schema`]).
 //!
-//! Deduplication is exact: two tools merge only when they have the same server-qualified name
-//! (server name and tool name, case-sensitive), the same normalised schema
-//! ([`schema::canonical`]) *and* the same description — the same server listed in two registry
-//! dumps. The first occurrence (file order) is kept; each merge is a [`Duplicate`]. Everything
-//! else is kept, each tool with its own description: tools whose OpenAI names collide
-//! (compared case-insensitively, since `whoAmI` and `whoami` are one name to many consumers)
-//! are all qualified as `<server>__<name>` (`_2`, `_3`, … when that still collides; a
-//! `name_qualified` fix).
+//! Deduplication is by content: two tools are one when they have the same name
+//! (case-sensitive), the same normalised schema ([`schema::canonical`]) *and* the same
+//! description, whichever server lists them — the same server in two registry dumps, or copies
+//! of one server published under several names (ToolGym's Smithery dump lists
+//! `get_pull_request_comments` on three GitHub servers). The first occurrence (file order) is
+//! kept and the other servers are recorded as its [`McpTool::aliases`]; each merge is a
+//! [`Duplicate`]. Tools that differ in any of the three are all kept, each with its own
+//! description.
+//!
+//! Names ([`names::assign_functions`]): a tool's OpenAI name is its sanitised name unless an
+//! *earlier* different tool (input order: files sorted by path, records and tools in file order)
+//! already holds that name, compared case-insensitively since `whoAmI` and `whoami` are one name
+//! to many consumers; then it is `<server>__<name>` (`_2`, `_3`, … when that still collides; a
+//! `name_qualified` fix). So a tool's name depends only on the tools before it: adding a dump
+//! whose files sort after the existing ones renames nothing, and a copy of a tool (merged)
+//! never forces a qualification.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -88,13 +96,18 @@ pub struct McpTool {
     pub annotations: Value,
     /// Normalisation fixes applied (including `name_sanitised`).
     pub fixes: Vec<Fix>,
+    /// Other servers listing the same tool (same name, schema and description), in input order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
 }
 
-/// An exact duplicate merged into an earlier tool.
+/// A content-identical tool merged into an earlier one (see the module doc).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Duplicate {
-    /// Server name.
+    /// Server of the duplicate.
     pub server: String,
+    /// Server of the kept tool (the same server when one server is listed twice).
+    pub kept_server: String,
     /// Tool name.
     pub tool: String,
     /// `<file>#<record>` of the kept tool's server record.
@@ -127,7 +140,7 @@ pub struct Ingested {
     pub tools_in: usize,
     /// Rejected tools.
     pub rejected: Vec<Rejected>,
-    /// Exact duplicates merged (see the module doc).
+    /// Content-identical tools merged (see the module doc).
     pub duplicates: Vec<Duplicate>,
     /// Skipped records.
     pub bad_records: Vec<BadRecord>,
@@ -136,7 +149,7 @@ pub struct Ingested {
 mod names;
 mod registry;
 
-use names::qualify_colliding_names;
+use names::assign_functions;
 pub use names::sanitise_name;
 use registry::file_records;
 pub use registry::{inputs, parse_record};
@@ -188,24 +201,30 @@ pub fn ingest(files: &[PathBuf], root: &Path) -> Result<Ingested, CorpusError> {
     // normalise + validate
     let mut kept: Vec<McpTool> = Vec::new();
     let mut origins: Vec<String> = Vec::new();
-    let mut seen: HashMap<(String, String, String, String), usize> = HashMap::new();
+    let mut seen: HashMap<(String, String, String), usize> = HashMap::new();
     for t in raw {
         match normalise_tool(&t) {
             Err(r) => out.rejected.push(r),
             Ok(tool) => {
                 let key = (
-                    tool.server.clone(),
                     tool.name.clone(),
                     schema::canonical(&tool.input_schema),
                     tool.description.clone(),
                 );
                 match seen.get(&key) {
-                    Some(&i) => out.duplicates.push(Duplicate {
-                        server: tool.server,
-                        tool: tool.name,
-                        kept_from: origins[i].clone(),
-                        duplicate_from: t.origin.clone(),
-                    }),
+                    Some(&i) => {
+                        let kept_tool = &mut kept[i];
+                        if tool.server != kept_tool.server && !kept_tool.aliases.contains(&tool.server) {
+                            kept_tool.aliases.push(tool.server.clone());
+                        }
+                        out.duplicates.push(Duplicate {
+                            server: tool.server,
+                            kept_server: kept_tool.server.clone(),
+                            tool: tool.name,
+                            kept_from: origins[i].clone(),
+                            duplicate_from: t.origin.clone(),
+                        })
+                    }
                     None => {
                         seen.insert(key, kept.len());
                         origins.push(t.origin.clone());
@@ -215,7 +234,7 @@ pub fn ingest(files: &[PathBuf], root: &Path) -> Result<Ingested, CorpusError> {
             }
         }
     }
-    qualify_colliding_names(&mut kept);
+    assign_functions(&mut kept);
     out.tools = kept;
     Ok(out)
 }
@@ -277,13 +296,16 @@ pub fn normalise_tool(t: &RawTool) -> Result<McpTool, Rejected> {
         input_schema,
         annotations: t.value.get("annotations").cloned().unwrap_or(Value::Null),
         fixes,
+        aliases: Vec::new(),
     })
 }
 
 /// `tools/mcp.json`: the catalog in MCP format, per server: `{"servers": [{name, description,
 /// homepage?, category?, tools: [{name, description, inputSchema, annotations?, _meta:
-/// {"toolforge/function": <OpenAI name>}}]}]}`. A server listed by several records (several
-/// registry dumps) appears once, with its first record's description and every tool kept for it.
+/// {"toolforge/function": <OpenAI name>, "toolforge/aliases"?: [servers]}}]}]}`. A server
+/// listed by several records (several registry dumps) appears once, with its first record's
+/// description and every tool kept for it; a merged tool is listed once, under the server it was
+/// kept for, its copies' servers in `toolforge/aliases`.
 pub fn mcp_json(ing: &Ingested) -> Value {
     let mut per_server: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     for t in &ing.tools {
@@ -292,6 +314,9 @@ pub fn mcp_json(ing: &Ingested) -> Value {
             v["annotations"] = t.annotations.clone();
         }
         v["_meta"] = json!({"toolforge/function": t.function});
+        if !t.aliases.is_empty() {
+            v["_meta"]["toolforge/aliases"] = json!(t.aliases);
+        }
         per_server.entry(t.server.as_str()).or_default().push(v);
     }
     let mut listed = std::collections::HashSet::new();
@@ -315,204 +340,4 @@ pub fn mcp_json(ing: &Ingested) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ingest_json(files: &[(&str, &str)]) -> Ingested {
-        let dir = tempfile::tempdir().unwrap();
-        for (name, text) in files {
-            std::fs::write(dir.path().join(name), text).unwrap();
-        }
-        ingest(&inputs(dir.path()), dir.path()).unwrap()
-    }
-
-    #[test]
-    fn smithery_and_tools_list_shapes() {
-        let smithery = r#"{"qualifiedName": "@acme/weather", "displayName": "Weather", "description": "d",
-            "tools": [{"name": "get.forecast", "description": "f", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city", "city"]}}]}"#;
-        let list = r#"{"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "echo", "inputSchema": {"properties": {"text": {"type": "string"}}}}]}}"#;
-        let ing = ingest_json(&[("a.json", smithery), ("echo-server.json", list)]);
-        assert_eq!(
-            ing.servers
-                .iter()
-                .map(|s| (s.name.as_str(), s.shape.as_str()))
-                .collect::<Vec<_>>(),
-            [("@acme/weather", "smithery"), ("echo-server", "tools_list")]
-        );
-        assert_eq!(ing.tools.len(), 2);
-        let w = &ing.tools[0];
-        assert_eq!((w.function.as_str(), w.name.as_str()), ("get_forecast", "get.forecast"));
-        assert_eq!(
-            w.fixes.iter().map(|f| f.kind.as_str()).collect::<Vec<_>>(),
-            ["name_sanitised", "duplicate_required"]
-        );
-        assert_eq!(ing.tools[1].fixes[0].kind, "top_type_object_added");
-        let mcp = mcp_json(&ing);
-        assert_eq!(mcp["servers"][1]["tools"][0]["_meta"]["toolforge/function"], "echo");
-    }
-
-    #[test]
-    fn jsonl_and_servers_wrapper_files() {
-        let tool = r#"{"name": "t", "inputSchema": {"type": "object", "properties": {}}}"#;
-        let lines = format!("{{\"qualifiedName\": \"a/b\", \"tools\": [{tool}]}}\n\nnot json\n");
-        let wrapper = format!("{{\"servers\": [{{\"name\": \"w\", \"tools\": [{tool}]}}]}}");
-        let ing = ingest_json(&[("s.jsonl", &lines), ("w.json", &wrapper)]);
-        assert_eq!(
-            ing.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
-            ["a/b", "w"]
-        );
-        assert_eq!(
-            (ing.bad_records[0].file.as_str(), ing.bad_records[0].record),
-            ("s.jsonl", 2)
-        );
-        assert!(ing.bad_records[0].message.contains("not valid JSON"));
-    }
-
-    #[test]
-    fn malformed_record_is_reported_and_skipped() {
-        let text = r#"[{"name": "ok", "tools": [{"name": "t", "inputSchema": {"type": "object", "properties": {}}}]}, 42, {"name": "bad", "tools": 7}]"#;
-        let ing = ingest_json(&[("servers.json", text)]);
-        assert_eq!(ing.tools.len(), 1);
-        let b: Vec<_> = ing.bad_records.iter().map(|b| (b.file.as_str(), b.record)).collect();
-        assert_eq!(b, [("servers.json", 1), ("servers.json", 2)]);
-    }
-
-    #[test]
-    fn rejections_dedup_and_collisions() {
-        let s = |name: &str, tools: &str| format!(r#"{{"name": "{name}", "tools": {tools}}}"#);
-        let same = r#"{"name": "read", "inputSchema": {"type": "object", "properties": {"p": {"type": "string"}}}}"#;
-        let other = r#"{"name": "read", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}"#;
-        let text = format!(
-            "[{}, {}, {}]",
-            s(
-                "A",
-                &format!(
-                    "[{same}, {{\"inputSchema\": {{}}}}, {{\"name\": \"s\", \"inputSchema\": {{\"type\": \"string\"}}}}]"
-                )
-            ),
-            s(
-                "B",
-                &format!(
-                    "[{same}, {{\"name\": \"bad\", \"inputSchema\": {{\"type\": \"object\", \"properties\": {{\"x\": {{\"type\": \"strng\"}}}}}}}}]"
-                )
-            ),
-            s("C", &format!("[{other}, {{\"name\": \"n\"}}]"))
-        );
-        let ing = ingest_json(&[("x.json", &text)]);
-        assert_eq!(ing.tools_in, 7);
-        let reasons: Vec<_> = ing.rejected.iter().map(|r| r.reason.as_str()).collect();
-        assert_eq!(
-            reasons,
-            [
-                "missing_name",
-                "top_level_not_object",
-                "invalid_schema",
-                "missing_input_schema"
-            ]
-        );
-        // same name and schema on two servers: two tools, both qualified
-        assert!(ing.duplicates.is_empty());
-        let names: Vec<_> = ing.tools.iter().map(|t| t.function.as_str()).collect();
-        assert_eq!(names, ["A__read", "B__read", "C__read"]);
-    }
-
-    /// Issue 15: dedup ignored case and description, then reported the wrong description
-    /// (Smithery dump: supermemory `whoAmI` listed as `whoami` with switchboard's description;
-    /// alphavantage's second `company_dividends`, described as "company splits", merged away).
-    #[test]
-    fn dedup_is_exact_and_each_tool_keeps_its_description() {
-        let schema = r#"{"type": "object", "properties": {"symbol": {"type": "string"}}}"#;
-        let t = |name: &str, desc: &str| {
-            format!(r#"{{"name": "{name}", "description": "{desc}", "inputSchema": {schema}}}"#)
-        };
-        let smithery =
-            |q: &str, tools: &[String]| format!(r#"{{"qualifiedName": "{q}", "tools": [{}]}}"#, tools.join(", "));
-        let dump = format!(
-            "[{}, {}, {}]",
-            smithery("supermemory", &[t("whoAmI", "Get the current supermemory user")]),
-            smithery("switchboard", &[t("whoami", "Show the switchboard account")]),
-            smithery(
-                "alphavantage",
-                &[
-                    t("company_dividends", "company dividends"),
-                    t("company_dividends", "company splits")
-                ]
-            ),
-        );
-        // the same alphavantage server again in a second dump: an exact duplicate, merged
-        let again = format!(
-            r#"{{"servers": [{}]}}"#,
-            smithery("alphavantage", &[t("company_dividends", "company dividends")])
-        );
-        let ing = ingest_json(&[("a.json", &dump), ("b.json", &again)]);
-        let got: Vec<_> = ing
-            .tools
-            .iter()
-            .map(|t| {
-                (
-                    t.server.as_str(),
-                    t.name.as_str(),
-                    t.function.as_str(),
-                    t.description.as_str(),
-                )
-            })
-            .collect();
-        assert_eq!(
-            got,
-            [
-                (
-                    "supermemory",
-                    "whoAmI",
-                    "supermemory__whoAmI",
-                    "Get the current supermemory user"
-                ),
-                (
-                    "switchboard",
-                    "whoami",
-                    "switchboard__whoami",
-                    "Show the switchboard account"
-                ),
-                (
-                    "alphavantage",
-                    "company_dividends",
-                    "alphavantage__company_dividends",
-                    "company dividends"
-                ),
-                (
-                    "alphavantage",
-                    "company_dividends",
-                    "alphavantage__company_dividends_2",
-                    "company splits"
-                ),
-            ]
-        );
-        assert_eq!(
-            ing.duplicates,
-            [Duplicate {
-                server: "alphavantage".into(),
-                tool: "company_dividends".into(),
-                kept_from: "a.json#2".into(),
-                duplicate_from: "b.json#0".into(),
-            }]
-        );
-        // mcp.json lists alphavantage once, with its two distinct tools and their own descriptions
-        let mcp = mcp_json(&ing);
-        let servers = mcp["servers"].as_array().unwrap();
-        assert_eq!(servers.len(), 3);
-        let alpha: Vec<_> = servers[2]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["description"].as_str().unwrap())
-            .collect();
-        assert_eq!(alpha, ["company dividends", "company splits"]);
-    }
-
-    #[test]
-    fn long_names_are_cut_with_a_hash() {
-        let long = "x".repeat(80);
-        let s = sanitise_name(&long);
-        assert_eq!(s.len(), 64);
-        assert_ne!(s, sanitise_name(&"x".repeat(81)));
-    }
-}
+mod tests;

@@ -1,6 +1,6 @@
 //! Tool names as OpenAI function names: sanitising, and qualifying names that collide.
 
-use std::collections::BTreeMap;
+use std::collections::HashSet;
 
 use super::McpTool;
 use crate::catalog::schema::Fix;
@@ -26,21 +26,15 @@ pub fn sanitise_name(name: &str) -> String {
     format!("{}_{}", &s[..55], &h[..8])
 }
 
-/// Gives every tool whose sanitised name is shared with a different tool the name
-/// `<server>__<name>` (sanitised; `_2`, `_3`, … if that still collides), recording a
-/// `name_qualified` fix. Unique names are kept as they are.
-pub(super) fn qualify_colliding_names(tools: &mut [McpTool]) {
-    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
-    for t in tools.iter() {
-        *by_name.entry(t.function.to_lowercase()).or_insert(0) += 1;
-    }
-    let mut used: std::collections::HashSet<String> = tools
-        .iter()
-        .filter(|t| by_name[&t.function.to_lowercase()] == 1)
-        .map(|t| t.function.to_lowercase())
-        .collect();
+/// Sets every tool's OpenAI name (see the parent module): the sanitised name (already in
+/// `function`) when no earlier tool holds it (case-insensitively), else `<server>__<name>`
+/// (sanitised; `_2`, `_3`, … if that still collides) with a `name_qualified` fix. `tools` are in
+/// input order and distinct in content (merged before), so a name is qualified only when two
+/// different tools collide, and a tool's name depends only on the tools before it.
+pub(super) fn assign_functions(tools: &mut [McpTool]) {
+    let mut used: HashSet<String> = HashSet::new();
     for t in tools.iter_mut() {
-        if by_name[&t.function.to_lowercase()] == 1 {
+        if used.insert(t.function.to_lowercase()) {
             continue;
         }
         let base = sanitise_name(&format!("{}__{}", t.server, t.function));
@@ -53,7 +47,7 @@ pub(super) fn qualify_colliding_names(tools: &mut [McpTool]) {
         t.fixes.push(Fix {
             kind: "name_qualified".into(),
             pointer: "name".into(),
-            detail: format!("{:?} is shared by different tools → {name:?}", t.function),
+            detail: format!("{:?} is held by an earlier, different tool → {name:?}", t.function),
         });
         t.function = name;
     }

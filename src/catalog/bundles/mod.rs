@@ -27,6 +27,19 @@
 //! word (`search_papers` + `get_paper_details`: 0.27). A draw that cannot be filled to `size`
 //! from tools above the floor is redrawn.
 //!
+//! **Shared entity** (issue 30: 8 / 20 sampled LiveMCPBench bundles held tools matched only on
+//! generic tokens): besides the floor, a tool joins only when it shares at least one *entity
+//! token* with the first seed — a word of its name, description or parameter names (not a
+//! `p:`/`t:` schema marker) of ≥ 3 characters that is neither in [`GENERIC`] (operations and API
+//! plumbing: `get`, `list`, `search`, `query`, `data`, `id`, …) nor frequent in the catalog
+//! (document frequency above `max(20, N/20)`: a word on more than one tool in twenty says
+//! nothing about a topic, whatever it is). Each member records the entity tokens it shares
+//! (`shared`, rarest first, at most 5).
+//!
+//! **Distinct content**: no two members have the same name (case-insensitive) and schema — the
+//! ingest already merged content-identical copies, and a copy whose description was reworded
+//! is still the same tool to a model, so it never fills a second slot of a bundle.
+//!
 //! A draw with fewer than `min_servers` distinct servers, too few tools above the floor, or the
 //! same tool set as an earlier bundle is redrawn (same primary server, a new RNG stream for the
 //! attempt); after 8 failed attempts the bundle is dropped with the last reason
@@ -68,6 +81,9 @@ pub struct Member {
     pub role: String,
     /// Cosine similarity to the first seed (1 for the first seed itself).
     pub score: f64,
+    /// Entity tokens shared with the first seed (module doc; empty for the first seed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<String>,
 }
 
 /// A drawn bundle.
@@ -128,6 +144,17 @@ fn words(text: &str, out: &mut Vec<String>) {
     flush(&mut cur, out);
 }
 
+/// Generic words: operations and API plumbing that say nothing about what a tool is about
+/// (module doc). A word absent here still counts as generic when it is frequent in the catalog.
+pub const GENERIC: [&str; 64] = [
+    "get", "list", "set", "create", "update", "delete", "remove", "add", "search", "query", "find", "fetch",
+    "read", "write", "retrieve", "info", "information", "data", "details", "detail", "ids", "name", "names",
+    "type", "types", "value", "values", "result", "results", "string", "number", "limit", "page", "offset",
+    "count", "default", "optional", "required", "return", "returns", "tool", "tools", "api", "request",
+    "response", "object", "parameter", "parameters", "param", "input", "output", "text", "content",
+    "specified", "specific", "given", "new", "using", "based", "all", "any", "one", "more", "your",
+];
+
 /// The token bag of a tool (see the module doc).
 pub fn tokens(t: &McpTool) -> Vec<String> {
     let mut out = Vec::new();
@@ -143,6 +170,81 @@ pub fn tokens(t: &McpTool) -> Vec<String> {
         }
     }
     out
+}
+
+/// The catalog's vectors and entity tokens (module doc).
+pub struct Index {
+    /// Unit-length TF-IDF vector per tool (token id → weight).
+    pub vecs: Vec<BTreeMap<usize, f64>>,
+    /// Entity token ids per tool.
+    pub entities: Vec<BTreeSet<usize>>,
+    /// Token text by id.
+    pub tokens: Vec<String>,
+    /// Document frequency by id.
+    pub df: Vec<usize>,
+}
+
+impl Index {
+    /// Builds the index of a catalog.
+    pub fn new(catalog: &[McpTool]) -> Index {
+        let bags: Vec<Vec<String>> = catalog.iter().map(tokens).collect();
+        let mut ids: HashMap<String, usize> = HashMap::new();
+        let mut texts: Vec<String> = Vec::new();
+        let idbags: Vec<Vec<usize>> = bags
+            .iter()
+            .map(|b| {
+                b.iter()
+                    .map(|tok| {
+                        *ids.entry(tok.clone()).or_insert_with(|| {
+                            texts.push(tok.clone());
+                            texts.len() - 1
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut df = vec![0usize; texts.len()];
+        for b in &idbags {
+            for k in b.iter().collect::<BTreeSet<_>>() {
+                df[*k] += 1;
+            }
+        }
+        let frequent = (catalog.len() / 20).max(20);
+        let entities = idbags
+            .iter()
+            .map(|b| {
+                b.iter()
+                    .copied()
+                    .filter(|&k| {
+                        let t = texts[k].as_str();
+                        !t.contains(':')
+                            && t.chars().count() >= 3
+                            && !t.chars().all(|c| c.is_ascii_digit())
+                            && !GENERIC.contains(&t)
+                            && df[k] <= frequent
+                    })
+                    .collect()
+            })
+            .collect();
+        Index {
+            vecs: tfidf(catalog),
+            entities,
+            tokens: texts,
+            df,
+        }
+    }
+
+    /// Whether tools `a` and `b` share an entity token.
+    pub fn shares(&self, a: usize, b: usize) -> bool {
+        !self.entities[a].is_disjoint(&self.entities[b])
+    }
+
+    /// The entity tokens tools `a` and `b` share, rarest first (ties by text), at most 5.
+    pub fn shared(&self, a: usize, b: usize) -> Vec<String> {
+        let mut s: Vec<usize> = self.entities[a].intersection(&self.entities[b]).copied().collect();
+        s.sort_by(|x, y| self.df[*x].cmp(&self.df[*y]).then_with(|| self.tokens[*x].cmp(&self.tokens[*y])));
+        s.into_iter().take(5).map(|k| self.tokens[k].clone()).collect()
+    }
 }
 
 /// Unit-length TF-IDF vectors of the catalog (token id → weight, ids in first-seen order).
@@ -193,7 +295,13 @@ fn tie(seed: u64, bundle: usize, tool: usize) -> u64 {
 
 /// Draws the bundles; returns them and the dropped ones as `(bundle, reason, detail)`.
 pub fn sample(catalog: &[McpTool], k: &Sampling) -> (Vec<Bundle>, Vec<(usize, String, String)>) {
-    let vecs = tfidf(catalog);
+    let index = Index::new(catalog);
+    let vecs = &index.vecs;
+    // the content signature of a tool: name (case-insensitive) and schema
+    let signature: Vec<(String, String)> = catalog
+        .iter()
+        .map(|t| (t.name.to_lowercase(), super::schema::canonical(&t.input_schema)))
+        .collect();
     let mut servers: Vec<&str> = Vec::new();
     let mut by_server: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, t) in catalog.iter().enumerate() {
@@ -233,12 +341,20 @@ pub fn sample(catalog: &[McpTool], k: &Sampling) -> (Vec<Bundle>, Vec<(usize, St
                 tool: first,
                 role: "seed".into(),
                 score: 1.0,
+                shared: Vec::new(),
             }];
+            // related to the first seed: above the floor, sharing an entity token
+            let related = |i: usize| sim_first[i] >= k.min_similarity && index.shares(first, i);
+            let mut signatures: BTreeSet<&(String, String)> = BTreeSet::from([&signature[first]]);
             let mut used_servers: BTreeSet<&str> = BTreeSet::from([primary]);
             // further seeds: one of the 3 tools most similar to the first seed on new servers
             while members.len() < n_seeds {
                 let mut near: Vec<usize> = (0..catalog.len())
-                    .filter(|&i| !used_servers.contains(catalog[i].server.as_str()) && sim_first[i] >= k.min_similarity)
+                    .filter(|&i| {
+                        !used_servers.contains(catalog[i].server.as_str())
+                            && !signatures.contains(&signature[i])
+                            && related(i)
+                    })
                     .collect();
                 near.sort_by_key(|&i| order_key(i, sim_first[i]));
                 near.truncate(3);
@@ -247,10 +363,12 @@ pub fn sample(catalog: &[McpTool], k: &Sampling) -> (Vec<Bundle>, Vec<(usize, St
                 }
                 let i = near[rng.below(near.len())];
                 used_servers.insert(&catalog[i].server);
+                signatures.insert(&signature[i]);
                 members.push(Member {
                     tool: i,
                     role: "seed".into(),
                     score: sim_first[i],
+                    shared: index.shared(first, i),
                 });
             }
             // related: round-robin across servers by best similarity to any seed
@@ -263,7 +381,7 @@ pub fn sample(catalog: &[McpTool], k: &Sampling) -> (Vec<Bundle>, Vec<(usize, St
             };
             let mut ranked: BTreeMap<&str, Vec<(usize, f64)>> = BTreeMap::new();
             for (i, t) in catalog.iter().enumerate() {
-                if !chosen.contains(&i) && sim_first[i] >= k.min_similarity {
+                if !chosen.contains(&i) && !signatures.contains(&signature[i]) && related(i) {
                     ranked.entry(t.server.as_str()).or_default().push((i, score(i)));
                 }
             }
@@ -281,10 +399,15 @@ pub fn sample(catalog: &[McpTool], k: &Sampling) -> (Vec<Bundle>, Vec<(usize, St
                     }
                     if let Some(&(i, _)) = ranked[s].get(round) {
                         any = true;
+                        // a second copy of a member (same name and schema) never fills a slot
+                        if !signatures.insert(&signature[i]) {
+                            continue;
+                        }
                         members.push(Member {
                             tool: i,
                             role: "related".into(),
                             score: sim_first[i],
+                            shared: index.shared(first, i),
                         });
                         used_servers.insert(&catalog[i].server);
                     }
@@ -298,7 +421,7 @@ pub fn sample(catalog: &[McpTool], k: &Sampling) -> (Vec<Bundle>, Vec<(usize, St
                 last = (
                     "too_few_related".into(),
                     format!(
-                        "{} tools with cosine ≥ {} to the first seed, {} needed",
+                        "{} distinct tools with cosine ≥ {} to the first seed and an entity token in common, {} needed",
                         members.len(),
                         k.min_similarity,
                         k.size
@@ -344,107 +467,4 @@ fn ordered(x: f64) -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn tool(server: &str, name: &str, desc: &str) -> McpTool {
-        McpTool {
-            function: name.into(),
-            name: name.into(),
-            server: server.into(),
-            description: desc.into(),
-            input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
-            annotations: Value::Null,
-            fixes: vec![],
-        }
-    }
-
-    #[test]
-    fn tokens_split_names_and_cjk() {
-        let t = tool("s", "getWeather_forecast", "搜索 the city");
-        let toks = tokens(&t);
-        assert!(
-            toks.starts_with(&[
-                "get".into(),
-                "weather".into(),
-                "forecast".into(),
-                "搜".into(),
-                "索".into(),
-                "city".into()
-            ]),
-            "{toks:?}"
-        );
-        assert!(toks.contains(&"p:query".to_string()));
-    }
-
-    #[test]
-    fn bundles_are_deterministic_spread_and_related() {
-        let cat = vec![
-            tool("web", "web_search", "search the web for pages"),
-            tool("fetch", "fetch_page", "fetch a web page"),
-            tool("maps", "geocode", "find coordinates of a place"),
-            tool("maps", "route", "driving route between places"),
-            tool("news", "news_search", "search news articles on the web"),
-            tool("fin", "stock_price", "latest stock price"),
-        ];
-        let k = Sampling {
-            seed: 7,
-            bundles: 6,
-            size: 3,
-            min_servers: 2,
-            max_seeds: 2,
-            min_similarity: DEFAULT_MIN_SIMILARITY,
-        };
-        let (a, da) = sample(&cat, &k);
-        let (b, db) = sample(&cat, &k);
-        assert_eq!((a.clone(), da.clone()), (b, db));
-        assert_eq!(a.len() + da.len(), 6);
-        for bundle in &a {
-            assert_eq!(bundle.members.len(), 3);
-            assert_eq!(bundle.members[0].role, "seed");
-            let servers: BTreeSet<_> = bundle.members.iter().map(|m| &cat[m.tool].server).collect();
-            assert!(servers.len() >= 2);
-        }
-        // related tools share tokens: web_search (web) and news_search (news) meet in a bundle
-        let both = |x: usize, y: usize| {
-            a.iter()
-                .any(|b| b.members.iter().any(|m| m.tool == x) && b.members.iter().any(|m| m.tool == y))
-        };
-        assert!(both(0, 4), "{a:?}");
-        // the floor: every member shares vocabulary with the first seed; stock_price shares none
-        let vecs = tfidf(&cat);
-        for bundle in &a {
-            let first = bundle.members[0].tool;
-            for m in &bundle.members[1..] {
-                assert!(
-                    cosine(&vecs[first], &vecs[m.tool]) >= DEFAULT_MIN_SIMILARITY,
-                    "{bundle:?}"
-                );
-                assert_ne!(m.tool, 5, "unrelated stock_price joined {bundle:?}");
-            }
-        }
-        assert!(da.iter().any(|d| d.1 == "too_few_related"), "{da:?}");
-        // a different seed gives different bundles
-        let (c, _) = sample(&cat, &Sampling { seed: 8, ..k });
-        assert_ne!(a, c);
-    }
-
-    #[test]
-    fn too_few_servers_is_a_drop() {
-        let cat = vec![tool("only", "a", "x"), tool("only", "b", "y")];
-        let (a, d) = sample(
-            &cat,
-            &Sampling {
-                seed: 0,
-                bundles: 1,
-                size: 2,
-                min_servers: 2,
-                max_seeds: 1,
-                min_similarity: 0.0,
-            },
-        );
-        assert!(a.is_empty());
-        assert_eq!(d[0].1, "too_few_servers");
-    }
-}
+mod tests;
