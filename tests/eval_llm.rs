@@ -139,9 +139,10 @@ fn eval_run_against_a_real_server_in_both_modes() {
                 assert_eq!(r["totals"]["metrics"]["completion"]["n"], ROWS, "every row executed");
             } else {
                 // Every row is scored: by BFCL's AST check, or (irrelevance rows, gold "no
-                // call") by the irrelevance metric.
+                // call") by the irrelevance metric, or (live_relevance rows, "any call") by the
+                // relevance metric.
                 let n = |m: &str| r["totals"]["metrics"][m]["n"].as_u64().unwrap_or(0);
-                assert_eq!(n("bfcl_ast") + n("irrelevance"), ROWS);
+                assert_eq!(n("bfcl_ast") + n("irrelevance") + n("relevance"), ROWS);
             }
 
             // Re-run: resumed, no request.

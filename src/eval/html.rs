@@ -61,7 +61,7 @@ fn failed_a_check(r: &RowResult) -> bool {
     r.status != "scored"
         || !r.exact_match
         || !r.errors.is_empty()
-        || [r.completion, r.bfcl_ast, r.irrelevance, r.drift_pass].contains(&Some(false))
+        || [r.completion, r.bfcl_ast, r.irrelevance, r.relevance, r.drift_pass].contains(&Some(false))
 }
 
 /// The page's data: `run`, `dataset`, `model`, `mode`, `rows`, `scored`, `missing`, `failed`,
@@ -94,6 +94,7 @@ pub fn run_data(dir: &Path, report: &Report, results: &[RowResult], rows: &[&Eva
                 ("completion", r.completion),
                 ("bfcl_ast", r.bfcl_ast),
                 ("irrelevance", r.irrelevance),
+                ("relevance", r.relevance),
                 ("drift_pass", r.drift_pass),
             ];
             let line = lines.get(&r.id);

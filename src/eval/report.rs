@@ -41,6 +41,7 @@ pub const TABLE: [(&str, &str, &str); 13] = [
     ("exact_match", "EM", "API-BLEND §5.4"),
     ("bfcl_ast", "BFCL AST", "BFCL"),
     ("irrelevance", "Irrelevance", "BFCL"),
+    ("relevance", "Relevance", "BFCL live_relevance"),
     ("drift_pass", "Drift pass", "DynamicToolBench"),
 ];
 

@@ -66,6 +66,9 @@ pub struct RowResult {
     pub bfcl_ast: Option<bool>,
     /// BFCL irrelevance (no gold call, no predicted call).
     pub irrelevance: Option<bool>,
+    /// BFCL relevance (`meta.expected` = `any_call`: at least one predicted call).
+    #[serde(default)]
+    pub relevance: Option<bool>,
     /// DynamicToolBench: the prediction succeeds against A_new.
     pub drift_pass: Option<bool>,
     /// Why checks failed, and malformed calls.
@@ -154,6 +157,7 @@ impl RowResult {
             ("completion", self.completion),
             ("bfcl_ast", self.bfcl_ast),
             ("irrelevance", self.irrelevance),
+            ("relevance", self.relevance),
             ("drift_pass", self.drift_pass),
         ] {
             if let Some(x) = x {
@@ -345,7 +349,8 @@ pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> R
         },
         completion: completion.map(|c| c.is_ok()),
         bfcl_ast: bfcl.map(|c| c.is_ok()),
-        irrelevance: metrics::irrelevance::irrelevance(gold, calls),
+        irrelevance: metrics::irrelevance::irrelevance(gold, calls, row.meta["expected"].as_str()),
+        relevance: metrics::irrelevance::relevance(gold, calls, row.meta["expected"].as_str()),
         errors,
         stop_reason: p.stop_reason.clone(),
         breakdown: breakdown(row),
