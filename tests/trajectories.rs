@@ -337,7 +337,7 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
                         .all(|f| f["function"]["name"] != "initialize_active_data")
                 );
             }
-            let g: Answer = serde_json::from_value(t["gold_answer"].clone()).unwrap();
+            let g: Answer = serde_json::from_str(t["gold_answer"].as_str().expect("gold_answer is JSON text")).unwrap();
             assert!(answers_match_ties(want, &g, ordered, row.ties.as_deref()));
         }
         assert!(
