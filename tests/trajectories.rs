@@ -337,7 +337,7 @@ fn every_trajectory_replays_is_grounded_and_template_safe() {
                         .all(|f| f["function"]["name"] != "initialize_active_data")
                 );
             }
-            let g: Answer = serde_json::from_value(t["gold_answer"].clone()).unwrap();
+            let g: Answer = serde_json::from_str(t["gold_answer"].as_str().expect("gold_answer is JSON text")).unwrap();
             assert!(answers_match_ties(want, &g, ordered, row.ties.as_deref()));
         }
         assert!(
@@ -421,6 +421,18 @@ fn trajectory_size_cap_drops_under_one_percent_and_at_most_two_percent_per_datab
             .as_u64()
             .unwrap_or(0);
         println!("{recipe}: {over_cap} of {kept} trajectories over the size cap");
+        // Every database's loss, printed (issue 29's acceptance names the per-database figure).
+        let skipped = &report["trajectories"]["skipped_by_group"];
+        let per_db: Vec<String> = report["per_group"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(db, g)| {
+                let lost = skipped[db]["over_size_cap"].as_u64().unwrap_or(0);
+                format!("{db} {lost}/{}", g["kept"].as_u64().unwrap_or(0))
+            })
+            .collect();
+        println!("{recipe}: over the size cap per database: {}", per_db.join(", "));
         assert!(over_cap * 100 < kept, "{recipe}: {over_cap} / {kept} over the size cap");
         for (db, reasons) in report["trajectories"]["skipped_by_group"].as_object().unwrap() {
             let lost = reasons["over_size_cap"].as_u64().unwrap_or(0);

@@ -25,10 +25,12 @@ use crate::recipe::ToolPool;
 /// [`super::trajectories`]):
 /// one Arrow type per field across every row and file of a recipe. A call's `arguments` and each
 /// `tools` entry are JSON objects whose keys differ from tool to tool, so they are declared as
-/// `datasets`' `Json` type (`dtype: json`, datasets ≥ 5: stored as JSON text in Arrow, decoded
-/// back to the object on access), as is `gold_answer` (rows whose cells mix numbers and text);
-/// the rest are plain strings, integers and structs, `null` where a
-/// message or fault lacks a key.
+/// `datasets`' `Json` type (`dtype: json`, the versions that have it — 5.x and the newest 4.x:
+/// stored as JSON text in Arrow, decoded back to the object on access); `gold_answer` is its
+/// JSON text (a string, as in the Parquet rows: its cells mix numbers and text); the rest are
+/// plain strings, integers and structs, `null` where a message or fault lacks a key.
+/// `tests/consumer/test_trajectory_arrow_schema.py` pins the Arrow schema every file infers to
+/// these features.
 pub const TRAJECTORY_FEATURES: &str = "  - name: id
     dtype: string
   - name: messages
@@ -56,7 +58,7 @@ pub const TRAJECTORY_FEATURES: &str = "  - name: id
   - name: tools
     list: json
   - name: gold_answer
-    dtype: json
+    dtype: string
   - name: faults
     list:
     - name: kind
@@ -132,7 +134,7 @@ pub(super) fn trajectories_card(build: &Build, splits: &[&String]) -> String {
 }
 
 /// What the card says about the trajectory files of an executable family.
-const TRAJECTORIES_PARAGRAPH: &str = "## Trajectories\n\nTwo exports of the same chat trajectories (real tool results; `<split>` clean, `<split>.faults` with one injected fault and its recovery each):\n\n- `trajectories/<split>[.faults].jsonl` (`load_dataset(\"<dir>/trajectories\")`: `trajectories/README.md` declares the features): the Hugging Face / TRL chat convention, what `tokenizer.apply_chat_template(messages, tools=tools)` and TRL's `SFTTrainer` read: `messages` (`tool_calls[].function.arguments` a JSON object; tool messages with `name` and `tool_call_id`), `tools` (OpenAI function schemas), and `id`, `gold_answer`, `faults`. `arguments`, `tools` and `gold_answer` are declared `json` (datasets ≥ 5), so every file of the recipe loads with one type per field.\n- `trajectories/openai/<split>[.faults].jsonl` (`load_dataset(\"<dir>/trajectories\", \"openai\")`): OpenAI's fine-tuning format exactly (each line only `messages`, `tools`, `parallel_tool_calls`; arguments as JSON text; tool messages without `name`), with `id`, `gold_answer` and `faults` in the sidecar `trajectories/openai/<split>[.faults].meta.jsonl`, one line per trajectory line (`line`: its 0-based line number).\n\nThe final answer is one sentence with the values the tools showed (integers as integers, other numbers with the fewest decimals that keep them equal to the gold answer within 1e-9 relative).";
+const TRAJECTORIES_PARAGRAPH: &str = "## Trajectories\n\nTwo exports of the same chat trajectories (real tool results; `<split>` clean, `<split>.faults` with one injected fault and its recovery each):\n\n- `trajectories/<split>[.faults].jsonl` (`load_dataset(\"<dir>/trajectories\")`: `trajectories/README.md` declares the features): the Hugging Face / TRL chat convention, what `tokenizer.apply_chat_template(messages, tools=tools)` and TRL's `SFTTrainer` read: `messages` (`tool_calls[].function.arguments` a JSON object; tool messages with `name` and `tool_call_id`), `tools` (OpenAI function schemas), and `id`, `gold_answer`, `faults`. `arguments` and `tools` are declared `json` (`datasets`' `Json` feature: 5.x and the newest 4.x), so every file of the recipe loads with one type per field; `gold_answer` is the SQL result's JSON text, as in the Parquet rows.\n- `trajectories/openai/<split>[.faults].jsonl` (`load_dataset(\"<dir>/trajectories\", \"openai\")`): OpenAI's fine-tuning format exactly (each line only `messages`, `tools`, `parallel_tool_calls`; arguments as JSON text; tool messages without `name`), with `id`, `gold_answer` and `faults` in the sidecar `trajectories/openai/<split>[.faults].meta.jsonl`, one line per trajectory line (`line`: its 0-based line number).\n\nEvery tool schema in the trajectories states `required` and `additionalProperties` (JSON Schema's default `true` made explicit; a drifted A_new keeps its `false`), and a parameter's default in its description (`Default: -1.`) rather than as the `default` keyword, whose type would change from tool to tool (a type-drifted `limit` defaults to `\"-1\"`): so each field of `tools` has one type across the recipe.\n\n`datasets` 3.x has no `Json` feature, and a call's arguments (or a tool's parameters) are objects whose keys and value types change from call to call, which no single Arrow type holds there: with `datasets` < 4, read the OpenAI files and sidecars with `load_dataset(\"json\", data_files=…)` (arguments as JSON text; the recipes without variants), or convert with `toolforge trajectories <dir> --format sharegpt` (every field text).\n\nThe final answer is one sentence with the values the tools showed (integers as integers, other numbers with the fewest decimals that keep them equal to the gold answer within 1e-9 relative).";
 
 /// What the card says about a family's `output` and how it was checked.
 fn family_paragraph(format: &str) -> &'static str {

@@ -13,7 +13,6 @@ import warnings
 
 import pyarrow.parquet as pq
 import pytest
-from answers import same
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "out")
@@ -77,8 +76,8 @@ def jsonl(path):
 
 @pytest.mark.parametrize("dataset", TRAJECTORY_DATASETS)
 def test_trajectory_configs_load_every_file_with_one_type_per_field(dataset, tmp_path):
-    """`load_dataset(dir + "/trajectories")` (the default export: arguments, tools and
-    gold_answer declared `json` in its card) and its `"openai"` config load every split, clean and
+    """`load_dataset(dir + "/trajectories")` (the default export: arguments and tools
+    declared `json` in its card, gold_answer the SQL result's JSON text) and its `"openai"` config load every split, clean and
     faulted, and give back each line's values unchanged."""
     import datasets
 
@@ -95,9 +94,9 @@ def test_trajectory_configs_load_every_file_with_one_type_per_field(dataset, tmp
                 row = ds[i]
                 assert row["tools"] == lines[i]["tools"]
                 if "gold_answer" in lines[i]:
-                    # datasets' `Json` writes floats through ujson with 10 decimals: equal within
-                    # the gold comparison's 1e-9 relative (answers.same), not bit for bit.
-                    assert same(lines[i]["gold_answer"], row["gold_answer"], True), (config, split, i)
+                    # (the SQL result's JSON text, as in the Parquet rows)
+                    assert isinstance(lines[i]["gold_answer"], str), (config, split, i)
+                    assert row["gold_answer"] == lines[i]["gold_answer"], (config, split, i)
                 for got, want in zip(row["messages"], lines[i]["messages"]):
                     assert {k: v for k, v in got.items() if v is not None} == want, (config, split, i)
 

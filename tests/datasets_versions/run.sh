@@ -2,7 +2,9 @@
 # `just test-datasets-versions`: tests/datasets_versions/test_load_every_trajectory_file.py in one
 # venv per `datasets` version (3.6.0, the newest 4.x, the newest 5.x; from PyPI, about 150 MB
 # each, made under /tmp and deleted at the end) over every built recipe's trajectories under out/.
-# Not in `.ci/run` (three venvs); `just test` checks the installed 5.x (tests/consumer/test_hf_card.py).
+# Not in `.ci/run` (three venvs); `just test` checks the installed 5.x (tests/consumer/test_hf_card.py)
+# and pins the Arrow schema (tests/consumer/test_trajectory_arrow_schema.py). TOOLFORGE_TRAJECTORY_RECIPES
+# (space-separated) restricts the run to those recipes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ls out/*/trajectories/README.md > /dev/null || { echo "no built trajectories under out/: build recipes first" >&2; exit 1; }

@@ -6,7 +6,8 @@
 //! One trajectory per example, in the Hugging Face / TRL chat convention (what
 //! `tokenizer.apply_chat_template(messages, tools=tools)` and TRL's `SFTTrainer` read):
 //! `{"id", "messages": [system, user, (assistant with one tool_call, tool)…, assistant answer],
-//! "tools": [OpenAI functions], "gold_answer", "faults": []}`. Each assistant message makes one
+//! "tools": [OpenAI functions, parameters as [`schema`] shows them], "gold_answer" (the SQL
+//! result's JSON text, as in the Parquet rows), "faults": []}`. Each assistant message makes one
 //! call (`content` is `""` — never null, which chat templates such as SmolLM2's and Qwen's reject
 //! — or a short recovery sentence; `tool_calls: [{"id", "type": "function", "function": {"name",
 //! "arguments" (a JSON **object**: templates write it with `tojson`; as text they double-encode
@@ -42,6 +43,7 @@ pub mod cached;
 pub mod export;
 pub mod faults;
 mod prompt;
+pub mod schema;
 pub mod variants;
 mod write;
 
@@ -266,7 +268,9 @@ fn trajectories(
         }
     };
     let shown = shown_of(&results);
-    let gold = serde_json::to_string(e.gold_answer.as_deref().unwrap_or_default()).expect("serialisable");
+    // `gold_answer` as its JSON text (a JSON string), as in the Parquet rows: its cells mix
+    // numbers and text, which no one Arrow list type holds (issue 29, item 7).
+    let gold = Json::String(serde_json::to_string(e.gold_answer.as_deref().unwrap_or_default()).expect("serialisable")).to_string();
     let id = serde_json::to_string(&e.id).expect("serialisable");
     // `constrained_from`: the call from which results were limited to one row (constraint fault).
     let finish = |mut messages: Vec<Json>, faults: Json, constrained_from: Option<usize>| -> Option<String> {

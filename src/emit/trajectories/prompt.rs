@@ -104,7 +104,8 @@ struct FunctionTool<'a> {
 struct FunctionBody<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: &'a Json,
+    /// [`super::schema::shown_parameters`] of the spec's.
+    parameters: Json,
 }
 
 /// The `tools` of the trajectories as JSON text, each toolkit serialised once: a build's rows
@@ -154,7 +155,7 @@ fn tools_json(toolkit: &[ToolSpec], catalog: &HashMap<&str, &ToolSpec>) -> Strin
             function: FunctionBody {
                 name: &spec.name,
                 description: &spec.description,
-                parameters: &spec.parameters,
+                parameters: super::schema::shown_parameters(&spec.parameters),
             },
         })
         .collect();

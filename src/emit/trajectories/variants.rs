@@ -113,7 +113,7 @@ pub fn variant_trajectory(
             _ => t,
         })
         .filter(|s| s.name != "initialize_active_data")
-        .map(|s| json!({"type": "function", "function": {"name": s.name, "description": s.description, "parameters": s.parameters}}))
+        .map(|s| json!({"type": "function", "function": {"name": s.name, "description": s.description, "parameters": super::schema::shown_parameters(&s.parameters)}}))
         .collect();
     let record = json!({"id": v.id, "messages": messages, "tools": tools, "gold_answer": parent_trajectory["gold_answer"], "faults": []});
     // The cap counts the conversation, not the toolkit (as for verified examples' trajectories).

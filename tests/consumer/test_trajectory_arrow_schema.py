@@ -1,0 +1,173 @@
+"""One Arrow type per field across every row and file of every built recipe's trajectories
+(issue 29, item 7), pinned: the schema pyarrow infers from each file must be the pinned one below.
+
+Every recipe under `out/` with trajectories (`just test` builds them all: SLOT, SEL, REST and
+their variants), every export — `default` (`trajectories/<split>[.faults].jsonl`), `openai`
+(`trajectories/openai/`) and `sidecar` (`openai/*.meta.jsonl`) — clean and faulted files read
+in 10 MB chunks of lines, as `datasets`' JSON builder reads them. The fields the card declares
+`json` (a call's `arguments` and each `tools` entry: objects whose keys depend on the tool) are
+held as their JSON text first, which is what `datasets`' `Json` feature stores; every other field
+is inferred as it is in the file. A chunk whose inference fails, or whose schema has a field
+with another type than the pin (a field all null in a chunk, e.g. the clean files' empty
+`faults`, is compatible with any), fails the test. The pins of `default` and `openai` must also
+be the features `trajectories/README.md` declares.
+
+Inside the `json` fields, `tools` must still be one type per keyword path across the recipe
+(plain JSON inference types it as a struct; what `datasets` 5.x does without the card), and each
+`parameters` object states the same keywords: `type`, `properties`, `required`,
+`additionalProperties` (`src/emit/trajectories/schema.rs`). A call's `arguments` are exempt:
+the value of one argument is a number in one call and text in another (SLOT's `value`), which is
+why the card declares them `json`."""
+import collections
+import glob
+import io
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.json as paj
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "out")
+RECIPES = sorted(d for d in os.listdir(OUT) if os.path.isfile(os.path.join(OUT, d, "trajectories", "README.md"))) if os.path.isdir(OUT) else []
+CHUNK = 10 << 20  # datasets' JsonConfig.chunksize
+
+MESSAGE_OPENAI = {
+    "messages[].role": "string",
+    "messages[].content": "string",
+    "messages[].tool_calls[].id": "string",
+    "messages[].tool_calls[].type": "string",
+    "messages[].tool_calls[].function.name": "string",
+    "messages[].tool_calls[].function.arguments": "string",
+    "messages[].tool_call_id": "string",
+}
+FAULTS = {
+    "faults[].kind": "string",
+    "faults[].call_index": "int64",
+    "faults[].tool_call_id": "string",
+    "faults[].recovery": "string",
+    "faults[].waited_s": "int64",
+}
+# The pinned schemas: leaf path -> Arrow type (`json` fields as the text `datasets` stores).
+PINNED = {
+    "default": {"id": "string", **MESSAGE_OPENAI, "messages[].name": "string", "tools[]": "string", "gold_answer": "string", **FAULTS},
+    "openai": {**MESSAGE_OPENAI, "tools[]": "string", "parallel_tool_calls": "bool"},
+    "sidecar": {"line": "int64", "id": "string", "gold_answer": "string", **FAULTS},
+}
+PARAMETER_KEYWORDS = {"type", "properties", "required", "additionalProperties"}
+
+
+def files(recipe, export):
+    tdir = os.path.join(OUT, recipe, "trajectories")
+    if export == "default":
+        return sorted(glob.glob(os.path.join(tdir, "*.jsonl")))
+    every = sorted(glob.glob(os.path.join(tdir, "openai", "*.jsonl")))
+    return [p for p in every if p.endswith(".meta.jsonl") == (export == "sidecar")]
+
+
+def as_stored(line):
+    """A line with its `json`-declared fields as JSON text (`datasets`' `Json` storage)."""
+    if "tools" in line:
+        line["tools"] = [json.dumps(t) for t in line["tools"]]
+    for m in line.get("messages", []):
+        for c in m.get("tool_calls", []):
+            if not isinstance(c["function"]["arguments"], str):
+                c["function"]["arguments"] = json.dumps(c["function"]["arguments"])
+    return line
+
+
+def chunks(path):
+    """The file's lines in chunks of about `CHUNK` bytes, whole lines each."""
+    with open(path, "rb") as f:
+        while batch := f.read(CHUNK):
+            yield batch + f.readline()
+
+
+def arrow_leaves(t, path, out):
+    """`out[path] = type` for every leaf of Arrow type `t` (a null-typed node is a leaf)."""
+    if pa.types.is_struct(t):
+        for field in t:
+            arrow_leaves(field.type, f"{path}.{field.name}" if path else field.name, out)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        arrow_leaves(t.value_type, path + "[]", out)
+    else:
+        out[path] = str(t)
+
+
+def yaml_leaves(features, path, out):
+    """`out[path] = dtype` for every leaf of a card's `features` list (`json` as `string`)."""
+    for f in features:
+        p = f"{path}.{f['name']}" if path else f["name"]
+        if "dtype" in f:
+            out[p] = "string" if f["dtype"] == "json" else f["dtype"]
+        elif "struct" in f:
+            yaml_leaves(f["struct"], p, out)
+        elif isinstance(f["list"], str):
+            out[p + "[]"] = "string" if f["list"] == "json" else f["list"]
+        else:
+            yaml_leaves(f["list"], p + "[]", out)
+
+
+def json_types(v, path, out):
+    """`out[path]` gets the JSON type of `v` and of everything under it (list items as `[]`)."""
+    kind = "null" if v is None else "bool" if isinstance(v, bool) else "number" if isinstance(v, (int, float)) \
+        else "string" if isinstance(v, str) else "list" if isinstance(v, list) else "object"
+    out[path][kind] += 1
+    if kind == "list":
+        for x in v:
+            json_types(x, path + "[]", out)
+    elif kind == "object":
+        for k, x in v.items():
+            json_types(x, f"{path}.{k}", out)
+
+
+def test_there_are_trajectory_files():
+    assert RECIPES, "no built recipe with trajectories under out/ (build them first)"
+
+
+@pytest.mark.parametrize("config", ["default", "openai"])
+def test_pins_are_the_features_the_card_declares(config):
+    assert RECIPES
+    for recipe in RECIPES:
+        with open(os.path.join(OUT, recipe, "trajectories", "README.md")) as f:
+            header = yaml.safe_load(f.read().split("---")[1])
+        declared = {}
+        yaml_leaves(next(c for c in header["dataset_info"] if c["config_name"] == config)["features"], "", declared)
+        assert declared == PINNED[config], recipe
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+@pytest.mark.parametrize("export", ["default", "openai", "sidecar"])
+def test_every_file_infers_the_pinned_arrow_schema(recipe, export):
+    paths = files(recipe, export)
+    assert paths, (recipe, export)
+    pinned = PINNED[export]
+    wrong, tool_types, parameter_keys = [], collections.defaultdict(collections.Counter), collections.Counter()
+    for path in paths:
+        for n, batch in enumerate(chunks(path)):
+            lines = [json.loads(x) for x in batch.splitlines() if x.strip()]
+            for line in lines:
+                for t in line.get("tools", []):
+                    json_types(t, "", tool_types)
+                    parameter_keys[tuple(sorted(t["function"]["parameters"]))] += 1
+            text = "\n".join(json.dumps(as_stored(x)) for x in lines).encode()
+            try:
+                table = paj.read_json(io.BytesIO(text), read_options=paj.ReadOptions(block_size=len(text) + 1))
+            except pa.ArrowInvalid as e:
+                wrong.append((os.path.basename(path), n, f"inference fails: {e}"))
+                continue
+            inferred = {}
+            arrow_leaves(pa.struct(list(table.schema)), "", inferred)
+            for leaf, kind in inferred.items():
+                if kind == "null":
+                    continue
+                if pinned.get(leaf) != kind:
+                    wrong.append((os.path.basename(path), n, leaf, kind, pinned.get(leaf)))
+    changing = {p: dict(c) for p, c in tool_types.items() if len(set(c) - {"null"}) > 1}
+    print(f"{recipe} {export}: {len(paths)} files, fields off the pin {len(wrong)}, "
+          f"tools paths with two types {len(changing)}, parameter keyword sets {len(parameter_keys)}")
+    assert not wrong, wrong[:10]
+    assert not changing, sorted(changing.items())[:10]
+    assert not parameter_keys or list(parameter_keys) == [tuple(sorted(PARAMETER_KEYWORDS))], parameter_keys
