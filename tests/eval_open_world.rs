@@ -25,6 +25,54 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `toolforge retrieval DATASET` into `out`: the relevant corpus ids of every query.
+fn qrels_of(dataset: &Path, out: &Path) -> BTreeMap<String, Vec<String>> {
+    let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+        .arg("retrieval")
+        .arg(dataset)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let name = dataset.file_name().unwrap().to_string_lossy();
+    let mut qrels: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for l in std::fs::read_to_string(out.join(format!("{name}-retrieval/qrels/test.tsv")))
+        .unwrap()
+        .lines()
+        .skip(1)
+    {
+        let c: Vec<&str> = l.split('\t').collect();
+        qrels.entry(c[0].to_string()).or_default().push(c[1].to_string());
+    }
+    qrels
+}
+
+/// Recall@1/5/10, nDCG@10 and MRR of `hits` against `relevant`, by their textbook definitions
+/// (binary relevance; BEIR / trec_eval).
+fn by_hand(hits: &[String], relevant: &[String]) -> [f64; 5] {
+    let rel = |h: &String| relevant.contains(h);
+    let recall = |k: usize| hits.iter().take(k).filter(|h| rel(h)).count() as f64 / relevant.len() as f64;
+    let dcg: f64 = hits.iter().take(10).enumerate().filter(|(_, h)| rel(h)).map(|(i, _)| 1.0 / ((i + 2) as f64).log2()).sum();
+    let idcg: f64 = (0..relevant.len().min(10)).map(|i| 1.0 / ((i + 2) as f64).log2()).sum();
+    let mrr = hits.iter().position(rel).map_or(0.0, |i| 1.0 / (i + 1) as f64);
+    [recall(1), recall(5), recall(10), dcg / idcg, mrr]
+}
+
+/// The report's open-world metrics equal the means of `want` (one entry per row, one search
+/// each).
+fn assert_metrics(ow: &Value, want: &[[f64; 5]]) {
+    for ranking in ["by_row", "by_search"] {
+        let s = &ow[ranking];
+        assert_eq!(s["queries"], want.len(), "{ranking}");
+        for (i, k) in ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr"].iter().enumerate() {
+            let mean = want.iter().map(|w| w[i]).sum::<f64>() / want.len() as f64;
+            let got = s[*k].as_f64().unwrap();
+            assert!((got - mean).abs() < 1e-9, "{ranking} {k}: {got} vs {mean}");
+        }
+    }
+}
+
 fn jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -61,32 +109,13 @@ fn open_world_agent_searches_then_calls_and_its_searches_are_scored_against_the_
     .unwrap();
     let dataset = tmp.join("out/rest-spider");
     // The relevant tool of each row, from the retrieval dataset's files.
-    let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
-        .arg("retrieval")
-        .arg(&dataset)
-        .arg("--out")
-        .arg(tmp.join("retrieval"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let qrels: BTreeMap<String, String> =
-        std::fs::read_to_string(tmp.join("retrieval/rest-spider-retrieval/qrels/test.tsv"))
-            .unwrap()
-            .lines()
-            .skip(1)
-            .map(|l| {
-                let c: Vec<&str> = l.split('\t').collect();
-                (c[0].to_string(), c[1].to_string())
-            })
-            .collect();
-    // Six rows, among them one whose endpoint name several databases share.
+    let qrels: BTreeMap<String, String> = qrels_of(&dataset, &tmp.join("retrieval"))
+        .into_iter()
+        .map(|(q, mut d)| (q, d.remove(0)))
+        .collect();
+    // Five rows over several databases.
     let rows = jsonl(&dataset.join("data/dev.jsonl"));
-    let shared = rows
-        .iter()
-        .find(|r| qrels[r["id"].as_str().unwrap()].contains('@'))
-        .expect("an endpoint name shared by databases");
-    let mut picked: Vec<&Value> = rows.iter().step_by(97).filter(|r| r["id"] != shared["id"]).take(5).collect();
-    picked.push(shared);
+    let picked: Vec<&Value> = rows.iter().step_by(97).take(5).collect();
     let refused = picked[1]["id"].as_str().unwrap().to_string();
     // The script: by request text, the gold call (or, for `refused`, an unknown tool).
     let script: BTreeMap<String, (String, Value, bool)> = picked
@@ -103,10 +132,11 @@ fn open_world_agent_searches_then_calls_and_its_searches_are_scored_against_the_
     // What each row's search showed the script: request → hit names, best first.
     let shown: Arc<Mutex<BTreeMap<String, Vec<String>>>> = Arc::default();
     let seen = shown.clone();
+    let answers = script.clone();
     let stub = openai_stub::start(move |body| {
         let msgs = body["messages"].as_array().unwrap();
         let request = msgs[1]["content"].as_str().unwrap().to_string();
-        let (gold_id, args, refuse) = script[&request].clone();
+        let (gold_id, args, refuse) = answers[&request].clone();
         let last = msgs.last().unwrap();
         let call = |name: &str, arguments: Value| {
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{}", msgs.len()), "type": "function",
@@ -174,32 +204,17 @@ fn open_world_agent_searches_then_calls_and_its_searches_are_scored_against_the_
 
     // The retrieval metrics, by hand from what the searches showed: one relevant tool per row.
     let shown = shown.lock().unwrap();
-    let (mut r1, mut r5, mut r10, mut ndcg, mut mrr) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for r in &picked {
-        let hits = &shown[r["input"].as_str().unwrap()];
-        if let Some(i) = hits.iter().position(|h| *h == qrels[r["id"].as_str().unwrap()]) {
-            let rank = (i + 1) as f64;
-            r1 += f64::from(u8::from(rank <= 1.0));
-            r5 += f64::from(u8::from(rank <= 5.0));
-            r10 += f64::from(u8::from(rank <= 10.0));
-            ndcg += 1.0 / (rank + 1.0).log2();
-            mrr += 1.0 / rank;
-        }
-    }
-    let n = picked.len() as f64;
+    let want: Vec<[f64; 5]> = picked
+        .iter()
+        .map(|r| by_hand(&shown[r["input"].as_str().unwrap()], &[qrels[r["id"].as_str().unwrap()].clone()]))
+        .collect();
     let report: Value = serde_json::from_slice(&std::fs::read(out.join("ow/report.json")).unwrap()).unwrap();
     let ow = &report["open_world"];
     assert_eq!(ow["rows"], picked.len());
     assert_eq!(ow["searches"], picked.len());
     assert_eq!(ow["rows_searching"], picked.len());
-    for ranking in ["by_row", "by_search"] {
-        let s = &ow[ranking];
-        assert_eq!(s["queries"], picked.len(), "{ranking}");
-        for (k, want) in [("recall@1", r1), ("recall@5", r5), ("recall@10", r10), ("ndcg@10", ndcg), ("mrr", mrr)] {
-            let got = s[k].as_f64().unwrap();
-            assert!((got - want / n).abs() < 1e-9, "{ranking} {k}: {got} vs {}", want / n);
-        }
-    }
+    assert_metrics(ow, &want);
+    let r10: f64 = want.iter().map(|w| w[2]).sum();
     assert!(r10 > 0.0, "BM25 over the request finds some gold endpoint in its top 10");
     assert!(
         std::fs::read_to_string(out.join("ow/report.md"))
@@ -227,4 +242,102 @@ fn open_world_agent_searches_then_calls_and_its_searches_are_scored_against_the_
     assert_eq!(failure["turns"], line["turns"]);
     assert_eq!(failure["searches"][0]["hits"].as_array().unwrap().len(), 10);
     assert_eq!(data["open_world"], report["open_world"]);
+}
+
+/// SLOT (prompt format, the calls as text): each database has its own SLOT tools, so a name is
+/// shared and the catalog names it `<name>@<db_id>`; the script calls every gold call through
+/// `call_tool` by that id, labels in the arguments, and the rows complete on SQLite.
+#[test]
+fn open_world_slot_calls_by_database_qualified_name_complete_in_the_prompt_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path();
+    build_and_emit(
+        &root().join("recipes/slot-spider.toml"),
+        Some(&tmp.join("out")),
+        Some(&tmp.join("store")),
+        false,
+    )
+    .unwrap();
+    let dataset = tmp.join("out/slot-spider");
+    let qrels = qrels_of(&dataset, &tmp.join("retrieval"));
+    let rows = jsonl(&dataset.join("data/dev.jsonl"));
+    let picked: Vec<&Value> = rows
+        .iter()
+        .filter(|r| parsed(&r["output"]).as_array().unwrap().len() >= 2)
+        .step_by(53)
+        .take(3)
+        .collect();
+    // By request: the gold calls, each named by its corpus id (`<name>@<db>`).
+    let script: BTreeMap<String, Vec<Value>> = picked
+        .iter()
+        .map(|r| {
+            let ids = &qrels[r["id"].as_str().unwrap()];
+            let calls = parsed(&r["output"])
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| {
+                    let name = c["name"].as_str().unwrap();
+                    let id = ids.iter().find(|i| i.split('@').next() == Some(name)).unwrap();
+                    assert!(id.contains('@'), "{id}: a SLOT tool is per database");
+                    json!({"name": "call_tool", "arguments": {"name": id, "arguments": parsed(&c["arguments"]), "label": c["label"]}})
+                })
+                .collect();
+            (r["input"].as_str().unwrap().to_string(), calls)
+        })
+        .collect();
+    let shown: Arc<Mutex<BTreeMap<String, Vec<String>>>> = Arc::default();
+    let seen = shown.clone();
+    let stub = openai_stub::start(move |body| {
+        let msgs = body["messages"].as_array().unwrap();
+        let request = msgs[1]["content"].as_str().unwrap().to_string();
+        let turn = msgs.iter().filter(|m| m["role"] == "assistant").count();
+        if turn == 1 {
+            let text = msgs[3]["content"].as_str().unwrap();
+            let answer: Value = serde_json::from_str(&text["Result of search_tools: ".len()..]).unwrap();
+            let hits = answer["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string());
+            seen.lock().unwrap().insert(request.clone(), hits.collect());
+        }
+        let calls = &script[&request];
+        let text = match turn {
+            0 => json!({"name": "search_tools", "arguments": {"query": request, "top_k": 10}}).to_string(),
+            k if k <= calls.len() => calls[k - 1].to_string(),
+            _ => "Done.".to_string(),
+        };
+        (200, openai_stub::completion(json!({"role": "assistant", "content": text})))
+    });
+    let ids: Vec<&str> = picked.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let out = tmp.join("eval");
+    let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+        .args(["eval", "run"])
+        .arg(&dataset)
+        .args(["--model", "script", "--mode", "agent", "--open-world", "--max-steps", "12"])
+        .args(["--quiet", "--run", "ow", "--concurrency", "1", "--ids", &ids.join(",")])
+        .args(["--base-url", &stub.base_url()])
+        .arg("--databases")
+        .arg(root().join("../shared/corpora/spider/database"))
+        .arg("--out")
+        .arg(&out)
+        .arg("--store")
+        .arg(out.join("store"))
+        .env("OPENAI_API_KEY", "test")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // No request lists a tool: the prompt names only search_tools and call_tool.
+    for body in stub.bodies.lock().unwrap().iter() {
+        let system = body["messages"][0]["content"].as_str().unwrap();
+        assert!(system.contains("\"name\":\"search_tools\"") && system.contains("\"name\":\"call_tool\""));
+        assert!(!system.contains("\"name\":\"filter_data\""), "a SLOT tool is listed");
+    }
+    for r in jsonl(&out.join("ow/rows.jsonl")) {
+        assert_eq!((r["completion"].as_bool(), r["exact_match"].as_bool()), (Some(true), Some(true)), "{r}");
+    }
+    let shown = shown.lock().unwrap();
+    let want: Vec<[f64; 5]> = picked
+        .iter()
+        .map(|r| by_hand(&shown[r["input"].as_str().unwrap()], &qrels[r["id"].as_str().unwrap()]))
+        .collect();
+    let report: Value = serde_json::from_slice(&std::fs::read(out.join("ow/report.json")).unwrap()).unwrap();
+    assert_metrics(&report["open_world"], &want);
 }
