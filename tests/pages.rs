@@ -298,6 +298,7 @@ fn comparison_page_shows_the_comparison_as_html_tables_with_each_runs_numbers() 
     let cells = |row: &str, tag: &str| -> Vec<String> {
         row.split(&format!("<{tag}"))
             .skip(1)
+            .filter(|c| c.starts_with('>') || c.starts_with(' '))
             .map(|c| c[c.find('>').unwrap() + 1..c.find(&format!("</{tag}>")).unwrap()].to_string())
             .collect()
     };
