@@ -442,10 +442,13 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                     }
                 })
                 .collect();
-            let run = common
-                .run
-                .clone()
-                .unwrap_or_else(|| format!("{}-{safe}-{mode}{}", set.name, if open_world { "-open-world" } else { "" }));
+            let run = common.run.clone().unwrap_or_else(|| {
+                format!(
+                    "{}-{safe}-{mode}{}",
+                    set.name,
+                    if open_world { "-open-world" } else { "" }
+                )
+            });
             let out = common.out.join(&run);
             let cfg = toolforge::eval::run::RunConfig {
                 model,

@@ -244,7 +244,13 @@ fn eval_run_open_world_against_a_real_server() {
         searching += u64::from(n > 0);
         assert_eq!(v["searches"].as_array().unwrap().len() as u64, n);
     }
-    assert_eq!((ow["searches"].as_u64(), ow["rows_searching"].as_u64()), (Some(searches), Some(searching)));
-    assert_eq!(ow["by_row"]["queries"], rows, "every rest-spider row has its gold endpoint");
+    assert_eq!(
+        (ow["searches"].as_u64(), ow["rows_searching"].as_u64()),
+        (Some(searches), Some(searching))
+    );
+    assert_eq!(
+        ow["by_row"]["queries"], rows,
+        "every rest-spider row has its gold endpoint"
+    );
     assert!(r["totals"]["metrics"]["completion"]["n"] == rows);
 }

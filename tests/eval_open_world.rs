@@ -53,7 +53,13 @@ fn qrels_of(dataset: &Path, out: &Path) -> BTreeMap<String, Vec<String>> {
 fn by_hand(hits: &[String], relevant: &[String]) -> [f64; 5] {
     let rel = |h: &String| relevant.contains(h);
     let recall = |k: usize| hits.iter().take(k).filter(|h| rel(h)).count() as f64 / relevant.len() as f64;
-    let dcg: f64 = hits.iter().take(10).enumerate().filter(|(_, h)| rel(h)).map(|(i, _)| 1.0 / ((i + 2) as f64).log2()).sum();
+    let dcg: f64 = hits
+        .iter()
+        .take(10)
+        .enumerate()
+        .filter(|(_, h)| rel(h))
+        .map(|(i, _)| 1.0 / ((i + 2) as f64).log2())
+        .sum();
     let idcg: f64 = (0..relevant.len().min(10)).map(|i| 1.0 / ((i + 2) as f64).log2()).sum();
     let mrr = hits.iter().position(rel).map_or(0.0, |i| 1.0 / (i + 1) as f64);
     [recall(1), recall(5), recall(10), dcg / idcg, mrr]
@@ -65,7 +71,10 @@ fn assert_metrics(ow: &Value, want: &[[f64; 5]]) {
     for ranking in ["by_row", "by_search"] {
         let s = &ow[ranking];
         assert_eq!(s["queries"], want.len(), "{ranking}");
-        for (i, k) in ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr"].iter().enumerate() {
+        for (i, k) in ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr"]
+            .iter()
+            .enumerate()
+        {
             let mean = want.iter().map(|w| w[i]).sum::<f64>() / want.len() as f64;
             let got = s[*k].as_f64().unwrap();
             assert!((got - mean).abs() < 1e-9, "{ranking} {k}: {got} vs {mean}");
@@ -165,7 +174,15 @@ fn open_world_agent_searches_then_calls_and_its_searches_are_scored_against_the_
     let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
         .args(["eval", "run"])
         .arg(&dataset)
-        .args(["--model", "script", "--mode", "agent", "--open-world", "--tool-format", "native"])
+        .args([
+            "--model",
+            "script",
+            "--mode",
+            "agent",
+            "--open-world",
+            "--tool-format",
+            "native",
+        ])
         .args(["--quiet", "--run", "ow", "--concurrency", "1", "--ids", &ids.join(",")])
         .args(["--base-url", &stub.base_url()])
         .arg("--databases")
@@ -206,7 +223,12 @@ fn open_world_agent_searches_then_calls_and_its_searches_are_scored_against_the_
     let shown = shown.lock().unwrap();
     let want: Vec<[f64; 5]> = picked
         .iter()
-        .map(|r| by_hand(&shown[r["input"].as_str().unwrap()], &[qrels[r["id"].as_str().unwrap()].clone()]))
+        .map(|r| {
+            by_hand(
+                &shown[r["input"].as_str().unwrap()],
+                &[qrels[r["id"].as_str().unwrap()].clone()],
+            )
+        })
         .collect();
     let report: Value = serde_json::from_slice(&std::fs::read(out.join("ow/report.json")).unwrap()).unwrap();
     let ow = &report["open_world"];
@@ -215,7 +237,10 @@ fn open_world_agent_searches_then_calls_and_its_searches_are_scored_against_the_
     assert_eq!(ow["rows_searching"], picked.len());
     assert_metrics(ow, &want);
     let r10: f64 = want.iter().map(|w| w[2]).sum();
-    assert!(r10 > 0.0, "BM25 over the request finds some gold endpoint in its top 10");
+    assert!(
+        r10 > 0.0,
+        "BM25 over the request finds some gold endpoint in its top 10"
+    );
     assert!(
         std::fs::read_to_string(out.join("ow/report.md"))
             .unwrap()
@@ -231,7 +256,12 @@ fn open_world_agent_searches_then_calls_and_its_searches_are_scored_against_the_
     let turns = line["turns"].as_array().unwrap();
     let roles: Vec<&str> = turns.iter().map(|t| t["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant", "tool", "assistant"]);
-    assert!(turns[4]["content"].as_str().unwrap().contains("404: no tool named \"no_such_tool\""));
+    assert!(
+        turns[4]["content"]
+            .as_str()
+            .unwrap()
+            .contains("404: no tool named \"no_such_tool\"")
+    );
     let data = page_data(&out.join("ow"));
     let failure = data["failures"]
         .as_array()
@@ -295,7 +325,11 @@ fn open_world_slot_calls_by_database_qualified_name_complete_in_the_prompt_forma
         if turn == 1 {
             let text = msgs[3]["content"].as_str().unwrap();
             let answer: Value = serde_json::from_str(&text["Result of search_tools: ".len()..]).unwrap();
-            let hits = answer["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string());
+            let hits = answer["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_string());
             seen.lock().unwrap().insert(request.clone(), hits.collect());
         }
         let calls = &script[&request];
@@ -304,14 +338,25 @@ fn open_world_slot_calls_by_database_qualified_name_complete_in_the_prompt_forma
             k if k <= calls.len() => calls[k - 1].to_string(),
             _ => "Done.".to_string(),
         };
-        (200, openai_stub::completion(json!({"role": "assistant", "content": text})))
+        (
+            200,
+            openai_stub::completion(json!({"role": "assistant", "content": text})),
+        )
     });
     let ids: Vec<&str> = picked.iter().map(|r| r["id"].as_str().unwrap()).collect();
     let out = tmp.join("eval");
     let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
         .args(["eval", "run"])
         .arg(&dataset)
-        .args(["--model", "script", "--mode", "agent", "--open-world", "--max-steps", "12"])
+        .args([
+            "--model",
+            "script",
+            "--mode",
+            "agent",
+            "--open-world",
+            "--max-steps",
+            "12",
+        ])
         .args(["--quiet", "--run", "ow", "--concurrency", "1", "--ids", &ids.join(",")])
         .args(["--base-url", &stub.base_url()])
         .arg("--databases")
@@ -331,7 +376,11 @@ fn open_world_slot_calls_by_database_qualified_name_complete_in_the_prompt_forma
         assert!(!system.contains("\"name\":\"filter_data\""), "a SLOT tool is listed");
     }
     for r in jsonl(&out.join("ow/rows.jsonl")) {
-        assert_eq!((r["completion"].as_bool(), r["exact_match"].as_bool()), (Some(true), Some(true)), "{r}");
+        assert_eq!(
+            (r["completion"].as_bool(), r["exact_match"].as_bool()),
+            (Some(true), Some(true)),
+            "{r}"
+        );
     }
     let shown = shown.lock().unwrap();
     let want: Vec<[f64; 5]> = picked

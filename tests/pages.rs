@@ -225,9 +225,9 @@ fn drop_examples_show_the_dropped_question_and_its_gold_sql() {
     build_into("slot-spider", &out, &tmp.path().join("store"), false);
     let dir = out.join("slot-spider");
     // The independent record: Spider's dev.json, by position.
-    let dev: Value = serde_json::from_slice(&std::fs::read(root().join("../shared/corpora/spider/dev.json")).unwrap()).unwrap();
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("report/verification.json")).unwrap()).unwrap();
+    let dev: Value =
+        serde_json::from_slice(&std::fs::read(root().join("../shared/corpora/spider/dev.json")).unwrap()).unwrap();
+    let report: Value = serde_json::from_slice(&std::fs::read(dir.join("report/verification.json")).unwrap()).unwrap();
     let drops = report["dropped_list"].as_array().unwrap();
     assert!(!drops.is_empty());
     for d in drops {
@@ -258,7 +258,11 @@ fn comparison_page_shows_the_comparison_as_html_tables_with_each_runs_numbers() 
     let mut preds = String::new();
     for (i, line) in text.lines().enumerate() {
         let v: Value = serde_json::from_str(line).unwrap();
-        let calls = if i % 2 == 0 { v["output"].clone() } else { serde_json::json!([]) };
+        let calls = if i % 2 == 0 {
+            v["output"].clone()
+        } else {
+            serde_json::json!([])
+        };
         preds.push_str(&serde_json::json!({"id": v["id"], "output": calls}).to_string());
         preds.push('\n');
     }
@@ -266,7 +270,10 @@ fn comparison_page_shows_the_comparison_as_html_tables_with_each_runs_numbers() 
     std::fs::write(&pred_path, preds).unwrap();
     let evals = tmp.path().join("eval");
     let run = |args: &[&std::ffi::OsStr]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_toolforge")).args(args).output().unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+            .args(args)
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
     run(&[
@@ -293,7 +300,9 @@ fn comparison_page_shows_the_comparison_as_html_tables_with_each_runs_numbers() 
     let html = std::fs::read_to_string(compare.join("index.html")).unwrap();
     assert!(!html.contains("<pre"), "the comparison is not preformatted text");
     // The first table is the row-weighted means: one row per run, each run's own totals.
-    let start = html.find(r#"<table class="compare-table""#).expect("a comparison table");
+    let start = html
+        .find(r#"<table class="compare-table""#)
+        .expect("a comparison table");
     let table = &html[start..start + html[start..].find("</table>").unwrap()];
     let cells = |row: &str, tag: &str| -> Vec<String> {
         row.split(&format!("<{tag}"))
@@ -311,8 +320,14 @@ fn comparison_page_shows_the_comparison_as_html_tables_with_each_runs_numbers() 
     for row in &rows {
         assert_eq!(row[1], report["rows"].to_string());
         for (h, key) in &headers {
-            let i = header.iter().position(|x| x == h).unwrap_or_else(|| panic!("{h} in {header:?}"));
-            let want = format!("{:.1}", report["totals"]["metrics"][key]["mean"].as_f64().unwrap() * 100.0);
+            let i = header
+                .iter()
+                .position(|x| x == h)
+                .unwrap_or_else(|| panic!("{h} in {header:?}"));
+            let want = format!(
+                "{:.1}",
+                report["totals"]["metrics"][key]["mean"].as_f64().unwrap() * 100.0
+            );
             assert_eq!(row[i], want, "{h}");
         }
     }

@@ -320,7 +320,11 @@ fn open_call(world: &OpenWorld, row: &EvalRow, call: &Call) -> OpenCall {
             },
             Some(_) => return OpenCall::Refused("call_tool: arguments: must be a JSON object".into()),
         };
-        let label = call.arguments.get("label").and_then(Value::as_str).map_or_else(|| call.label.clone(), String::from);
+        let label = call
+            .arguments
+            .get("label")
+            .and_then(Value::as_str)
+            .map_or_else(|| call.label.clone(), String::from);
         (name, arguments, label)
     } else {
         (call.name.as_str(), call.arguments.clone(), call.label.clone())

@@ -317,7 +317,9 @@ fn paired_section(base: &Run, run: &Run, a: &[&RowResult], b: &[&RowResult]) -> 
             super::stats::SEED
         )),
         Block::Table {
-            header: ["Metric", "Difference", "95% interval", "Rows"].map(String::from).to_vec(),
+            header: ["Metric", "Difference", "95% interval", "Rows"]
+                .map(String::from)
+                .to_vec(),
             numeric: vec![false, true, true, true],
             rows,
         },

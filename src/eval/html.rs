@@ -170,10 +170,9 @@ pub fn run_data(dir: &Path, report: &Report, results: &[RowResult], rows: &[&Eva
 /// page. Returns the page's path.
 pub fn write_compare(out: &Path, runs: &[PathBuf]) -> Result<PathBuf> {
     let p = out.join("compare.json");
-    let doc: Vec<super::blocks::Block> = serde_json::from_slice(
-        &std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?,
-    )
-    .with_context(|| format!("parsing {}", p.display()))?;
+    let doc: Vec<super::blocks::Block> =
+        serde_json::from_slice(&std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?)
+            .with_context(|| format!("parsing {}", p.display()))?;
     let runs: Vec<Value> = runs
         .iter()
         .map(|r| {

@@ -123,13 +123,21 @@ impl OpenWorld {
 
     /// The corpus id a called `name` means for `row` (module docs), or the error the model gets.
     pub fn resolve(&self, name: &str, row: &EvalRow) -> Result<String, String> {
-        let scope = |id: &str| id.strip_prefix(self.data.corpus[id].name.as_str()).and_then(|s| s.strip_prefix('@')).map(String::from);
+        let scope = |id: &str| {
+            id.strip_prefix(self.data.corpus[id].name.as_str())
+                .and_then(|s| s.strip_prefix('@'))
+                .map(String::from)
+        };
         let id = if self.data.corpus.contains_key(name) {
             name.to_string()
         } else {
             let ids = self.by_name.get(name).map(Vec::as_slice).unwrap_or_default();
             match ids {
-                [] => return Err(format!("404: no tool named {name:?} in the catalog; find tools with search_tools")),
+                [] => {
+                    return Err(format!(
+                        "404: no tool named {name:?} in the catalog; find tools with search_tools"
+                    ));
+                }
                 [one] => one.clone(),
                 many => many
                     .iter()
@@ -234,7 +242,11 @@ pub fn report(world: &OpenWorld, rows: &[&str], searches: &BTreeMap<String, Vec<
         rows_without_relevant_tools: without,
         rows_searching: searching,
         searches: made,
-        found: if qrels.is_empty() { 0.0 } else { found / qrels.len() as f64 },
+        found: if qrels.is_empty() {
+            0.0
+        } else {
+            found / qrels.len() as f64
+        },
         by_row: summarise(&qrels, &run),
         by_search: summarise(&search_qrels, &search_run),
     }

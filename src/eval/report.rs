@@ -178,7 +178,9 @@ pub fn table_block(rows: &[(String, &Summary)], first: &str) -> Block {
             .into_iter()
             .chain(cols.iter().map(|c| c.1.to_string()))
             .collect(),
-        numeric: std::iter::once(false).chain(std::iter::repeat_n(true, cols.len() + 1)).collect(),
+        numeric: std::iter::once(false)
+            .chain(std::iter::repeat_n(true, cols.len() + 1))
+            .collect(),
         rows: rows
             .iter()
             .map(|(label, s)| {

@@ -221,7 +221,9 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
         return Err(anyhow!("mode {:?}: expected direct or agent", cfg.mode));
     }
     if cfg.open_world && cfg.mode != "agent" {
-        return Err(anyhow!("--open-world needs --mode agent (the model searches, then calls)"));
+        return Err(anyhow!(
+            "--open-world needs --mode agent (the model searches, then calls)"
+        ));
     }
     let world = match cfg.open_world {
         true => Some(OpenWorld::load(&set.dir)?),

@@ -357,12 +357,16 @@ fn distinct<T: Clone + Eq + std::hash::Hash>(v: &[T]) -> Vec<T> {
     v.iter().filter(|x| seen.insert((*x).clone())).cloned().collect()
 }
 
-
 /// A source record as a drop shows it: each token with its tag (`word:TAG`; the word alone
 /// without tags), then the intents (`#`-joined, as the AGIF files write them).
 fn record_source(record: &read::Record) -> String {
     let words: Vec<String> = match &record.tags {
-        Some(tags) => record.tokens.iter().zip(tags).map(|(w, t)| format!("{w}:{t}")).collect(),
+        Some(tags) => record
+            .tokens
+            .iter()
+            .zip(tags)
+            .map(|(w, t)| format!("{w}:{t}"))
+            .collect(),
         None => record.tokens.clone(),
     };
     Drop::source_text(&format!("{} => {}", words.join(" "), record.intents.join("#")))
