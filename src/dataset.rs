@@ -84,8 +84,9 @@ pub struct Example {
     pub meta: Option<serde_json::Value>,
 }
 
-/// An input item that did not become an example.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An input item that did not become an example, with what a person needs to see it (the
+/// build page shows up to 5 per reason: request, source, detail).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Drop {
     /// Would-be example id.
     pub id: String,
@@ -96,6 +97,29 @@ pub struct Drop {
     pub reason: String,
     /// Human detail.
     pub detail: String,
+    /// The item's request: the question (text-to-SQL, BFCL), the utterance (ATIS/SNIPS, TopV2);
+    /// empty where the family has none before conversion (SGD, MultiWOZ, MCP bundles).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub question: String,
+    /// What the item was built from: the gold SQL (text-to-SQL), the TopV2 parse, the tagged
+    /// tokens (ATIS/SNIPS), the source calls (SGD: `service.method(args)`; MultiWOZ: the turns'
+    /// slot states), the BFCL functions (empty for an MCP bundle that could not be drawn); at
+    /// most [`SOURCE_CHARS`] characters (longer ones cut, ending `…`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+}
+
+/// Most characters of a [`Drop::source`] (every drop is in `report/verification.json`).
+pub const SOURCE_CHARS: usize = 2000;
+
+impl Drop {
+    /// `text` cut to [`SOURCE_CHARS`] characters (`…` at the end when cut).
+    pub fn source_text(text: &str) -> String {
+        match text.char_indices().nth(SOURCE_CHARS) {
+            Some((i, _)) => format!("{}…", &text[..i]),
+            None => text.to_string(),
+        }
+    }
 }
 
 /// The compile output of one group (a database or a split).

@@ -187,6 +187,11 @@ enum EvalCommand {
         /// Most model turns per agent episode.
         #[arg(long, default_value_t = 8)]
         max_steps: usize,
+        /// Agent mode in the open world (ToolGym's setting): the model gets only `search_tools`
+        /// and `call_tool` over the dataset's whole catalog, as `toolforge serve --open-world`
+        /// lists them; the report adds the retrieval metrics of its searches.
+        #[arg(long)]
+        open_world: bool,
         /// Rows (and requests) in flight at once.
         #[arg(long, default_value_t = 4)]
         concurrency: usize,
@@ -416,6 +421,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             base_url,
             api_key_env,
             max_steps,
+            open_world,
             concurrency,
             temperature,
             max_tokens,
@@ -436,10 +442,13 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                     }
                 })
                 .collect();
-            let run = common
-                .run
-                .clone()
-                .unwrap_or_else(|| format!("{}-{safe}-{mode}", set.name));
+            let run = common.run.clone().unwrap_or_else(|| {
+                format!(
+                    "{}-{safe}-{mode}{}",
+                    set.name,
+                    if open_world { "-open-world" } else { "" }
+                )
+            });
             let out = common.out.join(&run);
             let cfg = toolforge::eval::run::RunConfig {
                 model,
@@ -450,6 +459,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                 shots,
                 shots_from,
                 max_steps,
+                open_world,
                 concurrency,
                 temperature,
                 max_tokens,
@@ -475,6 +485,12 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                 report.accounting["failed_requests"],
                 out.display()
             );
+            if let Some(ow) = &report.open_world {
+                println!(
+                    "eval: open world: {} searches over {} tools; per row Recall@5 {:.3}, nDCG@10 {:.3}, MRR {:.3}",
+                    ow.searches, ow.catalog_tools, ow.by_row.recall_5, ow.by_row.ndcg_10, ow.by_row.mrr
+                );
+            }
             println!("eval: page {}", out.join("index.html").display());
             if report.failed > 0 {
                 anyhow::bail!(

@@ -178,3 +178,80 @@ fn eval_run_against_a_real_server_in_both_modes() {
     assert!(tmp.join("compare/charts/intent_f1.svg").is_file());
     assert!(tmp.join("compare/charts/completion.svg").is_file());
 }
+
+/// Open-world agent mode (issue 32 item 4) against the real server: the model gets only
+/// `search_tools` and `call_tool` (prompt format: the server has no native tool calling) over
+/// every rest-spider endpoint. Asserted: the accounting as above, and that the report's search
+/// counts are the searches the turns saved in `predictions.jsonl` show the model making.
+#[test]
+fn eval_run_open_world_against_a_real_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path();
+    let Some(server) = llm_server::start("the open-world eval LLM test", tmp, &[]) else {
+        return;
+    };
+    build_and_emit(
+        &root().join("recipes/rest-spider.toml"),
+        Some(&tmp.join("out")),
+        Some(&tmp.join("store")),
+        false,
+    )
+    .unwrap();
+    let dataset = tmp.join("out/rest-spider");
+    let rows = 3u64;
+    let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+        .args(["eval", "run"])
+        .arg(&dataset)
+        .args(["--model", "smollm2-135m-instruct", "--mode", "agent", "--open-world"])
+        .args(["--limit", &rows.to_string(), "--max-steps", "3", "--max-tokens", "96"])
+        .args(["--concurrency", "1", "--quiet", "--run", "ow"])
+        .arg("--base-url")
+        .arg(format!("http://127.0.0.1:{}/v1", server.port))
+        .arg("--databases")
+        .arg(root().join("../shared/corpora/spider/database"))
+        .arg("--out")
+        .arg(tmp.join("eval"))
+        .arg("--store")
+        .arg(tmp.join("llm-store"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprint!("{}", String::from_utf8_lossy(&o.stdout));
+    let run = tmp.join("eval/ow");
+    let r: Value = serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+    let acc = &r["accounting"];
+    assert_eq!((r["rows"].as_u64(), r["missing"].as_u64()), (Some(rows), Some(0)));
+    assert_eq!(acc["open_world"], true);
+    assert_eq!(acc["requests"].as_u64(), Some(llm_server::requests(server.port)));
+    let ow = &r["open_world"];
+    assert_eq!(ow["rows"], rows);
+    assert_eq!(ow["catalog_tools"], 456, "every endpoint of every database");
+    // The searches the saved turns show: each search result the model was given.
+    let (mut searches, mut searching) = (0u64, 0u64);
+    for l in std::fs::read_to_string(run.join("predictions.jsonl")).unwrap().lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let turns = v["turns"].as_array().unwrap();
+        assert_eq!(turns[0]["role"], "user");
+        let n = turns
+            .iter()
+            .filter(|t| t["content"].as_str().unwrap().starts_with("Result of search_tools: "))
+            .count() as u64;
+        searches += n;
+        searching += u64::from(n > 0);
+        assert_eq!(v["searches"].as_array().unwrap().len() as u64, n);
+    }
+    assert_eq!(
+        (ow["searches"].as_u64(), ow["rows_searching"].as_u64()),
+        (Some(searches), Some(searching))
+    );
+    assert_eq!(
+        ow["by_row"]["queries"], rows,
+        "every rest-spider row has its gold endpoint"
+    );
+    assert!(r["totals"]["metrics"]["completion"]["n"] == rows);
+}

@@ -217,3 +217,122 @@ fn eval_run_page_lists_the_rows_that_failed_a_check() {
         );
     }
 }
+
+#[test]
+fn drop_examples_show_the_dropped_question_and_its_gold_sql() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    build_into("slot-spider", &out, &tmp.path().join("store"), false);
+    let dir = out.join("slot-spider");
+    // The independent record: Spider's dev.json, by position.
+    let dev: Value =
+        serde_json::from_slice(&std::fs::read(root().join("../shared/corpora/spider/dev.json")).unwrap()).unwrap();
+    let report: Value = serde_json::from_slice(&std::fs::read(dir.join("report/verification.json")).unwrap()).unwrap();
+    let drops = report["dropped_list"].as_array().unwrap();
+    assert!(!drops.is_empty());
+    for d in drops {
+        let n: usize = d["id"].as_str().unwrap().rsplit('/').next().unwrap().parse().unwrap();
+        assert_eq!(d["question"], dev[n]["question"], "{d}");
+        assert_eq!(d["source"], dev[n]["query"], "{d}");
+    }
+    // The page's examples carry them: every reason's examples.
+    let data = js_json(&dir.join("report/data.js"));
+    let examples = data["drop_examples"].as_object().unwrap();
+    assert_eq!(examples.len(), report["dropped_by_reason"].as_object().unwrap().len());
+    for (reason, list) in examples {
+        for e in list.as_array().unwrap() {
+            assert!(!e["question"].as_str().unwrap().is_empty(), "{reason}: {e}");
+            assert!(!e["source"].as_str().unwrap().is_empty(), "{reason}: {e}");
+        }
+    }
+}
+
+#[test]
+fn comparison_page_shows_the_comparison_as_html_tables_with_each_runs_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    build_into("slot-spider", &out, &tmp.path().join("store"), false);
+    let dir = out.join("slot-spider");
+    // Gold calls, every other row with no call: a run with known failures.
+    let text = std::fs::read_to_string(dir.join("data/dev.jsonl")).unwrap();
+    let mut preds = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let calls = if i % 2 == 0 {
+            v["output"].clone()
+        } else {
+            serde_json::json!([])
+        };
+        preds.push_str(&serde_json::json!({"id": v["id"], "output": calls}).to_string());
+        preds.push('\n');
+    }
+    let pred_path = tmp.path().join("preds.jsonl");
+    std::fs::write(&pred_path, preds).unwrap();
+    let evals = tmp.path().join("eval");
+    let run = |args: &[&std::ffi::OsStr]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run(&[
+        "eval".as_ref(),
+        "score".as_ref(),
+        dir.as_os_str(),
+        pred_path.as_os_str(),
+        "--out".as_ref(),
+        evals.as_os_str(),
+        "--run".as_ref(),
+        "half".as_ref(),
+    ]);
+    let compare = tmp.path().join("compare");
+    let half = evals.join("half");
+    run(&[
+        "eval".as_ref(),
+        "report".as_ref(),
+        half.as_os_str(),
+        half.as_os_str(),
+        "--out".as_ref(),
+        compare.as_os_str(),
+        "--html".as_ref(),
+    ]);
+    let html = std::fs::read_to_string(compare.join("index.html")).unwrap();
+    assert!(!html.contains("<pre"), "the comparison is not preformatted text");
+    // The first table is the row-weighted means: one row per run, each run's own totals.
+    let start = html
+        .find(r#"<table class="compare-table""#)
+        .expect("a comparison table");
+    let table = &html[start..start + html[start..].find("</table>").unwrap()];
+    let cells = |row: &str, tag: &str| -> Vec<String> {
+        row.split(&format!("<{tag}"))
+            .skip(1)
+            .filter(|c| c.starts_with('>') || c.starts_with(' '))
+            .map(|c| c[c.find('>').unwrap() + 1..c.find(&format!("</{tag}>")).unwrap()].to_string())
+            .collect()
+    };
+    let (head, body) = table.split_at(table.find("<tbody>").unwrap());
+    let header = cells(head, "th");
+    let rows: Vec<Vec<String>> = body.split("<tr>").skip(1).map(|r| cells(r, "td")).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    let report: Value = serde_json::from_slice(&std::fs::read(half.join("report.json")).unwrap()).unwrap();
+    let headers: std::collections::BTreeMap<&str, &str> = [("Completion", "completion"), ("EM", "exact_match")].into();
+    for row in &rows {
+        assert_eq!(row[1], report["rows"].to_string());
+        for (h, key) in &headers {
+            let i = header
+                .iter()
+                .position(|x| x == h)
+                .unwrap_or_else(|| panic!("{h} in {header:?}"));
+            let want = format!(
+                "{:.1}",
+                report["totals"]["metrics"][key]["mean"].as_f64().unwrap() * 100.0
+            );
+            assert_eq!(row[i], want, "{h}");
+        }
+    }
+    // The page and compare.md come from one document: compare.json.
+    let doc: Value = serde_json::from_slice(&std::fs::read(compare.join("compare.json")).unwrap()).unwrap();
+    let tables = doc.as_array().unwrap().iter().filter(|b| b["kind"] == "table").count();
+    assert_eq!(html.matches(r#"<table class="compare-table""#).count(), tables);
+}

@@ -318,6 +318,8 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
                 group: split.clone(),
                 reason: reason.into(),
                 detail,
+                question: q.user.clone(),
+                source: Drop::source_text(&Value::Array(q.funcs.clone()).to_string()),
             };
             if q.turns > 1 {
                 outcome.drops.push(drop(

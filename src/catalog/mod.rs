@@ -150,6 +150,8 @@ pub fn convert_mcp(source: &ResolvedSource, knobs: &CatalogKnobs) -> Result<Conv
             group: knobs.split.clone(),
             reason: reason.clone(),
             detail: detail.clone(),
+            // A bundle that could not be drawn has no request and no members.
+            ..Default::default()
         });
     }
     let fixes_by_kind = count(ing.tools.iter().flat_map(|t| t.fixes.iter().map(|f| f.kind.as_str())));

@@ -19,18 +19,29 @@
 //! the model's to repair, and is reported as an error but not kept. Every model turn is one
 //! cached chat request, so an episode replays from the store without requests (tool outputs are
 //! deterministic).
+//!
+//! **Open world** (`--open-world`, [`super::open_world`]): the model is given only
+//! `search_tools` and `call_tool`; a search is answered from the dataset's whole catalog and
+//! recorded in [`Episode::searches`] (it is no prediction call), and a `call_tool` (or a call of
+//! a catalog tool by name) resolved to the row's tool runs as above.
+//!
+//! Every episode keeps its **turns** ([`Episode::turns`]: the messages after the system prompt,
+//! the model's answers and each tool result as the model saw it), written to `predictions.jsonl`
+//! and shown by the run's page.
 
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::execute::Runner;
+use super::open_world::{OpenWorld, Search};
 use super::predictions::parse_call;
 use super::prompt::{ToolFormat, agent_messages, openai_tools, parse_calls};
 use super::rows::EvalRow;
 use crate::llm::{Llm, Message, block_on};
 use crate::tools::{Call, ToolSpec};
 
-/// Most characters of one tool output shown to the model.
+/// Most characters of one tool output shown to the model (a `search_tools` answer is shown
+/// whole).
 pub const OBSERVATION_CHARS: usize = 1500;
 
 /// What one episode did.
@@ -48,6 +59,10 @@ pub struct Episode {
     pub stopped: Option<String>,
     /// How the episode ended (module docs).
     pub stop_reason: StopReason,
+    /// Open world: the `search_tools` calls made, in order.
+    pub searches: Vec<Search>,
+    /// The messages after the system prompt (module docs).
+    pub turns: Vec<Message>,
 }
 
 /// How an agent episode ended (module docs).
@@ -86,19 +101,25 @@ fn observation(label: &str, result: &Result<serde_json::Value, String>) -> Strin
     text.chars().take(OBSERVATION_CHARS).collect()
 }
 
-/// Runs one episode (module docs); `seed` is the request seed of every turn; `format` is how the
-/// tools reach the model and its calls come back ([`ToolFormat`]), `shots` the solved examples
-/// in its prompt.
-pub fn episode(
-    llm: &Llm,
-    runner: &Runner,
-    row: &EvalRow,
-    tools: &[ToolSpec],
-    max_steps: usize,
-    seed: u64,
-    format: ToolFormat,
-    shots: &[&EvalRow],
-) -> Episode {
+/// How an episode is run: the model's turn limit, request seed, tool format ([`ToolFormat`]),
+/// solved examples, and the open world (`None`: the row's own tools are given).
+#[derive(Clone, Copy)]
+pub struct Setting<'a> {
+    /// Most model turns.
+    pub max_steps: usize,
+    /// Request seed of every turn.
+    pub seed: u64,
+    /// How the tools reach the model and its calls come back.
+    pub format: ToolFormat,
+    /// Solved examples in the prompt.
+    pub shots: &'a [&'a EvalRow],
+    /// Open-world mode: the searchable catalog.
+    pub world: Option<&'a OpenWorld>,
+}
+
+/// Runs one episode (module docs) over `tools` (the row's toolkit; ignored in the open world,
+/// where the model gets [`OpenWorld::tools`]).
+pub fn episode(llm: &Llm, runner: &Runner, row: &EvalRow, tools: &[ToolSpec], setting: Setting) -> Episode {
     let mut out = Episode::default();
     let mut session = match runner.open_session(row) {
         Ok(s) => s,
@@ -108,7 +129,42 @@ pub fn episode(
             return out;
         }
     };
-    let mut messages = agent_messages(row, tools, format, shots);
+    let open_tools;
+    let tools = match setting.world {
+        Some(_) => {
+            open_tools = OpenWorld::tools();
+            &open_tools[..]
+        }
+        None => tools,
+    };
+    let mut messages = agent_messages(row, tools, setting.format, setting.shots);
+    if setting.world.is_some() {
+        messages[0].content.push_str(OpenWorld::NOTE);
+    }
+    turns(llm, runner, row, tools, setting, &mut session, &mut messages, &mut out);
+    out.turns = messages.split_off(1);
+    out
+}
+
+/// The model's turns of an episode, from `messages` (module docs).
+#[allow(clippy::too_many_arguments)]
+fn turns(
+    llm: &Llm,
+    runner: &Runner,
+    row: &EvalRow,
+    tools: &[ToolSpec],
+    setting: Setting,
+    session: &mut crate::tools::executor::Session,
+    messages: &mut Vec<Message>,
+    out: &mut Episode,
+) {
+    let Setting {
+        max_steps,
+        seed,
+        format,
+        world,
+        ..
+    } = setting;
     let offered = match format {
         ToolFormat::Native => openai_tools(tools),
         ToolFormat::Prompt => vec![],
@@ -119,15 +175,15 @@ pub fn episode(
         if out.steps == max_steps {
             out.stopped = Some("step limit".into());
             out.stop_reason = StopReason::StepLimit;
-            return out;
+            return;
         }
         out.steps += 1;
-        let answer = match block_on(llm.chat_with_tools(&messages, &offered, seed)) {
+        let answer = match block_on(llm.chat_with_tools(messages, &offered, seed)) {
             Ok(c) => c,
             Err(e) => {
                 out.stopped = Some(format!("llm: {e}"));
                 out.stop_reason = StopReason::Error;
-                return out;
+                return;
             }
         };
         // The turn's calls, each with the id its result answers (native) or none (prompt: the
@@ -169,7 +225,7 @@ pub fn episode(
         };
         if calls.is_empty() {
             out.answer = Some(answer.text);
-            return out;
+            return;
         }
         made += ids.len();
         for (call, id) in calls.into_iter().zip(ids) {
@@ -187,20 +243,39 @@ pub fn episode(
                     {
                         out.stopped = Some(format!("repeated call {}", call.name));
                         out.stop_reason = StopReason::RepeatedCall;
-                        return out;
+                        return;
                     }
                     previous = Some(call.clone());
-                    if format == ToolFormat::Native || call.label.is_empty() || call.label == format!("{}_0", call.name)
-                    {
-                        call.label = format!("OUT_{}", out.calls.len());
+                    match world.map(|w| open_call(w, row, &call)) {
+                        Some(OpenCall::Search(Ok((answer, search)))) => {
+                            // Whole (at most 20 tools): the schemas are what the model calls with.
+                            out.searches.push(search);
+                            format!("Result of search_tools: {answer}")
+                        }
+                        Some(OpenCall::Search(Err(e)) | OpenCall::Refused(e)) => {
+                            out.failed_calls += 1;
+                            observation("", &Err(e))
+                        }
+                        resolved => {
+                            if let Some(OpenCall::Tool(c)) = resolved {
+                                call = c;
+                            }
+                            if format == ToolFormat::Native
+                                || call.label.is_empty()
+                                || call.label == format!("{}_0", call.name)
+                                || call.label == "call_tool_0"
+                            {
+                                call.label = format!("OUT_{}", out.calls.len());
+                            }
+                            let result = step(runner, row, session, &call);
+                            if result.is_ok() {
+                                out.calls.push(call.clone());
+                            } else {
+                                out.failed_calls += 1;
+                            }
+                            observation(&call.label, &result)
+                        }
                     }
-                    let result = step(runner, row, &mut session, &call);
-                    if result.is_ok() {
-                        out.calls.push(call.clone());
-                    } else {
-                        out.failed_calls += 1;
-                    }
-                    observation(&call.label, &result)
                 }
             };
             messages.push(match id {
@@ -213,6 +288,54 @@ pub fn episode(
                 },
             });
         }
+    }
+}
+
+/// What an open-world call is.
+enum OpenCall {
+    /// A `search_tools` call: the answer and the search, or the argument error.
+    Search(Result<(Value, Search), String>),
+    /// A tool call resolved to the row's tool (its name as the tool runs).
+    Tool(Call),
+    /// A call that cannot run (unknown tool, another database's tool, bad `call_tool`).
+    Refused(String),
+}
+
+/// Reads an open-world call (module docs of [`super::open_world`]): `search_tools`,
+/// `call_tool {"name", "arguments", "label"?}`, or a catalog tool by name.
+fn open_call(world: &OpenWorld, row: &EvalRow, call: &Call) -> OpenCall {
+    if call.name == "search_tools" {
+        return OpenCall::Search(world.search(&call.arguments));
+    }
+    let (name, arguments, label) = if call.name == "call_tool" {
+        let Some(name) = call.arguments.get("name").and_then(Value::as_str) else {
+            return OpenCall::Refused("call_tool: name: field required (a tool name search_tools returned)".into());
+        };
+        let arguments = match call.arguments.get("arguments") {
+            None | Some(Value::Null) => serde_json::Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(Value::String(s)) => match serde_json::from_str(s) {
+                Ok(Value::Object(m)) => m,
+                _ => return OpenCall::Refused("call_tool: arguments: must be a JSON object".into()),
+            },
+            Some(_) => return OpenCall::Refused("call_tool: arguments: must be a JSON object".into()),
+        };
+        let label = call
+            .arguments
+            .get("label")
+            .and_then(Value::as_str)
+            .map_or_else(|| call.label.clone(), String::from);
+        (name, arguments, label)
+    } else {
+        (call.name.as_str(), call.arguments.clone(), call.label.clone())
+    };
+    match world.resolve(name, row) {
+        Ok(id) => OpenCall::Tool(Call {
+            name: world.tool_name(&id).to_string(),
+            arguments,
+            label,
+        }),
+        Err(e) => OpenCall::Refused(e),
     }
 }
 

@@ -6,7 +6,9 @@
 //! are refused — their means are not comparable — unless `allow_different_rows` is set, and then
 //! the Markdown states how many rows each run had and how many are compared.
 //!
-//! `compare.md` (and the returned text):
+//! `compare.md` (and the returned text), and the same document as data in `compare.json` (a
+//! list of [`Block`]s: headings, paragraphs, lists, tables; `eval report --html` renders its
+//! tables as HTML tables, [`super::html::write_compare`]):
 //! - the table of every run on the common rows (row-weighted means, [`super::score::summarise`]);
 //! - BFCL's overall beside it: the **unweighted mean over categories** (each category's mean,
 //!   then the plain mean of those; BFCL's leaderboard averages its categories so that a large
@@ -29,7 +31,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::report::{Report, TABLE, table};
+use super::blocks::{self, Block};
+use super::report::{Report, TABLE, table, table_block};
 use super::score::{RowResult, Summary, summarise};
 use super::stats::{Interval, bootstrap};
 use crate::store::write_atomic;
@@ -192,34 +195,45 @@ pub fn compare(dirs: &[PathBuf], out: &Path, allow_different_rows: bool) -> Resu
         })
         .collect();
     let summaries: Vec<Summary> = on_common.iter().map(|rs| summarise(rs.iter().copied())).collect();
-    let mut md = String::from("# Evaluation report\n\n");
     let on = datasets.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ");
-    md.push_str(&if paired {
-        format!(
-            "{} runs on {} common rows (selected and answered by every run) of {on}.\n\n",
-            runs.len(),
-            common.len()
-        )
-    } else {
-        format!(
-            "{} runs with no common row ({on}): each run on its own answered rows, not paired.\n\n",
-            runs.len()
-        )
-    });
-    for r in &runs {
-        let failed = r.rows.iter().filter(|x| x.status == "failed").count();
-        md.push_str(&format!("- {}: {} rows, {failed} failed\n", r.name, r.rows.len()));
-    }
-    md.push_str("\n## Row-weighted means (percent)\n\n");
+    let mut doc = vec![
+        Block::heading(1, "Evaluation report"),
+        Block::text(if paired {
+            format!(
+                "{} runs on {} common rows (selected and answered by every run) of {on}.",
+                runs.len(),
+                common.len()
+            )
+        } else {
+            format!(
+                "{} runs with no common row ({on}): each run on its own answered rows, not paired.",
+                runs.len()
+            )
+        }),
+        Block::List {
+            items: runs
+                .iter()
+                .map(|r| {
+                    let failed = r.rows.iter().filter(|x| x.status == "failed").count();
+                    format!("{}: {} rows, {failed} failed", r.name, r.rows.len())
+                })
+                .collect(),
+        },
+        Block::heading(2, "Row-weighted means (percent)"),
+    ];
     let named: Vec<(String, &Summary)> = runs.iter().map(|r| r.name.clone()).zip(&summaries).collect();
-    md.push_str(&table(&named));
-    md.push_str(&category_table(&runs, &on_common));
+    doc.push(table_block(&named, "Model"));
+    doc.extend(category_table(&runs, &on_common));
     for (i, run) in runs.iter().enumerate().skip(1).filter(|_| paired) {
-        md.push_str(&paired_section(first, run, &on_common[0], &on_common[i]));
+        doc.extend(paired_section(first, run, &on_common[0], &on_common[i]));
     }
-    md.push_str(&breakdowns(&runs, &on_common));
+    doc.extend(breakdowns(&runs, &on_common));
+    let md = blocks::markdown(&doc);
+    let mut json = serde_json::to_vec_pretty(&doc)?;
+    json.push(b'\n');
     std::fs::create_dir_all(out.join("charts"))?;
     write_atomic(&out.join("compare.md"), md.as_bytes())?;
+    write_atomic(&out.join("compare.json"), &json)?;
     write_atomic(&out.join("table.md"), table(&named).as_bytes())?;
     let intervals: Vec<BTreeMap<String, Interval>> = on_common
         .iter()
@@ -252,45 +266,64 @@ pub fn compare(dirs: &[PathBuf], out: &Path, allow_different_rows: bool) -> Resu
 }
 
 /// The BFCL-style overall beside the row-weighted one, per run.
-fn category_table(runs: &[Run], on_common: &[Vec<&RowResult>]) -> String {
-    let mut out = String::from(
-        "\n## Row-weighted and unweighted category means (percent)\n\nCategory mean: the plain mean of the per-category means (BFCL's overall; category = BFCL category, else TopV2 domain, else database).\n\n| Run | Metric | Row-weighted | Category mean | Categories |\n|---|---|---:|---:|---:|\n",
-    );
-    for (r, rows) in runs.iter().zip(on_common) {
+fn category_table(runs: &[Run], on_common: &[Vec<&RowResult>]) -> Vec<Block> {
+    let mut rows = Vec::new();
+    for (r, common) in runs.iter().zip(on_common) {
         for (metric, header, _) in TABLE {
-            if let (Some(v), Some((c, n))) = (value(rows, metric), category_mean(rows, metric)) {
-                out.push_str(&format!(
-                    "| {} | {header} | {:.1} | {:.1} | {n} |\n",
-                    r.name,
-                    v * 100.0,
-                    c * 100.0
-                ));
+            if let (Some(v), Some((c, n))) = (value(common, metric), category_mean(common, metric)) {
+                rows.push(vec![
+                    r.name.clone(),
+                    header.to_string(),
+                    format!("{:.1}", v * 100.0),
+                    format!("{:.1}", c * 100.0),
+                    n.to_string(),
+                ]);
             }
         }
     }
-    out
+    vec![
+        Block::heading(2, "Row-weighted and unweighted category means (percent)"),
+        Block::text(
+            "Category mean: the plain mean of the per-category means (BFCL's overall; category = BFCL category, else TopV2 domain, else database).",
+        ),
+        Block::Table {
+            header: ["Run", "Metric", "Row-weighted", "Category mean", "Categories"]
+                .map(String::from)
+                .to_vec(),
+            numeric: vec![false, false, true, true, true],
+            rows,
+        },
+    ]
 }
 
 /// One run against the baseline: paired differences and McNemar.
-fn paired_section(base: &Run, run: &Run, a: &[&RowResult], b: &[&RowResult]) -> String {
-    let mut out = format!(
-        "\n## {} vs {} (paired, {} rows)\n\nDifference in points (run − baseline), paired bootstrap 95% interval ({} resamples, seed {}).\n\n| Metric | Difference | 95% interval | Rows |\n|---|---:|---:|---:|\n",
-        run.name,
-        base.name,
-        a.len(),
-        super::stats::RESAMPLES,
-        super::stats::SEED
-    );
+fn paired_section(base: &Run, run: &Run, a: &[&RowResult], b: &[&RowResult]) -> Vec<Block> {
+    let mut rows = Vec::new();
     for (metric, header, _) in TABLE {
         if let Some((d, iv, n)) = paired_difference(a, b, metric) {
-            out.push_str(&format!(
-                "| {header} | {:+.1} | [{:+.1}, {:+.1}] | {n} |\n",
-                d * 100.0,
-                iv.lo * 100.0,
-                iv.hi * 100.0
-            ));
+            rows.push(vec![
+                header.to_string(),
+                format!("{:+.1}", d * 100.0),
+                format!("[{:+.1}, {:+.1}]", iv.lo * 100.0, iv.hi * 100.0),
+                n.to_string(),
+            ]);
         }
     }
+    let mut out = vec![
+        Block::heading(2, format!("{} vs {} (paired, {} rows)", run.name, base.name, a.len())),
+        Block::text(format!(
+            "Difference in points (run − baseline), paired bootstrap 95% interval ({} resamples, seed {}).",
+            super::stats::RESAMPLES,
+            super::stats::SEED
+        )),
+        Block::Table {
+            header: ["Metric", "Difference", "95% interval", "Rows"]
+                .map(String::from)
+                .to_vec(),
+            numeric: vec![false, true, true, true],
+            rows,
+        },
+    ];
     for metric in ["completion", "exact_match"] {
         let pass =
             |r: &RowResult| -> Option<bool> { r.values().iter().find(|(k, _)| *k == metric).map(|(_, v)| *v == 1.0) };
@@ -307,21 +340,21 @@ fn paired_section(base: &Run, run: &Run, a: &[&RowResult], b: &[&RowResult]) -> 
             continue;
         }
         let p = mcnemar_exact(bc, cb);
-        out.push_str(&format!(
-            "\nMcNemar exact test, {metric}: b = {bc} (baseline right, run wrong), c = {cb} (run right, baseline wrong), p = {p:.4}: {}.\n",
+        out.push(Block::text(format!(
+            "McNemar exact test, {metric}: b = {bc} (baseline right, run wrong), c = {cb} (run right, baseline wrong), p = {p:.4}: {}.",
             if p < 0.05 {
                 "significant at 0.05"
             } else {
                 "not significant at 0.05"
             }
-        ));
+        )));
     }
     out
 }
 
 /// The breakdowns of every run on the common rows, one table per kind with at least two groups.
-fn breakdowns(runs: &[Run], on_common: &[Vec<&RowResult>]) -> String {
-    let mut out = String::new();
+fn breakdowns(runs: &[Run], on_common: &[Vec<&RowResult>]) -> Vec<Block> {
+    let mut out = Vec::new();
     let kinds: BTreeSet<&str> = runs
         .iter()
         .flat_map(|r| r.report.by.keys().map(String::as_str))
@@ -345,9 +378,9 @@ fn breakdowns(runs: &[Run], on_common: &[Vec<&RowResult>]) -> String {
         if rows.is_empty() {
             continue;
         }
-        out.push_str(&format!("\n## By {kind}\n\n"));
+        out.push(Block::heading(2, format!("By {kind}")));
         let named: Vec<(String, &Summary)> = rows.iter().map(|(n, s)| (n.clone(), s)).collect();
-        out.push_str(&table(&named).replacen("| Model |", &format!("| Run / {kind} |"), 1));
+        out.push(table_block(&named, &format!("Run / {kind}")));
     }
     out
 }

@@ -8,13 +8,15 @@
 //! predicted calls aligned position by position, the checks that failed (`errors`, and each
 //! false check among exact match, completion, BFCL AST, irrelevance, drift pass) and the
 //! agent's episode as the predictions file recorded it (steps, failed calls, stop reason,
-//! answer; a direct answer's text). The data block is [`run_data`]; it is deterministic, as
-//! the run's other files are.
+//! answer; a direct answer's text) with its turns (the model's answers and calls, each tool
+//! result as the model saw it; an open-world run's searches), and for an open-world run the
+//! retrieval metrics of the model's searches. The data block is [`run_data`]; it is
+//! deterministic, as the run's other files are.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use super::report::{Report, TABLE};
@@ -72,7 +74,9 @@ fn failed_a_check(r: &RowResult) -> bool {
 /// order — `{"id", "status", "input", "group", "gold", "setup", "predicted", "errors",
 /// "error_kinds", "failed_checks", "agent"}` (calls `[name, arguments, label]`; `agent` the
 /// prediction line's `steps`, `failed_calls`, `stop_reason`, `stopped`, `answer`, `text`,
-/// `failed` that are present).
+/// `failed` that are present), `turns` (the episode's messages after the system prompt,
+/// `[{"role", "content", "tool_calls"?, "tool_call_id"?}]`, empty for a direct run), `searches`
+/// (open world: `[{"query", "top_k", "hits"}]`); and `open_world` (the report's, or null).
 pub fn run_data(dir: &Path, report: &Report, results: &[RowResult], rows: &[&EvalRow], predictions: &str) -> Value {
     let lines: BTreeMap<String, Value> = predictions
         .lines()
@@ -122,6 +126,8 @@ pub fn run_data(dir: &Path, report: &Report, results: &[RowResult], rows: &[&Eva
                 "error_kinds": r.error_kinds,
                 "failed_checks": checks.iter().filter(|(_, v)| *v == Some(false)).map(|(k, _)| *k).collect::<Vec<_>>(),
                 "agent": agent,
+                "turns": line.and_then(|l| l.get("turns")).filter(|v| v.is_array()).cloned().unwrap_or(json!([])),
+                "searches": line.and_then(|l| l.get("searches")).filter(|v| v.is_array()).cloned().unwrap_or(json!([])),
             })
         })
         .collect();
@@ -155,14 +161,19 @@ pub fn run_data(dir: &Path, report: &Report, results: &[RowResult], rows: &[&Eva
         "problem_counts": report.problem_counts,
         "charts": charts(dir),
         "failures": failures,
+        "open_world": report.open_world,
     })
 }
 
-/// `eval report … --html`: writes `out/index.html`, the comparison (`out/compare.md` as
-/// written by [`super::compare::compare`], its charts) with a link to each run's own page.
-/// Returns the page's path.
+/// `eval report … --html`: writes `out/index.html`, the comparison (`out/compare.json` as
+/// written by [`super::compare::compare`]: its headings, paragraphs and lists, every table an
+/// HTML table whose numeric cells are right-aligned; its charts) with a link to each run's own
+/// page. Returns the page's path.
 pub fn write_compare(out: &Path, runs: &[PathBuf]) -> Result<PathBuf> {
-    let markdown = std::fs::read_to_string(out.join("compare.md")).unwrap_or_default();
+    let p = out.join("compare.json");
+    let doc: Vec<super::blocks::Block> =
+        serde_json::from_slice(&std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?)
+            .with_context(|| format!("parsing {}", p.display()))?;
     let runs: Vec<Value> = runs
         .iter()
         .map(|r| {
@@ -173,7 +184,7 @@ pub fn write_compare(out: &Path, runs: &[PathBuf]) -> Result<PathBuf> {
     let html = page::render(
         "compare.html",
         include_str!("../../templates/report/compare.html"),
-        json!({"css": page::CSS, "markdown": markdown, "charts": charts(out), "runs": runs}),
+        json!({"css": page::CSS, "blocks": doc, "charts": charts(out), "runs": runs}),
     )?;
     let path = out.join("index.html");
     write_atomic(&path, html.as_bytes())?;

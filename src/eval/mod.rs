@@ -11,10 +11,12 @@
 //!   [`taxonomy`]: the error kinds of each row (wrong tool, wrong argument, bad reference, …).
 //! - [`report`]: `eval/<run>/` files (`rows.jsonl`, `report.json`, `report.md`) and the
 //!   Markdown tables; [`charts`]: SVG charts; [`compare`]: `eval report`, runs paired on their
-//!   common rows (paired bootstrap, McNemar, BFCL's unweighted category mean).
+//!   common rows (paired bootstrap, McNemar, BFCL's unweighted category mean); [`blocks`]: a
+//!   document of headings, texts, lists and tables written as Markdown and as page data.
 //! - [`run`]: a model through an OpenAI-compatible endpoint, *direct* or *agent*
-//!   ([`agent`]: the tool-calling loop against the live tools); [`prompt`]: what the model is
-//!   shown and how its text is read back into calls.
+//!   ([`agent`]: the tool-calling loop against the live tools; [`open_world`]: the agent given
+//!   only `search_tools` and `call_tool`, and the retrieval metrics of its searches); [`prompt`]:
+//!   what the model is shown and how its text is read back into calls.
 //! - [`retrieval`]: `eval retrieval`, Recall@k / nDCG@10 / MRR of BM25 or a TREC run on the BEIR
 //!   retrieval datasets.
 //!
@@ -22,11 +24,13 @@
 //! `main.rs`.
 
 pub mod agent;
+pub mod blocks;
 pub mod charts;
 pub mod compare;
 pub mod execute;
 pub mod html;
 pub mod metrics;
+pub mod open_world;
 pub mod predictions;
 pub mod prompt;
 pub mod report;

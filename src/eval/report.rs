@@ -18,6 +18,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::blocks::Block;
 use super::predictions::Problem;
 use super::score::{RowResult, Scored, Summary};
 use crate::store::write_atomic;
@@ -94,6 +95,10 @@ pub struct Report {
     /// [`super::taxonomy`]).
     #[serde(default)]
     pub error_taxonomy: BTreeMap<String, super::taxonomy::KindCount>,
+    /// Open-world agent runs: the retrieval metrics of the model's searches
+    /// ([`super::open_world`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<super::open_world::OpenWorldReport>,
 }
 
 impl Report {
@@ -146,6 +151,7 @@ impl Report {
             totals: scored.totals.clone(),
             by: scored.by.clone(),
             error_taxonomy: scored.taxonomy.clone(),
+            open_world: None,
         }
     }
 }
@@ -159,23 +165,33 @@ fn pct(s: &Summary, metric: &str) -> String {
 /// The Markdown table: one row per (label, summary), one column per [`TABLE`] metric that any
 /// row has, values in percent; `–` where a metric does not apply.
 pub fn table(rows: &[(String, &Summary)]) -> String {
+    table_block(rows, "Model").markdown()
+}
+
+/// [`table`] as a [`Block`], its first column headed `first`.
+pub fn table_block(rows: &[(String, &Summary)], first: &str) -> Block {
     let cols: Vec<&(&str, &str, &str)> = TABLE
         .iter()
         .filter(|(m, _, _)| rows.iter().any(|(_, s)| s.metrics.contains_key(*m)))
         .collect();
-    let mut out = format!(
-        "| Model | Rows | {} |\n|---|---:|{}\n",
-        cols.iter().map(|c| c.1).collect::<Vec<_>>().join(" | "),
-        "---:|".repeat(cols.len())
-    );
-    for (label, s) in rows {
-        out.push_str(&format!(
-            "| {label} | {} | {} |\n",
-            s.rows,
-            cols.iter().map(|c| pct(s, c.0)).collect::<Vec<_>>().join(" | ")
-        ));
+    Block::Table {
+        header: [first.to_string(), "Rows".to_string()]
+            .into_iter()
+            .chain(cols.iter().map(|c| c.1.to_string()))
+            .collect(),
+        numeric: std::iter::once(false)
+            .chain(std::iter::repeat_n(true, cols.len() + 1))
+            .collect(),
+        rows: rows
+            .iter()
+            .map(|(label, s)| {
+                [label.clone(), s.rows.to_string()]
+                    .into_iter()
+                    .chain(cols.iter().map(|c| pct(s, c.0)))
+                    .collect()
+            })
+            .collect(),
     }
-    out
 }
 
 /// `report.md`: the totals table, the breakdowns, the accounting and the problems.
@@ -239,7 +255,7 @@ pub fn markdown(report: &Report) -> String {
         }
         out.push_str(&format!("\n## By {kind}\n\n"));
         let rows: Vec<(String, &Summary)> = groups.iter().map(|(g, s)| (g.clone(), s)).collect();
-        out.push_str(&table(&rows).replacen("| Model |", &format!("| {kind} |"), 1));
+        out.push_str(&table_block(&rows, kind).markdown());
     }
     if !report.error_taxonomy.is_empty() {
         out.push_str("\n## Error taxonomy\n\nOver every scored row (failed rows have no answer): occurrences (calls or arguments) and rows with at least one.\n\n| Kind | Count | Rows |\n|---|---:|---:|\n");
@@ -248,6 +264,9 @@ pub fn markdown(report: &Report) -> String {
                 out.push_str(&format!("| {k} | {} | {} |\n", c.count, c.rows));
             }
         }
+    }
+    if let Some(ow) = &report.open_world {
+        out.push_str(&super::open_world::markdown(ow));
     }
     if !report.stop_reasons.is_empty() {
         out.push_str("\n## Agent stop reasons\n\nOnly `answered` episodes can complete.\n\n");

@@ -8,8 +8,14 @@
 //! tools in the system prompt and reads the answer's text), with `shots` solved examples from a
 //! train split in the prompt ([`super::prompt`]).
 //!
+//! **Open world** (`--open-world`, agent mode only; [`super::open_world`]): the model gets only
+//! `search_tools` and `call_tool` over the dataset's whole catalog; the report adds the
+//! retrieval metrics of its searches (`open_world` in `report.json`, a section of `report.md`).
+//!
 //! Files (`eval/<run>/`): `predictions.jsonl` (one line per row: `id`, `output` calls, and the
-//! episode's `steps`, `failed_calls`, `answer`, `stopped` or the direct `text`), then what
+//! episode's `steps`, `failed_calls`, `answer`, `stopped`, `stop_reason`, `turns` (the messages
+//! after the system prompt), in the open world `searches` (`[{"query", "top_k", "hits"}]`), or
+//! the direct `text`), then what
 //! [`super::report::write`] writes, and the page `index.html` ([`super::html`]). A row whose request failed (refused connection, 401, 500
 //! after the retries; in agent mode, any turn's request) gets a line with `failed` (the error):
 //! it is no answer — excluded from every metric, counted and listed first in the report, and
@@ -30,6 +36,7 @@ use rayon::prelude::*;
 use serde_json::{Value, json};
 
 use super::execute::Runner;
+use super::open_world::OpenWorld;
 use super::predictions;
 use super::prompt::ToolFormat;
 use super::report::{Report, write};
@@ -58,6 +65,8 @@ pub struct RunConfig {
     pub shots_from: Option<PathBuf>,
     /// Most model turns per agent episode.
     pub max_steps: usize,
+    /// Agent mode in the open world (module docs).
+    pub open_world: bool,
     /// Rows in flight at once (and requests in flight at most).
     pub concurrency: usize,
     /// Sampling temperature.
@@ -85,6 +94,7 @@ impl Default for RunConfig {
             shots: 0,
             shots_from: None,
             max_steps: 8,
+            open_world: false,
             concurrency: 4,
             temperature: 0.0,
             max_tokens: 256,
@@ -126,19 +136,30 @@ fn run_row(
     row: &EvalRow,
     cfg: &RunConfig,
     pool: &[&EvalRow],
+    world: Option<&OpenWorld>,
 ) -> (Value, usize) {
     let tools = set.toolkit(row);
     let shots = super::prompt::shots(pool, row, cfg.shots);
     let format = cfg.tool_format;
     if cfg.mode == "agent" {
-        let ep = super::agent::episode(llm, runner, row, &tools, cfg.max_steps, cfg.seed, format, &shots);
+        let setting = super::agent::Setting {
+            max_steps: cfg.max_steps,
+            seed: cfg.seed,
+            format,
+            shots: &shots,
+            world,
+        };
+        let ep = super::agent::episode(llm, runner, row, &tools, setting);
         let output: Vec<Value> = ep
             .calls
             .iter()
             .map(|c| json!({"name": c.name, "arguments": c.arguments, "label": c.label}))
             .collect();
         let mut line = json!({"id": row.id, "output": output, "steps": ep.steps, "failed_calls": ep.failed_calls,
-            "answer": ep.answer, "stopped": ep.stopped, "stop_reason": ep.stop_reason.as_str()});
+            "answer": ep.answer, "stopped": ep.stopped, "stop_reason": ep.stop_reason.as_str(), "turns": ep.turns});
+        if world.is_some() {
+            line["searches"] = json!(ep.searches);
+        }
         // A request that failed is no answer of the model's: the row is failed, not scored.
         if let Some(why) = ep.stopped.as_deref().filter(|s| s.starts_with("llm:")) {
             line["failed"] = json!(why);
@@ -172,11 +193,42 @@ fn run_row(
     }
 }
 
+/// The retrieval report of an open-world run: the searches of every row with an answer (a
+/// failed row, whose request failed, is left out), from its predictions line.
+fn open_world_report(
+    world: &OpenWorld,
+    results: &[super::score::RowResult],
+    lines: &BTreeMap<String, String>,
+) -> super::open_world::OpenWorldReport {
+    let answered: Vec<&str> = results
+        .iter()
+        .filter(|r| r.status != "failed")
+        .map(|r| r.id.as_str())
+        .collect();
+    let searches = answered
+        .iter()
+        .filter_map(|id| {
+            let v: Value = serde_json::from_str(lines.get(*id)?).ok()?;
+            Some((id.to_string(), serde_json::from_value(v["searches"].clone()).ok()?))
+        })
+        .collect();
+    super::open_world::report(world, &answered, &searches)
+}
+
 /// Runs `rows` of `set` (module docs), writes `out_dir` and returns the report.
 pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, out_dir: &Path) -> Result<Report> {
     if !["direct", "agent"].contains(&cfg.mode.as_str()) {
         return Err(anyhow!("mode {:?}: expected direct or agent", cfg.mode));
     }
+    if cfg.open_world && cfg.mode != "agent" {
+        return Err(anyhow!(
+            "--open-world needs --mode agent (the model searches, then calls)"
+        ));
+    }
+    let world = match cfg.open_world {
+        true => Some(OpenWorld::load(&set.dir)?),
+        false => None,
+    };
     let llm_cfg = LlmConfig {
         base_url: cfg.base_url.clone(),
         model: Some(cfg.model.clone()),
@@ -233,7 +285,7 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
     let turns: Vec<usize> = pool.install(|| {
         todo.par_iter()
             .map(|row| {
-                let (line, turns) = run_row(&llm, &runner, set, row, cfg, &shot_pool);
+                let (line, turns) = run_row(&llm, &runner, set, row, cfg, &shot_pool, world.as_ref());
                 let mut f = file.lock().expect("predictions file");
                 let _ = writeln!(f, "{line}");
                 let _ = f.flush();
@@ -271,6 +323,7 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
         ("max_steps", json!(cfg.max_steps)),
         ("tool_format", json!(cfg.tool_format.as_str())),
         ("shots", json!(cfg.shots)),
+        ("open_world", json!(cfg.open_world)),
         (
             "mean_steps",
             json!(if steps.is_empty() {
@@ -281,6 +334,9 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
         ),
     ] {
         report.accounting.insert(k.into(), v);
+    }
+    if let Some(world) = &world {
+        report.open_world = Some(open_world_report(world, &scored.rows, &lines));
     }
     write(out_dir, &scored.rows, &report)?;
     super::html::write(out_dir, &report, &scored.rows, rows, &ordered)?;

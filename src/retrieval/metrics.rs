@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Recall@k of `ranking` (best first) against `relevant` (non-empty).
 pub fn recall_at(ranking: &[&str], relevant: &BTreeSet<&str>, k: usize) -> f64 {
@@ -50,7 +50,7 @@ fn distinct<'a>(ranking: &'a [&'a str]) -> impl Iterator<Item = &'a str> + 'a {
 }
 
 /// The mean metrics over a set of queries.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Queries scored (those with at least one relevant item).
     pub queries: usize,

@@ -137,9 +137,10 @@ fn index(state: &AppState) -> &ToolIndex {
         .get_or_init(|| ToolIndex::build(listing(&state.toolkit).into_iter().map(|l| l.spec).collect()))
 }
 
-/// Runs `search_tools` with `args` (`query`, `top_k`); `Err` is the message of an invalid
-/// argument (a 422 over HTTP, a tool error over MCP).
-pub(crate) fn search_tools(state: &AppState, args: &Map<String, Json>) -> Result<Json, String> {
+/// The `query` and `top_k` of a `search_tools` call (`top_k` default 5, 1–[`MAX_TOP_K`], a
+/// number or its text); `Err` names the invalid argument. `eval run --open-world` checks the
+/// model's arguments with it too.
+pub(crate) fn search_arguments(args: &Map<String, Json>) -> Result<(String, usize), String> {
     let query = match args.get("query") {
         Some(Json::String(q)) if !q.trim().is_empty() => q.clone(),
         Some(Json::String(_)) => return Err("query: must not be empty".into()),
@@ -153,6 +154,13 @@ pub(crate) fn search_tools(state: &AppState, args: &Map<String, Json>) -> Result
             _ => return Err(format!("top_k: must be an integer from 1 to {MAX_TOP_K}")),
         },
     };
-    let tools = crate::retrieval::cli::hits_json(index(state), &query, top_k as usize);
+    Ok((query, top_k as usize))
+}
+
+/// Runs `search_tools` with `args` (`query`, `top_k`); `Err` is the message of an invalid
+/// argument (a 422 over HTTP, a tool error over MCP).
+pub(crate) fn search_tools(state: &AppState, args: &Map<String, Json>) -> Result<Json, String> {
+    let (query, top_k) = search_arguments(args)?;
+    let tools = crate::retrieval::cli::hits_json(index(state), &query, top_k);
     Ok(json!({"query": query, "tools": tools}))
 }

@@ -222,6 +222,8 @@ fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbS
                     group: q.db_id.clone(),
                     reason: reason.into(),
                     detail: detail.into(),
+                    question: q.question.clone(),
+                    source: Drop::source_text(&q.sql),
                 })
                 .collect(),
         },
@@ -340,6 +342,8 @@ fn compile_db(
             group: q.db_id.clone(),
             reason,
             detail,
+            question: q.question.clone(),
+            source: Drop::source_text(&q.sql),
         };
         let conn = conn.as_mut().map_err(|e| drop("db_invalid".into(), e.to_string()))?;
         let gold = table::query_rows(conn, &q.sql).map_err(|e| drop("sql_error".into(), e.to_string()))?;

@@ -56,9 +56,12 @@
   const reasons = $("reasons").querySelector("tbody");
   const maxN = Math.max(1, ...Object.values(D.dropped_by_reason || {}));
   for (const [r, n] of Object.entries(D.dropped_by_reason || {}).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))) {
-    const ex = (D.drop_examples[r] || []).map(d => el("div", {class: "panel"},
+    // Each example: its request, what it was built from (SQL, parse, source record), the detail.
+    const ex = (D.drop_examples[r] || []).map(d => el("div", {class: "panel drop-example", "data-id": d.id},
       el("div", {}, el("code", {}, d.id), " ", el("span", {class: "tag"}, d.group)),
-      el("pre", {}, d.detail)));
+      d.question ? el("div", {class: "drop-question"}, d.question) : null,
+      d.source ? el("pre", {class: "drop-source mono"}, d.source) : null,
+      el("pre", {class: "drop-detail"}, d.detail)));
     reasons.appendChild(el("tr", {"data-reason": r},
       el("td", {}, el("details", {}, el("summary", {}, r), ex)),
       el("td", {class: "num"}, n), el("td", {class: "barcell"}, TF.bar(n / maxN, "drop"))));

@@ -20,6 +20,20 @@
   const stops = Object.entries(D.stop_reasons || {});
   if (stops.length) $("stops").replaceChildren(el("h3", {}, "Agent stop reasons"),
     el("ul", {}, stops.map(([k, n]) => el("li", {}, k + ": " + n))));
+  const ow = D.open_world;
+  if (ow) {
+    const f = v => v.toFixed(3);
+    const row = (name, s) => el("tr", {"data-ranking": name}, el("td", {}, name), el("td", {class: "num"}, s.queries),
+      el("td", {class: "num"}, f(s["recall@1"])), el("td", {class: "num"}, f(s["recall@5"])), el("td", {class: "num"}, f(s["recall@10"])),
+      el("td", {class: "num"}, f(s["ndcg@10"])), el("td", {class: "num"}, f(s.mrr)));
+    $("open-world").replaceChildren(el("h3", {}, "Open world: the model's searches"),
+      el("p", {class: "muted"}, "Only search_tools and call_tool over " + ow.catalog_tools + " tools; " + ow.rows + " rows (" +
+        ow.rows_without_relevant_tools + " without a relevant tool), " + ow.rows_searching + " searched, " + ow.searches +
+        " searches; share of relevant tools found by any search " + f(ow.found) + "."),
+      el("table", {id: "open-world-table"}, el("thead", {}, el("tr", {}, ["ranking", "queries", "Recall@1", "Recall@5", "Recall@10", "nDCG@10", "MRR"]
+        .map((h, i) => el("th", {class: i ? "num" : null}, h)))),
+        el("tbody", {}, row("by_row", ow.by_row), row("by_search", ow.by_search))));
+  }
   for (const c of D.charts) $("chart-list").appendChild(el("img", {src: c, alt: c}));
   const names = Object.fromEntries(D.columns);
   for (const [kind, groups] of Object.entries(D.by || {})) {
@@ -45,6 +59,13 @@
         el("td", {}, el("span", {class: same ? "tag ok" : "tag bad"}, same ? "same" : "differs"))));
     }
     const agent = Object.entries(f.agent || {});
+    // The episode's turns as a chat: the model's text and calls, each tool result as it saw it.
+    const turn = m => el("div", {class: "msg " + m.role, "data-role": m.role},
+      el("div", {class: "role"}, m.role + (m.tool_call_id ? " (" + m.tool_call_id + ")" : "")),
+      m.content ? el("pre", {}, m.content) : null,
+      (m.tool_calls || []).map(c => TF.call([c.function ? c.function.name : c.name,
+        (() => { const a = c.function ? c.function.arguments : c.arguments; try { return typeof a === "string" ? JSON.parse(a) : a; } catch (e) { return a; } })(), c.id])));
+    const turns = f.turns || [], searches = f.searches || [];
     $("failure").replaceChildren(el("div", {class: "panel", "data-id": f.id},
       el("div", {}, el("code", {}, f.id), " ", el("span", {class: "tag"}, f.status), el("span", {class: "tag"}, f.group)),
       el("h3", {}, "Request"), el("div", {}, f.input || ""),
@@ -57,7 +78,12 @@
         Object.entries(f.error_kinds || {}).map(([k, v]) => el("span", {class: "tag"}, k + " ×" + v))),
       f.errors.length ? el("ul", {}, f.errors.map(e => el("li", {}, e))) : null,
       agent.length ? el("div", {class: "agent"}, el("h3", {}, "Agent / answer"),
-        el("table", {}, el("tbody", {}, agent.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, el("pre", {}, TF.fmt(v)))))))) : null));
+        el("table", {}, el("tbody", {}, agent.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, el("pre", {}, TF.fmt(v)))))))) : null,
+      searches.length ? el("div", {class: "searches"}, el("h3", {}, "Searches"),
+        el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "query"), el("th", {}, "hits"))),
+          el("tbody", {}, searches.map(s => el("tr", {}, el("td", {}, s.query), el("td", {class: "mono"}, s.hits.join(", "))))))) : null,
+      turns.length ? el("div", {class: "turns chat"}, el("h3", {}, "Turns (" + turns.length + " messages after the system prompt)"),
+        turns.map(turn)) : null));
   }
   const F = D.failures;
   TF.browser({

@@ -151,6 +151,14 @@ def test_slot_spider_page(driver):
     detail = driver.find_element(By.ID, "detail")
     for call in json.loads(row["output"]) if isinstance(row["output"], str) else row["output"]:
         assert call["name"] in detail.text
+    # Drop examples show the dropped question and its gold SQL, as Spider's dev.json has them.
+    dev = json.load(open(os.path.join(ROOT, "..", "shared", "corpora", "spider", "dev.json"), encoding="utf-8"))
+    reason = next(iter(report["dropped_by_reason"]))
+    driver.find_element(By.CSS_SELECTOR, f'#reasons tr[data-reason="{reason}"] summary').click()
+    example = driver.find_element(By.CSS_SELECTOR, f'#reasons tr[data-reason="{reason}"] .drop-example')
+    source = dev[int(example.get_attribute("data-id").rsplit("/", 1)[1])]
+    assert example.find_element(By.CSS_SELECTOR, ".drop-question").get_attribute("textContent") == source["question"]
+    assert example.find_element(By.CSS_SELECTOR, ".drop-source").get_attribute("textContent") == source["query"]
     # The trajectory chat view marks a faulted trajectory.
     assert driver.find_elements(By.CSS_SELECTOR, "#trajectory-list tr")
     assert driver.find_elements(By.CSS_SELECTOR, "#trajectory-list .tag.bad")
@@ -240,8 +248,65 @@ def test_eval_run_page(driver, tmp_path):
     driver.get("file://" + os.path.join(compare, "index.html"))
     links = driver.find_elements(By.CSS_SELECTOR, "#runs a")
     assert len(links) == 2 and all(a.get_attribute("href").endswith("gold-perturbed/index.html") for a in links)
-    assert "gold-perturbed" in driver.find_element(By.ID, "compare-md").text
+    # The comparison as HTML tables: the first one holds each run's totals (the run against
+    # itself: both rows are report.json's numbers).
+    assert not driver.find_elements(By.CSS_SELECTOR, "pre")
+    table = driver.find_element(By.CSS_SELECTOR, "table.compare-table")
+    headers = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) == 2
+    for tr in rows:
+        cells = [td.text for td in tr.find_elements(By.CSS_SELECTOR, "td")]
+        assert "gold-perturbed" in cells[0]
+        assert cells[headers.index("EM")] == f"{100 * report['totals']['metrics']['exact_match']['mean']:.1f}"
+        assert cells[headers.index("Completion")] == f"{100 * report['totals']['metrics']['completion']['mean']:.1f}"
     imgs = driver.find_elements(By.CSS_SELECTOR, ".charts img")
     assert imgs and all(driver.execute_script("return arguments[0].naturalWidth", i) > 0 for i in imgs)
     driver.save_screenshot(os.path.join(SHOTS, "eval-compare.png"))
+    assert not console_errors(driver)
+
+
+def test_agent_episode_turns_in_the_failure_browser(driver, tmp_path):
+    """An agent run's turns on its page: a SCRIPTED OpenAI-compatible endpoint (plumbing, not a
+    model) answers every request with a text that calls no tool, so each row fails with a
+    one-turn episode whose messages the failure browser shows."""
+    import http.server
+    import threading
+    from selenium.webdriver.common.by import By
+    out = build("slot-spider")
+    answer = "I cannot tell."
+
+    class Script(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "script",
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": answer}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Script)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        row = first_jsonl_row(os.path.join(out, "data", "dev.jsonl"))
+        evals = os.path.join(OUT, "browser-test", "eval")
+        subprocess.run([BIN, "eval", "run", out, "--model", "script", "--mode", "agent", "--ids", row["id"],
+                        "--base-url", f"http://127.0.0.1:{server.server_port}/v1", "--quiet", "--out", evals,
+                        "--run", "agent-turns", "--store", str(tmp_path / "store")],
+                       check=True, stdout=subprocess.DEVNULL, env={**os.environ, "OPENAI_API_KEY": "test"})
+    finally:
+        server.shutdown()
+    open_page(driver, os.path.join(evals, "agent-turns", "index.html"))
+    wait_for(driver, "return document.querySelector('#failure [data-id]').getAttribute('data-id') === arguments[0]", row["id"])
+    msgs = driver.find_elements(By.CSS_SELECTOR, "#failure .turns .msg")
+    assert [m.get_attribute("data-role") for m in msgs] == ["user", "assistant"]
+    assert row["input"].strip() in msgs[0].text
+    assert answer in msgs[1].text
+    driver.save_screenshot(os.path.join(SHOTS, "eval-agent-turns.png"))
     assert not console_errors(driver)

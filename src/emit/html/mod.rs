@@ -71,7 +71,8 @@ pub fn files(build: &Build, report: &Value, trajectories: &Path) -> Result<Vec<(
 /// `window.TF_DATA`: the report's numbers as `report/verification.json` has them (`dataset`,
 /// `format`, `attempted`, `kept`, `dropped`, `bad_records`, `per_split`, `group_kind`,
 /// `per_group`, `dropped_by_reason`), `drop_examples` (`{reason: [≤ DROP_EXAMPLES drops, report
-/// order]}`, each `{"id", "group", "reason", "detail"}`), and `trajectories` ([`sample_trajectories`]).
+/// order]}`, each `{"id", "group", "reason", "detail", "question"?, "source"?}`: the drop's
+/// request and what it was built from, [`crate::dataset::Drop`]), and `trajectories` ([`sample_trajectories`]).
 pub fn data(report: &Value, trajectories: &[Value]) -> Value {
     let mut d = serde_json::Map::new();
     for k in [

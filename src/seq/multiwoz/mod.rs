@@ -278,6 +278,26 @@ fn convert_dialogue(
             group: split.to_string(),
             reason: reason.into(),
             detail,
+            question: String::new(),
+            // The slot states of the dialogue's turns: `domain slot=value, …` per turn.
+            source: Drop::source_text(
+                &turns
+                    .iter()
+                    .map(|t| {
+                        t.semi
+                            .iter()
+                            .chain(&t.book)
+                            .filter(|(_, slots)| !slots.is_empty())
+                            .map(|(d, slots)| {
+                                let s: Vec<String> = slots.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                                format!("{d} {}", s.join(", "))
+                            })
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            ),
         })
     };
     let (events, duplicates) = events(turns, schema);

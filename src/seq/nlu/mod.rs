@@ -143,6 +143,8 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
                 group: s.to_string(),
                 reason: reason.to_string(),
                 detail,
+                question: record.tokens.join(" "),
+                source: record_source(&record),
             };
             // Validation of the reconstruction on splits with gold tags.
             if let (Some(gold), Some(r)) = (&record.tags, &reference) {
@@ -253,6 +255,8 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
                 group: p.split.clone(),
                 reason: "schema_invalid".into(),
                 detail: err,
+                question: p.record.tokens.join(" "),
+                source: record_source(&p.record),
             });
             continue;
         }
@@ -351,6 +355,21 @@ pub(super) fn capitalise(s: &str) -> String {
 fn distinct<T: Clone + Eq + std::hash::Hash>(v: &[T]) -> Vec<T> {
     let mut seen = std::collections::HashSet::new();
     v.iter().filter(|x| seen.insert((*x).clone())).cloned().collect()
+}
+
+/// A source record as a drop shows it: each token with its tag (`word:TAG`; the word alone
+/// without tags), then the intents (`#`-joined, as the AGIF files write them).
+fn record_source(record: &read::Record) -> String {
+    let words: Vec<String> = match &record.tags {
+        Some(tags) => record
+            .tokens
+            .iter()
+            .zip(tags)
+            .map(|(w, t)| format!("{w}:{t}"))
+            .collect(),
+        None => record.tokens.clone(),
+    };
+    Drop::source_text(&format!("{} => {}", words.join(" "), record.intents.join("#")))
 }
 
 #[cfg(test)]

@@ -130,6 +130,14 @@ fn convert_dialogue(
             group: split.to_string(),
             reason: reason.into(),
             detail,
+            question: String::new(),
+            source: Drop::source_text(
+                &d.calls
+                    .iter()
+                    .map(|c| format!("{}.{}({})", c.service, c.method, Value::Object(c.parameters.clone())))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
         })
     };
     if d.calls.is_empty() {

@@ -60,7 +60,12 @@ pub(super) fn apply(results: &mut [FileResult]) {
             let r = &mut results[i];
             for row in r.rows.iter_mut() {
                 let Some((u, _)) = signature(row) else { continue };
-                let Row::Kept { id, .. } = &*row else { continue };
+                let Row::Kept {
+                    id, utterance, parse, ..
+                } = &*row
+                else {
+                    continue;
+                };
                 let n = golds[&u].len();
                 let drop = if n > 1 {
                     Some((
@@ -88,6 +93,8 @@ pub(super) fn apply(results: &mut [FileResult]) {
                         group: split.to_string(),
                         reason: reason.into(),
                         detail,
+                        question: utterance.clone(),
+                        source: Drop::source_text(parse),
                     });
                 }
             }

@@ -277,6 +277,8 @@ fn convert_text(text: &str, file: &str, domain: &str, split: &str) -> FileResult
                 group: split.to_string(),
                 reason: "parse_error".into(),
                 detail: format!("{file} line {}: {message}", n + 1),
+                question: String::new(),
+                source: Drop::source_text(line),
             })
         };
         if let Some(message) = crate::corpus::invalid_line(line) {
@@ -312,6 +314,8 @@ fn convert_text(text: &str, file: &str, domain: &str, split: &str) -> FileResult
                 group: split.to_string(),
                 reason: reason.into(),
                 detail,
+                question: utterance.to_string(),
+                source: Drop::source_text(parse_text),
             }),
         });
     }
@@ -439,6 +443,8 @@ fn assemble(mut results: Vec<FileResult>) -> Conversion {
                     group: r.split.clone(),
                     reason: "schema_invalid".into(),
                     detail: err,
+                    question: utterance,
+                    source: Drop::source_text(&parse_text),
                 });
                 continue;
             }

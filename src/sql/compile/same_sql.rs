@@ -79,6 +79,7 @@ impl SameSql {
                 r.map_err(|d| Drop {
                     id: format!("{recipe}/{}", q.id),
                     group: q.db_id.clone(),
+                    question: q.question.clone(),
                     ..d
                 })
             })
@@ -135,6 +136,7 @@ mod tests {
                         group: q.db_id.clone(),
                         reason: "mismatch".into(),
                         detail: "b".into(),
+                        ..Default::default()
                     })
                 } else {
                     Ok(format!("rows of {}", q.id))
