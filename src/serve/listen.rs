@@ -92,7 +92,11 @@ pub(crate) async fn serve(
         let max = limits.max_requests_per_connection;
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             let n = served.fetch_add(1, Ordering::Relaxed) + 1;
-            super::trim::request_seen();
+            // A health check (a load balancer's, every few seconds) is not load: counted, it
+            // would keep the server from ever being quiet enough to trim.
+            if req.uri().path() != "/healthz" {
+                super::trim::request_seen();
+            }
             let app = app.clone();
             async move {
                 let mut resp = app.oneshot(req.map(axum::body::Body::new)).await?;
