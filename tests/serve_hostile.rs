@@ -48,12 +48,19 @@ fn mcp_frame(addr: &str, frame: &[u8]) -> String {
     raw(addr, &req)
 }
 
+/// The server's RSS once it has been quiet for 3 s (past `--release-idle-secs 1` and the trim).
+fn settled(server: &Server) -> u64 {
+    std::thread::sleep(Duration::from_secs(3));
+    server.rss_mib()
+}
+
 /// Stops the prober; asserts every health check answered 200 within 100 ms and the server is up.
 fn assert_served_throughout(mut server: Server, prober: Prober, suite: &str) {
     let probed = prober.stop();
     eprintln!(
-        "{suite}: {} health checks while the hostile requests ran, slowest {:.1} ms, {} failed",
+        "{suite}: {} health checks while the hostile requests ran, p99 {:.1} ms, slowest {:.1} ms, {} failed",
         probed.checks,
+        probed.p99.as_secs_f64() * 1000.0,
         probed.slowest.as_secs_f64() * 1000.0,
         probed.failures.len()
     );
@@ -125,8 +132,9 @@ fn slot_server_answers_every_hostile_request_with_its_documented_error_and_stays
     assert_eq!(r.status(), 200);
 
     // D3: 300 sessions with distinct joins, each ended; once the server is quiet the cache
-    // lets go of the joins no session holds.
-    let before = server.rss_mib();
+    // lets go of the joins no session holds. Measured from the RSS the server settles at once
+    // quiet (health checks are not load), so the joins' growth is not hidden in memory D2 freed.
+    let before = settled(&server);
     let mut peak = before;
     for i in 0..300 {
         let (s, b) = post(&base, "/sessions", &json!({"arguments": city_copies(1, &format!("d3_{i}_"))}));
@@ -138,19 +146,9 @@ fn slot_server_answers_every_hostile_request_with_its_documented_error_and_stays
         }
     }
     peak = peak.max(server.rss_mib());
-    let waited = Instant::now();
-    let mut after = peak;
-    while waited.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(500));
-        after = server.rss_mib();
-        if after < before + 20 {
-            break;
-        }
-    }
-    eprintln!(
-        "D3: RSS {before} MiB before 300 distinct joins, {peak} MiB after, {after} MiB {:.1} s after the last request",
-        waited.elapsed().as_secs_f64()
-    );
+    let after = settled(&server);
+    eprintln!("D3: RSS {before} MiB settled before 300 distinct joins, {peak} MiB after, {after} MiB settled after");
+    assert!(peak > before + 40, "D3: the joins took {before} → {peak} MiB (the test measures nothing)");
     assert!(after < before + 20, "D3: the join cache kept {before} → {after} MiB");
 
     // D5: 20,000 MCP-over-HTTP `initialize`: the first --max-mcp-sessions (1,000) open a session,
@@ -258,13 +256,15 @@ fn rest_server_answers_every_hostile_request_with_its_documented_error_and_stays
     for s in &mut slow {
         let _ = s.write_all(b"X");
     }
-    // 64 clients × 50 requests at once.
+    // Other clients keep being served: 16 keep-alive clients × 100 requests at once.
     std::thread::scope(|scope| {
-        for _ in 0..64 {
+        for _ in 0..16 {
             scope.spawn(|| {
-                for _ in 0..50 {
-                    let (s, b) = get("/v1/spider/concert_singer/singer/count", &[]);
-                    assert_eq!(s, 200, "{b}");
+                let a = agent();
+                for _ in 0..100 {
+                    let mut r = a.get(format!("{base}/v1/spider/concert_singer/singer/count")).call().unwrap();
+                    assert_eq!(r.status(), 200, "{}", r.body_mut().read_to_string().unwrap());
+                    r.body_mut().read_to_string().unwrap();
                 }
             });
         }
@@ -272,7 +272,7 @@ fn rest_server_answers_every_hostile_request_with_its_documented_error_and_stays
     let r = raw(&addr, b"GET /openapi.json HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n");
     assert_eq!(status_of(&r), 421, "{r}");
     let rss = server.rss_mib();
-    eprintln!("rest-spider hostile suite: RSS {rss} MiB with 500 slow-header connections after 3,200 requests");
+    eprintln!("rest-spider hostile suite: RSS {rss} MiB with 500 slow-header connections after 1,600 requests");
     assert!(rss < 300, "{rss} MiB");
     drop(slow);
     assert_served_throughout(server, prober, "rest-spider hostile suite");

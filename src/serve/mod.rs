@@ -134,8 +134,7 @@ pub fn run(toolkit: Toolkit, config: ServeConfig) -> Result<()> {
     trim::limit_arenas();
     let rt = runtime()?;
     let served = rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(config.addr)
-            .await
+        let listener = listen::bind(config.addr, config.connections.max_connections)
             .with_context(|| format!("binding {}", config.addr))?;
         let addr = listener.local_addr()?;
         println!(

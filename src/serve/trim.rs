@@ -15,11 +15,12 @@
 //!   limits them to one per core ([`limit_arenas`], `M_ARENA_MAX`) unless `GLIBC_TUNABLES` sets
 //!   `glibc.malloc.arena_max`.
 //!
-//! Measured with `benches/rss_after_load.sh` (RSS 10 s after the load / idle RSS): glibc alone
-//! 1.60 (rest-spider) and 1.76 (slot-spider); with the trim 1.45 / 1.45; jemalloc 5.3 (default,
-//! and with `background_thread`, 1 s dirty decay) 1.38–1.44 / 1.17–1.27 with idle RSS up to 1.35×
-//! glibc's; mimalloc 1.98 / 1.10 with idle RSS 1.3–2.4× glibc's. The allocator was not the
-//! cause, the caches were; the README's table has the figures with release and arena limit.
+//! Measured with `benches/rss_after_load.sh` (RSS 10 s after the load / idle RSS; the README has
+//! the whole table): glibc alone 1.60 (rest-spider) and 1.76 (slot-spider); with the trim 1.45 /
+//! 1.45; jemalloc 5.3 (default, and with `background_thread`, 1 s dirty decay) 1.38–1.44 /
+//! 1.17–1.27 with idle RSS up to 1.35× glibc's; mimalloc 1.98 / 1.10 with idle RSS 1.3–2.4×
+//! glibc's; glibc with the trim, the release and one arena per core 1.10–1.11 / 0.95–1.18. The
+//! allocator was not the cause, the caches were.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

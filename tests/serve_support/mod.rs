@@ -195,14 +195,16 @@ pub fn health(addr: &str) -> (String, Duration) {
 /// until [`Prober::stop`]: the acceptance's "a health check answers within 100 ms throughout".
 pub struct Prober {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: std::thread::JoinHandle<(usize, Duration, Vec<String>)>,
+    thread: std::thread::JoinHandle<(Vec<Duration>, Vec<String>)>,
 }
 
-/// What a [`Prober`] saw: checks run, the slowest one, and the status lines that were not 200.
+/// What a [`Prober`] saw: checks run, the slowest one, the 99th percentile, and the status lines
+/// that were not 200.
 #[derive(Debug)]
 pub struct Probed {
     pub checks: usize,
     pub slowest: Duration,
+    pub p99: Duration,
     pub failures: Vec<String>,
 }
 
@@ -212,17 +214,16 @@ impl Prober {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (flag, addr) = (stop.clone(), addr.to_string());
         let thread = std::thread::spawn(move || {
-            let (mut checks, mut slowest, mut failures) = (0, Duration::ZERO, Vec::new());
+            let (mut took, mut failures) = (Vec::new(), Vec::new());
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                let (status, took) = health(&addr);
-                checks += 1;
-                slowest = slowest.max(took);
+                let (status, t) = health(&addr);
+                took.push(t);
                 if !status.contains(" 200") {
                     failures.push(status);
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            (checks, slowest, failures)
+            (took, failures)
         });
         Prober { stop, thread }
     }
@@ -230,10 +231,13 @@ impl Prober {
     /// Stops probing; what was seen.
     pub fn stop(self) -> Probed {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let (checks, slowest, failures) = self.thread.join().unwrap();
+        let (mut took, failures) = self.thread.join().unwrap();
+        took.sort();
+        let at = |q: f64| took.get(((took.len() as f64 * q) as usize).min(took.len().saturating_sub(1))).copied();
         Probed {
-            checks,
-            slowest,
+            checks: took.len(),
+            slowest: took.last().copied().unwrap_or_default(),
+            p99: at(0.99).unwrap_or_default(),
             failures,
         }
     }
