@@ -70,7 +70,12 @@ fn a_foreign_host_header_is_refused_on_every_route() {
     for (m, p) in ROUTES {
         let got = status(&server.port(), m, p, &[("Host", "evil.example:8000")]);
         assert!(got == 421 || got == 403, "{m} {p}: {got}");
-        let got = status(&server.port(), m, p, &[("Host", &format!("localhost:{}", server.port()))]);
+        let got = status(
+            &server.port(),
+            m,
+            p,
+            &[("Host", &format!("localhost:{}", server.port()))],
+        );
         assert!(got != 421 && got != 403, "{m} {p}: {got}");
     }
 }

@@ -102,7 +102,10 @@ fn slot_server_answers_every_hostile_request_with_its_documented_error_and_stays
     // chain is refused at the session's byte budget.
     let (s, b) = post(&base, "/sessions", &json!({"arguments": city_copies(1, "d2_")}));
     assert_eq!(s, 200, "{b}");
-    let (sid, start) = (b["session_id"].as_str().unwrap().to_string(), b["label"].as_str().unwrap().to_string());
+    let (sid, start) = (
+        b["session_id"].as_str().unwrap().to_string(),
+        b["label"].as_str().unwrap().to_string(),
+    );
     let concat = |a: &str, b: &str, label: Option<&str>| {
         let mut body = json!({"session_id": sid, "arguments": {"data_source_1": format!("${a}$"), "data_source_2": format!("${b}$")}});
         if let Some(l) = label {
@@ -137,10 +140,21 @@ fn slot_server_answers_every_hostile_request_with_its_documented_error_and_stays
     let before = settled(&server);
     let mut peak = before;
     for i in 0..300 {
-        let (s, b) = post(&base, "/sessions", &json!({"arguments": city_copies(1, &format!("d3_{i}_"))}));
+        let (s, b) = post(
+            &base,
+            "/sessions",
+            &json!({"arguments": city_copies(1, &format!("d3_{i}_"))}),
+        );
         assert_eq!(s, 200, "D3: {b}");
         let sid = b["session_id"].as_str().unwrap();
-        assert_eq!(agent().delete(format!("{base}/sessions/{sid}")).call().unwrap().status(), 200);
+        assert_eq!(
+            agent()
+                .delete(format!("{base}/sessions/{sid}"))
+                .call()
+                .unwrap()
+                .status(),
+            200
+        );
         if i % 50 == 0 {
             peak = peak.max(server.rss_mib());
         }
@@ -148,7 +162,10 @@ fn slot_server_answers_every_hostile_request_with_its_documented_error_and_stays
     peak = peak.max(server.rss_mib());
     let after = settled(&server);
     eprintln!("D3: RSS {before} MiB settled before 300 distinct joins, {peak} MiB after, {after} MiB settled after");
-    assert!(peak > before + 40, "D3: the joins took {before} → {peak} MiB (the test measures nothing)");
+    assert!(
+        peak > before + 40,
+        "D3: the joins took {before} → {peak} MiB (the test measures nothing)"
+    );
     assert!(after < before + 20, "D3: the join cache kept {before} → {after} MiB");
 
     // D5: 20,000 MCP-over-HTTP `initialize`: the first --max-mcp-sessions (1,000) open a session,
@@ -187,7 +204,10 @@ fn slot_server_answers_every_hostile_request_with_its_documented_error_and_stays
     let frames: [(&[u8], i64); 6] = [
         (br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/li"#, -32700),
         (b"hello there", -32700),
-        (b"{\"jsonrpc\": \"2.0\", \"id\": \"\xff\xfe\", \"method\": \"ping\"}", -32700),
+        (
+            b"{\"jsonrpc\": \"2.0\", \"id\": \"\xff\xfe\", \"method\": \"ping\"}",
+            -32700,
+        ),
         (deep.as_bytes(), -32700),
         (big_id.as_bytes(), -32700),
         (b"[1, 2]", -32600),
@@ -201,7 +221,10 @@ fn slot_server_answers_every_hostile_request_with_its_documented_error_and_stays
 
     // Exposure: a foreign Host (DNS rebinding) gets 421; a fault header is ignored without
     // --faults; a body over 64 KiB gets 413; a long URI 414 with a JSON body, a 1 MB one hyper's 431.
-    let r = raw(&addr, b"GET /openapi.json HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n");
+    let r = raw(
+        &addr,
+        b"GET /openapi.json HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+    );
     assert_eq!(status_of(&r), 421, "{r}");
     let r = raw(
         &addr,
@@ -210,7 +233,12 @@ fn slot_server_answers_every_hostile_request_with_its_documented_error_and_stays
     assert_eq!(status_of(&r), 200, "{r}");
     let (s, _) = post(&base, "/sessions", &json!({"id": "y".repeat(100_000)}));
     assert_eq!(s, 413);
-    let uri = |len: usize| format!("GET /healthz?x={} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", "a".repeat(len));
+    let uri = |len: usize| {
+        format!(
+            "GET /healthz?x={} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+            "a".repeat(len)
+        )
+    };
     let r = raw(&addr, uri(20_000).as_bytes());
     assert_eq!(status_of(&r), 414, "{}", &r[..r.len().min(200)]);
     assert!(body_of(&r)["detail"].is_string(), "{r}");
@@ -262,14 +290,20 @@ fn rest_server_answers_every_hostile_request_with_its_documented_error_and_stays
             scope.spawn(|| {
                 let a = agent();
                 for _ in 0..100 {
-                    let mut r = a.get(format!("{base}/v1/spider/concert_singer/singer/count")).call().unwrap();
+                    let mut r = a
+                        .get(format!("{base}/v1/spider/concert_singer/singer/count"))
+                        .call()
+                        .unwrap();
                     assert_eq!(r.status(), 200, "{}", r.body_mut().read_to_string().unwrap());
                     r.body_mut().read_to_string().unwrap();
                 }
             });
         }
     });
-    let r = raw(&addr, b"GET /openapi.json HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n");
+    let r = raw(
+        &addr,
+        b"GET /openapi.json HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+    );
     assert_eq!(status_of(&r), 421, "{r}");
     let rss = server.rss_mib();
     eprintln!("rest-spider hostile suite: RSS {rss} MiB with 500 slow-header connections after 1,600 requests");

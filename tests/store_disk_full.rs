@@ -80,7 +80,10 @@ fn build_on_a_full_store_disk_warns_with_a_count_and_leaves_no_temp_file() {
         .chain(stderr.lines())
         .find(|l| l.contains("warning: store_failed"))
         .unwrap_or_else(|| panic!("no store_failed warning: {stdout}\n{stderr}"));
-    assert!(warning.contains("store request") && warning.contains("failed"), "{warning}");
+    assert!(
+        warning.contains("store request") && warning.contains("failed"),
+        "{warning}"
+    );
     // The dataset equals a build with a healthy store.
     let healthy_store = tmp.path().join("healthy-store");
     toolforge::pipeline::build_and_emit(
@@ -98,5 +101,8 @@ fn build_on_a_full_store_disk_warns_with_a_count_and_leaves_no_temp_file() {
         full.iter().map(|(p, _)| p).collect::<Vec<_>>(),
         healthy.iter().map(|(p, _)| p).collect::<Vec<_>>()
     );
-    assert!(full == healthy, "the data files differ from a build with a healthy store");
+    assert!(
+        full == healthy,
+        "the data files differ from a build with a healthy store"
+    );
 }

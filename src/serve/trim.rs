@@ -19,7 +19,7 @@
 //! the whole table): glibc alone 1.60 (rest-spider) and 1.76 (slot-spider); with the trim 1.45 /
 //! 1.45; jemalloc 5.3 (default, and with `background_thread`, 1 s dirty decay) 1.38–1.44 /
 //! 1.17–1.27 with idle RSS up to 1.35× glibc's; mimalloc 1.98 / 1.10 with idle RSS 1.3–2.4×
-//! glibc's; glibc with the trim, the release and one arena per core 1.10–1.11 / 0.95–1.18. The
+//! glibc's; glibc with the trim, the release and one arena per core 1.09–1.11 / 0.95–1.18. The
 //! allocator was not the cause, the caches were.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -233,8 +233,10 @@ pub fn release_unheld() -> usize {
         .slots
         .iter()
         .filter(|(_, (slot, _))| {
-            slot.try_lock()
-                .is_ok_and(|g| g.as_ref().is_some_and(|b| b.columns().iter().all(|a| Arc::strong_count(a) == 1)))
+            slot.try_lock().is_ok_and(|g| {
+                g.as_ref()
+                    .is_some_and(|b| b.columns().iter().all(|a| Arc::strong_count(a) == 1))
+            })
         })
         .map(|(k, _)| k.clone())
         .collect();

@@ -233,7 +233,10 @@ impl Prober {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let (mut took, failures) = self.thread.join().unwrap();
         took.sort();
-        let at = |q: f64| took.get(((took.len() as f64 * q) as usize).min(took.len().saturating_sub(1))).copied();
+        let at = |q: f64| {
+            took.get(((took.len() as f64 * q) as usize).min(took.len().saturating_sub(1)))
+                .copied()
+        };
         Probed {
             checks: took.len(),
             slowest: took.last().copied().unwrap_or_default(),
