@@ -3,14 +3,14 @@
 //! −32700 with `id: null` for truncated JSON, non-JSON, invalid UTF-8, 100,000-deep nesting and a
 //! 10,000-digit id; −32600 for a frame that is not a request object; −32602 for `tools/call`
 //! with a missing or non-string `name` or non-object `arguments` — and the server keeps serving;
-//! over HTTP (`POST /mcp`) the same frames get HTTP 400 with the same JSON-RPC error.
+//! over HTTP (`POST /mcp`) the same frames get HTTP 400 with the same JSON-RPC error. Both
+//! servers are real processes under `ulimit -v 2 GiB` (`serve_support`).
 
 #[path = "serve_support/mod.rs"]
 mod serve_support;
 
 use std::io::{BufRead, Read as _, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
@@ -61,16 +61,7 @@ fn malformed() -> Vec<(Vec<u8>, i64, Value)> {
 
 #[test]
 fn malformed_stdio_frames_get_the_specs_error_codes_and_the_server_keeps_serving() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolforge"))
-        .arg("serve")
-        .arg(dataset())
-        .arg("--databases")
-        .arg(root().join("../shared/corpora/spider/database"))
-        .arg("--mcp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = serve_support::serve_mcp_stdio(&dataset(), &[]);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut next = || {
@@ -116,9 +107,8 @@ fn malformed_stdio_frames_get_the_specs_error_codes_and_the_server_keeps_serving
 
 #[test]
 fn malformed_http_frames_get_400_with_the_specs_error() {
-    let toolkit =
-        toolforge::serve::Toolkit::load(&dataset(), Some(&root().join("../shared/corpora/spider/database"))).unwrap();
-    let addr = toolforge::serve::spawn(toolkit, Default::default()).unwrap();
+    let server = serve_support::serve(&dataset(), &[]);
+    let addr = server.addr.as_str();
     for (frame, code, id) in malformed() {
         if frame.len() > 60_000 {
             continue; // over the 64 KiB body limit: 413, tested elsewhere

@@ -11,114 +11,33 @@ mod serve_support;
 
 use std::io::{BufRead, Write as _};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use serve_support::root;
-
-fn dbs() -> PathBuf {
-    root().join("../shared/corpora/spider/database")
-}
+use serve_support::{Server, agent, city_copies, post, spider_databases as dbs};
 
 /// slot-spider, built once for every test of this file.
 fn dataset() -> PathBuf {
     serve_support::slot_spider("serve_budgets")
 }
 
-/// The server process (killed on drop) and its base URL.
-struct Server {
-    child: std::process::Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn shell_words(flags: &[&str]) -> String {
-    flags.iter().map(|f| format!("'{f}'")).collect::<Vec<_>>().join(" ")
-}
-
 /// `toolforge serve` on slot-spider under `ulimit -v 2 GiB` with `flags`.
 fn serve(flags: &[&str]) -> Server {
-    let script = format!(
-        "ulimit -v 2097152; exec '{}' serve '{}' --databases '{}' --port 0 {}",
-        env!("CARGO_BIN_EXE_toolforge"),
-        dataset().display(),
-        dbs().display(),
-        shell_words(flags)
-    );
-    let mut child = Command::new("sh")
-        .args(["-c", &script])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .split("listening on ")
-        .nth(1)
-        .expect("listening line")
-        .to_string();
-    Server { child, base }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(60)))
-        .build()
-        .into()
-}
-
-fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
-    let mut resp = agent().post(format!("{base}{path}")).send_json(body).unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.body_mut().read_json().unwrap_or(Value::Null))
+    serve_support::serve(&dataset(), flags)
 }
 
 /// The server is up and answers `/healthz` within 100 ms.
 fn assert_healthy(server: &mut Server) {
-    assert!(server.child.try_wait().unwrap().is_none(), "the server exited");
+    assert!(server.running(), "the server exited");
     let started = Instant::now();
-    let resp = agent().get(format!("{}/healthz", server.base)).call().unwrap();
+    let resp = agent().get(format!("{}/healthz", server.base())).call().unwrap();
     assert_eq!(resp.status(), 200);
     assert!(
         started.elapsed() < Duration::from_millis(100),
         "{:?}",
         started.elapsed()
     );
-}
-
-fn rss_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap()
-        >> 10
-}
-
-/// `n` copies of world_1's `city` table, each under its own prefix, joined without conditions.
-fn city_copies(n: usize, prefix: &str) -> Value {
-    let aliases: serde_json::Map<String, Value> = (0..n)
-        .map(|i| {
-            (
-                format!("c{i}"),
-                json!({"original_table_name": "city", "modified_table_name": format!("{prefix}{i}")}),
-            )
-        })
-        .collect();
-    json!({"database_path": "world_1/world_1.sqlite", "condition_sequence": [], "alias_to_table_dict": aliases})
 }
 
 fn city_rows() -> u64 {
@@ -144,7 +63,7 @@ fn cross_product_session_join_is_refused_before_materialising_not_aborted() {
     for copies in [2usize, 3] {
         let started = Instant::now();
         let (s, b) = post(
-            &server.base,
+            &server.base(),
             "/sessions",
             &json!({"arguments": city_copies(copies, "city_")}),
         );
@@ -156,7 +75,7 @@ fn cross_product_session_join_is_refused_before_materialising_not_aborted() {
     }
     // One copy is within budget and runs.
     let (s, b) = post(
-        &server.base,
+        &server.base(),
         "/sessions",
         &json!({"arguments": city_copies(1, "city_")}),
     );
@@ -168,7 +87,7 @@ fn cross_product_session_join_is_refused_before_materialising_not_aborted() {
 fn ad_hoc_join_shapes_are_refused_unless_allowed() {
     let mut server = serve(&[]);
     let (s, b) = post(
-        &server.base,
+        &server.base(),
         "/sessions",
         &json!({"arguments": city_copies(3, "city_")}),
     );
@@ -181,7 +100,7 @@ fn ad_hoc_join_shapes_are_refused_unless_allowed() {
         .find(|r| r.db_id.as_deref() == Some("world_1"))
         .unwrap();
     let step = row.initialization_step.clone().unwrap();
-    let (s, b) = post(&server.base, "/sessions", &json!({"arguments": step.arguments}));
+    let (s, b) = post(&server.base(), "/sessions", &json!({"arguments": step.arguments}));
     assert_eq!(s, 200, "{b}");
     assert_healthy(&mut server);
 }
@@ -203,18 +122,7 @@ fn rpc(stdin: &mut impl std::io::Write, stdout: &mut impl BufRead, frame: Value)
 
 #[test]
 fn mcp_create_session_past_the_join_budget_is_a_json_rpc_error() {
-    let script = format!(
-        "ulimit -v 2097152; exec '{}' serve '{}' --databases '{}' --mcp --allow-ad-hoc-joins",
-        env!("CARGO_BIN_EXE_toolforge"),
-        dataset().display(),
-        dbs().display(),
-    );
-    let mut child = Command::new("sh")
-        .args(["-c", &script])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = serve_support::serve_mcp_stdio(&dataset(), &["--allow-ad-hoc-joins"]);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let init = rpc(
@@ -262,7 +170,7 @@ fn concat(base: &str, sid: &str, a: &str, b: &str, label: Option<&str>) -> (u16,
 #[test]
 fn unlabelled_results_are_dropped_oldest_first_and_labelled_overflow_is_refused() {
     let mut server = serve(&["--max-session-results", "3"]);
-    let base = server.base.clone();
+    let base = server.base();
     let (s, b) = post(&base, "/sessions", &json!({"id": world_1_example()}));
     assert_eq!(s, 200, "{b}");
     let sid = b["session_id"].as_str().unwrap().to_string();
@@ -296,7 +204,7 @@ fn unlabelled_results_are_dropped_oldest_first_and_labelled_overflow_is_refused(
 #[test]
 fn self_concatenation_chain_is_refused_at_the_session_byte_budget() {
     let mut server = serve(&["--max-session-mib", "16"]);
-    let base = server.base.clone();
+    let base = server.base();
     let (s, b) = post(&base, "/sessions", &json!({"id": world_1_example()}));
     assert_eq!(s, 200, "{b}");
     let sid = b["session_id"].as_str().unwrap().to_string();
@@ -314,14 +222,14 @@ fn self_concatenation_chain_is_refused_at_the_session_byte_budget() {
         last = label;
     }
     assert!(refused.is_some(), "never refused");
-    assert!(rss_mib(server.child.id()) < 600, "{} MiB", rss_mib(server.child.id()));
+    assert!(server.rss_mib() < 600, "{} MiB", server.rss_mib());
     assert_healthy(&mut server);
 }
 
 #[test]
 fn join_cache_is_bounded_by_bytes_and_released_with_sessions() {
     let mut server = serve(&["--allow-ad-hoc-joins", "--join-cache-mib", "8", "--max-sessions", "20"]);
-    let base = server.base.clone();
+    let base = server.base();
     let open = |i: usize| {
         let (s, b) = post(
             &base,
@@ -333,12 +241,12 @@ fn join_cache_is_bounded_by_bytes_and_released_with_sessions() {
     for i in 0..20 {
         open(i);
     }
-    let warm = rss_mib(server.child.id());
+    let warm = server.rss_mib();
     // 600 distinct joins (distinct `modified_table_name`s) of ~0.3 MB each: ~180 MB if kept.
     for i in 20..620 {
         open(i);
     }
-    let after = rss_mib(server.child.id());
+    let after = server.rss_mib();
     eprintln!("join cache: RSS {warm} MiB after 20 distinct joins, {after} MiB after 620");
     assert!(after < warm + 60, "RSS {warm} → {after} MiB");
     assert_healthy(&mut server);

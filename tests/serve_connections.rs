@@ -5,85 +5,19 @@
 //! SIGTERM stops the server within its shutdown deadline with a half-sent request open. Every
 //! loop is bounded in count and time.
 
-use std::io::{BufRead as _, Read as _, Write as _};
+#[path = "serve_support/mod.rs"]
+mod serve_support;
+
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use serve_support::{Server, health};
 
-/// rest-spider, built into a temporary directory (kept for the test's life).
-fn dataset(tmp: &std::path::Path) -> PathBuf {
-    toolforge::pipeline::build_and_emit(
-        &root().join("recipes/rest-spider.toml"),
-        Some(&tmp.join("out")),
-        Some(&tmp.join("store")),
-        false,
-    )
-    .unwrap();
-    tmp.join("out/rest-spider")
-}
-
-struct Server {
-    child: std::process::Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &std::path::Path, flags: &str) -> Server {
-    let script = format!(
-        "ulimit -v 2097152; exec '{}' serve '{}' --databases '{}' --port 0 {flags}",
-        env!("CARGO_BIN_EXE_toolforge"),
-        dir.display(),
-        root().join("../shared/corpora/spider/database").display(),
-    );
-    let mut child = Command::new("sh")
-        .args(["-c", &script])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .split("listening on http://")
-        .nth(1)
-        .expect("listening line")
-        .to_string();
-    Server { child, addr }
-}
-
-fn rss_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap()
-        >> 10
-}
-
-/// `GET /healthz` on a new connection: the status line and the time to the whole answer.
-fn health(addr: &str) -> (String, Duration) {
-    let started = Instant::now();
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    (text.lines().next().unwrap_or_default().to_string(), started.elapsed())
+/// `toolforge serve` on rest-spider (built once for this file) under `ulimit -v 2 GiB`.
+fn serve(flags: &[&str]) -> Server {
+    serve_support::serve(&serve_support::rest_spider("serve_connections"), flags)
 }
 
 /// Whether the server has closed `s` (a read returns end of stream or a reset within `wait`).
@@ -104,11 +38,8 @@ fn closed(s: &mut TcpStream, wait: Duration) -> bool {
 
 #[test]
 fn idle_and_slow_header_connections_are_bounded_and_timed_out() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = dataset(tmp.path());
-    let server = serve(&dir, "--header-timeout-ms 3000");
-    let pid = server.child.id();
-    let idle_rss = rss_mib(pid);
+    let server = serve(&["--header-timeout-ms", "3000"]);
+    let idle_rss = server.rss_mib();
     let mut idle: Vec<TcpStream> = (0..2000).map(|_| TcpStream::connect(&server.addr).unwrap()).collect();
     let mut slow: Vec<TcpStream> = (0..500)
         .map(|_| {
@@ -129,7 +60,7 @@ fn idle_and_slow_header_connections_are_bounded_and_timed_out() {
         let (status, took) = health(&server.addr);
         assert!(status.contains("200"), "{status:?}");
         worst = worst.max(took);
-        peak = peak.max(rss_mib(pid));
+        peak = peak.max(server.rss_mib());
         std::thread::sleep(Duration::from_millis(200));
     }
     eprintln!(
@@ -169,12 +100,14 @@ fn idle_and_slow_header_connections_are_bounded_and_timed_out() {
 
 #[test]
 fn connections_past_the_maximum_are_closed_and_sigterm_stops_within_the_deadline() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = dataset(tmp.path());
-    let mut server = serve(
-        &dir,
-        "--max-connections 50 --header-timeout-ms 60000 --shutdown-deadline-ms 1000",
-    );
+    let mut server = serve(&[
+        "--max-connections",
+        "50",
+        "--header-timeout-ms",
+        "60000",
+        "--shutdown-deadline-ms",
+        "1000",
+    ]);
     let held: Vec<TcpStream> = (0..50).map(|_| TcpStream::connect(&server.addr).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(300));
     // The 51st is accepted and closed at once.

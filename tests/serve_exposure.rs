@@ -1,66 +1,21 @@
 //! Who may reach the live server (issue 31, exposure), against the real server process on
 //! 127.0.0.1: with `--token` every route without the bearer token gets 401; a foreign `Host`
 //! gets 421 on every route; binding a non-loopback address without a token prints a warning;
-//! a client cannot inject faults unless the server was started with `--faults`.
+//! a client cannot inject faults unless the server was started with `--faults`. Each server runs
+//! under `ulimit -v 2 GiB` (`serve_support::serve`).
 
 #[path = "serve_support/mod.rs"]
 mod serve_support;
 
-use std::io::{BufRead as _, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use serve_support::root;
+use serve_support::Server;
 
-/// slot-spider, built once for every test of this file.
-fn dataset() -> PathBuf {
-    serve_support::slot_spider("serve_exposure")
-}
-
-struct Server {
-    child: std::process::Child,
-    port: String,
-    stderr: std::sync::mpsc::Receiver<String>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// `toolforge serve` on slot-spider (built once for this file) under `ulimit -v 2 GiB`.
 fn serve(flags: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolforge"))
-        .arg("serve")
-        .arg(dataset())
-        .arg("--databases")
-        .arg(root().join("../shared/corpora/spider/database"))
-        .args(["--port", "0"])
-        .args(flags)
-        .env_remove("TOOLFORGE_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line.trim().rsplit(':').next().unwrap().to_string();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let err = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
-    Server {
-        child,
-        port,
-        stderr: rx,
-    }
+    serve_support::serve(&serve_support::slot_spider("serve_exposure"), flags)
 }
 
 /// One raw HTTP/1.1 request to 127.0.0.1 (`Host` and extra headers as given): the status code.
@@ -95,14 +50,14 @@ fn every_route_needs_the_bearer_token_when_one_is_set() {
     let server = serve(&["--token", "s3cret"]);
     for (m, p) in ROUTES {
         let local = ("Host", "127.0.0.1");
-        assert_eq!(status(&server.port, m, p, &[local]), 401, "{m} {p} without a token");
+        assert_eq!(status(&server.port(), m, p, &[local]), 401, "{m} {p} without a token");
         assert_eq!(
-            status(&server.port, m, p, &[local, ("Authorization", "Bearer wrong")]),
+            status(&server.port(), m, p, &[local, ("Authorization", "Bearer wrong")]),
             401,
             "{m} {p} with a wrong token"
         );
         assert_ne!(
-            status(&server.port, m, p, &[local, ("Authorization", "Bearer s3cret")]),
+            status(&server.port(), m, p, &[local, ("Authorization", "Bearer s3cret")]),
             401,
             "{m} {p} with the token"
         );
@@ -113,9 +68,14 @@ fn every_route_needs_the_bearer_token_when_one_is_set() {
 fn a_foreign_host_header_is_refused_on_every_route() {
     let server = serve(&[]);
     for (m, p) in ROUTES {
-        let got = status(&server.port, m, p, &[("Host", "evil.example:8000")]);
+        let got = status(&server.port(), m, p, &[("Host", "evil.example:8000")]);
         assert!(got == 421 || got == 403, "{m} {p}: {got}");
-        let got = status(&server.port, m, p, &[("Host", &format!("localhost:{}", server.port))]);
+        let got = status(
+            &server.port(),
+            m,
+            p,
+            &[("Host", &format!("localhost:{}", server.port()))],
+        );
         assert!(got != 421 && got != 403, "{m} {p}: {got}");
     }
 }
@@ -123,15 +83,10 @@ fn a_foreign_host_header_is_refused_on_every_route() {
 #[test]
 fn a_non_loopback_bind_without_a_token_prints_a_warning() {
     let server = serve(&["--host", "0.0.0.0"]);
-    let line = server.stderr.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+    let line = server.stderr_line(Duration::from_secs(10)).unwrap();
     assert!(line.contains("WARNING") && line.contains("token"), "{line}");
     let quiet = serve(&["--host", "0.0.0.0", "--token", "t"]);
-    assert!(
-        quiet
-            .stderr
-            .recv_timeout(std::time::Duration::from_millis(500))
-            .is_err()
-    );
+    assert_eq!(quiet.stderr_line(Duration::from_millis(500)), None);
 }
 
 #[test]
@@ -139,15 +94,15 @@ fn clients_cannot_inject_faults_unless_the_server_enables_them() {
     let plain = serve(&[]);
     let fault = [("Host", "127.0.0.1"), ("X-Toolforge-Fault", "timeout")];
     // A call without a session: 422 from the tool route, not the injected 504.
-    assert_eq!(status(&plain.port, "POST", "/tools/filter_data", &fault), 422);
+    assert_eq!(status(&plain.port(), "POST", "/tools/filter_data", &fault), 422);
     let enabled = serve(&["--faults"]);
-    assert_eq!(status(&enabled.port, "POST", "/tools/filter_data", &fault), 504);
+    assert_eq!(status(&enabled.port(), "POST", "/tools/filter_data", &fault), 504);
 }
 
 #[test]
 fn delete_session_is_in_the_openapi_document() {
     let server = serve(&[]);
-    let mut s = TcpStream::connect(format!("127.0.0.1:{}", server.port)).unwrap();
+    let mut s = TcpStream::connect(format!("127.0.0.1:{}", server.port())).unwrap();
     s.write_all(b"GET /openapi.json HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
         .unwrap();
     let mut text = String::new();
@@ -192,23 +147,23 @@ fn cors_headers_only_for_origins_the_server_was_started_with() {
     let plain = serve(&[]);
     assert_eq!(
         header(
-            &raw(&plain.port, &simple("http://app.example")),
+            &raw(&plain.port(), &simple("http://app.example")),
             "access-control-allow-origin"
         ),
         None
     );
     assert_eq!(
-        header(&raw(&plain.port, preflight), "access-control-allow-origin"),
+        header(&raw(&plain.port(), preflight), "access-control-allow-origin"),
         None
     );
 
     let open = serve(&["--cors-origin", "http://app.example"]);
-    let r = raw(&open.port, &simple("http://app.example"));
+    let r = raw(&open.port(), &simple("http://app.example"));
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     assert_eq!(header(&r, "access-control-allow-origin"), Some("http://app.example"));
-    let r = raw(&open.port, &simple("http://evil.example"));
+    let r = raw(&open.port(), &simple("http://evil.example"));
     assert_eq!(header(&r, "access-control-allow-origin"), None, "{r}");
-    let r = raw(&open.port, preflight);
+    let r = raw(&open.port(), preflight);
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     assert_eq!(header(&r, "access-control-allow-origin"), Some("http://app.example"));
     let methods = header(&r, "access-control-allow-methods")
@@ -233,7 +188,7 @@ fn long_uris_get_414_with_a_json_detail_body() {
     let server = serve(&[]);
     let get = |len: usize| {
         raw(
-            &server.port,
+            &server.port(),
             &format!(
                 "GET /healthz?x={} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
                 "a".repeat(len)
@@ -255,5 +210,5 @@ fn long_uris_get_414_with_a_json_detail_body() {
             &r[..r.len().min(200)]
         );
     }
-    assert_eq!(status(&server.port, "GET", "/healthz", &[("Host", "127.0.0.1")]), 200);
+    assert_eq!(status(&server.port(), "GET", "/healthz", &[("Host", "127.0.0.1")]), 200);
 }

@@ -85,6 +85,10 @@ pub struct ServeFlags {
     /// `call_tool` (and `create_session` for SLOT/SEL); calls are routed to any catalog tool.
     #[arg(long)]
     pub open_world: bool,
+    /// Seconds without a request after which the server lets go of what a load filled: its
+    /// pooled SQLite connections and the cached joins no session holds (0: never).
+    #[arg(long, default_value_t = 5)]
+    pub release_idle_secs: u64,
 }
 
 impl ServeFlags {
@@ -121,6 +125,7 @@ impl ServeFlags {
             max_mcp_sessions: self.max_mcp_sessions,
             mcp_session_idle: Duration::from_secs(self.mcp_session_idle_secs),
             open_world: self.open_world,
+            release_idle: (self.release_idle_secs > 0).then(|| Duration::from_secs(self.release_idle_secs)),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! half-sent connections were held forever):
 //!
 //! - **At most [`ConnectionLimits::max_connections`] connections**: one past it is closed as
-//!   soon as it is accepted (a semaphore permit per connection, released when it ends).
+//!   soon as it is accepted (a semaphore permit per connection, released when it ends). The
+//!   accept queue is as long ([`bind`]), so a burst of connects is not dropped by the kernel.
 //! - **Header-read and idle timeout** ([`ConnectionLimits::header_read_timeout`]): hyper's
 //!   `header_read_timeout` runs from the moment a connection waits for a request head — a new
 //!   connection, and a kept-alive one between two requests — so a client that sends no complete
@@ -54,6 +55,22 @@ impl Default for ConnectionLimits {
     }
 }
 
+/// A listener on `addr` whose accept queue holds up to `max_connections` connections not yet
+/// accepted (the kernel caps it at `net.core.somaxconn`). `TcpListener::bind`'s queue of 128
+/// overflowed under a burst of new connections (500 slow-header clients connecting at once): the
+/// kernel dropped the SYNs past it, and a client caught in the burst, a health check included,
+/// waited for its 1 s SYN retransmission.
+pub(crate) fn bind(addr: std::net::SocketAddr, max_connections: usize) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(u32::try_from(max_connections).unwrap_or(u32::MAX).max(128))
+}
+
 /// Serves `app` on `listener` under `limits` until `shutdown` completes, then shuts down within
 /// the deadline (module docs).
 pub(crate) async fn serve(
@@ -92,7 +109,11 @@ pub(crate) async fn serve(
         let max = limits.max_requests_per_connection;
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             let n = served.fetch_add(1, Ordering::Relaxed) + 1;
-            super::trim::request_seen();
+            // A health check (a load balancer's, every few seconds) is not load: counted, it
+            // would keep the server from ever being quiet enough to trim.
+            if req.uri().path() != "/healthz" {
+                super::trim::request_seen();
+            }
             let app = app.clone();
             async move {
                 let mut resp = app.oneshot(req.map(axum::body::Body::new)).await?;

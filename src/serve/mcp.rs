@@ -370,10 +370,13 @@ const MAX_FRAME: usize = 16 << 20;
 pub fn run_stdio(toolkit: Toolkit, config: ServeConfig) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
     use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    super::trim::limit_arenas();
+    let rt = super::runtime()?;
     rt.block_on(async move {
-        super::trim::spawn_trimmer();
-        let server = McpServer::new(super::state::shared(toolkit, config));
+        let state = super::state::shared(toolkit, config);
+        let quiet = state.clone();
+        super::trim::spawn_trimmer(state.config.release_idle, move || quiet.release_idle());
+        let server = McpServer::new(state);
         let (rmcp_in, mut feed) = tokio::io::duplex(1 << 16);
         let (drain, rmcp_out) = tokio::io::duplex(1 << 16);
         let stdout = Arc::new(tokio::sync::Mutex::new(tokio::io::stdout()));

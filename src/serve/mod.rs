@@ -36,6 +36,10 @@
 //! **Connections** ([`listen`]): `--max-connections`, a header-read/idle timeout, a keep-alive
 //! request limit, and on SIGINT/SIGTERM a graceful shutdown that stops within
 //! `--shutdown-deadline-ms` whatever the clients do.
+//!
+//! **Memory after load** ([`trim`]): freed memory is handed back once requests have stopped for
+//! 2 s; after `--release-idle-secs` of quiet the pooled SQLite connections and the cached joins
+//! no session holds are let go of first; glibc keeps one malloc arena per core.
 
 pub mod budget;
 mod drift;
@@ -70,7 +74,11 @@ pub use state::{ServeConfig, Toolkit};
 /// fault injection ([`faults`]), the 64 KiB body limit and the 8 KiB URI limit, the exposure
 /// guard, and outermost the opt-in CORS policy ([`exposure::cors_layer`]).
 pub fn router(toolkit: Toolkit, config: ServeConfig) -> Router {
-    let state = state::shared(toolkit, config);
+    app(state::shared(toolkit, config))
+}
+
+/// [`router`] over a state already made (so [`run`] can hand the state to the trimmer too).
+fn app(state: state::Shared) -> Router {
     let (mcp_service, mcp_sessions) = mcp::streamable_http(state.clone());
     let max_mcp = state.config.max_mcp_sessions;
     let app = http::routes(&state)
@@ -113,18 +121,24 @@ async fn shutdown_signal() {
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
 
+/// The server's tokio runtime. Blocking work (SQLite, the join step) is bounded by the cores; a
+/// small pool keeps a burst of requests from starting hundreds of threads, and a blocking thread
+/// ends after [`trim::QUIET`] without work (with it the join step's connection it kept).
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .thread_keep_alive(trim::QUIET)
+        .enable_all()
+        .build()
+}
+
 /// Serves `toolkit` on `config.addr` until SIGINT/SIGTERM; prints the bound address first (one
 /// line, `listening on http://<addr>`), so `--port 0` can be used by tests.
 pub fn run(toolkit: Toolkit, config: ServeConfig) -> Result<()> {
-    // Blocking work (SQLite, the join step) is bounded by the cores; a small pool keeps a burst
-    // of requests from starting hundreds of threads, each with its own allocator arena.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .max_blocking_threads(MAX_BLOCKING_THREADS)
-        .enable_all()
-        .build()?;
+    trim::limit_arenas();
+    let rt = runtime()?;
     let served = rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(config.addr)
-            .await
+        let listener = listen::bind(config.addr, config.connections.max_connections)
             .with_context(|| format!("binding {}", config.addr))?;
         let addr = listener.local_addr()?;
         println!(
@@ -138,8 +152,10 @@ pub fn run(toolkit: Toolkit, config: ServeConfig) -> Result<()> {
         let _ = std::io::stdout().flush();
         exposure::warn_if_exposed(&config);
         let limits = config.connections;
-        trim::spawn_trimmer();
-        listen::serve(listener, router(toolkit, config), limits, shutdown_signal()).await;
+        let state = state::shared(toolkit, config);
+        let quiet = state.clone();
+        trim::spawn_trimmer(state.config.release_idle, move || quiet.release_idle());
+        listen::serve(listener, app(state), limits, shutdown_signal()).await;
         eprintln!("toolforge serve: stopped");
         Ok::<(), anyhow::Error>(())
     });

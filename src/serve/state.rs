@@ -64,6 +64,9 @@ pub struct ServeConfig {
     /// Open-world mode (ToolGym): MCP `tools/list` shows only `search_tools` and `call_tool`
     /// (and `create_session`), every catalog tool still callable ([`super::search`]).
     pub open_world: bool,
+    /// Time without a request after which the server lets go of its pooled SQLite connections
+    /// and the cached joins no session holds ([`AppState::release_idle`]); `None`: never.
+    pub release_idle: Option<Duration>,
 }
 
 impl Default for ServeConfig {
@@ -90,6 +93,7 @@ impl Default for ServeConfig {
             max_mcp_sessions: 1_000,
             mcp_session_idle: Duration::from_secs(300),
             open_world: false,
+            release_idle: Some(Duration::from_secs(5)),
         }
     }
 }
@@ -245,6 +249,16 @@ impl AppState {
                 self.redact(format!("database {db} unavailable: {e}")),
             )
         })
+    }
+
+    /// Lets go of what a load filled and nothing in use needs (the trimmer calls it once the
+    /// server has been quiet for [`ServeConfig::release_idle`], [`super::trim`]): the pooled
+    /// SQLite connections (each with its page cache and prepared statements; the next request
+    /// opens one again) and the cached joins no session holds
+    /// ([`crate::tools::join_cache::release_unheld`]). Live sessions are untouched.
+    pub(crate) fn release_idle(&self) {
+        self.pool.lock().expect("pool").clear();
+        crate::tools::join_cache::release_unheld();
     }
 
     fn give_back(&self, db: &str, conn: rusqlite::Connection) {

@@ -221,6 +221,37 @@ pub(crate) fn exclusive() -> MutexGuard<'static, ()> {
     TESTS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Lets go of every cached table no one else holds (a table whose every column the cache alone
+/// references: no session, question or running call has a clone of it); tables in use stay, so
+/// a later join of the same key still shares them rather than materialising a second copy, and
+/// slots being built are left alone. The live server calls this once it has been quiet for a
+/// while ([`crate::serve::trim`]), so the joins a load filled the cache with do not stay
+/// resident. Returns the bytes released.
+pub fn release_unheld() -> usize {
+    let mut c = cache().lock().expect("join cache lock");
+    let unheld: Vec<JoinKey> = c
+        .slots
+        .iter()
+        .filter(|(_, (slot, _))| {
+            slot.try_lock().is_ok_and(|g| {
+                g.as_ref()
+                    .is_some_and(|b| b.columns().iter().all(|a| Arc::strong_count(a) == 1))
+            })
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    let mut released = 0;
+    for k in unheld {
+        if let Some((slot, _)) = c.slots.remove(&k) {
+            if let Some(b) = slot.lock().ok().and_then(|mut g| g.take()) {
+                released += b.get_array_memory_size();
+            }
+        }
+    }
+    c.bytes = c.bytes.saturating_sub(released);
+    released
+}
+
 /// Bytes the cached tables hold now (for benchmarks and tests).
 pub fn cached_bytes() -> usize {
     cache().lock().map(|c| c.bytes).unwrap_or(0)
@@ -260,6 +291,26 @@ mod tests {
         // Errors are not cached.
         assert!(get_or_try_insert(Some(JoinKey::new(&path, "bad")), |_| Err::<RecordBatch, _>("e")).is_err());
         assert!(get_or_try_insert::<()>(Some(JoinKey::new(&path, "bad")), |_| Ok(batch())).is_ok());
+    }
+
+    #[test]
+    fn release_unheld_lets_go_of_tables_only_the_cache_holds() {
+        let _cache = exclusive();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        std::fs::write(&path, b"r").unwrap();
+        let key = |sql: &str| Some(JoinKey::new(&path, sql));
+        let batch = || super::super::table::batch_from_columns(&["a".into()], vec![vec![Datum::Int(1)]]);
+        let held = get_or_try_insert::<()>(key("held"), |_| Ok(batch())).unwrap();
+        get_or_try_insert::<()>(key("unheld"), |_| Ok(batch())).unwrap();
+        assert!(release_unheld() >= held.get_array_memory_size());
+        // The table a caller still holds stays shared; the other one is joined again.
+        let cached = |sql: &str| get_or_try_insert(key(sql), |_| Err(())).is_ok();
+        assert!(cached("held"), "a table in use was released");
+        assert!(!cached("unheld"), "a table only the cache held was kept");
+        drop(held);
+        release_unheld();
+        assert!(!cached("held"));
     }
 
     #[test]
