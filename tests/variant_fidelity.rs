@@ -2,7 +2,8 @@
 //! from ../shared/corpora), judged against the rows' own texts, not against the operators' code:
 //!
 //! - perturbed requests keep every gold argument value verbatim (a value that occurs in the
-//!   original request, case-sensitively, occurs in the perturbed one);
+//!   original request, case-sensitively, occurs in the perturbed one; so does a value that
+//!   occurs only up to case, as the original request spells it);
 //! - obfuscated descriptions hold no placeholder that is not the described tool's own name
 //!   (an `ARG_k` of another tool, or a `FUNC_j` the original description did not name);
 //! - `default_flip` descriptions state the new default.
@@ -71,21 +72,104 @@ fn gold_values(e: &Example) -> BTreeSet<String> {
     out
 }
 
-/// Perturbed rows whose request lost a gold value that occurred verbatim in the original.
+/// The occurrences of `value` in `text` matched up to ASCII case, as `text` spells them.
+fn spellings<'t>(text: &'t str, value: &str) -> Vec<&'t str> {
+    let (folded, v) = (text.to_ascii_lowercase(), value.to_ascii_lowercase());
+    folded.match_indices(v.as_str()).map(|(i, m)| &text[i..i + m.len()]).collect()
+}
+
+/// Perturbed rows whose request lost a gold value that occurred in the original: verbatim, or
+/// up to case as the original request spelled it.
 fn perturbed_rows_losing_a_value(b: &Build) -> (usize, usize, Vec<String>) {
     let rows = variants(b, "perturb");
     let mut checked = 0;
     let mut lost = Vec::new();
     for v in &rows {
         let original = meta(v, "variant")["original_input"].as_str().unwrap();
-        for value in gold_values(v).iter().filter(|x| original.contains(x.as_str())) {
-            checked += 1;
-            if !v.input.contains(value.as_str()) {
-                lost.push(format!("{}: {value:?} in {:?}", v.id, v.input));
+        for value in gold_values(v) {
+            for spelled in spellings(original, &value) {
+                checked += 1;
+                if !v.input.contains(spelled) {
+                    lost.push(format!("{}: {value:?} (spelled {spelled:?}) in {:?}", v.id, v.input));
+                }
             }
         }
     }
     (rows.len(), checked, lost)
+}
+
+/// The topic words of a tool: the words of its name and parameter names (split on `_` and
+/// case), lower case, without the words of more than a tenth of the build's tools (`get`,
+/// `count`, `by`, `name`, …).
+fn topic_words(t: &ToolSpec, generic: &BTreeSet<String>) -> BTreeSet<String> {
+    let params = t.parameters["properties"].as_object().into_iter().flatten().map(|(k, _)| k.as_str());
+    std::iter::once(t.name.as_str())
+        .chain(params)
+        .flat_map(|n| n.split(|c: char| !c.is_ascii_alphanumeric()))
+        .map(str::to_ascii_lowercase)
+        .filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit()) && !generic.contains(w))
+        .collect()
+}
+
+/// Distractor rows whose added tools share no topic word with the parent's gold tools (the
+/// issue's judge of relatedness: shared table / column words), of the rows whose gold tools
+/// have a topic word; (rows judged, rows with an unrelated distractor, examples).
+fn distractor_sets_unrelated_to_the_gold(b: &Build) -> (usize, Vec<String>) {
+    let mut df: BTreeMap<String, usize> = BTreeMap::new();
+    let mut all: BTreeMap<&str, &ToolSpec> = BTreeMap::new();
+    for e in b.groups.values().flat_map(|o| &o.examples) {
+        for t in e.tools.iter() {
+            all.insert(&t.name, t);
+        }
+    }
+    for t in all.values() {
+        for w in topic_words(t, &BTreeSet::new()) {
+            *df.entry(w).or_insert(0) += 1;
+        }
+    }
+    let generic: BTreeSet<String> = df.into_iter().filter(|(_, n)| *n * 10 > all.len()).map(|(w, _)| w).collect();
+    let mut judged = 0;
+    let mut bad = Vec::new();
+    for v in variants(b, "distractors") {
+        let gold: BTreeSet<String> = v
+            .tools
+            .iter()
+            .filter(|t| v.output.iter().any(|c| c.name == t.name))
+            .flat_map(|t| topic_words(t, &generic))
+            .collect();
+        let gold = if b.recipe.format == "slot" {
+            // SLOT's gold tools are the shared catalog; its topic is the instance's columns.
+            v.key_values_and_descriptions
+                .iter()
+                .flat_map(|k| k.key_name.split('_').map(str::to_ascii_lowercase))
+                .filter(|w| !generic.contains(w))
+                .collect()
+        } else {
+            gold
+        };
+        if gold.is_empty() {
+            continue;
+        }
+        judged += 1;
+        let names: Vec<&str> = meta(v, "variant")["distractors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap())
+            .collect();
+        let unrelated: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| {
+                let t = v.tools.iter().find(|t| t.name == *n).unwrap();
+                topic_words(t, &generic).is_disjoint(&gold)
+            })
+            .collect();
+        if !unrelated.is_empty() {
+            bad.push(format!("{}: {unrelated:?} for gold words {gold:?}", v.id));
+        }
+    }
+    (judged, bad)
 }
 
 fn word_char(c: char) -> bool {
@@ -252,6 +336,14 @@ fn check(recipe: &str) {
     );
     let (flips, bad) = flipped_defaults_misdescribed(&b);
     eprintln!("{recipe}: {flips} flipped defaults, {} misdescribed", bad.len());
+    let bad_flips = bad;
+    let (judged, unrelated) = distractor_sets_unrelated_to_the_gold(&b);
+    eprintln!(
+        "{recipe}: {judged} distractor sets judged, {} with a distractor sharing no table/column word with the gold, e.g. {:?}",
+        unrelated.len(),
+        &unrelated[..unrelated.len().min(5)]
+    );
+    let bad = bad_flips;
     assert!(
         bad.is_empty(),
         "{recipe}: {} flips, e.g. {:?}",
