@@ -6,7 +6,9 @@
 //!   occurs only up to case, as the original request spells it);
 //! - obfuscated descriptions hold no placeholder that is not the described tool's own name
 //!   (an `ARG_k` of another tool, or a `FUNC_j` the original description did not name);
-//! - `default_flip` descriptions state the new default.
+//! - `default_flip` descriptions state the new default;
+//! - distractors are related in topic: at least 90 % share a table or column word with the
+//!   gold (before the BM25 ranking: 31 % REST and SEL, 54 % SLOT).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -98,78 +100,91 @@ fn perturbed_rows_losing_a_value(b: &Build) -> (usize, usize, Vec<String>) {
     (rows.len(), checked, lost)
 }
 
-/// The topic words of a tool: the words of its name and parameter names (split on `_` and
-/// case), lower case, without the words of more than a tenth of the build's tools (`get`,
-/// `count`, `by`, `name`, …).
-fn topic_words(t: &ToolSpec, generic: &BTreeSet<String>) -> BTreeSet<String> {
-    let params = t.parameters["properties"].as_object().into_iter().flatten().map(|(k, _)| k.as_str());
-    std::iter::once(t.name.as_str())
-        .chain(params)
+/// A word in the singular, roughly (`weights` → `weight`, `nationalities` → `nationality`):
+/// getter names are plurals of column names.
+fn singular(w: &str) -> String {
+    let w = w.to_ascii_lowercase();
+    if w.len() > 4 && w.ends_with("ies") {
+        format!("{}y", &w[..w.len() - 3])
+    } else if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") {
+        w[..w.len() - 1].to_string()
+    } else {
+        w
+    }
+}
+
+/// The topic words of identifiers: split on anything not a letter or digit, singular, without
+/// one-letter and all-digit words and the `generic` ones.
+fn words_of<'a>(names: impl IntoIterator<Item = &'a str>, generic: &BTreeSet<String>) -> BTreeSet<String> {
+    names
+        .into_iter()
         .flat_map(|n| n.split(|c: char| !c.is_ascii_alphanumeric()))
-        .map(str::to_ascii_lowercase)
-        .filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit()) && !generic.contains(w))
+        .filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit()))
+        .map(singular)
+        .filter(|w| !generic.contains(w))
         .collect()
 }
 
-/// Distractor rows whose added tools share no topic word with the parent's gold tools (the
-/// issue's judge of relatedness: shared table / column words), of the rows whose gold tools
-/// have a topic word; (rows judged, rows with an unrelated distractor, examples).
-fn distractor_sets_unrelated_to_the_gold(b: &Build) -> (usize, Vec<String>) {
-    let mut df: BTreeMap<String, usize> = BTreeMap::new();
+/// The topic words of a tool: those of its name and parameter names.
+fn topic_words(t: &ToolSpec, generic: &BTreeSet<String>) -> BTreeSet<String> {
+    let params = t.parameters["properties"].as_object().into_iter().flatten().map(|(k, _)| k.as_str());
+    words_of(std::iter::once(t.name.as_str()).chain(params), generic)
+}
+
+/// The issue's judge of relatedness, shared table / column words, over every distractors row
+/// whose gold has a topic word. Topic words: those of tool and parameter names, without the
+/// words of more than a tenth of the build's tools (`get`, `count`, `by`, `name`, …). The gold's:
+/// REST, its endpoints'; SEL, its getter calls' names and `key_name` columns; SLOT, the
+/// instance's columns (its tools are the shared catalog). Returns (distractors judged, those
+/// sharing a word with the gold, examples of the others).
+fn distractors_sharing_a_topic_word(b: &Build) -> (usize, usize, Vec<String>) {
     let mut all: BTreeMap<&str, &ToolSpec> = BTreeMap::new();
     for e in b.groups.values().flat_map(|o| &o.examples) {
         for t in e.tools.iter() {
             all.insert(&t.name, t);
         }
     }
+    let mut df: BTreeMap<String, usize> = BTreeMap::new();
     for t in all.values() {
         for w in topic_words(t, &BTreeSet::new()) {
             *df.entry(w).or_insert(0) += 1;
         }
     }
     let generic: BTreeSet<String> = df.into_iter().filter(|(_, n)| *n * 10 > all.len()).map(|(w, _)| w).collect();
-    let mut judged = 0;
-    let mut bad = Vec::new();
+    let (mut judged, mut sharing) = (0, 0);
+    let mut unrelated = Vec::new();
     for v in variants(b, "distractors") {
-        let gold: BTreeSet<String> = v
-            .tools
-            .iter()
-            .filter(|t| v.output.iter().any(|c| c.name == t.name))
-            .flat_map(|t| topic_words(t, &generic))
-            .collect();
-        let gold = if b.recipe.format == "slot" {
-            // SLOT's gold tools are the shared catalog; its topic is the instance's columns.
-            v.key_values_and_descriptions
+        let gold = match b.recipe.format.as_str() {
+            "slot" => words_of(v.key_values_and_descriptions.iter().map(|k| k.key_name.as_str()), &generic),
+            "sel" => words_of(
+                v.output
+                    .iter()
+                    .filter_map(|c| c.arguments.get("key_name").and_then(Value::as_str))
+                    .chain(v.output.iter().map(|c| c.name.as_str()).filter(|n| n.starts_with("get_"))),
+                &generic,
+            ),
+            _ => v
+                .tools
                 .iter()
-                .flat_map(|k| k.key_name.split('_').map(str::to_ascii_lowercase))
-                .filter(|w| !generic.contains(w))
-                .collect()
-        } else {
-            gold
+                .filter(|t| v.output.iter().any(|c| c.name == t.name))
+                .flat_map(|t| topic_words(t, &generic))
+                .collect(),
         };
         if gold.is_empty() {
             continue;
         }
-        judged += 1;
-        let names: Vec<&str> = meta(v, "variant")["distractors"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["name"].as_str().unwrap())
-            .collect();
-        let unrelated: Vec<&str> = names
-            .iter()
-            .copied()
-            .filter(|n| {
-                let t = v.tools.iter().find(|t| t.name == *n).unwrap();
-                topic_words(t, &generic).is_disjoint(&gold)
-            })
-            .collect();
-        if !unrelated.is_empty() {
-            bad.push(format!("{}: {unrelated:?} for gold words {gold:?}", v.id));
+        for d in meta(v, "variant")["distractors"].as_array().unwrap() {
+            let name = d["name"].as_str().unwrap();
+            let t = v.tools.iter().find(|t| t.name == name).unwrap();
+            judged += 1;
+            if topic_words(t, &generic).is_disjoint(&gold) {
+                unrelated.push(format!("{}: {name} for gold words {gold:?}", v.id));
+            } else {
+                sharing += 1;
+            }
         }
     }
-    (judged, bad)
+    (judged, sharing, unrelated)
 }
 
 fn word_char(c: char) -> bool {
@@ -337,11 +352,17 @@ fn check(recipe: &str) {
     let (flips, bad) = flipped_defaults_misdescribed(&b);
     eprintln!("{recipe}: {flips} flipped defaults, {} misdescribed", bad.len());
     let bad_flips = bad;
-    let (judged, unrelated) = distractor_sets_unrelated_to_the_gold(&b);
+    // Issue 30 item 4: before, 31 % (REST, SEL) and 54 % (SLOT) of distractors shared a table
+    // or column word with the gold (world_1 → employee_hire_evaluation).
+    let (judged, sharing, unrelated) = distractors_sharing_a_topic_word(&b);
     eprintln!(
-        "{recipe}: {judged} distractor sets judged, {} with a distractor sharing no table/column word with the gold, e.g. {:?}",
-        unrelated.len(),
+        "{recipe}: {judged} distractors judged, {sharing} share a table/column word with the gold; others e.g. {:?}",
         &unrelated[..unrelated.len().min(5)]
+    );
+    assert!(judged > 0);
+    assert!(
+        sharing as f64 >= 0.9 * judged as f64,
+        "{recipe}: only {sharing} / {judged} distractors share a table/column word with the gold"
     );
     let bad = bad_flips;
     assert!(
@@ -353,16 +374,16 @@ fn check(recipe: &str) {
 }
 
 #[test]
-fn slot_perturbations_keep_values_and_obfuscation_renames_only_identifiers() {
+fn slot_variants_keep_values_rename_only_identifiers_and_draw_related_distractors() {
     check("slot-spider-variants");
 }
 
 #[test]
-fn sel_perturbations_keep_values_and_obfuscation_renames_only_identifiers() {
+fn sel_variants_keep_values_rename_only_identifiers_and_draw_related_distractors() {
     check("sel-spider-variants");
 }
 
 #[test]
-fn rest_perturbations_keep_values_and_obfuscation_renames_only_identifiers() {
+fn rest_variants_keep_values_rename_only_identifiers_and_draw_related_distractors() {
     check("rest-spider-variants");
 }
