@@ -7,10 +7,10 @@
 //!   column getters `get_<key>s` of every instance's joined table, one per database and name —
 //!   every SLOT instance already holds the whole SLOT catalog, so its distractors are getters it
 //!   cannot use), minus the instance's toolkit (and, SLOT, the getters of its own columns).
-//! - **Ranking**: the project's one relatedness, the BM25 ranking of [`crate::retrieval::index`]
+//! - **Ranking**: the project's one relatedness, the BM25 ranking of [`crate::tools::index`]
 //!   (issue 32 item 5: the ranking `search_tools` answers with), over the catalog's tool names
 //!   (split into words), descriptions and parameters. The query is the indexed text
-//!   ([`crate::retrieval::index::document`]) of the gold tools (REST: the gold endpoint;
+//!   ([`crate::tools::index::document`]) of the gold tools (REST: the gold endpoint;
 //!   SEL/SLOT: the getters of the columns the gold calls read, by getter call or `key_name`), as index tokens, without the tokens found in the tools
 //!   of more than a quarter of the databases: those name what every domain has (`sorted`,
 //!   `count`, `per`, `desc`, `returns`), not the gold's topic — its tables and columns —, and
@@ -41,7 +41,7 @@ use serde_json::{Map, Value, json};
 
 use super::{DistractorsConfig, Rng, variant_row};
 use crate::dataset::{Build, Example};
-use crate::retrieval::ToolIndex;
+use crate::tools::index::ToolIndex;
 use crate::tools::executor::Executor;
 use crate::tools::rest::{Endpoint, Limits};
 use crate::tools::{Call, ToolSpec};
@@ -223,7 +223,7 @@ impl DistractorPool {
             .collect();
         let mut domains: HashMap<String, BTreeSet<Option<&str>>> = HashMap::new();
         for c in &candidates {
-            for t in index.tokens(&crate::retrieval::index::document(&c.tool)) {
+            for t in index.tokens(&crate::tools::index::document(&c.tool)) {
                 domains.entry(t).or_default().insert(c.db.as_deref());
             }
         }
@@ -369,7 +369,7 @@ impl DistractorPool {
         };
         let query: Vec<String> = query_tools
             .iter()
-            .flat_map(|t| self.index.tokens(&crate::retrieval::index::document(t)))
+            .flat_map(|t| self.index.tokens(&crate::tools::index::document(t)))
             .filter(|t| !self.shared.contains(t))
             .collect();
         if query.is_empty() {
