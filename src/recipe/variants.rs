@@ -128,6 +128,18 @@ pub struct DistractorsConfig {
     /// (default 0.8; `crate::variants::distractors::signature_similarity`).
     #[serde(default = "default_max_sim")]
     pub max_signature_similarity: f64,
+    /// Candidates less related than this to the gold tools are never drawn: BM25 score over
+    /// the best gold tool's own score in the same index (`crate::variants::distractors`);
+    /// default [`DEFAULT_MIN_RELATEDNESS`], at least 0.
+    #[serde(default = "default_min_relatedness")]
+    pub min_relatedness: f64,
+}
+
+/// The default `variants.distractors.min_relatedness`.
+pub const DEFAULT_MIN_RELATEDNESS: f64 = 0.3;
+
+fn default_min_relatedness() -> f64 {
+    DEFAULT_MIN_RELATEDNESS
 }
 
 fn default_k() -> usize {
@@ -199,6 +211,12 @@ impl VariantsConfig {
                 return Err(format!(
                     "key `variants.distractors.max_signature_similarity`: {} is not in [0, 1]",
                     d.max_signature_similarity
+                ));
+            }
+            if !(d.min_relatedness >= 0.0 && d.min_relatedness.is_finite()) {
+                return Err(format!(
+                    "key `variants.distractors.min_relatedness`: {} is not a number at least 0",
+                    d.min_relatedness
                 ));
             }
         }

@@ -6,7 +6,6 @@
 
 pub mod beir;
 pub mod cli;
-pub mod index;
 pub mod metrics;
 
 use std::collections::BTreeMap;
@@ -14,6 +13,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+/// The BM25 tool index: it lives in `tools` (below `variants`, whose distractors rank by it, and
+/// below `retrieval`, which reads built datasets through `emit`), re-exported here.
+pub use crate::tools::index;
 pub use index::{Hit, ToolIndex};
 
 use crate::tools::ToolSpec;

@@ -15,6 +15,7 @@
 
 pub mod check;
 pub mod executor;
+pub mod index;
 pub mod join_cache;
 pub mod lax;
 pub mod openapi;

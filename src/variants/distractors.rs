@@ -1,68 +1,68 @@
 //! `distractors` ([`DistractorPool`]; Robustness of Agentic Function Calling, toolkit
-//! expansion with tools *semantically related, not functionally equivalent*): k tools that are
-//! not in the instance's toolkit, from the request's domain first.
+//! expansion with tools *semantically related, not functionally equivalent*): up to k tools that
+//! are not in the instance's toolkit, the most related to its gold tools in the whole catalog.
 //!
-//! - **Where from**: the instance's own database (REST: its other endpoints; SEL: the column
-//!   getters of its other tables; SLOT: SEL-style column getters `get_<key>s` of the columns the
-//!   database's other instances join, none of the instance's own table — every instance already
-//!   holds the whole SLOT catalog, so its distractors are getters it cannot use) whenever that
-//!   database has a usable candidate; only when it has none, the databases related to it by
-//!   schema/entity similarity ([`db_similarity`] > 0: Jaccard of the databases' entity
-//!   vocabularies, the name tokens of their tools that occur in at most a quarter of the
-//!   databases). A candidate from an unrelated database (similarity 0) is never added.
-//! - **Ranking**: [`relatedness`] to the gold tools (name tokens without `_<n>` de-duplication
-//!   suffixes, description words, parameter signature; SLOT: to the getters of the columns the
-//!   gold calls read, [`crate::tools::sel::bind`]).
+//! - **Where from**: the whole catalog of the dataset (REST: every endpoint of every database;
+//!   SEL: the column getters of every instance, one per database and name; SLOT: SEL-style
+//!   column getters `get_<key>s` of every instance's joined table, one per database and name —
+//!   every SLOT instance already holds the whole SLOT catalog, so its distractors are getters it
+//!   cannot use), minus the instance's toolkit (and, SLOT, the getters of its own columns).
+//! - **Ranking**: the project's one relatedness, the BM25 ranking of [`crate::tools::index`]
+//!   (issue 32 item 5: the ranking `search_tools` answers with), over the catalog's tool names
+//!   (split into words), descriptions and parameters. The query is the indexed text
+//!   ([`crate::tools::index::document`]) of the gold tools (REST: the gold endpoint;
+//!   SEL/SLOT: the getters of the columns the gold calls read, by getter call or `key_name`), as index tokens, without the tokens found in the tools
+//!   of more than a quarter of the databases: those name what every domain has (`sorted`,
+//!   `count`, `per`, `desc`, `returns`), not the gold's topic — its tables and columns —, and
+//!   summed over a long query they outweighed it (battle_death's `ship` endpoints drew
+//!   `get_people_name_and_birth_date_sorted_by_name`). A gold tool made only of such tokens has
+//!   no topic to relate to: no distractors row. A candidate's **relatedness** is its BM25 score over the
+//!   score of the best-scoring gold tool itself (in the same index, so 1.0 ≈ as related as the
+//!   gold tool is to itself); candidates below the recipe's `min_relatedness` (default
+//!   [`crate::recipe::variants::DEFAULT_MIN_RELATEDNESS`]) are never drawn, so an instance with
+//!   no related tool gets no distractors row (`distractors:no_candidate`) rather than unrelated
+//!   ones. Ties: tool name, then database.
 //! - **Filter**: a candidate whose [`signature_similarity`] to a gold tool reaches the recipe's
 //!   `max_signature_similarity` (default 0.8, the paper's embedding threshold applied to this
 //!   Jaccard) is dropped as near-identical; so is one that answers the question when called with
 //!   the gold arguments mapped onto it (`DistractorPool::answers_question`, executed on the
 //!   database), so the gold tools stay the only correct answer.
 //!
+//! Each drawn distractor is recorded in the row (`meta.variant.distractors[]`) with its `db_id`,
+//! raw `bm25` score and `relatedness`.
+//!
 //! Preserves: the gold calls and answer; the parent's tools keep their relative order, the
 //! distractors are inserted at seeded positions.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
 use super::{DistractorsConfig, Rng, variant_row};
 use crate::dataset::{Build, Example};
+use crate::tools::index::ToolIndex;
 use crate::tools::executor::Executor;
 use crate::tools::rest::{Endpoint, Limits};
 use crate::tools::{Call, ToolSpec};
 
-/// The similarity features of a tool.
+/// The signature features of a tool (for the near-identical filter).
 #[derive(Debug, Clone)]
 pub struct Features {
     name: BTreeSet<String>,
-    description: BTreeSet<String>,
     signature: BTreeSet<String>,
 }
 
 impl Features {
     /// Name tokens (split on `_`, without a trailing `_<n>` de-duplication suffix or any
-    /// all-digit token), description words (lower case, 3+ letters), and the signature
-    /// `parameter:type` set.
+    /// all-digit token) and the signature `parameter:type` set.
     pub fn of(t: &ToolSpec) -> Features {
         let name = name_tokens(&t.name);
-        let description = t
-            .description
-            .to_lowercase()
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.len() >= 3)
-            .map(String::from)
-            .collect();
         let signature = t.parameters["properties"]
             .as_object()
             .map(|m| m.iter().map(|(k, v)| format!("{k}:{}", v["type"])).collect())
             .unwrap_or_default();
-        Features {
-            name,
-            description,
-            signature,
-        }
+        Features { name, signature }
     }
 }
 
@@ -84,14 +84,6 @@ fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
     inter / ((a.len() + b.len()) as f64 - inter)
 }
 
-/// How related a candidate is to a gold tool: 0.5 · J(name tokens) + 0.3 · J(description words)
-/// + 0.2 · J(signature), J = Jaccard.
-pub fn relatedness(a: &Features, b: &Features) -> f64 {
-    0.5 * jaccard(&a.name, &b.name)
-        + 0.3 * jaccard(&a.description, &b.description)
-        + 0.2 * jaccard(&a.signature, &b.signature)
-}
-
 /// Signature similarity: Jaccard of (name tokens ∪ `parameter:type` set). 1.0 means the same
 /// name and parameters, i.e. a functionally equivalent tool for a model.
 pub fn signature_similarity(a: &Features, b: &Features) -> f64 {
@@ -110,14 +102,6 @@ pub fn signature_similarity(a: &Features, b: &Features) -> f64 {
     jaccard(&x, &y)
 }
 
-/// Schema/entity similarity of two databases: Jaccard of their entity vocabularies (module docs).
-pub fn db_similarity(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
-    if a.is_empty() || b.is_empty() {
-        return 0.0;
-    }
-    jaccard(a, b)
-}
-
 /// One candidate: its database, spec, features and (REST) endpoint.
 struct Candidate {
     db: Option<String>,
@@ -130,8 +114,13 @@ struct Candidate {
 pub struct DistractorPool {
     /// In catalog order; one per (database, name).
     candidates: Vec<Candidate>,
-    /// Database → entity vocabulary.
-    vocab: BTreeMap<String, BTreeSet<String>>,
+    /// The BM25 index over the candidates' tools, in candidate order.
+    index: ToolIndex,
+    /// (database, tool name) → candidate position.
+    position: HashMap<(Option<String>, String), usize>,
+    /// Index tokens found in the tools of more than a quarter of the databases (module docs):
+    /// left out of the query.
+    shared: HashSet<String>,
     /// The SQLite databases (`<root>/<db>/<db>.sqlite`).
     databases: PathBuf,
     /// SEL: the catalog tool names (not getters).
@@ -157,7 +146,7 @@ pub struct Dropped {
 impl DistractorPool {
     /// Collects the pool of `build` (REST: `tools/endpoints.json`; SEL: every instance's
     /// getters, one per database and name; SLOT: a getter per column of every instance's joined
-    /// table, one per database and name) and the databases' vocabularies.
+    /// table, one per database and name) and indexes it.
     pub fn new(build: &Build) -> DistractorPool {
         let catalog: BTreeSet<String> = build.catalog.iter().map(|t| t.name.clone()).collect();
         let mut candidates = Vec::new();
@@ -211,38 +200,48 @@ impl DistractorPool {
             }
             _ => {}
         }
-        // Entity vocabularies: name tokens in at most a quarter of the databases.
-        let mut tokens: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for c in &candidates {
-            if let Some(db) = &c.db {
-                tokens
-                    .entry(db.clone())
-                    .or_default()
-                    .extend(c.features.name.iter().cloned());
-            }
-        }
-        let mut df: HashMap<&str, usize> = HashMap::new();
-        for set in tokens.values() {
-            for t in set {
-                *df.entry(t.as_str()).or_insert(0) += 1;
-            }
-        }
-        let max_df = (tokens.len() / 4).max(1);
-        let vocab = tokens
+        DistractorPool::of_candidates(
+            candidates,
+            build.source.databases.clone(),
+            catalog,
+            build.recipe.format.clone(),
+        )
+    }
+
+    /// The pool of `candidates` (one per database and name), indexed.
+    fn of_candidates(
+        candidates: Vec<Candidate>,
+        databases: PathBuf,
+        catalog: BTreeSet<String>,
+        format: String,
+    ) -> DistractorPool {
+        let index = ToolIndex::build(candidates.iter().map(|c| c.tool.clone()).collect());
+        let position = candidates
             .iter()
-            .map(|(db, set)| {
-                (
-                    db.clone(),
-                    set.iter().filter(|t| df[t.as_str()] <= max_df).cloned().collect(),
-                )
-            })
+            .enumerate()
+            .map(|(i, c)| ((c.db.clone(), c.tool.name.clone()), i))
+            .collect();
+        let mut domains: HashMap<String, BTreeSet<Option<&str>>> = HashMap::new();
+        for c in &candidates {
+            for t in index.tokens(&crate::tools::index::document(&c.tool)) {
+                domains.entry(t).or_default().insert(c.db.as_deref());
+            }
+        }
+        let databases_seen = candidates.iter().map(|c| c.db.as_deref()).collect::<BTreeSet<_>>().len();
+        let max_domains = (databases_seen / 4).max(1);
+        let shared = domains
+            .into_iter()
+            .filter(|(_, d)| d.len() > max_domains)
+            .map(|(t, _)| t)
             .collect();
         DistractorPool {
             candidates,
-            vocab,
-            databases: build.source.databases.clone(),
+            index,
+            position,
+            shared,
+            databases,
             catalog,
-            format: build.recipe.format.clone(),
+            format,
         }
     }
 
@@ -316,11 +315,12 @@ impl DistractorPool {
         false
     }
 
-    /// The distractors variant of `e` (`None` when the pool has no usable candidate) and the
-    /// candidates dropped as near-identical to a gold tool or answering the question.
+    /// The distractors variant of `e` (`None` when no candidate is at least `min_relatedness`
+    /// related and answers nothing) and the candidates dropped as near-identical to a gold tool
+    /// or answering the question.
     pub fn variant(&self, e: &Example, cfg: &DistractorsConfig, seed: u64) -> (Option<Example>, Dropped) {
         let mut in_toolkit: BTreeSet<String> = e.tools.iter().map(|t| t.name.clone()).collect();
-        let gold: Vec<Features> = if self.format == "slot" {
+        let gold_tools: Vec<ToolSpec> = if self.format == "slot" {
             // SLOT: the instance's own columns are usable (never distractors); the gold is
             // compared as the getters of the columns its calls read.
             in_toolkit.extend(
@@ -339,38 +339,66 @@ impl DistractorPool {
                 .iter()
                 .map(|k| crate::tools::sel::getter(&k.key_name, &k.description, &k.dtype))
                 .filter(|t| read.contains(&t.name))
-                .map(|t| Features::of(&t))
                 .collect()
         } else {
+            // SEL: the getters the gold calls, and those of the columns its `key_name`
+            // arguments read (a filter or aggregate names its column, calling no getter).
+            let read: BTreeSet<String> = e
+                .output
+                .iter()
+                .filter_map(|c| c.arguments.get("key_name").and_then(Value::as_str))
+                .map(crate::tools::sel::getter_name)
+                .collect();
             e.tools
                 .iter()
-                .filter(|t| e.output.iter().any(|c| c.name == t.name))
-                .map(Features::of)
+                .filter(|t| read.contains(&t.name) || e.output.iter().any(|c| c.name == t.name))
+                .cloned()
                 .collect()
         };
-        if gold.is_empty() || cfg.k == 0 {
+        if gold_tools.is_empty() || cfg.k == 0 {
             return (None, Dropped::default());
         }
-        let own = e
-            .db_id
-            .as_ref()
-            .and_then(|d| self.vocab.get(d))
-            .cloned()
-            .unwrap_or_default();
+        let gold: Vec<Features> = gold_tools.iter().map(Features::of).collect();
+        // The query: the gold tools of the candidates' kind (SEL: its getters, not the generic
+        // catalog tools every instance shares), all of them when none is.
+        let of_kind: Vec<&ToolSpec> = gold_tools.iter().filter(|t| !self.catalog.contains(&t.name)).collect();
+        let query_tools: Vec<&ToolSpec> = if of_kind.is_empty() {
+            gold_tools.iter().collect()
+        } else {
+            of_kind
+        };
+        let query: Vec<String> = query_tools
+            .iter()
+            .flat_map(|t| self.index.tokens(&crate::tools::index::document(t)))
+            .filter(|t| !self.shared.contains(t))
+            .collect();
+        if query.is_empty() {
+            return (None, Dropped::default());
+        }
+        let scores = self.index.scores_of_tokens(&query);
+        // The gold tools' own scores (each is in the catalog); the best of them is 1.0.
+        let own = query_tools
+            .iter()
+            .filter_map(|t| self.position.get(&(e.db_id.clone(), t.name.clone())))
+            .map(|&i| scores[i])
+            .fold(0f32, f32::max);
+        let own = if own > 0.0 {
+            own
+        } else {
+            scores.iter().copied().fold(0f32, f32::max)
+        };
+        if own <= 0.0 {
+            return (None, Dropped::default());
+        }
         let mut near_identical = 0;
-        // (same database, database similarity, relatedness, candidate).
-        let mut scored: Vec<(bool, f64, f64, &Candidate)> = Vec::new();
-        for c in &self.candidates {
-            if in_toolkit.contains(&c.tool.name) {
+        // (bm25, relatedness, candidate).
+        let mut scored: Vec<(f32, f64, &Candidate)> = Vec::new();
+        for (i, c) in self.candidates.iter().enumerate() {
+            if in_toolkit.contains(&c.tool.name) || scores[i] <= 0.0 {
                 continue;
             }
-            let same_db = c.db.is_some() && c.db == e.db_id;
-            let db_sim = match (&c.db, same_db) {
-                (_, true) => 1.0,
-                (Some(d), false) => db_similarity(&own, self.vocab.get(d).unwrap_or(&BTreeSet::new())),
-                (None, false) => 0.0,
-            };
-            if db_sim <= 0.0 {
+            let relatedness = f64::from(scores[i]) / f64::from(own);
+            if relatedness < cfg.min_relatedness {
                 continue;
             }
             if gold
@@ -380,22 +408,18 @@ impl DistractorPool {
                 near_identical += 1;
                 continue;
             }
-            let score = gold.iter().map(|g| relatedness(&c.features, g)).fold(0.0, f64::max);
-            scored.push((same_db, db_sim, score, c));
+            scored.push((scores[i], relatedness, c));
         }
-        let have_same_db = scored.iter().any(|s| s.0);
-        scored.retain(|s| s.0 == have_same_db);
         scored.sort_by(|a, b| {
-            b.1.total_cmp(&a.1)
-                .then(b.2.total_cmp(&a.2))
-                .then(a.3.tool.name.cmp(&b.3.tool.name))
-                .then(a.3.db.cmp(&b.3.db))
+            b.0.total_cmp(&a.0)
+                .then(a.2.tool.name.cmp(&b.2.tool.name))
+                .then(a.2.db.cmp(&b.2.db))
         });
         let executor = Executor::new(&self.databases);
         let mut names = BTreeSet::new();
-        let mut chosen: Vec<(f64, &Candidate)> = Vec::new();
+        let mut chosen: Vec<(f32, f64, &Candidate)> = Vec::new();
         let mut answering = 0usize;
-        for (_, _, s, c) in scored {
+        for (bm25, r, c) in scored {
             if chosen.len() == cfg.k {
                 break;
             }
@@ -407,7 +431,7 @@ impl DistractorPool {
                 continue;
             }
             names.insert(c.tool.name.clone());
-            chosen.push((s, c));
+            chosen.push((bm25, r, c));
         }
         let dropped = Dropped {
             near_identical,
@@ -418,18 +442,20 @@ impl DistractorPool {
         }
         let mut rng = Rng::new(seed, &["distractors", &e.id]);
         let mut tools = e.tools.clone();
-        for (_, c) in &chosen {
+        for (_, _, c) in &chosen {
             let at = rng.below(tools.len() + 1);
             tools.insert(at, c.tool.clone());
         }
+        let round = |x: f64| (x * 1000.0).round() / 1000.0;
         let detail = json!({
-            "distractors": chosen.iter().map(|(s, c)| json!({
+            "distractors": chosen.iter().map(|(bm25, r, c)| json!({
                 "name": c.tool.name,
                 "db_id": c.db,
-                "source": if have_same_db { "same_database" } else { "related_database" },
-                "relatedness": (s * 1000.0).round() / 1000.0,
+                "bm25": round(f64::from(*bm25)),
+                "relatedness": round(*r),
             })).collect::<Vec<_>>(),
-            "same_database_candidates": have_same_db,
+            "ranking": "bm25",
+            "min_relatedness": cfg.min_relatedness,
             "dropped_answering_the_question": answering,
             "max_signature_similarity": cfg.max_signature_similarity,
         });
@@ -443,6 +469,8 @@ impl DistractorPool {
 mod tests {
     use std::collections::BTreeSet;
 
+    use serde_json::json;
+
     use super::*;
     use crate::variants::fixtures::tool;
 
@@ -453,7 +481,6 @@ mod tests {
         let c = Features::of(&tool("get_stadium_capacity", &[("year", "integer")]));
         assert!((signature_similarity(&a, &b) - 1.0).abs() < 1e-12);
         assert!(signature_similarity(&a, &c) < 0.3);
-        assert!(relatedness(&a, &b) > relatedness(&a, &c));
         let s = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
         assert!((jaccard(&s(&["a", "b"]), &s(&["b", "c"])) - 1.0 / 3.0).abs() < 1e-12);
     }
@@ -467,6 +494,81 @@ mod tests {
         let a = Features::of(&tool("get_conductor_count_2", &[]));
         let b = Features::of(&tool("get_matches_count_2", &[]));
         let c = Features::of(&tool("get_matches_count", &[]));
-        assert_eq!(relatedness(&a, &b), relatedness(&a, &c));
+        assert_eq!(signature_similarity(&a, &b), signature_similarity(&a, &c));
+    }
+
+    fn described(name: &str, description: &str, param: &str) -> ToolSpec {
+        let mut t = tool(name, &[(param, "string")]);
+        t.description = description.into();
+        t
+    }
+
+    /// Issue 30 item 4 / issue 32 item 5: distractors are the catalog's tools most related to
+    /// the gold tools by the retrieval index's BM25, none under `min_relatedness` (before, a
+    /// database "related" by a shared generic token gave topic-unrelated tools: world_1 →
+    /// employee_hire_evaluation), each with its score in the row.
+    #[test]
+    fn distractors_are_the_catalogs_bm25_related_tools_never_unrelated_ones() {
+        let cand = |db: &str, t: ToolSpec| Candidate {
+            db: Some(db.into()),
+            features: Features::of(&t),
+            tool: t,
+            endpoint: None,
+        };
+        let gold = described(
+            "get_country_population_by_continent",
+            "Returns the population of each country on a continent.",
+            "continent",
+        );
+        let own = described("get_city_name_by_country", "Returns the names of cities of a country.", "country");
+        let pool = DistractorPool::of_candidates(
+            vec![
+                cand("world", gold.clone()),
+                cand("world", own.clone()),
+                cand("atlas", described("get_country_area_by_continent", "Returns the area of each country on a continent.", "continent")),
+                cand("census", described("get_population_by_country", "Returns the population counted in a country.", "country")),
+                cand("hr", described("get_employee_salary_by_department", "Returns the salary of each employee of a department.", "department")),
+                cand("pets", described("get_pet_age_by_owner", "Returns the age of each pet of an owner.", "owner")),
+                cand("music", described("get_song_title_by_artist", "Returns the title of each song of an artist.", "artist")),
+                cand("school", described("get_student_grade_by_course", "Returns the grade of each student in a course.", "course")),
+                cand("shop", described("get_product_price_by_brand", "Returns the price of each product of a brand.", "brand")),
+            ],
+            PathBuf::from("/nonexistent"),
+            BTreeSet::new(),
+            "rest".into(),
+        );
+        let e = Example {
+            id: "d/1".into(),
+            db_id: Some("world".into()),
+            tools: vec![gold.clone(), own].into(),
+            output: vec![Call {
+                name: gold.name.clone(),
+                arguments: json!({"continent": "Asia"}).as_object().unwrap().clone(),
+                label: "L".into(),
+            }],
+            ..Example::default()
+        };
+        let cfg = DistractorsConfig {
+            k: 5,
+            max_signature_similarity: 0.8,
+            min_relatedness: 0.3,
+        };
+        let (row, _) = pool.variant(&e, &cfg, 7);
+        let row = row.expect("related candidates exist");
+        let drawn = &row.meta.as_ref().unwrap()["variant"]["distractors"];
+        let names: BTreeSet<&str> = drawn.as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+        // Related by `continent` and by `population`; `country` and `returns`, in the tools of
+        // more than a quarter of the databases, relate nothing.
+        assert_eq!(names, BTreeSet::from(["get_country_area_by_continent", "get_population_by_country"]), "{drawn}");
+        for d in drawn.as_array().unwrap() {
+            assert!(d["relatedness"].as_f64().unwrap() >= 0.3 && d["bm25"].as_f64().unwrap() > 0.0, "{d}");
+        }
+        assert_eq!(row.tools.len(), 4);
+        // Nothing related enough: no row rather than unrelated tools.
+        let strict = DistractorsConfig {
+            min_relatedness: 0.99,
+            ..cfg
+        };
+        assert!(pool.variant(&e, &strict, 7).0.is_none());
     }
 }

@@ -3,16 +3,18 @@
 //! Robustness paper's rule: perturbations preserve every parameter value; DESIGN.md "never
 //! touching a span that is an argument value").
 //!
-//! **Protected spans** ([`protected_chars`]): every occurrence, matched case-sensitively, of the
-//! text of a gold argument value ([`super::gold_value_texts`]: SLOT/SEL filter values and
-//! limits, REST query parameters, seq slot values) in the original request. Case mixing changes
+//! **Protected spans** ([`value_spans`], [`protected_chars`]): every occurrence of the text of a
+//! gold argument value ([`super::gold_value_texts`]: SLOT/SEL filter values and limits, numbers
+//! in their text forms, REST query parameters, seq slot values) in the original request, matched
+//! up to ASCII case, so both the value as the gold spells it and as the request spells it
+//! ("france" for the gold's "France") are kept letter for letter. Case mixing changes
 //! only letters outside them; punctuation noise inserts, deletes and breaks lines only outside
 //! them (an insertion at a span's edge leaves the span whole); the narrative is a prefix. So a
 //! value that occurs verbatim in the request still occurs verbatim after any perturbation
 //! (Spider compares text case-sensitively: "Sky Radio" must not become "SKy rAdio").
 //!
-//! The check ([`preserves_values`]) stays as a guard: a value that occurred verbatim must still
-//! occur verbatim; a value that only occurred up to case must still occur up to case.
+//! The check ([`preserves_values`]) stays as a guard: every occurrence of a value, spelled as the
+//! request spelled it, must still occur verbatim.
 //!
 //! Rejection reasons: `value_lost` (a value no longer occurs), `unchanged` (the perturbation
 //! produced the original text, e.g. upper-casing a request that is all upper case or all value).
@@ -48,20 +50,33 @@ pub enum CaseMode {
     Random,
 }
 
-/// Which characters of `text` (by char index) lie inside an occurrence, matched
-/// case-sensitively, of one of `values` (module docs: the protected spans).
-pub fn protected_chars(text: &str, values: &[String]) -> Vec<bool> {
-    let starts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-    let mut bytes = vec![false; text.len()];
+/// The byte ranges of `text` holding an occurrence of one of `values`, matched up to ASCII case
+/// (module docs: the protected spans): the value as the gold spells it and as the request spells
+/// it ("france" for the gold's "France"). Overlapping occurrences are all found.
+pub fn value_spans(text: &str, values: &[String]) -> Vec<std::ops::Range<usize>> {
+    // ASCII lower-casing keeps every byte offset.
+    let folded = text.to_ascii_lowercase();
+    let mut spans = Vec::new();
     for v in values.iter().filter(|v| !v.is_empty()) {
+        let v = v.to_ascii_lowercase();
         let mut from = 0;
-        while let Some(at) = text[from..].find(v.as_str()) {
+        while let Some(at) = folded[from..].find(v.as_str()) {
             let start = from + at;
-            bytes[start..start + v.len()].iter_mut().for_each(|b| *b = true);
-            from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+            spans.push(start..start + v.len());
+            from = start + folded[start..].chars().next().map_or(1, char::len_utf8);
         }
     }
-    starts.iter().map(|&i| bytes[i]).collect()
+    spans
+}
+
+/// Which characters of `text` (by char index) lie inside an occurrence of one of `values`
+/// ([`value_spans`]: matched up to ASCII case, so the value stays as the request spells it).
+pub fn protected_chars(text: &str, values: &[String]) -> Vec<bool> {
+    let mut bytes = vec![false; text.len()];
+    for span in value_spans(text, values) {
+        bytes[span].iter_mut().for_each(|b| *b = true);
+    }
+    text.char_indices().map(|(i, _)| bytes[i]).collect()
 }
 
 /// Case mixing of the characters of `text` outside the protected ones (`protected[i]` for the
@@ -156,18 +171,22 @@ pub fn narrative(text: &str, rng: &mut Rng) -> String {
     format!("{} {text}", NARRATIVES[rng.below(NARRATIVES.len())])
 }
 
-/// The value-preservation check (module docs): `Err(value)` names the first lost value.
+/// The value-preservation check (module docs; also the paraphrase filter's): a value that
+/// occurs verbatim in `original` occurs verbatim in `perturbed`; one that occurs only up to ASCII
+/// case ([`value_spans`]) occurs in `perturbed` as `original` spells it or as the gold does; one
+/// found only up to Unicode case is still found so. `Err(value)` names the first lost value.
 pub fn preserves_values(original: &str, perturbed: &str, values: &[String]) -> Result<(), String> {
-    let (ol, pl) = (original.to_lowercase(), perturbed.to_lowercase());
-    for v in values {
-        let vl = v.to_lowercase();
-        if !ol.contains(&vl) {
-            continue;
-        }
+    for v in values.iter().filter(|v| !v.is_empty()) {
         let kept = if original.contains(v.as_str()) {
             perturbed.contains(v.as_str())
         } else {
-            pl.contains(&vl)
+            let spans = value_spans(original, std::slice::from_ref(v));
+            if spans.is_empty() {
+                let vl = v.to_lowercase();
+                !original.to_lowercase().contains(&vl) || perturbed.to_lowercase().contains(&vl)
+            } else {
+                perturbed.contains(v.as_str()) || spans.into_iter().any(|s| perturbed.contains(&original[s]))
+            }
         };
         if !kept {
             return Err(v.clone());
@@ -230,6 +249,25 @@ mod tests {
         assert!(preserves_values(text, &upper, &values).is_ok());
         // The old behaviour (the whole request mixed) loses the value's case.
         assert!(preserves_values(text, &text.to_uppercase(), &values).is_err());
+    }
+
+    /// Issue 30 item 2: a value the request spells in another case than the gold ("france" for
+    /// "France") is kept as the request spells it; before, only the gold's spelling was
+    /// protected and case mixing turned "france" into "FRANCE" or "fRaNce".
+    #[test]
+    fn case_mixing_keeps_a_value_as_the_request_spells_it_in_another_case() {
+        let text = "which singers come from france, aged 32?";
+        let values = vec!["France".to_string(), "32".to_string()];
+        let protected = protected_chars(text, &values);
+        for seed in 0..20 {
+            for mode in [CaseMode::Upper, CaseMode::Random] {
+                let t = mix_case(text, mode, &protected, &mut Rng::new(seed, &["t"]));
+                assert!(t.contains("france") && t.contains("32"), "{t}");
+                assert!(preserves_values(text, &t, &values).is_ok(), "{t}");
+            }
+        }
+        assert!(preserves_values(text, &text.to_uppercase(), &values).is_err());
+        assert!(preserves_values(text, &text.replace("france", "fRance"), &values).is_err());
     }
 
     #[test]

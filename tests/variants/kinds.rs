@@ -140,17 +140,21 @@ pub fn check_variants(build: &Build) -> BTreeMap<String, usize> {
                     );
                 }
                 assert!(runner.reproduces(v, &v.output), "{}", v.id);
-                // Issue 16: same database first; never an unrelated one; none answers.
-                let same = detail["same_database_candidates"].as_bool().unwrap();
-                for d in detail["distractors"].as_array().unwrap() {
-                    let from_own = d["db_id"].as_str() == v.db_id.as_deref();
-                    assert_eq!(from_own, same, "{}: {d}", v.id);
+                // Issue 30 item 4: ranked by the retrieval index's BM25, none under the
+                // minimum relatedness, the score in the row; none answers.
+                let min = detail["min_relatedness"].as_f64().unwrap();
+                let drawn = detail["distractors"].as_array().unwrap();
+                for pair in drawn.windows(2) {
+                    assert!(pair[0]["bm25"].as_f64() >= pair[1]["bm25"].as_f64(), "{}: {pair:?}", v.id);
+                }
+                for d in drawn {
+                    assert!(d["relatedness"].as_f64().unwrap() >= min, "{}: {d}", v.id);
                     *kinds
                         .entry(
-                            if from_own {
+                            if d["db_id"].as_str() == v.db_id.as_deref() {
                                 "distractors_same_db"
                             } else {
-                                "distractors_related_db"
+                                "distractors_other_db"
                             }
                             .into(),
                         )

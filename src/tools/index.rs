@@ -157,9 +157,23 @@ impl ToolIndex {
         &self.tools
     }
 
-    /// Every tool's score for `query` (0 for a tool sharing no token with it).
-    fn scores(&self, query: &str) -> Vec<f32> {
-        let q = self.embedder.embed(&self.tokenizer.tokenize(&words(query)).join(" "));
+    /// The tokens of `text` as the index sees them (identifiers split into words, stop words
+    /// removed, stemmed): what a query or a tool's [`document`] is scored by.
+    pub fn tokens(&self, text: &str) -> Vec<String> {
+        self.tokenizer.tokenize(&words(text))
+    }
+
+    /// Every tool's BM25 score for `query`, in catalog order (0 for a tool sharing no token
+    /// with it); [`ToolIndex::search`] ranks these.
+    pub fn scores(&self, query: &str) -> Vec<f32> {
+        self.scores_of_tokens(&self.tokens(query))
+    }
+
+    /// Every tool's BM25 score for a query already split into index tokens
+    /// ([`ToolIndex::tokens`]), in catalog order: the variants stage's distractors score the
+    /// gold tools' tokens this way, without the tokens every domain shares.
+    pub fn scores_of_tokens(&self, tokens: &[String]) -> Vec<f32> {
+        let q = self.embedder.embed(&tokens.join(" "));
         let n = self.tools.len() as f32;
         let mut acc = vec![0f32; self.tools.len()];
         for token in q.indices() {
