@@ -16,6 +16,10 @@ use serde_json::{Value, json};
 
 use serve_support::{Prober, Server, agent, city_copies, post};
 
+/// The two suites run one after the other: each measures its server's health-check latency, which
+/// the other's load would otherwise share the machine's cores with.
+static ONE_SUITE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// One raw request (the whole text) on a new connection: the whole response text.
 fn raw(addr: &str, request: &[u8]) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -72,6 +76,7 @@ fn assert_served_throughout(mut server: Server, prober: Prober, suite: &str) {
 
 #[test]
 fn slot_server_answers_every_hostile_request_with_its_documented_error_and_stays_healthy() {
+    let _one = ONE_SUITE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = serve_support::slot_spider("serve_hostile");
     let server = serve_support::serve(
         &dir,
@@ -249,6 +254,7 @@ fn slot_server_answers_every_hostile_request_with_its_documented_error_and_stays
 
 #[test]
 fn rest_server_answers_every_hostile_request_with_its_documented_error_and_stays_healthy() {
+    let _one = ONE_SUITE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = serve_support::rest_spider("serve_hostile");
     let server = serve_support::serve(&dir, &["--header-timeout-ms", "3000"]);
     let (base, addr) = (server.base(), server.addr.clone());
