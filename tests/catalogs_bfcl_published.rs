@@ -67,9 +67,13 @@ fn assert_sizes_are_official(data: &Path, summary: &str, dir: &Path) -> Vec<Stri
         match skipped.get(&file) {
             Some(reason) => {
                 let reason = reason.as_str().unwrap();
-                assert!(summary.contains(&file) && summary.contains(reason), "{file} skipped silently");
                 assert!(
-                    category.starts_with("multi_turn") || ["memory", "web_search", "format_sensitivity"].contains(&category.as_str()),
+                    summary.contains(&file) && summary.contains(reason),
+                    "{file} skipped silently"
+                );
+                assert!(
+                    category.starts_with("multi_turn")
+                        || ["memory", "web_search", "format_sensitivity"].contains(&category.as_str()),
                     "{file} skipped: {reason}"
                 );
             }
@@ -80,7 +84,11 @@ fn assert_sizes_are_official(data: &Path, summary: &str, dir: &Path) -> Vec<Stri
         }
     }
     assert!(summary.contains("category_sizes"), "{summary}");
-    assert_eq!(r["kept"], r["attempted"], "every question kept: {}", r["dropped_by_reason"]);
+    assert_eq!(
+        r["kept"], r["attempted"],
+        "every question kept: {}",
+        r["dropped_by_reason"]
+    );
     converted
 }
 
@@ -92,7 +100,13 @@ fn bfcl_category_sizes_equal_the_official_files_question_counts() {
     let data = root().join("../shared/corpora/bfcl");
     let (summary, dir) = build(&data, tmp.path());
     let converted = assert_sizes_are_official(&data, &summary, &dir);
-    for c in ["simple_java", "simple_javascript", "live_relevance", "irrelevance", "simple_python"] {
+    for c in [
+        "simple_java",
+        "simple_javascript",
+        "live_relevance",
+        "irrelevance",
+        "simple_python",
+    ] {
         assert!(converted.iter().any(|x| x == c), "{c} not converted: {converted:?}");
     }
     // relevance: some function fits, any call passes; there is no reference call
@@ -186,14 +200,22 @@ fn java_and_javascript_gold_passes_bfcls_own_checker() {
             let n = items.len();
             items.push(json!({"n": n, "bfcl_id": meta["bfcl_id"], "category": split, "output": output}));
             let mut bad = output.clone();
-            if let Some((k, v)) = bad[0]["arguments"].as_object().and_then(|a| a.iter().next()).map(|(k, v)| (k.clone(), v.clone())) {
+            if let Some((k, v)) = bad[0]["arguments"]
+                .as_object()
+                .and_then(|a| a.iter().next())
+                .map(|(k, v)| (k.clone(), v.clone()))
+            {
                 // a wrong name in place of the value (a suffix would not do: BFCL's converter
                 // finds `new int[]{1}` inside `new int[]{1}zzz`)
                 assert!(v.is_string());
                 bad[0]["arguments"][&k] = json!("zzz_wrong");
             }
             wrong.push(json!({"n": n, "bfcl_id": meta["bfcl_id"], "category": split, "output": bad}));
-            meta_of.push((row["id"].as_str().unwrap().to_string(), meta, serde_json::from_str::<Value>(row["tools"].as_str().unwrap()).unwrap()));
+            meta_of.push((
+                row["id"].as_str().unwrap().to_string(),
+                meta,
+                serde_json::from_str::<Value>(row["tools"].as_str().unwrap()).unwrap(),
+            ));
         }
     }
     assert_eq!(items.len(), 150);

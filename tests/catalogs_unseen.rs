@@ -138,7 +138,12 @@ fn audit(dir: &Path) -> Audit {
         };
         let first = text(&contents[0]);
         for (r, c) in refs.iter().zip(&contents).skip(1) {
-            let shared: Vec<&str> = r["shared"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let shared: Vec<&str> = r["shared"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
             let ok = !shared.is_empty() && shared.iter().all(|s| first.contains(*s) && text(c).contains(*s));
             a.members_without_shared_word += (!ok) as usize;
         }
@@ -160,7 +165,11 @@ fn copy_dir(from: &Path, to: &Path, prefix: &str) {
     for e in std::fs::read_dir(from).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "json" || x == "jsonl") {
-            std::fs::copy(&p, to.join(format!("{prefix}{}", p.file_name().unwrap().to_string_lossy()))).unwrap();
+            std::fs::copy(
+                &p,
+                to.join(format!("{prefix}{}", p.file_name().unwrap().to_string_lossy())),
+            )
+            .unwrap();
         }
     }
 }
@@ -198,7 +207,12 @@ fn smithery_shaped_dump_merges_copies_and_bundles_hold_no_copies() {
     assert_eq!(a.bundles_with_same_name_and_schema, 0, "{a:?}");
     assert_eq!(a.members_without_shared_word, 0, "{a:?}");
     // the snapshot's tools are in the catalog, named after its server_info
-    let jira = mcp["servers"].as_array().unwrap().iter().find(|s| s["name"] == "@ivan/jira").unwrap();
+    let jira = mcp["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "@ivan/jira")
+        .unwrap();
     assert_eq!(jira["tools"].as_array().unwrap().len(), 4);
 }
 
@@ -223,7 +237,9 @@ fn names_of_one_dump_unchanged_when_another_dump_is_added() {
     let mut added = vec![("fixture", root().join("tests/catalogs_mcp"))];
     match std::env::var_os("TOOLFORGE_TEST_TOOLGYM") {
         Some(d) => added.push(("toolgym", PathBuf::from(d))),
-        None => eprintln!("SKIPPED the ToolGym part: set TOOLFORGE_TEST_TOOLGYM to ToolGym's MCP_INFO_MGR/smithery_metadata"),
+        None => eprintln!(
+            "SKIPPED the ToolGym part: set TOOLFORGE_TEST_TOOLGYM to ToolGym's MCP_INFO_MGR/smithery_metadata"
+        ),
     }
     for (what, b) in added {
         let ab_dir = tmp.path().join(format!("ab-{what}"));
@@ -236,7 +252,12 @@ fn names_of_one_dump_unchanged_when_another_dump_is_added() {
             .filter(|(k, f)| after.get(*k) != Some(*f))
             .map(|(k, f)| format!("{f} → {:?} ({})", after.get(k), k.0))
             .collect();
-        assert!(renamed.is_empty(), "{what}: {} renamed, e.g. {:?}", renamed.len(), &renamed[..renamed.len().min(5)]);
+        assert!(
+            renamed.is_empty(),
+            "{what}: {} renamed, e.g. {:?}",
+            renamed.len(),
+            &renamed[..renamed.len().min(5)]
+        );
     }
 }
 

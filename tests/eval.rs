@@ -134,7 +134,10 @@ fn live_relevance_rows_pass_on_any_call_and_fail_on_silence() {
     assert_eq!(calling.totals.metrics["relevance"].mean, 1.0);
     assert_eq!(calling.totals.metrics["relevance"].n, relevant.len());
     assert_eq!(quiet.totals.metrics["relevance"].mean, 0.0);
-    assert!(!quiet.totals.metrics.contains_key("irrelevance"), "silence does not pass them as irrelevance");
+    assert!(
+        !quiet.totals.metrics.contains_key("irrelevance"),
+        "silence does not pass them as irrelevance"
+    );
 }
 
 fn call(name: &str, args: Value, label: &str) -> Call {

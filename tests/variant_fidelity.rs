@@ -77,7 +77,10 @@ fn gold_values(e: &Example) -> BTreeSet<String> {
 /// The occurrences of `value` in `text` matched up to ASCII case, as `text` spells them.
 fn spellings<'t>(text: &'t str, value: &str) -> Vec<&'t str> {
     let (folded, v) = (text.to_ascii_lowercase(), value.to_ascii_lowercase());
-    folded.match_indices(v.as_str()).map(|(i, m)| &text[i..i + m.len()]).collect()
+    folded
+        .match_indices(v.as_str())
+        .map(|(i, m)| &text[i..i + m.len()])
+        .collect()
 }
 
 /// Perturbed rows whose request lost a gold value that occurred in the original: verbatim, or
@@ -127,7 +130,11 @@ fn words_of<'a>(names: impl IntoIterator<Item = &'a str>, generic: &BTreeSet<Str
 
 /// The topic words of a tool: those of its name and parameter names.
 fn topic_words(t: &ToolSpec, generic: &BTreeSet<String>) -> BTreeSet<String> {
-    let params = t.parameters["properties"].as_object().into_iter().flatten().map(|(k, _)| k.as_str());
+    let params = t.parameters["properties"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k.as_str());
     words_of(std::iter::once(t.name.as_str()).chain(params), generic)
 }
 
@@ -150,17 +157,29 @@ fn distractors_sharing_a_topic_word(b: &Build) -> (usize, usize, Vec<String>) {
             *df.entry(w).or_insert(0) += 1;
         }
     }
-    let generic: BTreeSet<String> = df.into_iter().filter(|(_, n)| *n * 10 > all.len()).map(|(w, _)| w).collect();
+    let generic: BTreeSet<String> = df
+        .into_iter()
+        .filter(|(_, n)| *n * 10 > all.len())
+        .map(|(w, _)| w)
+        .collect();
     let (mut judged, mut sharing) = (0, 0);
     let mut unrelated = Vec::new();
     for v in variants(b, "distractors") {
         let gold = match b.recipe.format.as_str() {
-            "slot" => words_of(v.key_values_and_descriptions.iter().map(|k| k.key_name.as_str()), &generic),
+            "slot" => words_of(
+                v.key_values_and_descriptions.iter().map(|k| k.key_name.as_str()),
+                &generic,
+            ),
             "sel" => words_of(
                 v.output
                     .iter()
                     .filter_map(|c| c.arguments.get("key_name").and_then(Value::as_str))
-                    .chain(v.output.iter().map(|c| c.name.as_str()).filter(|n| n.starts_with("get_"))),
+                    .chain(
+                        v.output
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .filter(|n| n.starts_with("get_")),
+                    ),
                 &generic,
             ),
             _ => v

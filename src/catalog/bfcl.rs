@@ -373,7 +373,8 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
             let (mut calls, mut findings, unknown) = gold_calls(&q.id, gt, &typed_tools);
             let mut acceptable = gt.clone();
             if lang != Language::Python && unknown.is_none() {
-                acceptable = bfcl_lang::gold_as_source_text(&q.id, gt, &q.funcs, &typed_tools, lang, &mut calls, &mut findings);
+                acceptable =
+                    bfcl_lang::gold_as_source_text(&q.id, gt, &q.funcs, &typed_tools, lang, &mut calls, &mut findings);
             }
             out.findings.extend(findings.iter().cloned());
             if let Some(f) = unknown {

@@ -146,7 +146,9 @@ fn lint_value(v: &Value, schema: &Value, path: &str, f: &mut dyn FnMut(&str, Str
                 f(
                     "malformed_gold",
                     format!("{path}.{k}"),
-                    format!("bare value {x} in a dict gold, not a list of acceptable values: BFCL's dict_checker iterates it"),
+                    format!(
+                        "bare value {x} in a dict gold, not a list of acceptable values: BFCL's dict_checker iterates it"
+                    ),
                 );
             }
             let wrapped: Map<String, Value> = m

@@ -81,7 +81,10 @@ fn append(v: &mut Value, key: &str, text: &str) {
 pub fn py_dumps(v: &Value) -> String {
     match v {
         Value::Object(m) => {
-            let items: Vec<String> = m.iter().map(|(k, x)| format!("{}: {}", py_str(k), py_dumps(x))).collect();
+            let items: Vec<String> = m
+                .iter()
+                .map(|(k, x)| format!("{}: {}", py_str(k), py_dumps(x)))
+                .collect();
             format!("{{{}}}", items.join(", "))
         }
         Value::Array(a) => format!("[{}]", a.iter().map(py_dumps).collect::<Vec<_>>().join(", ")),
@@ -92,7 +95,10 @@ pub fn py_dumps(v: &Value) -> String {
 
 fn py_str(s: &str) -> String {
     let mut out = String::from("\"");
-    for c in serde_json::to_string(s).expect("string")[1..].trim_end_matches('"').chars() {
+    for c in serde_json::to_string(s).expect("string")[1..]
+        .trim_end_matches('"')
+        .chars()
+    {
         if c.is_ascii() {
             out.push(c);
         } else {
@@ -111,7 +117,10 @@ pub fn shown(f: &Value, lang: Language) -> Value {
     let (hint, lang_name) = match lang {
         Language::Python => return f.clone(),
         Language::Java => (" Note that the provided function is in Java 8 SDK syntax.", "Java"),
-        Language::JavaScript => (" Note that the provided function is in JavaScript syntax.", "JavaScript"),
+        Language::JavaScript => (
+            " Note that the provided function is in JavaScript syntax.",
+            "JavaScript",
+        ),
     };
     let mut f = f.clone();
     append(&mut f, "description", hint);
@@ -119,7 +128,8 @@ pub fn shown(f: &Value, lang: Language) -> Value {
         for value in props.values_mut() {
             let t = ty(value).to_string();
             if t == "any" {
-                let text = format!(" This parameter can be of any type of {lang_name} object in string representation.");
+                let text =
+                    format!(" This parameter can be of any type of {lang_name} object in string representation.");
                 append(value, "description", &text);
             } else {
                 let text = format!(" This is {lang_name} {t} type parameter in string representation.");
@@ -388,7 +398,10 @@ pub(super) fn gold_as_source_text(
                 continue;
             };
             let (ty, items) = type_of(&types, k);
-            let sub = tool.spec.parameters["properties"].get(k).cloned().unwrap_or(Value::Null);
+            let sub = tool.spec.parameters["properties"]
+                .get(k)
+                .cloned()
+                .unwrap_or(Value::Null);
             for v in values.iter_mut().filter(|v| !is_omit(v)) {
                 let chosen = choose(&json!([v.clone()]), &sub, true).unwrap_or(Value::Null);
                 *v = Value::String(source_text(&chosen, &ty, items.as_deref(), lang));
@@ -435,7 +448,10 @@ mod tests {
             "a": {"type": "long", "description": "A."}, "b": {"type": "ArrayList", "description": "B.", "items": {"type": "String"}},
             "c": {"type": "any", "description": "C."}}}});
         let s = shown(&f, Language::Java);
-        assert_eq!(s["description"], "D. Note that the provided function is in Java 8 SDK syntax.");
+        assert_eq!(
+            s["description"],
+            "D. Note that the provided function is in Java 8 SDK syntax."
+        );
         assert_eq!(
             s["parameters"]["properties"]["b"],
             json!({"type": "string", "description": "B. This is Java ArrayList type parameter in string representation. The list elements are of type String; they are not in string representation."})

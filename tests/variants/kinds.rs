@@ -145,7 +145,11 @@ pub fn check_variants(build: &Build) -> BTreeMap<String, usize> {
                 let min = detail["min_relatedness"].as_f64().unwrap();
                 let drawn = detail["distractors"].as_array().unwrap();
                 for pair in drawn.windows(2) {
-                    assert!(pair[0]["bm25"].as_f64() >= pair[1]["bm25"].as_f64(), "{}: {pair:?}", v.id);
+                    assert!(
+                        pair[0]["bm25"].as_f64() >= pair[1]["bm25"].as_f64(),
+                        "{}: {pair:?}",
+                        v.id
+                    );
                 }
                 for d in drawn {
                     assert!(d["relatedness"].as_f64().unwrap() >= min, "{}: {d}", v.id);

@@ -147,12 +147,70 @@ fn words(text: &str, out: &mut Vec<String>) {
 /// Generic words: operations and API plumbing that say nothing about what a tool is about
 /// (module doc). A word absent here still counts as generic when it is frequent in the catalog.
 pub const GENERIC: [&str; 64] = [
-    "get", "list", "set", "create", "update", "delete", "remove", "add", "search", "query", "find", "fetch",
-    "read", "write", "retrieve", "info", "information", "data", "details", "detail", "ids", "name", "names",
-    "type", "types", "value", "values", "result", "results", "string", "number", "limit", "page", "offset",
-    "count", "default", "optional", "required", "return", "returns", "tool", "tools", "api", "request",
-    "response", "object", "parameter", "parameters", "param", "input", "output", "text", "content",
-    "specified", "specific", "given", "new", "using", "based", "all", "any", "one", "more", "your",
+    "get",
+    "list",
+    "set",
+    "create",
+    "update",
+    "delete",
+    "remove",
+    "add",
+    "search",
+    "query",
+    "find",
+    "fetch",
+    "read",
+    "write",
+    "retrieve",
+    "info",
+    "information",
+    "data",
+    "details",
+    "detail",
+    "ids",
+    "name",
+    "names",
+    "type",
+    "types",
+    "value",
+    "values",
+    "result",
+    "results",
+    "string",
+    "number",
+    "limit",
+    "page",
+    "offset",
+    "count",
+    "default",
+    "optional",
+    "required",
+    "return",
+    "returns",
+    "tool",
+    "tools",
+    "api",
+    "request",
+    "response",
+    "object",
+    "parameter",
+    "parameters",
+    "param",
+    "input",
+    "output",
+    "text",
+    "content",
+    "specified",
+    "specific",
+    "given",
+    "new",
+    "using",
+    "based",
+    "all",
+    "any",
+    "one",
+    "more",
+    "your",
 ];
 
 /// The token bag of a tool (see the module doc).
@@ -242,7 +300,11 @@ impl Index {
     /// The entity tokens tools `a` and `b` share, rarest first (ties by text), at most 5.
     pub fn shared(&self, a: usize, b: usize) -> Vec<String> {
         let mut s: Vec<usize> = self.entities[a].intersection(&self.entities[b]).copied().collect();
-        s.sort_by(|x, y| self.df[*x].cmp(&self.df[*y]).then_with(|| self.tokens[*x].cmp(&self.tokens[*y])));
+        s.sort_by(|x, y| {
+            self.df[*x]
+                .cmp(&self.df[*y])
+                .then_with(|| self.tokens[*x].cmp(&self.tokens[*y]))
+        });
         s.into_iter().take(5).map(|k| self.tokens[k].clone()).collect()
     }
 }

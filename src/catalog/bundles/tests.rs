@@ -93,8 +93,16 @@ fn bundles_are_deterministic_spread_and_related() {
 #[test]
 fn members_share_an_entity_token_and_are_distinct_in_content() {
     let cat = vec![
-        tool("gh1", "get_pull_request_comments", "Get comments on a GitHub pull request"),
-        tool("gh2", "get_pull_request_comments", "Get the comments of a GitHub pull request."),
+        tool(
+            "gh1",
+            "get_pull_request_comments",
+            "Get comments on a GitHub pull request",
+        ),
+        tool(
+            "gh2",
+            "get_pull_request_comments",
+            "Get the comments of a GitHub pull request.",
+        ),
         tool("gl", "list_merge_request_notes", "List notes on a merge request"),
         tool("gh3", "get_issue", "Get a GitHub issue"),
         tool("wx", "get_weather", "Get the weather for a city query"),
@@ -125,7 +133,9 @@ fn members_share_an_entity_token_and_are_distinct_in_content() {
     }
     // the GitHub tools meet, on the entity token `git` (`GitHub` splits at its camelCase)
     assert!(
-        drawn.iter().any(|b| b.members.iter().any(|m| m.shared.contains(&"git".to_string()))),
+        drawn
+            .iter()
+            .any(|b| b.members.iter().any(|m| m.shared.contains(&"git".to_string()))),
         "{drawn:?}"
     );
 }

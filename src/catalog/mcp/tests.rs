@@ -108,9 +108,8 @@ fn rejections_dedup_and_collisions() {
 #[test]
 fn dedup_is_exact_and_each_tool_keeps_its_description() {
     let schema = r#"{"type": "object", "properties": {"symbol": {"type": "string"}}}"#;
-    let t = |name: &str, desc: &str| {
-        format!(r#"{{"name": "{name}", "description": "{desc}", "inputSchema": {schema}}}"#)
-    };
+    let t =
+        |name: &str, desc: &str| format!(r#"{{"name": "{name}", "description": "{desc}", "inputSchema": {schema}}}"#);
     let smithery =
         |q: &str, tools: &[String]| format!(r#"{{"qualifiedName": "{q}", "tools": [{}]}}"#, tools.join(", "));
     let dump = format!(
@@ -146,12 +145,7 @@ fn dedup_is_exact_and_each_tool_keeps_its_description() {
     assert_eq!(
         got,
         [
-            (
-                "supermemory",
-                "whoAmI",
-                "whoAmI",
-                "Get the current supermemory user"
-            ),
+            ("supermemory", "whoAmI", "whoAmI", "Get the current supermemory user"),
             (
                 "switchboard",
                 "whoami",
@@ -232,7 +226,10 @@ fn content_identical_tools_on_copied_servers_merge_with_aliases() {
         ]
     );
     assert_eq!(
-        ing.duplicates.iter().map(|d| d.kept_server.as_str()).collect::<Vec<_>>(),
+        ing.duplicates
+            .iter()
+            .map(|d| d.kept_server.as_str())
+            .collect::<Vec<_>>(),
         ["@x/github", "@x/github"]
     );
     let mcp = mcp_json(&ing);
@@ -267,7 +264,11 @@ fn names_of_a_dump_unchanged_when_a_later_dump_is_added() {
     assert_eq!(
         names(&both)[alone.len()..],
         [
-            ("@b/files".into(), "Read a remote file".into(), "_b_files__read_file".into()),
+            (
+                "@b/files".into(),
+                "Read a remote file".into(),
+                "_b_files__read_file".into()
+            ),
             ("@b/files".into(), "Who am I".into(), "_b_files__whoAmI".into()),
         ]
     );

@@ -270,7 +270,8 @@ fn trajectories(
     let shown = shown_of(&results);
     // `gold_answer` as its JSON text (a JSON string), as in the Parquet rows: its cells mix
     // numbers and text, which no one Arrow list type holds (issue 29, item 7).
-    let gold = Json::String(serde_json::to_string(e.gold_answer.as_deref().unwrap_or_default()).expect("serialisable")).to_string();
+    let gold = Json::String(serde_json::to_string(e.gold_answer.as_deref().unwrap_or_default()).expect("serialisable"))
+        .to_string();
     let id = serde_json::to_string(&e.id).expect("serialisable");
     // `constrained_from`: the call from which results were limited to one row (constraint fault).
     let finish = |mut messages: Vec<Json>, faults: Json, constrained_from: Option<usize>| -> Option<String> {

@@ -27,7 +27,9 @@ use serde_json::{Map, Value as Json};
 /// `parameters` (a tool's JSON Schema object) in the trajectories' form (module docs). Anything
 /// that is not an object schema with `properties` is returned unchanged.
 pub fn shown_parameters(parameters: &Json) -> Json {
-    let Json::Object(schema) = parameters else { return parameters.clone() };
+    let Json::Object(schema) = parameters else {
+        return parameters.clone();
+    };
     let mut out = schema.clone();
     if let Some(Json::Object(properties)) = schema.get("properties") {
         let shown: Map<String, Json> = properties.iter().map(|(k, p)| (k.clone(), shown_property(p))).collect();
@@ -45,9 +47,17 @@ fn shown_property(p: &Json) -> Json {
     let mut shown = shown_parameters(p);
     let o = shown.as_object_mut().expect("an object stays an object");
     if let Some(d) = o.remove("default") {
-        let description = o.get("description").and_then(Json::as_str).unwrap_or_default().trim_end();
+        let description = o
+            .get("description")
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .trim_end();
         let sentence = format!("Default: {d}.");
-        let text = if description.is_empty() { sentence } else { format!("{description} {sentence}") };
+        let text = if description.is_empty() {
+            sentence
+        } else {
+            format!("{description} {sentence}")
+        };
         o.insert("description".into(), Json::String(text));
     }
     shown
@@ -100,7 +110,10 @@ mod tests {
         assert_eq!(a["additionalProperties"], json!(true));
         assert_eq!(a["required"], json!([]));
         assert_eq!(b["additionalProperties"], json!(false));
-        assert_eq!(b["properties"]["options"]["properties"]["distinct"]["description"], json!("Default: false."));
+        assert_eq!(
+            b["properties"]["options"]["properties"]["distinct"]["description"],
+            json!("Default: false.")
+        );
         // The default is still stated, as its JSON text, after the description.
         assert_eq!(
             a["properties"]["limit"]["description"],

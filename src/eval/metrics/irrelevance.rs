@@ -44,7 +44,11 @@ mod tests {
         let any = Some("any_call");
         assert_eq!(relevance(&[], &[call()], any), Some(true));
         assert_eq!(relevance(&[], &[], any), Some(false));
-        assert_eq!(irrelevance(&[], &[], any), None, "a relevance row is not an irrelevance row");
+        assert_eq!(
+            irrelevance(&[], &[], any),
+            None,
+            "a relevance row is not an irrelevance row"
+        );
         assert_eq!(irrelevance(&[], &[], Some("no_call")), Some(true));
         assert_eq!(irrelevance(&[], &[call()], None), Some(false));
         assert_eq!(relevance(&[], &[call()], None), None);
