@@ -518,4 +518,21 @@ mod tests {
         let err = Recipe::load(&path).unwrap_err().to_string();
         assert!(err.contains("slotty") && err.contains("[\"slot\", \"sel\""), "{err}");
     }
+
+    #[test]
+    fn negative_min_relatedness_names_the_file_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.toml");
+        std::fs::write(
+            &path,
+            "name = \"r\"\ndescription = \"d\"\nformat = \"rest\"\nsource = \"s\"\nsplit = \"dev\"\n\
+             [variants.distractors]\nmin_relatedness = -0.5\n",
+        )
+        .unwrap();
+        let err = format!("{:#}", Recipe::load(&path).unwrap_err());
+        assert!(
+            err.contains("r.toml") && err.contains("variants.distractors.min_relatedness") && err.contains("-0.5"),
+            "{err}"
+        );
+    }
 }
