@@ -208,7 +208,10 @@ fn open_world_agent_searches_then_calls_and_its_searches_are_scored_against_the_
         assert_eq!(names, ["search_tools", "call_tool"]);
         let system = body["messages"][0]["content"].as_str().unwrap();
         for (gold_id, _, _) in script.values() {
-            assert!(!system.contains(gold_id.split('@').next().unwrap()), "{gold_id} shown");
+            assert!(
+                !system.contains(gold_id.rsplit("__").next().unwrap()),
+                "{gold_id} shown"
+            );
         }
     }
 
@@ -275,7 +278,7 @@ fn open_world_agent_searches_then_calls_and_its_searches_are_scored_against_the_
 }
 
 /// SLOT (prompt format, the calls as text): each database has its own SLOT tools, so a name is
-/// shared and the catalog names it `<name>@<db_id>`; the script calls every gold call through
+/// shared and the catalog names it `<db_id>__<name>`; the script calls every gold call through
 /// `call_tool` by that id, labels in the arguments, and the rows complete on SQLite.
 #[test]
 fn open_world_slot_calls_by_database_qualified_name_complete_in_the_prompt_format() {
@@ -297,7 +300,8 @@ fn open_world_slot_calls_by_database_qualified_name_complete_in_the_prompt_forma
         .step_by(53)
         .take(3)
         .collect();
-    // By request: the gold calls, each named by its corpus id (`<name>@<db>`).
+    // By request: the gold calls, each named by its corpus id (`<db>__<name>`, a valid function
+    // name: what a model calls through `call_tool`).
     let script: BTreeMap<String, Vec<Value>> = picked
         .iter()
         .map(|r| {
@@ -308,8 +312,9 @@ fn open_world_slot_calls_by_database_qualified_name_complete_in_the_prompt_forma
                 .iter()
                 .map(|c| {
                     let name = c["name"].as_str().unwrap();
-                    let id = ids.iter().find(|i| i.split('@').next() == Some(name)).unwrap();
-                    assert!(id.contains('@'), "{id}: a SLOT tool is per database");
+                    let id = format!("{}__{name}", r["db_id"].as_str().unwrap());
+                    assert!(ids.contains(&id), "{id} not among the relevant ids {ids:?}: a SLOT tool is per database");
+                    assert!(id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') && id.len() <= 64, "{id}: not a function name");
                     json!({"name": "call_tool", "arguments": {"name": id, "arguments": parsed(&c["arguments"]), "label": c["label"]}})
                 })
                 .collect();

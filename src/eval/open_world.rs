@@ -7,7 +7,7 @@
 //! ([`crate::retrieval::beir::Retrieval::from_dataset`], every split: what `toolforge retrieval`
 //! writes), indexed by the same BM25 ([`ToolIndex`]) over the original specs, so a search with a
 //! row's request ranks tools exactly as `eval retrieval` ranks them. A hit is named by its corpus
-//! id: the tool's name, or `<name>@<database>` for a name several databases offer (rest-spider:
+//! id: the tool's name, or `<database>__<name>` for a name several databases offer (rest-spider:
 //! every endpoint of every database; slot-spider: each database's SLOT tools). `search_tools`
 //! takes serve's arguments (`query`, `top_k` 1–20, default 5) and answers serve's shape
 //! `{"query", "tools": [{"name", "score", "description", "parameters"}]}`.
@@ -123,11 +123,7 @@ impl OpenWorld {
 
     /// The corpus id a called `name` means for `row` (module docs), or the error the model gets.
     pub fn resolve(&self, name: &str, row: &EvalRow) -> Result<String, String> {
-        let scope = |id: &str| {
-            id.strip_prefix(self.data.corpus[id].name.as_str())
-                .and_then(|s| s.strip_prefix('@'))
-                .map(String::from)
-        };
+        let scope = |id: &str| self.data.scopes.get(id).cloned();
         let id = if self.data.corpus.contains_key(name) {
             name.to_string()
         } else {

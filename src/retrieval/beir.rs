@@ -15,8 +15,9 @@
 //! offered in row order; rows without a database: one per distinct spec), plus, when no split
 //! is selected, the catalog's (`tools/functions.json`) tools no row was offered: for
 //! `rest-spider` every endpoint of every database, for `sel-spider` every database's SEL tools
-//! (a name in several databases gets the id `<name>@<db_id>`, one without a database
-//! `<name>@<8 hex of blake3(spec)>`), for `bfcl --split multiple` every function of the category,
+//! (a name in several databases gets the id `<db_id>__<name>`, one without a database
+//! `<8 hex of blake3(spec)>__<name>`: [`crate::tools::names::qualified_name`], the one qualified
+//! form, a valid function name a model can call), for `bfcl --split multiple` every function of the category,
 //! for `mcp-tools` the whole catalog. A row's relevant
 //! tools are the tools its gold calls name, as offered in its own toolkit; a `catalog` row (an
 //! MCP bundle, whose task has no gold calls until synthesised) has its bundle's tools. A row with
@@ -43,6 +44,9 @@ pub struct Retrieval {
     pub queries: Vec<(String, String)>,
     /// Relevant corpus ids by query id.
     pub qrels: BTreeMap<String, BTreeSet<String>>,
+    /// The scope (database id, or 8 hex digits of the spec's blake3) of each qualified corpus
+    /// id; ids that are plain tool names are absent. Not written to the BEIR files.
+    pub scopes: BTreeMap<String, String>,
     /// Rows dropped, by reason code.
     pub dropped: BTreeMap<String, usize>,
 }
@@ -154,7 +158,7 @@ impl Retrieval {
         }
         let id_of = |key: &(String, String)| -> String {
             if per_name.get(&key.0).copied().unwrap_or(0) > 1 {
-                format!("{}@{}", key.0, key.1)
+                crate::tools::names::qualified_name(&key.1, &key.0)
             } else {
                 key.0.clone()
             }
@@ -167,7 +171,11 @@ impl Retrieval {
             ..Default::default()
         };
         for (key, t) in &offered {
-            out.corpus.insert(id_of(key), t.clone());
+            let id = id_of(key);
+            if id != key.0 {
+                out.scopes.insert(id.clone(), key.1.clone());
+            }
+            out.corpus.insert(id, t.clone());
         }
         for (row, toolkit) in rows.iter().zip(&toolkits) {
             let id = row["id"].as_str().unwrap_or_default().to_string();

@@ -57,7 +57,7 @@ pub fn merged_catalog(dirs: &[PathBuf]) -> Result<Vec<ToolSpec>> {
             let count = &count;
             l.into_iter().map(move |mut t| {
                 if count[&t.name] > 1 {
-                    t.name = format!("{ds}__{}", t.name);
+                    t.name = crate::tools::names::qualified_name(&ds, &t.name);
                 }
                 t
             })

@@ -67,7 +67,7 @@ pub(crate) fn listing(tk: &Toolkit) -> Vec<Listed> {
             .enumerate()
             .map(|(i, (mut spec, runs))| {
                 if count[&spec.name] > 1 {
-                    spec.name = format!("{}__{}", tk.endpoints[i].db_id, spec.name);
+                    spec.name = crate::tools::names::qualified_name(&tk.endpoints[i].db_id, &spec.name);
                 }
                 Listed { spec, runs }
             })

@@ -18,6 +18,7 @@ pub mod executor;
 pub mod index;
 pub mod join_cache;
 pub mod lax;
+pub mod names;
 pub mod openapi;
 pub mod pool;
 pub mod reference;

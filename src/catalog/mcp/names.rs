@@ -5,26 +5,7 @@ use std::collections::HashSet;
 use super::McpTool;
 use crate::catalog::schema::Fix;
 
-/// Sanitises a tool name to `^[a-zA-Z0-9_-]{1,64}$`: other characters become `_`; names longer
-/// than 64 keep 55 characters plus `_` and 8 hex digits of their blake3 hash (so distinct long
-/// names stay distinct). An empty name stays empty (the caller rejects it).
-pub fn sanitise_name(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.len() <= 64 {
-        return s;
-    }
-    let h = blake3::hash(name.as_bytes()).to_hex();
-    format!("{}_{}", &s[..55], &h[..8])
-}
+pub use crate::tools::names::sanitise_name;
 
 /// Sets every tool's OpenAI name (see the parent module): the sanitised name (already in
 /// `function`) when no earlier tool holds it (case-insensitively), else `<server>__<name>`
@@ -37,7 +18,7 @@ pub(super) fn assign_functions(tools: &mut [McpTool]) {
         if used.insert(t.function.to_lowercase()) {
             continue;
         }
-        let base = sanitise_name(&format!("{}__{}", t.server, t.function));
+        let base = crate::tools::names::qualified_name(&t.server, &t.function);
         let mut name = base.clone();
         let mut n = 2;
         while !used.insert(name.to_lowercase()) {
