@@ -233,7 +233,13 @@ def main():
     env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "TOOLFORGE_"))}
     env.update({k: os.environ[k] for k in a.env})
     if os.environ.get("RAY_ADDRESS"):
-        ray.init(runtime_env={"env_vars": env})
+        try:
+            ray.init(runtime_env={"env_vars": env})
+        except ConnectionError as e:
+            loud(f"cannot connect to the Ray cluster at {os.environ['RAY_ADDRESS']}: {e} (a head "
+                 "started with token authentication needs RAY_AUTH_MODE=token and its token in "
+                 "~/.ray/auth_token or RAY_AUTH_TOKEN)")
+            return 1
         print(f"ray: connected to {os.environ['RAY_ADDRESS']}", flush=True)
     else:
         ray.init(include_dashboard=False, runtime_env={"env_vars": env})
@@ -271,7 +277,11 @@ def main():
     merge = [a.toolforge, "build", a.recipe, "--quiet", "--store", a.store, "--merge", str(a.shards)]
     if a.out:
         merge += ["--out", a.out]
-    r = subprocess.run(merge, capture_output=True, text=True, env={**os.environ, **env})
+    try:
+        r = subprocess.run(merge, capture_output=True, text=True, env={**os.environ, **env})
+    except OSError as e:
+        loud(f"the merge could not start {a.toolforge}: {e}")
+        return 127
     sys.stdout.write(r.stdout)
     sys.stderr.write(r.stderr)
     if r.returncode != 0:
