@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
-# Sharded toolforge build on Slurm: a job array of N shards, then the merge (afterok).
+# Sharded toolforge build on Slurm: a job array of N shards (a second array for LLM recipes),
+# then the merge, which fails loudly when a shard failed.
 #
-#   scripts/slurm_build.sh RECIPE N STORE [OUT]     # on a login node; submits both jobs
+#   scripts/slurm_build.sh RECIPE N STORE [OUT]     # on a login node; submits the jobs
 #
-# Each array task runs `toolforge build RECIPE --shard $SLURM_ARRAY_TASK_ID/N --store STORE`;
-# the merge job runs `toolforge build RECIPE --merge N --store STORE [--out OUT]` once every task
-# succeeded. A failed task is re-run with `sbatch --array=I` (or `scontrol requeue`); the merge
-# names any item still missing. STORE is s3://bucket/prefix (AWS_* exported to the jobs) or a
-# directory on a shared file system. TOOLFORGE is the executable (default: toolforge on PATH).
+# Each array task runs `toolforge build RECIPE --shard $SLURM_ARRAY_TASK_ID/N --store STORE`
+# with --mem (TOOLFORGE_SLURM_MEM, default 4G per task). A task whose toolforge fails requeues
+# itself (`scontrol requeue`, up to TOOLFORGE_SLURM_RETRIES times, default 3; --requeue also
+# brings it back after a node failure); its log is appended to (--open-mode=append), not
+# overwritten. Recipes with an LLM stage need a second round (their requests are known once
+# every compile item is in the store): a second array, `afterany` the first, each shard sending
+# its share of the requests at requests_per_second / N. TOOLFORGE_SLURM_ROUNDS overrides the
+# number of rounds (default: 2 when the recipe file has an `llm` table, else 1).
+# The merge (--mem TOOLFORGE_SLURM_MERGE_MEM, default 2G; 0.8–0.9 GB RSS measured) depends
+# `afterany` on the last array, so it runs even when a task failed for good (`afterok` would
+# leave it pending forever): it checks the array's task states with `sacct` and exits 1 naming
+# each task that did not complete, and `toolforge build --merge N` itself exits 2 naming every
+# item missing from the store. STORE is s3://bucket/prefix (AWS_* exported to the jobs) or a
+# directory on a shared file system. TOOLFORGE is the executable (default: toolforge on PATH;
+# the same byte-identical executable on every node).
 #SBATCH --job-name=toolforge
 #SBATCH --cpus-per-task=2
 #SBATCH --time=02:00:00
@@ -18,13 +29,46 @@ shards=${2:?number of shards N}
 store=${3:?store: s3://bucket/prefix or a shared directory}
 out=${4:-}
 toolforge=${TOOLFORGE:-toolforge}
+retries=${TOOLFORGE_SLURM_RETRIES:-3}
 
 if [ -n "${SLURM_ARRAY_TASK_ID:-}" ]; then
-    exec "$toolforge" build "$recipe" --quiet --store "$store" --shard "$SLURM_ARRAY_TASK_ID/$shards"
+    if "$toolforge" build "$recipe" --quiet --store "$store" --shard "$SLURM_ARRAY_TASK_ID/$shards"; then
+        exit 0
+    fi
+    if [ "${SLURM_RESTART_COUNT:-0}" -lt "$retries" ]; then
+        echo "slurm_build: shard $SLURM_ARRAY_TASK_ID/$shards failed; requeued (restart ${SLURM_RESTART_COUNT:-0} of $retries)" >&2
+        scontrol requeue "$SLURM_JOB_ID"
+    fi
+    exit 1
 elif [ -n "${TOOLFORGE_SLURM_MERGE:-}" ]; then
+    # The last shard array's tasks: every one must have completed.
+    if states=$(sacct --noheader --parsable2 --allocations --jobs "$TOOLFORGE_SLURM_MERGE" --format=JobID,State); then
+        failed=$(printf '%s\n' "$states" | awk -F'|' 'NF == 2 && $2 != "COMPLETED" { print $1 " " $2 }')
+        if [ -n "$failed" ]; then
+            echo "slurm_build: merge not run: shard tasks of job $TOOLFORGE_SLURM_MERGE did not complete:" >&2
+            echo "$failed" >&2
+            exit 1
+        fi
+    else
+        echo "slurm_build: sacct unavailable; the merge names any missing item itself" >&2
+    fi
     exec "$toolforge" build "$recipe" --quiet --store "$store" --merge "$shards" ${out:+--out "$out"}
 else
-    array=$(sbatch --parsable --export=ALL --array="0-$((shards - 1))" "$0" "$@")
-    merge=$(sbatch --parsable --export=ALL,TOOLFORGE_SLURM_MERGE=1 --dependency="afterok:$array" "$0" "$@")
-    echo "submitted shards $array (array 0-$((shards - 1))) and merge $merge"
+    recipe_file=$recipe
+    [ -f "$recipe_file" ] || recipe_file="recipes/${recipe%.toml}.toml"
+    rounds=${TOOLFORGE_SLURM_ROUNDS:-}
+    if [ -z "$rounds" ]; then
+        if [ -f "$recipe_file" ] && grep -Eq '^\[[a-z_.]*llm\]' "$recipe_file"; then rounds=2; else rounds=1; fi
+    fi
+    common=(--parsable --export=ALL --requeue --open-mode=append)
+    array=$(sbatch "${common[@]}" --mem="${TOOLFORGE_SLURM_MEM:-4G}" --array="0-$((shards - 1))" "$0" "$@")
+    echo "submitted shards $array (array 0-$((shards - 1)), round 1)"
+    for ((round = 2; round <= rounds; round++)); do
+        array=$(sbatch "${common[@]}" --mem="${TOOLFORGE_SLURM_MEM:-4G}" --array="0-$((shards - 1))" \
+            --dependency="afterany:$array" "$0" "$@")
+        echo "submitted shards $array (array 0-$((shards - 1)), round $round: LLM requests)"
+    done
+    merge=$(sbatch "${common[@]}" --mem="${TOOLFORGE_SLURM_MERGE_MEM:-2G}" \
+        --export="ALL,TOOLFORGE_SLURM_MERGE=$array" --dependency="afterany:$array" "$0" "$@")
+    echo "submitted merge $merge (afterany:$array; fails naming shards that did not complete)"
 fi

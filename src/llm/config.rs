@@ -214,9 +214,28 @@ pub fn resolve(cfg: &LlmConfig) -> Result<Resolved, Unavailable> {
     })
 }
 
+/// The request rate (starts per second) one process may use: the recipe's
+/// `requests_per_second` for a single build, `requests_per_second / N` for shard I/N (the
+/// provider's limit is shared by the N shards running at once; issue 34), none when unlimited.
+pub fn shard_rate(requests_per_second: Option<f64>, scope: crate::store::Scope) -> Option<f64> {
+    match scope {
+        crate::store::Scope::Shard { count, .. } if count > 1 => requests_per_second.map(|r| r / count as f64),
+        _ => requests_per_second,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Scope;
+
+    #[test]
+    fn shard_rate_divides_the_limit_among_the_shards() {
+        assert_eq!(shard_rate(Some(20.0), Scope::All), Some(20.0));
+        assert_eq!(shard_rate(Some(20.0), Scope::Shard { index: 1, count: 4 }), Some(5.0));
+        assert_eq!(shard_rate(Some(20.0), Scope::Shard { index: 0, count: 1 }), Some(20.0));
+        assert_eq!(shard_rate(None, Scope::Shard { index: 0, count: 4 }), None);
+    }
 
     #[test]
     fn batch_keys_are_checked_naming_the_key() {

@@ -15,7 +15,7 @@
 //! | `seed`                | —                      | 0 (candidate `i` uses `seed + i`)          |
 //! | `max_tokens`          | —                      | 96                                         |
 //! | `max_concurrency`     | —                      | 4 requests in flight                       |
-//! | `requests_per_second` | —                      | unlimited                                  |
+//! | `requests_per_second` | —                      | unlimited; a shard I/N uses 1/N of it      |
 //! | `max_attempts`        | —                      | 5 (first try + 4 retries)                  |
 //! | `initial_backoff_ms`  | —                      | 500, doubled per retry, capped at 30 s     |
 //! | `timeout_secs`        | —                      | 120 per attempt                            |
@@ -36,7 +36,10 @@
 //!
 //! Sharded builds (`--shard I/N`): a request that misses the store is sent only by the shard its
 //! key falls in ([`Store::claim`]); the others get the error `unclaimed`, and a merge names the
-//! requests still missing.
+//! requests still missing. The rate limit is the provider's, shared by all shards: shard I/N
+//! paces its requests at `requests_per_second / N` ([`config::shard_rate`], read from the
+//! store's [`crate::store::Scope`]), so N shards running at once stay within the limit; the
+//! first paced request prints one `llm: shard I/N paces …` line on stderr.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -227,6 +230,9 @@ pub struct Llm {
     store: Store,
     permits: tokio::sync::Semaphore,
     next_start: tokio::sync::Mutex<Instant>,
+    /// Request starts per second of this process: the recipe's limit divided among the shards.
+    rate: Option<f64>,
+    rate_noted: std::sync::Once,
     unreachable: AtomicBool,
     /// Run counters.
     pub counters: Counters,
@@ -249,6 +255,8 @@ impl Llm {
             client: Client::with_config(config).with_http_service(async_openai::middleware::ReqwestService::default()),
             permits: tokio::sync::Semaphore::new(resolved.cfg.max_concurrency),
             next_start: tokio::sync::Mutex::new(Instant::now()),
+            rate: config::shard_rate(resolved.cfg.requests_per_second, store.scope()),
+            rate_noted: std::sync::Once::new(),
             unreachable: AtomicBool::new(false),
             counters: Counters::default(),
             resolved,
@@ -386,11 +394,20 @@ impl Llm {
         }
     }
 
-    /// Waits for the next start slot of the rate limit.
+    /// Waits for the next start slot of the rate limit (this shard's share of it).
     async fn pace(&self) {
-        let Some(rps) = self.resolved.cfg.requests_per_second else {
+        let Some(rps) = self.rate else {
             return;
         };
+        if let (crate::store::Scope::Shard { index, count }, Some(limit)) =
+            (self.store.scope(), self.resolved.cfg.requests_per_second)
+        {
+            self.rate_noted.call_once(|| {
+                eprintln!(
+                    "llm: shard {index}/{count} paces its requests at {rps} req/s (requests_per_second {limit} divided among {count} shards)"
+                )
+            });
+        }
         let slot = {
             let mut next = self.next_start.lock().await;
             let now = Instant::now();
