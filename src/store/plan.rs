@@ -100,20 +100,21 @@ mod tests {
         }
     }
 
-    /// A synthetic corpus of 100 databases (a deterministic heavy-tailed spread of file sizes
-    /// and question counts, as in BIRD and Spider: a few databases hold most of the bytes),
-    /// split into batches of at most 16 questions as the text-to-SQL compile splits them.
+    /// A synthetic corpus of 100 databases: log-normal file sizes (median 1 MB, σ = 1.5: from
+    /// kilobytes to over 100 MB, as Spider's and BIRD's databases spread) and 4 to 300 questions,
+    /// deterministic (a seeded LCG), split into batches of at most 16 questions as the
+    /// text-to-SQL compile splits them (`batched`), else one item per database.
     fn synthetic(batched: bool) -> Vec<Item> {
         let mut state: u64 = 34;
         let mut next = || {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 33) as f64 / (1u64 << 31) as f64
+            ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
         };
         let mut items = Vec::new();
         for d in 0..100 {
-            // Pareto-like sizes: 20 KB to a few hundred MB; 4 to 300 questions.
-            let bytes = (20_000.0 / (1.0 - next()).powf(1.3)).min(4e8) as u64;
-            let questions = 4 + (next() * next() * 300.0) as u64;
+            let normal = (-2.0 * next().ln()).sqrt() * (std::f64::consts::TAU * next()).cos();
+            let bytes = (1e6 * (1.5 * normal).exp()) as u64;
+            let questions = 4 + (next() * 296.0) as u64;
             let db = format!("db{d:03}");
             let per = if batched { 16 } else { questions };
             let mut left = questions;
