@@ -235,10 +235,13 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
         return plan(recipe_path, opts.store.as_deref(), shards);
     }
     if let Some((index, count)) = opts.shard {
-        let store = open_store(recipe_path, opts.store.as_deref())?.with_scope(Scope::Shard { index, count });
         let (recipe, source) = load_recipe(recipe_path)?;
         let name = recipe.name.clone();
         let llm_stage = llm_stage_configured(&recipe, &source);
+        // A shard reads only its own items, unless its LLM stages need the whole build.
+        let store = open_store(recipe_path, opts.store.as_deref())?
+            .with_scope(Scope::Shard { index, count })
+            .with_others_read(llm_stage);
         // The LLM stages need the whole compiled build: they run (each shard sending its share of
         // the requests) once every compile item is in the store, i.e. in a second round.
         let waiting = match compile_family(recipe, source, &store, opts.progress) {

@@ -245,6 +245,8 @@ pub struct Store {
     assignment: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<plan::Assignment>>>>,
     /// The shard count a [`Scope::StoredOnly`] merge names missing items' shards with (0: none).
     merge_shards: u64,
+    /// Whether a shard reads other shards' items ([`Store::with_others_read`]).
+    others_read: bool,
     /// Database (input) bytes hashed by this build's stages ([`Store::note_hashed`]).
     hashed: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
@@ -292,6 +294,7 @@ impl Store {
             requests: Default::default(),
             assignment: Default::default(),
             merge_shards: 0,
+            others_read: false,
             hashed: Default::default(),
         }
     }
@@ -329,11 +332,21 @@ impl Store {
         self.assignment.lock().ok().and_then(|a| a.clone())
     }
 
+    /// This store reading other shards' items too (`true`: a shard whose LLM stages need the
+    /// whole compiled build); [`Store::leaves`] is then always `false`.
+    pub fn with_others_read(mut self, read: bool) -> Store {
+        self.others_read = read;
+        self
+    }
+
     /// Whether a [`Scope::Shard`] build leaves the planned `item` to another shard: then the stage
     /// neither hashes its inputs nor reads its entry, and the item is counted in
     /// [`Store::skipped`]. `false` for an item the assignment does not know (its key decides).
     pub fn leaves(&self, item: &str) -> bool {
         let Scope::Shard { index, .. } = self.scope else { return false };
+        if self.others_read {
+            return false;
+        }
         let other = self.assignment().and_then(|a| a.shard(item)).is_some_and(|s| s != index);
         if other {
             self.skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
