@@ -358,7 +358,9 @@ fn requests_line(store: &Store) -> String {
 /// BFCL recipe is one item and has nothing to plan. Errors: recipe, corpus and store errors.
 fn plan(recipe_path: &Path, store: Option<&str>, shards: u64) -> Result<String> {
     let (recipe, source) = load_recipe(recipe_path)?;
-    if !(["slot", "sel", "rest"].contains(&recipe.format.as_str()) && crate::recipe::is_sql_source(&source.manifest.format)) {
+    if !(["slot", "sel", "rest"].contains(&recipe.format.as_str())
+        && crate::recipe::is_sql_source(&source.manifest.format))
+    {
         return Ok(format!(
             "plan of {}: one item (the whole conversion), nothing to plan",
             recipe.name

@@ -67,12 +67,23 @@ fn single(tmp: &Path, env: &[(&str, &str)]) -> PathBuf {
 /// to `single`. Returns the merge's output (with the store's request line).
 fn shards_then_merge(tmp: &Path, store: &Path, n: u64, single: &Path) -> String {
     for i in 0..n {
-        let (ok, text) = toolforge(&["slot-spider", "--store", s(store), "--shard", &format!("{i}/{n}")], &[]);
+        let (ok, text) = toolforge(
+            &["slot-spider", "--store", s(store), "--shard", &format!("{i}/{n}")],
+            &[],
+        );
         assert!(ok && text.contains(&format!("shard {i}/{n}")), "{text}");
     }
     let merged = tmp.join(format!("merged-{n}"));
     let (ok, text) = toolforge(
-        &["slot-spider", "--out", s(&merged), "--store", s(store), "--merge", &n.to_string()],
+        &[
+            "slot-spider",
+            "--out",
+            s(&merged),
+            "--store",
+            s(store),
+            "--merge",
+            &n.to_string(),
+        ],
         &[("TOOLFORGE_STORE_STATS", "1")],
     );
     assert!(ok, "{text}");
@@ -89,7 +100,10 @@ fn large_database_splits_into_batches_with_identical_output() {
     let (ok, text) = toolforge(&["slot-spider", "--plan", "--shards", "4", "--store", s(&store)], &[]);
     assert!(ok, "{text}");
     let items = planned(&text);
-    assert!(items.contains_key("world_1#0") && items.contains_key("world_1#7"), "{text}");
+    assert!(
+        items.contains_key("world_1#0") && items.contains_key("world_1#7"),
+        "{text}"
+    );
     assert!(items.contains_key("real_estate_properties"), "{text}");
     // Sharded builds with 1, 2 and 4 shards (3: tests/scale.rs) give the single build's bytes.
     for n in [1u64, 2] {
@@ -105,7 +119,17 @@ fn shards_are_balanced_by_estimated_cost() {
     let store = tmp.path().join("store");
     let mut report = Vec::new();
     for n in [2u64, 4, 8] {
-        let (ok, text) = toolforge(&["slot-spider", "--plan", "--shards", &n.to_string(), "--store", s(&store)], &[]);
+        let (ok, text) = toolforge(
+            &[
+                "slot-spider",
+                "--plan",
+                "--shards",
+                &n.to_string(),
+                "--store",
+                s(&store),
+            ],
+            &[],
+        );
         assert!(ok, "{text}");
         let line = text.lines().find(|l| l.starts_with("worst/average")).unwrap();
         let ratio: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
@@ -113,7 +137,10 @@ fn shards_are_balanced_by_estimated_cost() {
         // Before (one item per database, by digest): 1.14 at N=2, 2.03 at N=8 (issue 34).
         assert!(ratio <= 1.25, "{line}");
     }
-    eprintln!("slot-spider worst/average shard (estimated cost): {}", report.join(", "));
+    eprintln!(
+        "slot-spider worst/average shard (estimated cost): {}",
+        report.join(", ")
+    );
 }
 
 #[test]
@@ -123,11 +150,19 @@ fn shard_hashes_only_its_own_databases() {
     let (ok, text) = toolforge(&["slot-spider", "--plan", "--shards", "4", "--store", s(&store)], &[]);
     assert!(ok, "{text}");
     let items = planned(&text);
-    let mine: BTreeMap<&String, &String> = items.iter().filter(|(_, (_, sh))| *sh == 1).map(|(n, (d, _))| (n, d)).collect();
+    let mine: BTreeMap<&String, &String> = items
+        .iter()
+        .filter(|(_, (_, sh))| *sh == 1)
+        .map(|(n, (d, _))| (n, d))
+        .collect();
     let dbs: BTreeSet<&String> = mine.values().copied().collect();
     let bytes: u64 = dbs
         .iter()
-        .map(|d| std::fs::metadata(spider().join(format!("database/{d}/{d}.sqlite"))).unwrap().len())
+        .map(|d| {
+            std::fs::metadata(spider().join(format!("database/{d}/{d}.sqlite")))
+                .unwrap()
+                .len()
+        })
         .sum();
     assert!(!mine.is_empty() && dbs.len() < 20, "{text}");
     let (ok, text) = toolforge(&["slot-spider", "--store", s(&store), "--shard", "1/4"], &[]);
@@ -136,7 +171,11 @@ fn shard_hashes_only_its_own_databases() {
     assert_eq!(count_before(&text, "database bytes hashed"), bytes, "{text}");
     assert_eq!(count_before(&text, "reads"), mine.len() as u64 + 1, "{text}");
     assert_eq!(count_before(&text, "items computed"), mine.len() as u64, "{text}");
-    assert_eq!(count_before(&text, "left to other shards"), (items.len() - mine.len()) as u64, "{text}");
+    assert_eq!(
+        count_before(&text, "left to other shards"),
+        (items.len() - mine.len()) as u64,
+        "{text}"
+    );
 }
 
 #[test]
@@ -154,7 +193,10 @@ fn merge_uses_plan_digests_without_hashing() {
 fn stale_plan_for_own_item_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let corpus = tmp.path().join("spider");
-    let copy = Command::new("cp").args(["-r", s(&spider()), s(&corpus)]).status().unwrap();
+    let copy = Command::new("cp")
+        .args(["-r", s(&spider()), s(&corpus)])
+        .status()
+        .unwrap();
     assert!(copy.success());
     let env = [("TOOLFORGE_SPIDER_DEV", s(&corpus))];
     let store = tmp.path().join("store");
@@ -162,7 +204,11 @@ fn stale_plan_for_own_item_is_refused() {
     assert!(ok, "{text}");
     let items = planned(&text);
     let of = |shard: u64| -> BTreeSet<String> {
-        items.values().filter(|(_, sh)| *sh == shard).map(|(d, _)| d.clone()).collect()
+        items
+            .values()
+            .filter(|(_, sh)| *sh == shard)
+            .map(|(d, _)| d.clone())
+            .collect()
     };
     let (own, other) = (of(0), of(1));
     let rewrite = |db: &str| {
@@ -182,5 +228,8 @@ fn stale_plan_for_own_item_is_refused() {
     let path = rewrite(own.iter().next().unwrap());
     let (ok, text) = toolforge(&["slot-spider", "--store", s(&store), "--shard", "0/4"], &env);
     assert!(!ok, "{text}");
-    assert!(text.contains("stale plan") && text.contains(s(&path)) && text.contains("--plan"), "{text}");
+    assert!(
+        text.contains("stale plan") && text.contains(s(&path)) && text.contains("--plan"),
+        "{text}"
+    );
 }

@@ -41,6 +41,7 @@ use serde::Serialize;
 
 pub use fault::Fault;
 pub use files::{hash_file, sweep_stale_dirs, write_atomic};
+pub use plan::shard_of;
 
 /// Errors of the store layer: IO on the store directory, or an object store request.
 #[derive(Debug, thiserror::Error)]
@@ -193,12 +194,6 @@ pub enum Scope {
     StoredOnly,
 }
 
-/// The shard (0-based, below `count`) an entry digest belongs to: the first 16 hex digits of the
-/// blake3 digest as a number, modulo `count`. Uniform because blake3 is.
-pub fn shard_of(digest: &str, count: u64) -> u64 {
-    u64::from_str_radix(&digest[..16.min(digest.len())], 16).unwrap_or(0) % count.max(1)
-}
-
 /// A stage item that a [`Scope::StoredOnly`] build needed and did not find in the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Missing {
@@ -343,11 +338,16 @@ impl Store {
     /// neither hashes its inputs nor reads its entry, and the item is counted in
     /// [`Store::skipped`]. `false` for an item the assignment does not know (its key decides).
     pub fn leaves(&self, item: &str) -> bool {
-        let Scope::Shard { index, .. } = self.scope else { return false };
+        let Scope::Shard { index, .. } = self.scope else {
+            return false;
+        };
         if self.others_read {
             return false;
         }
-        let other = self.assignment().and_then(|a| a.shard(item)).is_some_and(|s| s != index);
+        let other = self
+            .assignment()
+            .and_then(|a| a.shard(item))
+            .is_some_and(|s| s != index);
         if other {
             self.skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }

@@ -6,7 +6,8 @@
 //! talk to another. The rule (Graham's LPT): items by cost, largest first (ties by name), each to
 //! the shard with the smallest load so far (ties by the lower index). A group (a database, the
 //! name the later per-group stages claim with) goes to the shard of its largest item (the first
-//! of its items placed), so a group's later items run where one of its batches ran.
+//! of its items placed), so a group's later items run where one of its batches ran. Names the
+//! assignment does not know go by their key digest ([`shard_of`]).
 
 use std::collections::BTreeMap;
 
@@ -88,6 +89,12 @@ pub fn worst_over_average(loads: &[u64]) -> f64 {
     worst / (total as f64 / loads.len() as f64)
 }
 
+/// The shard (0-based, below `count`) an entry digest belongs to: the first 16 hex digits of the
+/// blake3 digest as a number, modulo `count`. Uniform because blake3 is.
+pub fn shard_of(digest: &str, count: u64) -> u64 {
+    u64::from_str_radix(&digest[..16.min(digest.len())], 16).unwrap_or(0) % count.max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,11 +110,14 @@ mod tests {
     /// A synthetic corpus of 100 databases: log-normal file sizes (median 1 MB, σ = 1.5: from
     /// kilobytes to over 100 MB, as Spider's and BIRD's databases spread) and 4 to 300 questions,
     /// deterministic (a seeded LCG), split into batches of at most 16 questions as the
-    /// text-to-SQL compile splits them (`batched`), else one item per database.
+    /// text-to-SQL compile splits them (`batched`), else one item per database; a batch costs
+    /// bytes × (questions + 4), as the compile estimates it.
     fn synthetic(batched: bool) -> Vec<Item> {
         let mut state: u64 = 34;
         let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
         };
         let mut items = Vec::new();
@@ -122,7 +132,7 @@ mod tests {
             while left > 0 {
                 let n = left.min(per);
                 let name = if batched { format!("{db}#{b}") } else { db.clone() };
-                items.push(item(&name, &db, bytes * n));
+                items.push(item(&name, &db, bytes * (n + 4)));
                 left -= n;
                 b += 1;
             }
@@ -137,7 +147,7 @@ mod tests {
         let mut hashed = vec![0u64; 16];
         for it in &whole {
             let digest = blake3::hash(it.name.as_bytes()).to_hex().to_string();
-            hashed[super::super::shard_of(&digest, 16) as usize] += it.cost;
+            hashed[shard_of(&digest, 16) as usize] += it.cost;
         }
         let before = worst_over_average(&hashed);
         let per_db = Assignment::pack(&whole, 16).worst_over_average();
@@ -158,7 +168,12 @@ mod tests {
 
     #[test]
     fn packing_is_deterministic_and_ties_go_by_item_name() {
-        let items = vec![item("b", "g", 5), item("a", "g", 5), item("c", "h", 3), item("d", "h", 3)];
+        let items = vec![
+            item("b", "g", 5),
+            item("a", "g", 5),
+            item("c", "h", 3),
+            item("d", "h", 3),
+        ];
         let a = Assignment::pack(&items, 2);
         // `a` (tie with `b`, first by name) takes shard 0, `b` shard 1; `c` then the lighter…
         assert_eq!(a.shard("a"), Some(0));

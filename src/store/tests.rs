@@ -120,7 +120,11 @@ fn claim_follows_the_assignment_for_planned_items_and_their_groups() {
         store.assign(&items);
         for name in ["big#0", "big#1", "small", "big"] {
             // The digest would say otherwise for some: the plan decides for the names it knows.
-            assert_eq!(store.claim(&key(7), name), mine.contains(&name), "shard {index}: {name}");
+            assert_eq!(
+                store.claim(&key(7), name),
+                mine.contains(&name),
+                "shard {index}: {name}"
+            );
             assert_eq!(store.leaves(name), !mine.contains(&name), "shard {index}: {name}");
         }
         // A name the plan does not know (an LLM request) goes by its key's digest.

@@ -138,7 +138,11 @@ mod tests {
             assert!(b.questions.len() <= BATCH_QUESTIONS || b.questions.iter().all(|x| x.sql == "SELECT big"));
             for x in &b.questions {
                 // Every question with this SQL text is in this batch.
-                assert!(qs.iter().filter(|y| y.sql == x.sql).all(|y| b.questions.iter().any(|z| z.id == y.id)));
+                assert!(
+                    qs.iter()
+                        .filter(|y| y.sql == x.sql)
+                        .all(|y| b.questions.iter().any(|z| z.id == y.id))
+                );
             }
             seen += b.questions.len();
         }

@@ -152,7 +152,11 @@ pub fn quick_build_key(recipe: &Recipe, source: &ResolvedSource) -> Result<Strin
             let db_hash = file_hash(&db_path(source, db_id)).ok();
             super::batch::batches(db_id, qs, whole)
                 .iter()
-                .map(|b| db_key(recipe, source, &inputs.spider, db_id, &b.questions, db_hash.clone()).key.digest())
+                .map(|b| {
+                    db_key(recipe, source, &inputs.spider, db_id, &b.questions, db_hash.clone())
+                        .key
+                        .digest()
+                })
                 .collect()
         })
         .collect();

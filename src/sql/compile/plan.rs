@@ -125,9 +125,16 @@ fn short(h: Option<&str>) -> String {
     h.map_or_else(|| "none (unreadable)".into(), |h| format!("{}…", &h[..12.min(h.len())]))
 }
 
+/// Question-equivalents a batch costs beyond its questions (opening the database, loading its
+/// schema, the numeric-reading copies of its tables), measured on Spider dev (CPU of each
+/// database alone, one item against batches of 16: wta_1 +0.035 s a batch, 5 questions' worth;
+/// world_1 and car_1 about 4).
+const BATCH_OVERHEAD: u64 = 4;
+
 /// The stage items of a build ([`super::batch`]: every database's question batches, in database
 /// then batch order) and each one's estimated cost: the database file's bytes (a stat, no
-/// hashing; at least 1) × the batch's questions.
+/// hashing; at least 1) × (the batch's questions + [`BATCH_OVERHEAD`]). Measured on Spider dev,
+/// a database's CPU is about 7e-9 s × bytes × questions (4e-9 to 1.4e-8 over its 20 databases).
 pub(super) fn items<'q>(
     recipe: &Recipe,
     source: &ResolvedSource,
@@ -142,7 +149,7 @@ pub(super) fn items<'q>(
             items.push(Item {
                 name: b.name.clone(),
                 group: db_id.clone(),
-                cost: bytes.saturating_mul(b.questions.len() as u64),
+                cost: bytes.saturating_mul(b.questions.len() as u64 + BATCH_OVERHEAD),
             });
             batches.push(b);
         }

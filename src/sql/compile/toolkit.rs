@@ -8,10 +8,10 @@ use serde_json::json;
 use crate::corpus::Descriptions;
 use crate::dataset::{Build, Example};
 use crate::recipe::ToolPool;
-use crate::tools::reference;
 use crate::sql::{self, schema::Schema};
 use crate::tools::Toolkit;
 use crate::tools::pool::{KeyDescription, slot_tools};
+use crate::tools::reference;
 use crate::tools::sel::sel_tools;
 use crate::tools::table::safe_name;
 
@@ -152,4 +152,3 @@ pub(super) fn ratio(a: usize, b: usize, places: i32) -> f64 {
     let scale = 10f64.powi(places);
     (a as f64 / b as f64 * scale).round() / scale
 }
-
