@@ -102,7 +102,17 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         Scope::All => None,
         _ => plan::read(store, &plan::plan_key(&recipe, &source, &questions_hash)),
     };
-    let hashes = plan::Hashes::new(store, planned, by_db.keys().cloned());
+    // Another shard's item by the plan is neither hashed nor read here; the databases of the
+    // others are hashed once each, before the items run (no lock held across rayon work).
+    let ours: Vec<bool> = batches.iter().map(|b| !store.leaves(&b.name)).collect();
+    let dbs: std::collections::BTreeSet<&str> = batches
+        .iter()
+        .zip(&ours)
+        .filter(|(_, o)| **o)
+        .map(|(b, _)| b.db_id)
+        .collect();
+    let paths = dbs.into_iter().map(|d| (d.to_string(), key::db_path(&source, d)));
+    let hashes = plan::hashes(store, planned.as_ref(), paths.collect())?;
     let bar = progress_bar(progress, batches.len() as u64, "items");
     // Largest item first (estimated cost), from one queue the threads take from as they free up
     // (`par_bridge`): the longest stages start first and the threads finish together. By name,
@@ -110,20 +120,16 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     let mut order: Vec<(usize, &batch::Batch)> = batches.iter().enumerate().collect();
     order.sort_by_key(|(i, _)| std::cmp::Reverse(items[*i].cost));
     type Done = (usize, DbStage, String, Option<String>, bool, (Shown, RestShown));
-    let results: Vec<Result<Done, BuildError>> = order
+    let mut results: Vec<Done> = order
         .into_iter()
         .par_bridge()
         .filter_map(|(i, b)| {
             let db_id = b.db_id;
-            // Another shard's item by the plan: neither hashed nor read here.
-            if store.leaves(&b.name) {
+            if !ours[i] {
                 bar.inc(1);
                 return None;
             }
-            let db_hash = match hashes.resolve(db_id, &key::db_path(&source, db_id)) {
-                Ok(h) => h,
-                Err(e) => return Some(Err(e)),
-            };
+            let db_hash = hashes.get(db_id).cloned().flatten();
             let key::DbKey {
                 db_path,
                 db_hash,
@@ -135,7 +141,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             let decode = |b: &[u8]| DbStage::decode(b).ok_or_else(|| "not a database stage".to_string());
             if let Some(stage) = store.load(&key, decode) {
                 bar.inc(1);
-                return Some(Ok((i, stage, digest, db_hash, true, Default::default())));
+                return Some((i, stage, digest, db_hash, true, Default::default()));
             }
             // Another shard's item (`--shard`), or one a merge did not find (`--merge`).
             if !store.claim(&key, &b.name) {
@@ -148,10 +154,9 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             let (bytes, stage) = stage.encode();
             let _ = store.put(&key, &bytes);
             bar.inc(1);
-            Some(Ok((i, stage, digest, db_hash, false, (shown, rest_shown))))
+            Some((i, stage, digest, db_hash, false, (shown, rest_shown)))
         })
         .collect();
-    let mut results = results.into_iter().collect::<Result<Vec<Done>, BuildError>>()?;
     results.sort_by_key(|r| r.0);
     bar.finish_and_clear();
     let mut parts: BTreeMap<String, Vec<DbStage>> = BTreeMap::new();

@@ -9,14 +9,13 @@
 //! database's file length and blake3 ([`PlanEntry`]).
 //!
 //! Who trusts it: a shard hashes its own databases itself and fails when one differs from the
-//! plan ([`Hashes::resolve`]: the file is named with the hint to re-plan), so a stale plan never
+//! plan ([`hashes`]: the file is named with the hint to re-plan), so a stale plan never
 //! gives a shard's own item a stale key; a merge takes the plan's hash of a database whose length
 //! is the planned one (it reads entries only: a changed file it would not notice is a changed
 //! file no shard computed), and hashes the others.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -68,57 +67,47 @@ pub(super) fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
-/// The database hashes of one build: each database's file hashed at most once, when an item of
-/// it is computed or read here, checked against or taken from the plan (module docs).
-pub(super) struct Hashes<'a> {
-    plan: Option<PlanEntry>,
-    store: &'a Store,
-    memo: BTreeMap<String, OnceLock<Result<Option<String>, String>>>,
-}
-
-impl<'a> Hashes<'a> {
-    /// The hashes of the databases `db_ids`, with the plan `plan` (if found) and the store whose
-    /// scope says whether the plan is checked (a shard) or trusted (a merge).
-    pub fn new(store: &'a Store, plan: Option<PlanEntry>, db_ids: impl Iterator<Item = String>) -> Hashes<'a> {
-        Hashes {
-            plan,
-            store,
-            memo: db_ids.map(|d| (d, OnceLock::new())).collect(),
-        }
-    }
-
-    /// The hash of database `db_id`'s file `path` (`None`: it does not read). A merge takes the
-    /// plan's hash when the file has the planned length; otherwise the file is hashed (counted,
-    /// [`Store::note_hashed`]). Errors: a shard's own database that differs from the plan (the
-    /// message names the file and says to re-plan).
-    pub fn resolve(&self, db_id: &str, path: &Path) -> Result<Option<String>, BuildError> {
-        let cell = self.memo.get(db_id).expect("every database is listed");
-        let got = cell.get_or_init(|| {
-            let planned = self.plan.as_ref().and_then(|p| p.databases.get(db_id));
-            if self.store.scope() == Scope::StoredOnly {
-                if let Some(p) = planned.filter(|p| p.bytes == file_len(path)) {
-                    return Ok(p.hash.clone());
+/// The hashes of the databases `dbs` (id, file) this build computes or reads items of, each
+/// file hashed once, in parallel, and checked against or taken from the plan `plan` as the
+/// store's scope says (module docs): a merge takes the plan's hash of a file with the planned
+/// length; every hash made is counted ([`Store::note_hashed`]). `None` for a file that does
+/// not read.
+///
+/// Errors: a shard's own database that differs from the plan ([`BuildError::StalePlan`], naming
+/// the file and saying to re-plan).
+pub(super) fn hashes(
+    store: &Store,
+    plan: Option<&PlanEntry>,
+    dbs: Vec<(String, PathBuf)>,
+) -> Result<BTreeMap<String, Option<String>>, BuildError> {
+    dbs.into_par_iter()
+        .map(|(db_id, path)| {
+            let planned = plan.and_then(|p| p.databases.get(&db_id));
+            if store.scope() == Scope::StoredOnly {
+                if let Some(p) = planned.filter(|p| p.bytes == file_len(&path)) {
+                    return Ok((db_id, p.hash.clone()));
                 }
             }
-            let hash = super::key::file_hash(path).ok();
+            let hash = super::key::file_hash(&path).ok();
             if hash.is_some() {
-                self.store.note_hashed(file_len(path));
+                store.note_hashed(file_len(&path));
             }
             match planned {
-                Some(p) if matches!(self.store.scope(), Scope::Shard { .. }) && p.hash != hash => Err(format!(
-                    "{}: the file is not the one planned (blake3 {} in the plan, {} now); re-plan with `toolforge build RECIPE --plan` before running the shards",
-                    path.display(),
-                    short(p.hash.as_deref()),
-                    short(hash.as_deref())
-                )),
-                _ => Ok(hash),
+                Some(p) if matches!(store.scope(), Scope::Shard { .. }) && p.hash != hash => {
+                    Err(BuildError::StalePlan {
+                        detail: format!(
+                            "{}: the file is not the one planned (blake3 {} in the plan, {} now); re-plan with `toolforge build RECIPE --plan` before running the shards",
+                            path.display(),
+                            short(p.hash.as_deref()),
+                            short(hash.as_deref())
+                        ),
+                        path,
+                    })
+                }
+                _ => Ok((db_id, hash)),
             }
-        });
-        got.clone().map_err(|detail| BuildError::StalePlan {
-            path: PathBuf::from(path),
-            detail,
         })
-    }
+        .collect()
 }
 
 fn short(h: Option<&str>) -> String {
