@@ -326,6 +326,15 @@ pub enum BuildError {
         /// The stage name of the item's key.
         stage: String,
     },
+    /// A shard's own input file differs from the stored plan's (`toolforge build --plan`): the
+    /// plan is stale and must be made again.
+    #[error("stale plan: {detail}")]
+    StalePlan {
+        /// The input file (a database) that changed.
+        path: std::path::PathBuf,
+        /// What differs, with the hint to re-plan.
+        detail: String,
+    },
     /// Recipe and source do not fit together.
     #[error("recipe {recipe}: format {format:?} cannot be built from source {source_name} (format {source_format:?})")]
     Mismatch {

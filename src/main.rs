@@ -7,10 +7,7 @@ use clap::{Parser, Subcommand};
 /// toolforge: compile annotated corpora (text-to-SQL, NLU, dialogue) into verified
 /// tool-calling datasets, and serve their tools live.
 #[derive(Parser)]
-#[command(
-    version,
-    about,
-    long_about = None,
+#[command(version, about, long_about = None,
     after_help = "Each command's flags: `toolforge <command> --help` (e.g. `toolforge serve --help`).\n\
                   Recipes are `recipes/<name>.toml` of the project (found from any directory);\n\
                   corpora are looked up as each `sources/<name>.toml` says (../shared/corpora or $TOOLFORGE_*)."
@@ -42,6 +39,12 @@ enum Command {
         /// every item missing from it (give N to also name each item's shard).
         #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
         merge: Option<u64>,
+        /// Hash the inputs once, store the plan, print the assignment over `--shards N` shards.
+        #[arg(long, conflicts_with_all = ["shard", "merge"])]
+        plan: bool,
+        /// With `--plan`: the shard count (default 1).
+        #[arg(long, value_name = "N", requires = "plan", value_parser = clap::value_parser!(u64).range(1..))]
+        shards: Option<u64>,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -514,6 +517,8 @@ fn main() -> ExitCode {
             store,
             shard,
             merge,
+            plan,
+            shards,
             quiet,
             no_html,
         } => recipe_path(&recipe).map_err(anyhow::Error::from).and_then(|path| {
@@ -523,6 +528,7 @@ fn main() -> ExitCode {
                 progress: !quiet,
                 shard,
                 merge,
+                plan: plan.then(|| shards.unwrap_or(1)),
                 no_html,
             };
             toolforge::pipeline::build(&path, &opts)

@@ -197,6 +197,9 @@ pub struct BuildOptions {
     /// `--merge`: compute nothing, emit from the store; fail naming the missing items. The value
     /// is the shard count when known (to name each missing item's shard), else 0.
     pub merge: Option<u64>,
+    /// `--plan [--shards N]`: hash the inputs once, store the plan, print the assignment over N
+    /// shards ([`plan`]); computes no stage.
+    pub plan: Option<u64>,
     /// `--no-html`: write no page (`report/index.html`, [`crate::emit::html`]).
     pub no_html: bool,
 }
@@ -228,11 +231,17 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 /// items missing from the store (each named with its stage and item, e.g. the database).
 pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     let start = Instant::now();
+    if let Some(shards) = opts.plan {
+        return plan(recipe_path, opts.store.as_deref(), shards);
+    }
     if let Some((index, count)) = opts.shard {
-        let store = open_store(recipe_path, opts.store.as_deref())?.with_scope(Scope::Shard { index, count });
         let (recipe, source) = load_recipe(recipe_path)?;
         let name = recipe.name.clone();
         let llm_stage = llm_stage_configured(&recipe, &source);
+        // A shard reads only its own items, unless its LLM stages need the whole build.
+        let store = open_store(recipe_path, opts.store.as_deref())?
+            .with_scope(Scope::Shard { index, count })
+            .with_others_read(llm_stage);
         // The LLM stages need the whole compiled build: they run (each shard sending its share of
         // the requests) once every compile item is in the store, i.e. in a second round.
         let waiting = match compile_family(recipe, source, &store, opts.progress) {
@@ -265,8 +274,8 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
         }
     }
     let mut store = open_store(recipe_path, opts.store.as_deref())?;
-    if opts.merge.is_some() {
-        store = store.with_scope(Scope::StoredOnly);
+    if let Some(shards) = opts.merge {
+        store = store.with_scope(Scope::StoredOnly).with_merge_shards(shards);
     }
     let compiled = compile_with(recipe_path, &store, opts.progress);
     if opts.merge.is_some() {
@@ -330,17 +339,35 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     Ok(text)
 }
 
-/// `store <location>: R reads (H hits), W writes`.
+/// `store <location>: R reads (H hits), W writes; B database bytes hashed`.
 fn requests_line(store: &Store) -> String {
     use std::sync::atomic::Ordering::Relaxed;
     let r = store.requests();
     format!(
-        "store {}: {} reads ({} hits), {} writes",
+        "store {}: {} reads ({} hits), {} writes; {} database bytes hashed",
         store.describe(),
         r.reads.load(Relaxed),
         r.hits.load(Relaxed),
-        r.writes.load(Relaxed)
+        r.writes.load(Relaxed),
+        store.hashed()
     )
+}
+
+/// `toolforge build RECIPE --plan [--shards N]`: a text-to-SQL recipe's plan entry written and
+/// its items' assignment over `shards` shards ([`crate::sql::compile::plan`]); a seq, catalog or
+/// BFCL recipe is one item and has nothing to plan. Errors: recipe, corpus and store errors.
+fn plan(recipe_path: &Path, store: Option<&str>, shards: u64) -> Result<String> {
+    let (recipe, source) = load_recipe(recipe_path)?;
+    if !(["slot", "sel", "rest"].contains(&recipe.format.as_str())
+        && crate::recipe::is_sql_source(&source.manifest.format))
+    {
+        return Ok(format!(
+            "plan of {}: one item (the whole conversion), nothing to plan",
+            recipe.name
+        ));
+    }
+    let store = open_store(recipe_path, store)?;
+    Ok(crate::sql::compile::plan(&recipe, &source, &store, shards)?)
 }
 
 /// The line a shard prints when its LLM requests wait for the other shards' compile items (the

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use toolforge::store::{Lookup, StageKey, Store, entry, shard_of};
+use toolforge::store::{Lookup, StageKey, Store, entry};
 
 const RECIPE: &str = "slot-spider";
 
@@ -113,6 +113,25 @@ fn entries(store: &Path) -> Vec<(String, PathBuf)> {
     }
     all.sort();
     all
+}
+
+/// The shard (of 2) that computes the item whose entry is `digest`: the plan's assignment
+/// (`--plan --shards 2`, whose item lines end with the key digest), issue 34.
+fn shard_of(digest: &str, _count: u64) -> u64 {
+    let store = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+        .args(["build", RECIPE, "--quiet", "--plan", "--shards", "2", "--store"])
+        .arg(store.path())
+        .env_remove("TOOLFORGE_STORE")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("item ") && l.ends_with(digest))
+        .unwrap_or_else(|| panic!("{digest} in the plan: {text}"));
+    let w: Vec<&str> = line.split_whitespace().collect();
+    w[w.iter().position(|x| *x == "shard").unwrap() + 1].parse().unwrap()
 }
 
 /// Shards 0/2 and 1/2 of [`RECIPE`] into a fresh local store; returns it.

@@ -41,24 +41,27 @@ use crate::dataset::{Build, BuildError, Drop, Example, Outcome, build_key};
 use crate::progress::progress_bar;
 use crate::recipe::{Recipe, ResolvedSource, ToolPool};
 use crate::sql::{self, rest::Template, schema::Schema};
-use crate::store::Store;
+use crate::store::{Scope, Store};
 use crate::tools::executor::{Executor, Session, Value};
 use crate::tools::pool::{KeyDescription, slot_tools};
 use crate::tools::reference;
 use crate::tools::rest::{Endpoint, name_endpoints};
-use crate::tools::sel::{bind, sel_tools};
+use crate::tools::sel::bind;
 use crate::tools::table;
 use crate::tools::{Call, Toolkit};
 use crate::verify::{self, Answer};
 
+mod batch;
 mod endpoints;
 mod key;
+mod plan;
 mod rest;
 mod same_sql;
 mod stage;
 mod toolkit;
 
 pub use self::key::quick_build_key;
+pub use self::plan::plan;
 
 use self::rest::{RestCounts, rename_across_databases, rest_shown_calls, rest_summary};
 use self::stage::DbStage;
@@ -67,7 +70,12 @@ use self::toolkit::{Toolkits, key_descriptions, toolkit};
 /// Version of the compile stage; bump when its output for the same inputs changes.
 pub const COMPILE_VERSION: u32 = 6;
 
-/// Runs the per-database compile stages of a text-to-SQL recipe (from the store where possible).
+/// Runs the compile stages of a text-to-SQL recipe, one per item (a batch of a database's
+/// questions, [`batch`]), from the store where possible; a shard computes the items the store's
+/// assignment gives it ([`plan::items`], [`Store::assign`]) and hashes only their databases.
+///
+/// Errors: the questions or `tables.json` do not read; a shard's own database differs from the
+/// stored plan ([`BuildError::StalePlan`]).
 pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: bool) -> Result<Build, BuildError> {
     // The questions are read while the questions file and the executable (the stage keys'
     // `code`) are hashed.
@@ -83,57 +91,81 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         bad_records,
         spider,
     } = inputs?;
+    let questions_hash = questions_hash?;
     let mut source_hashes = BTreeMap::new();
-    source_hashes.insert("questions".to_string(), questions_hash?);
-    let bar = progress_bar(progress, by_db.len() as u64, "databases");
-    // Largest stage first (database bytes × questions), from one queue the threads take from as
-    // they free up (`par_bridge`): the longest stages start first and the threads finish
-    // together. By name, Spider dev's largest database came last and ran alone (issue 17).
-    let mut order: Vec<(&String, &Vec<Question>)> = by_db.iter().collect();
-    order.sort_by_cached_key(|(db_id, qs)| {
-        let bytes = std::fs::metadata(key::db_path(&source, db_id)).map_or(0, |m| m.len());
-        std::cmp::Reverse(bytes.saturating_mul(qs.len() as u64))
-    });
-    let mut results: Vec<(String, DbStage, String, Option<String>, bool, (Shown, RestShown))> = order
+    source_hashes.insert("questions".to_string(), questions_hash.clone());
+    // The items (question batches) and their estimated costs, placed over the shards before any
+    // file is hashed; the plan entry (if any) gives or checks the database hashes.
+    let (batches, items) = plan::items(&recipe, &source, &by_db);
+    store.assign(&items);
+    let planned = match store.scope() {
+        Scope::All => None,
+        _ => plan::read(store, &plan::plan_key(&recipe, &source, &questions_hash)),
+    };
+    // Another shard's item by the plan is neither hashed nor read here; the databases of the
+    // others are hashed once each, before the items run (no lock held across rayon work).
+    let ours: Vec<bool> = batches.iter().map(|b| !store.leaves(&b.name)).collect();
+    let dbs: std::collections::BTreeSet<&str> = batches
+        .iter()
+        .zip(&ours)
+        .filter(|(_, o)| **o)
+        .map(|(b, _)| b.db_id)
+        .collect();
+    let paths = dbs.into_iter().map(|d| (d.to_string(), key::db_path(&source, d)));
+    let hashes = plan::hashes(store, planned.as_ref(), paths.collect())?;
+    let bar = progress_bar(progress, batches.len() as u64, "items");
+    // Largest item first (estimated cost), from one queue the threads take from as they free up
+    // (`par_bridge`): the longest stages start first and the threads finish together. By name,
+    // Spider dev's largest database came last and ran alone (issue 17).
+    let mut order: Vec<(usize, &batch::Batch)> = batches.iter().enumerate().collect();
+    order.sort_by_key(|(i, _)| std::cmp::Reverse(items[*i].cost));
+    type Done = (usize, DbStage, String, Option<String>, bool, (Shown, RestShown));
+    let mut results: Vec<Done> = order
         .into_iter()
         .par_bridge()
-        .filter_map(|(db_id, qs)| {
+        .filter_map(|(i, b)| {
+            let db_id = b.db_id;
+            if !ours[i] {
+                bar.inc(1);
+                return None;
+            }
+            let db_hash = hashes.get(db_id).cloned().flatten();
             let key::DbKey {
                 db_path,
                 db_hash,
                 descriptions,
                 key,
-            } = key::db_key(&recipe, &source, &spider, db_id, qs);
+            } = key::db_key(&recipe, &source, &spider, db_id, &b.questions, db_hash);
             let digest = key.digest();
             // An entry that does not decode is removed and recomputed below (`Store::load`).
             let decode = |b: &[u8]| DbStage::decode(b).ok_or_else(|| "not a database stage".to_string());
             if let Some(stage) = store.load(&key, decode) {
                 bar.inc(1);
-                return Some((db_id.clone(), stage, digest, db_hash, true, Default::default()));
+                return Some((i, stage, digest, db_hash, true, Default::default()));
             }
-            // Another shard's database (`--shard`), or one a merge did not find (`--merge`).
-            if !store.claim(&key, db_id) {
+            // Another shard's item (`--shard`), or one a merge did not find (`--merge`).
+            if !store.claim(&key, &b.name) {
                 bar.inc(1);
                 return None;
             }
+            let qs = &b.questions;
             let (stage, shown, rest_shown) =
                 compile_db(&recipe, &source, db_id, qs, &db_path, db_hash.is_some(), &descriptions);
             let (bytes, stage) = stage.encode();
             let _ = store.put(&key, &bytes);
             bar.inc(1);
-            Some((db_id.clone(), stage, digest, db_hash, false, (shown, rest_shown)))
+            Some((i, stage, digest, db_hash, false, (shown, rest_shown)))
         })
         .collect();
-    results.sort_by(|a, b| a.0.cmp(&b.0));
+    results.sort_by_key(|r| r.0);
     bar.finish_and_clear();
-    let mut outcomes = BTreeMap::new();
-    let mut endpoints: Vec<Endpoint> = Vec::new();
-    let mut counts = RestCounts::default();
+    let mut parts: BTreeMap<String, Vec<DbStage>> = BTreeMap::new();
     let mut digests = Vec::new();
     let (mut hits, mut misses) = (0, 0);
     let mut shown = std::collections::HashMap::new();
     let mut rest_shown = std::collections::HashMap::new();
-    for (db, stage, digest, db_hash, hit, (db_shown, db_rest_shown)) in results {
+    for (i, stage, digest, db_hash, hit, (db_shown, db_rest_shown)) in results {
+        let db = batches[i].db_id.to_string();
         shown.extend(db_shown);
         rest_shown.extend(db_rest_shown);
         if let Some(h) = db_hash {
@@ -145,6 +177,13 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
             misses += 1
         }
         digests.push(digest);
+        parts.entry(db).or_default().push(stage);
+    }
+    let mut outcomes = BTreeMap::new();
+    let mut endpoints: Vec<Endpoint> = Vec::new();
+    let mut counts = RestCounts::default();
+    for (db, parts) in parts {
+        let stage = batch::assemble(parts, &by_db[&db], &recipe.name);
         endpoints.extend(stage.endpoints);
         counts.by_text += stage.rest.by_text;
         counts.merged += stage.rest.merged;
@@ -172,42 +211,11 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         shown,
     };
     match build.recipe.format.as_str() {
-        "sel" => sel_summary(&mut build),
+        "sel" => toolkit::sel_summary(&mut build),
         "rest" => rest_summary(&mut build, &endpoints, counts),
         _ => {}
     }
     Ok(build)
-}
-
-/// SEL: dataset catalog and the tools-per-query numbers (the paper: 1256 tools, ~49 per query).
-fn sel_summary(build: &mut Build) {
-    build.catalog = if build.recipe.tool_pool == ToolPool::Reference {
-        reference::sel::tools(None)
-    } else {
-        sel_tools(None)
-    };
-    let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
-    let mut names = std::collections::HashSet::new();
-    let mut total = 0;
-    for e in &examples {
-        total += e.tools.len();
-        for t in e.tools.iter() {
-            names.insert((e.db_id.as_deref().unwrap_or_default(), t.name.as_str()));
-        }
-    }
-    build.stats.insert("distinct_tools".into(), json!(names.len()));
-    build
-        .stats
-        .insert("tools_per_query".into(), json!(ratio(total, examples.len(), 1)));
-}
-
-/// `a / b` rounded to `places` decimals (0 when `b` is 0), for report numbers.
-fn ratio(a: usize, b: usize, places: i32) -> f64 {
-    if b == 0 {
-        return 0.0;
-    }
-    let scale = 10f64.powi(places);
-    (a as f64 / b as f64 * scale).round() / scale
 }
 
 fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbStage {

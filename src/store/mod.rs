@@ -32,6 +32,7 @@ pub mod entry;
 pub mod fault;
 mod files;
 pub mod local;
+pub mod plan;
 pub mod s3;
 
 use std::path::{Path, PathBuf};
@@ -40,6 +41,7 @@ use serde::Serialize;
 
 pub use fault::Fault;
 pub use files::{hash_file, sweep_stale_dirs, write_atomic};
+pub use plan::shard_of;
 
 /// Errors of the store layer: IO on the store directory, or an object store request.
 #[derive(Debug, thiserror::Error)]
@@ -179,7 +181,8 @@ pub enum Scope {
     /// Every item missing from the store is computed (a single-machine build).
     #[default]
     All,
-    /// Only the items whose key digest falls in shard `index` of `count` ([`shard_of`]).
+    /// Only shard `index` of `count`'s items: those the [`plan::Assignment`] given to
+    /// [`Store::assign`] places there, the others by key digest ([`shard_of`]).
     Shard {
         /// 0-based shard index, below `count`.
         index: u64,
@@ -189,12 +192,6 @@ pub enum Scope {
     /// Nothing is computed: every item must be in the store (the merge after sharded builds);
     /// the missing ones are recorded in [`Store::missing`].
     StoredOnly,
-}
-
-/// The shard (0-based, below `count`) an entry digest belongs to: the first 16 hex digits of the
-/// blake3 digest as a number, modulo `count`. Uniform because blake3 is.
-pub fn shard_of(digest: &str, count: u64) -> u64 {
-    u64::from_str_radix(&digest[..16.min(digest.len())], 16).unwrap_or(0) % count.max(1)
 }
 
 /// A stage item that a [`Scope::StoredOnly`] build needed and did not find in the store.
@@ -239,6 +236,14 @@ pub struct Store {
     /// finds an entry present checks it instead of trusting it ([`Store::put`]).
     rejected: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     requests: std::sync::Arc<Requests>,
+    /// The shard of each planned item and group ([`Store::assign`]; shared by clones).
+    assignment: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<plan::Assignment>>>>,
+    /// The shard count a [`Scope::StoredOnly`] merge names missing items' shards with (0: none).
+    merge_shards: u64,
+    /// Whether a shard reads other shards' items ([`Store::with_others_read`]).
+    others_read: bool,
+    /// Database (input) bytes hashed by this build's stages ([`Store::note_hashed`]).
+    hashed: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -282,7 +287,90 @@ impl Store {
             errors: Default::default(),
             rejected: Default::default(),
             requests: Default::default(),
+            assignment: Default::default(),
+            merge_shards: 0,
+            others_read: false,
+            hashed: Default::default(),
         }
+    }
+
+    /// This store naming, in a merge, each missing item's shard of `count` (0: none).
+    pub fn with_merge_shards(mut self, count: u64) -> Store {
+        self.merge_shards = count;
+        self
+    }
+
+    /// The shard count items are placed over: the [`Scope::Shard`] count, a merge's
+    /// [`Store::with_merge_shards`] count, else `None` (a single build places nothing).
+    pub fn shard_count(&self) -> Option<u64> {
+        match self.scope {
+            Scope::Shard { count, .. } => Some(count),
+            Scope::StoredOnly if self.merge_shards > 0 => Some(self.merge_shards),
+            _ => None,
+        }
+    }
+
+    /// Places `items` over the shards ([`plan::Assignment::pack`] for [`Store::shard_count`]):
+    /// from now on [`Store::claim`] and [`Store::leaves`] follow it for these items and their
+    /// groups. Returns the assignment (`None` when there is no shard count).
+    pub fn assign(&self, items: &[plan::Item]) -> Option<std::sync::Arc<plan::Assignment>> {
+        let count = self.shard_count()?;
+        let a = std::sync::Arc::new(plan::Assignment::pack(items, count));
+        if let Ok(mut slot) = self.assignment.lock() {
+            *slot = Some(a.clone());
+        }
+        Some(a)
+    }
+
+    /// The assignment given to [`Store::assign`], if any.
+    pub fn assignment(&self) -> Option<std::sync::Arc<plan::Assignment>> {
+        self.assignment.lock().ok().and_then(|a| a.clone())
+    }
+
+    /// This store reading other shards' items too (`true`: a shard whose LLM stages need the
+    /// whole compiled build); [`Store::leaves`] is then always `false`.
+    pub fn with_others_read(mut self, read: bool) -> Store {
+        self.others_read = read;
+        self
+    }
+
+    /// Whether a [`Scope::Shard`] build leaves the planned `item` to another shard: then the stage
+    /// neither hashes its inputs nor reads its entry, and the item is counted in
+    /// [`Store::skipped`]. `false` for an item the assignment does not know (its key decides).
+    pub fn leaves(&self, item: &str) -> bool {
+        let Scope::Shard { index, .. } = self.scope else {
+            return false;
+        };
+        if self.others_read {
+            return false;
+        }
+        let other = self
+            .assignment()
+            .and_then(|a| a.shard(item))
+            .is_some_and(|s| s != index);
+        if other {
+            self.skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        other
+    }
+
+    /// Counts `bytes` of input files (databases) hashed by a stage, for the shard summary.
+    pub fn note_hashed(&self, bytes: u64) {
+        self.hashed.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Input bytes hashed so far ([`Store::note_hashed`]).
+    pub fn hashed(&self) -> u64 {
+        self.hashed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The shard of `item` (key digest `digest`) among `count`: the assignment's when it knows
+    /// the item or group and has `count` shards, else [`shard_of`] the digest.
+    fn shard_for(&self, item: &str, digest: &str, count: u64) -> u64 {
+        self.assignment()
+            .filter(|a| a.loads().len() as u64 == count)
+            .and_then(|a| a.shard(item))
+            .unwrap_or_else(|| shard_of(digest, count))
     }
 
     /// This store restricted to `scope` (the items [`Store::claim`] lets a stage compute).
@@ -297,14 +385,15 @@ impl Store {
     }
 
     /// Whether the stage may compute `item` (key `key`) after a [`Store::get`] miss: always for
-    /// [`Scope::All`], when the key's shard is ours for [`Scope::Shard`] (otherwise the item is
+    /// [`Scope::All`], when the item's shard is ours for [`Scope::Shard`] (the assignment's for
+    /// an item or group it places, [`Store::assign`], else the key digest's; otherwise the item is
     /// counted in [`Store::skipped`]), never for [`Scope::StoredOnly`] (the item is recorded in
     /// [`Store::missing`]). A stage that gets `false` leaves the item out of its result.
     pub fn claim(&self, key: &StageKey, item: &str) -> bool {
         match self.scope {
             Scope::All => true,
             Scope::Shard { index, count } => {
-                let mine = shard_of(&key.digest(), count) == index;
+                let mine = self.shard_for(item, &key.digest(), count) == index;
                 if !mine {
                     self.skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
@@ -325,11 +414,11 @@ impl Store {
     }
 
     /// The items a [`Scope::StoredOnly`] build needed and did not find, sorted by stage and item,
-    /// each with the shard (of `shards`) that computes it.
+    /// each with the shard (of `shards`) that computes it (the assignment's, else the digest's).
     pub fn missing(&self, shards: u64) -> Vec<Missing> {
         let mut m = self.missing.lock().map(|m| m.clone()).unwrap_or_default();
         for x in &mut m {
-            x.shard = shard_of(&x.digest, shards);
+            x.shard = self.shard_for(&x.item, &x.digest, shards);
         }
         m.sort_by(|a, b| (&a.stage, &a.item).cmp(&(&b.stage, &b.item)));
         m
@@ -467,6 +556,15 @@ impl Store {
                 reason,
             });
         }
+    }
+
+    /// Stores `payload` under `key`, replacing the entry there (a removal, then a put-if-absent):
+    /// for an entry whose key does not cover everything it records, like a build's plan. Errors:
+    /// IO or network failures (also recorded in [`Store::errors`]).
+    pub fn replace(&self, key: &StageKey, payload: &[u8]) -> Result<Created, StoreError> {
+        let name = Store::entry_name(&key.digest());
+        self.backend.remove(&name).inspect_err(|e| self.record_error(e))?;
+        self.put(key, payload)
     }
 
     /// Stores `payload` under `key` with put-if-absent: concurrent writers of one key never

@@ -103,3 +103,37 @@ fn a_failing_store_is_reported_with_its_fault() {
         "{failure}"
     );
 }
+
+#[test]
+fn claim_follows_the_assignment_for_planned_items_and_their_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let items = [("big#0", "big", 10), ("big#1", "big", 9), ("small", "small", 1)].map(|(n, g, c)| plan::Item {
+        name: n.into(),
+        group: g.into(),
+        cost: c,
+    });
+    // LPT over 2 shards: big#0 → 0, big#1 → 1, small → 1 (load 9 < 10).
+    for (index, mine) in [(0, ["big#0", "big"]), (1, ["big#1", "small"])] {
+        let store = Store::open(dir.path())
+            .unwrap()
+            .with_scope(Scope::Shard { index, count: 2 });
+        store.assign(&items);
+        for name in ["big#0", "big#1", "small", "big"] {
+            // The digest would say otherwise for some: the plan decides for the names it knows.
+            assert_eq!(
+                store.claim(&key(7), name),
+                mine.contains(&name),
+                "shard {index}: {name}"
+            );
+            assert_eq!(store.leaves(name), !mine.contains(&name), "shard {index}: {name}");
+        }
+        // A name the plan does not know (an LLM request) goes by its key's digest.
+        let by_digest = shard_of(&key(7).digest(), 2) == index;
+        assert_eq!(store.claim(&key(7), "llm-chat"), by_digest);
+        assert!(!store.leaves("llm-chat"));
+    }
+    // A single build places nothing and computes everything.
+    let all = Store::open(dir.path()).unwrap();
+    assert!(all.assign(&items).is_none());
+    assert!(all.claim(&key(7), "big#1") && !all.leaves("big#1"));
+}

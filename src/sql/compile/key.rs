@@ -101,7 +101,8 @@ pub(super) fn db_path(source: &ResolvedSource, db_id: &str) -> PathBuf {
     source.databases.join(db_id).join(format!("{db_id}.sqlite"))
 }
 
-/// The [`DbKey`] of database `db_id`, whose questions are `qs`: the stage is a function of the
+/// The [`DbKey`] of a batch of database `db_id` ([`super::batch`]) whose questions are `qs` and
+/// whose file hashes to `db_hash` (`None`: it does not read): the stage is a function of the
 /// recipe knobs it reads, the questions, the database file's bytes, the descriptions and the code.
 pub(super) fn db_key(
     recipe: &Recipe,
@@ -109,9 +110,9 @@ pub(super) fn db_key(
     spider: &BTreeMap<String, Descriptions>,
     db_id: &str,
     qs: &[Question],
+    db_hash: Option<String>,
 ) -> DbKey {
     let db_path = db_path(source, db_id);
-    let db_hash = file_hash(&db_path).ok();
     let descriptions = spider
         .get(db_id)
         .cloned()
@@ -138,17 +139,28 @@ pub(super) fn db_key(
     }
 }
 
-/// The build key a whole build of `recipe` gets ([`super::compile`] with every database's stage
+/// The build key a whole build of `recipe` gets ([`super::compile`] with every item's stage
 /// present), from the stage keys alone: no stage entry is read or computed. Errors: as
 /// [`inputs`].
 pub fn quick_build_key(recipe: &Recipe, source: &ResolvedSource) -> Result<String, BuildError> {
     let inputs = inputs(source)?;
-    let digests: Vec<String> = inputs
+    let whole = recipe.format == "rest";
+    let digests: Vec<Vec<String>> = inputs
         .by_db
         .par_iter()
-        .map(|(db_id, qs)| db_key(recipe, source, &inputs.spider, db_id, qs).key.digest())
+        .map(|(db_id, qs)| {
+            let db_hash = file_hash(&db_path(source, db_id)).ok();
+            super::batch::batches(db_id, qs, whole)
+                .iter()
+                .map(|b| {
+                    db_key(recipe, source, &inputs.spider, db_id, &b.questions, db_hash.clone())
+                        .key
+                        .digest()
+                })
+                .collect()
+        })
         .collect();
-    Ok(build_key(recipe, &inputs.bad_records, &digests))
+    Ok(build_key(recipe, &inputs.bad_records, &digests.concat()))
 }
 
 #[cfg(test)]

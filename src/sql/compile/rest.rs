@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::ratio;
+use super::toolkit::ratio;
 use crate::dataset::{Build, Example, Outcome};
 use crate::sql::{rest::Template, schema::Schema};
 use crate::tools::rest::{Endpoint, qualify_across_databases};

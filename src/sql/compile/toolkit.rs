@@ -1,11 +1,17 @@
 //! The SLOT/SEL toolkit of one question: the joined table's key descriptions
 //! ([`key_descriptions`]) and the tool specs built from them, shared by the questions of one
-//! database over the same join ([`toolkit`]).
+//! database over the same join ([`toolkit`]); the SEL catalog and tools-per-query numbers of a
+//! build ([`sel_summary`]).
+
+use serde_json::json;
 
 use crate::corpus::Descriptions;
+use crate::dataset::{Build, Example};
+use crate::recipe::ToolPool;
 use crate::sql::{self, schema::Schema};
 use crate::tools::Toolkit;
 use crate::tools::pool::{KeyDescription, slot_tools};
+use crate::tools::reference;
 use crate::tools::sel::sel_tools;
 use crate::tools::table::safe_name;
 
@@ -115,4 +121,34 @@ fn transform_dtype(t: &sql::plan::Transform) -> &'static str {
         }
         _ => "string",
     }
+}
+/// SEL: dataset catalog and the tools-per-query numbers (the paper: 1256 tools, ~49 per query).
+pub(super) fn sel_summary(build: &mut Build) {
+    build.catalog = if build.recipe.tool_pool == ToolPool::Reference {
+        reference::sel::tools(None)
+    } else {
+        sel_tools(None)
+    };
+    let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
+    let mut names = std::collections::HashSet::new();
+    let mut total = 0;
+    for e in &examples {
+        total += e.tools.len();
+        for t in e.tools.iter() {
+            names.insert((e.db_id.as_deref().unwrap_or_default(), t.name.as_str()));
+        }
+    }
+    build.stats.insert("distinct_tools".into(), json!(names.len()));
+    build
+        .stats
+        .insert("tools_per_query".into(), json!(ratio(total, examples.len(), 1)));
+}
+
+/// `a / b` rounded to `places` decimals (0 when `b` is 0), for report numbers.
+pub(super) fn ratio(a: usize, b: usize, places: i32) -> f64 {
+    if b == 0 {
+        return 0.0;
+    }
+    let scale = 10f64.powi(places);
+    (a as f64 / b as f64 * scale).round() / scale
 }

@@ -1,0 +1,154 @@
+//! The stage items of a text-to-SQL compile: a database's questions in batches (issue 34 item
+//! 2), so a large database is shared out over several shards.
+//!
+//! The rule is fixed (independent of the shard count, so a single build and every sharded build
+//! compute the same items and the same bytes): the questions of one database are grouped by gold
+//! SQL text (byte-equal, as [`super::same_sql`] shares them: one computation per text), the groups
+//! in first-question order fill batches of at most [`BATCH_QUESTIONS`] questions, a group never
+//! split (a group larger than a batch is a batch of its own). A database that fits one batch is
+//! one item named after it (`world_1`); a larger one gives items `world_1#0`, `world_1#1`, ….
+//! REST keeps one item per database: its endpoints are shared out over the whole database's
+//! questions ([`super::endpoints::share`]), which needs them together.
+//!
+//! After the items are compiled (or read from the store) [`assemble`] puts a database's batches
+//! back together: the examples and drops in question order, as one item would have given them.
+
+use std::collections::HashMap;
+
+use crate::corpus::Question;
+use crate::dataset::Outcome;
+
+use super::stage::DbStage;
+
+/// Largest number of questions in one batch (a group of questions sharing one gold SQL text
+/// larger than this is a batch alone). Spider dev: 20 databases → 80 items; BIRD dev: 11 → 97.
+pub(super) const BATCH_QUESTIONS: usize = 16;
+
+/// One stage item: a batch of one database's questions.
+pub(super) struct Batch<'q> {
+    /// The database id (the item's group).
+    pub db_id: &'q str,
+    /// The item's name: the database id, or `<db_id>#<n>` when the database has several batches.
+    pub name: String,
+    /// The batch's questions, in question order.
+    pub questions: Vec<Question>,
+}
+
+/// The batches of database `db_id` whose questions are `qs` (module docs); `whole` keeps the
+/// database one item (REST).
+pub(super) fn batches<'q>(db_id: &'q str, qs: &[Question], whole: bool) -> Vec<Batch<'q>> {
+    if whole || qs.len() <= BATCH_QUESTIONS {
+        return vec![Batch {
+            db_id,
+            name: db_id.to_string(),
+            questions: qs.to_vec(),
+        }];
+    }
+    // Groups by SQL text, in first-question order.
+    let mut group_of: HashMap<&str, usize> = HashMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, q) in qs.iter().enumerate() {
+        let g = *group_of.entry(q.sql.as_str()).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(i);
+    }
+    let mut filled: Vec<Vec<usize>> = vec![Vec::new()];
+    for g in groups {
+        let last = filled.last_mut().expect("one batch at least");
+        if !last.is_empty() && last.len() + g.len() > BATCH_QUESTIONS {
+            filled.push(g);
+        } else {
+            last.extend(g);
+        }
+    }
+    filled
+        .into_iter()
+        .enumerate()
+        .map(|(n, mut idx)| {
+            idx.sort_unstable();
+            Batch {
+                db_id,
+                name: format!("{db_id}#{n}"),
+                questions: idx.into_iter().map(|i| qs[i].clone()).collect(),
+            }
+        })
+        .collect()
+}
+
+/// One database's stage from its batches' stages (in batch order); `qs` are the database's
+/// questions and `recipe` the recipe name (example ids are `<recipe>/<question id>`). Examples
+/// and drops come back in question order; the REST endpoints and counts are summed (REST has
+/// one batch).
+pub(super) fn assemble(mut parts: Vec<DbStage>, qs: &[Question], recipe: &str) -> DbStage {
+    if parts.len() == 1 {
+        return parts.pop().expect("one part");
+    }
+    let position: HashMap<String, usize> = qs
+        .iter()
+        .enumerate()
+        .map(|(i, q)| (format!("{recipe}/{}", q.id), i))
+        .collect();
+    let at = |id: &str| position.get(id).copied().unwrap_or(usize::MAX);
+    let mut out = DbStage {
+        outcome: Outcome::default(),
+        ..DbStage::default()
+    };
+    for p in parts {
+        out.outcome.attempted += p.outcome.attempted;
+        out.outcome.examples.extend(p.outcome.examples);
+        out.outcome.drops.extend(p.outcome.drops);
+        out.endpoints.extend(p.endpoints);
+        out.rest.by_text += p.rest.by_text;
+        out.rest.merged += p.rest.merged;
+        out.rest.merge_rejected += p.rest.merge_rejected;
+    }
+    out.outcome.examples.sort_by_key(|e| at(&e.id));
+    out.outcome.drops.sort_by_key(|d| at(&d.id));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(id: usize, sql: &str) -> Question {
+        Question {
+            id: id.to_string(),
+            db_id: "d".into(),
+            question: format!("question {id}"),
+            evidence: None,
+            sql: sql.into(),
+            difficulty: None,
+        }
+    }
+
+    #[test]
+    fn questions_sharing_one_gold_sql_stay_in_one_batch() {
+        // 40 questions, every SQL text asked twice (the second time 20 questions later), and
+        // one text asked 20 times.
+        let mut qs: Vec<Question> = (0..40).map(|i| q(i, &format!("SELECT {}", i % 20))).collect();
+        qs.extend((40..60).map(|i| q(i, "SELECT big")));
+        let got = batches("d", &qs, false);
+        let names: Vec<&str> = got.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["d#0", "d#1", "d#2", "d#3"]);
+        let mut seen = 0;
+        for b in &got {
+            assert!(b.questions.len() <= BATCH_QUESTIONS || b.questions.iter().all(|x| x.sql == "SELECT big"));
+            for x in &b.questions {
+                // Every question with this SQL text is in this batch.
+                assert!(
+                    qs.iter()
+                        .filter(|y| y.sql == x.sql)
+                        .all(|y| b.questions.iter().any(|z| z.id == y.id))
+                );
+            }
+            seen += b.questions.len();
+        }
+        assert_eq!(seen, qs.len());
+        // A small database, or REST, is one item named after the database.
+        assert_eq!(batches("d", &qs[..16], false)[0].name, "d");
+        assert_eq!(batches("d", &qs, true).len(), 1);
+    }
+}

@@ -1,0 +1,192 @@
+//! Which shard computes which stage item: longest-processing-time-first packing on an estimated
+//! cost (issue 34 item 2).
+//!
+//! Every shard computes the same [`Assignment`] from cheap metadata (the item names, their group
+//! and an estimated cost, e.g. database file bytes × questions; no hashing), so no shard needs to
+//! talk to another. The rule (Graham's LPT): items by cost, largest first (ties by name), each to
+//! the shard with the smallest load so far (ties by the lower index). A group (a database, the
+//! name the later per-group stages claim with) goes to the shard of its largest item (the first
+//! of its items placed), so a group's later items run where one of its batches ran. Names the
+//! assignment does not know go by their key digest ([`shard_of`]).
+
+use std::collections::BTreeMap;
+
+/// One stage item to place: its name (what [`super::Store::claim`] is asked with), its group
+/// (e.g. the database) and its estimated cost (any unit, only compared and summed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// The item's name, e.g. `world_1` or `world_1#2` (the third question batch).
+    pub name: String,
+    /// The group the item belongs to, e.g. the database id.
+    pub group: String,
+    /// Estimated cost (database file bytes × questions for a text-to-SQL batch).
+    pub cost: u64,
+}
+
+/// The shard of every item and group, and each shard's estimated load.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assignment {
+    items: BTreeMap<String, u64>,
+    groups: BTreeMap<String, u64>,
+    loads: Vec<u64>,
+}
+
+impl Assignment {
+    /// Packs `items` into `count` shards (at least 1) by longest-processing-time-first (module
+    /// docs). Deterministic: the same items give the same assignment in every process.
+    pub fn pack(items: &[Item], count: u64) -> Assignment {
+        let count = count.max(1) as usize;
+        let mut order: Vec<&Item> = items.iter().collect();
+        order.sort_by(|a, b| b.cost.cmp(&a.cost).then_with(|| a.name.cmp(&b.name)));
+        let mut a = Assignment {
+            loads: vec![0; count],
+            ..Assignment::default()
+        };
+        for item in order {
+            let (shard, _) = a
+                .loads
+                .iter()
+                .enumerate()
+                .min_by_key(|&(i, load)| (*load, i))
+                .expect("at least one shard");
+            a.loads[shard] += item.cost;
+            a.items.insert(item.name.clone(), shard as u64);
+            a.groups.entry(item.group.clone()).or_insert(shard as u64);
+        }
+        a
+    }
+
+    /// The shard of `name`: an item's shard, else a group's (the shard of its largest item);
+    /// `None` for a name the assignment does not know (then the key digest decides,
+    /// [`super::shard_of`]).
+    pub fn shard(&self, name: &str) -> Option<u64> {
+        self.items.get(name).or_else(|| self.groups.get(name)).copied()
+    }
+
+    /// The items placed, with their shard, by name.
+    pub fn items(&self) -> &BTreeMap<String, u64> {
+        &self.items
+    }
+
+    /// Each shard's estimated load (sum of its items' costs), by shard index.
+    pub fn loads(&self) -> &[u64] {
+        &self.loads
+    }
+
+    /// The largest load over the average load (1.0 is perfect balance; 1.0 with no cost at all).
+    pub fn worst_over_average(&self) -> f64 {
+        worst_over_average(&self.loads)
+    }
+}
+
+/// The largest of `loads` over their average (1.0 when they sum to 0).
+pub fn worst_over_average(loads: &[u64]) -> f64 {
+    let total: u64 = loads.iter().sum();
+    if total == 0 || loads.is_empty() {
+        return 1.0;
+    }
+    let worst = *loads.iter().max().expect("not empty") as f64;
+    worst / (total as f64 / loads.len() as f64)
+}
+
+/// The shard (0-based, below `count`) an entry digest belongs to: the first 16 hex digits of the
+/// blake3 digest as a number, modulo `count`. Uniform because blake3 is.
+pub fn shard_of(digest: &str, count: u64) -> u64 {
+    u64::from_str_radix(&digest[..16.min(digest.len())], 16).unwrap_or(0) % count.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(name: &str, group: &str, cost: u64) -> Item {
+        Item {
+            name: name.into(),
+            group: group.into(),
+            cost,
+        }
+    }
+
+    /// A synthetic corpus of 100 databases: log-normal file sizes (median 1 MB, σ = 1.5: from
+    /// kilobytes to over 100 MB, as Spider's and BIRD's databases spread) and 4 to 300 questions,
+    /// deterministic (a seeded LCG), split into batches of at most 16 questions as the
+    /// text-to-SQL compile splits them (`batched`), else one item per database; a batch costs
+    /// bytes × (questions + 4), as the compile estimates it.
+    fn synthetic(batched: bool) -> Vec<Item> {
+        let mut state: u64 = 34;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let mut items = Vec::new();
+        for d in 0..100 {
+            let normal = (-2.0 * next().ln()).sqrt() * (std::f64::consts::TAU * next()).cos();
+            let bytes = (1e6 * (1.5 * normal).exp()) as u64;
+            let questions = 4 + (next() * 296.0) as u64;
+            let db = format!("db{d:03}");
+            let per = if batched { 16 } else { questions };
+            let mut left = questions;
+            let mut b = 0;
+            while left > 0 {
+                let n = left.min(per);
+                let name = if batched { format!("{db}#{b}") } else { db.clone() };
+                items.push(item(&name, &db, bytes * (n + 4)));
+                left -= n;
+                b += 1;
+            }
+        }
+        items
+    }
+
+    #[test]
+    fn shards_are_balanced_by_estimated_cost() {
+        // Before: one item per database, each placed by the blake3 of its key (uniform hashing).
+        let whole = synthetic(false);
+        let mut hashed = vec![0u64; 16];
+        for it in &whole {
+            let digest = blake3::hash(it.name.as_bytes()).to_hex().to_string();
+            hashed[shard_of(&digest, 16) as usize] += it.cost;
+        }
+        let before = worst_over_average(&hashed);
+        let per_db = Assignment::pack(&whole, 16).worst_over_average();
+        let batched = synthetic(true);
+        let mut lines = Vec::new();
+        for n in [2u64, 4, 8, 16] {
+            let a = Assignment::pack(&batched, n);
+            lines.push(format!("N={n}: {:.3}", a.worst_over_average()));
+            if n == 16 {
+                assert!(a.worst_over_average() <= 1.25, "{lines:?}");
+            }
+        }
+        eprintln!(
+            "synthetic 100 databases, worst/average shard (estimated cost): by digest, one item per database, N=16: {before:.3}; LPT one item per database N=16: {per_db:.3}; LPT on batches of 16 questions: {}",
+            lines.join(", ")
+        );
+    }
+
+    #[test]
+    fn packing_is_deterministic_and_ties_go_by_item_name() {
+        let items = vec![
+            item("b", "g", 5),
+            item("a", "g", 5),
+            item("c", "h", 3),
+            item("d", "h", 3),
+        ];
+        let a = Assignment::pack(&items, 2);
+        // `a` (tie with `b`, first by name) takes shard 0, `b` shard 1; `c` then the lighter…
+        assert_eq!(a.shard("a"), Some(0));
+        assert_eq!(a.shard("b"), Some(1));
+        assert_eq!(a.shard("c"), Some(0));
+        assert_eq!(a.shard("d"), Some(1));
+        assert_eq!(a.loads(), [8, 8]);
+        // A group goes where its largest item went; unknown names are left to the digest.
+        assert_eq!(a.shard("g"), Some(0));
+        assert_eq!(a.shard("h"), Some(0));
+        assert_eq!(a.shard("llm-chat"), None);
+        let mut reversed = items.clone();
+        reversed.reverse();
+        assert_eq!(Assignment::pack(&reversed, 2), a);
+    }
+}
