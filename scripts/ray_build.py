@@ -4,9 +4,10 @@
 Each task runs `toolforge build RECIPE --shard I/N --store STORE` on some node (writing its
 stage items into the shared store); when all N have finished, the driver runs
 `toolforge build RECIPE --merge N --store STORE --out OUT`, which computes nothing and writes the
-dataset. Recipes with LLM stages (paraphrase, seq requests, task synthesis) need the whole compiled
-build before their requests are known: a shard says so (`LLM requests not sent yet`), and the
-driver then runs the N shards a second time, each sending its share of the requests. A task whose worker dies (node lost, SIGKILL) or whose toolforge fails is re-run by Ray
+dataset. The later stages (LLM requests of paraphrase, seq requests, task synthesis; the
+trajectory segments of text-to-SQL recipes) need the whole compiled build: a shard says so
+(`round two needed`), and the driver then runs the N shards a second time, each computing its
+share. A task whose worker dies (node lost, SIGKILL) or whose toolforge fails is re-run by Ray
 (`--retries`); a shard is a pure function of its inputs, so a re-run is harmless.
 
     python3 scripts/ray_build.py slot-bird --shards 4 --store s3://bucket/toolforge
@@ -69,7 +70,7 @@ def main():
     outputs = ray.get(refs)
     for line in outputs:
         print(line)
-    if any("LLM requests not sent yet" in o for o in outputs):
+    if any("round two needed" in o for o in outputs):
         # Round two: every compile item is in the store now; each shard sends its LLM requests.
         refs = [task.remote(a.toolforge, a.recipe, a.store, i, a.shards, env, None) for i in range(a.shards)]
         for line in ray.get(refs):

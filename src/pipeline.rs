@@ -232,16 +232,16 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
         let store = open_store(recipe_path, opts.store.as_deref())?.with_scope(Scope::Shard { index, count });
         let (recipe, source) = load_recipe(recipe_path)?;
         let name = recipe.name.clone();
-        let llm_stage = llm_stage_configured(&recipe, &source);
-        // The LLM stages need the whole compiled build: they run (each shard sending its share of
-        // the requests) once every compile item is in the store, i.e. in a second round.
+        let later = llm_stage_configured(&recipe, &source) || crate::emit::has_segments(&recipe.format);
+        // The later stages need the whole compiled build: they run (each shard computing its
+        // share) once every compile item is in the store, i.e. in a second round.
         let waiting = match compile_family(recipe, source, &store, opts.progress) {
             // Every compile item was in the store or ours: the build is whole.
             Ok(mut build) if store.complete() => {
-                later_stages(&mut build, &store);
+                shard_later_stages(&mut build, &store)?;
                 false
             }
-            Ok(_) | Err(BuildError::Unclaimed { .. }) => llm_stage,
+            Ok(_) | Err(BuildError::Unclaimed { .. }) => later,
             Err(e) => return Err(e.into()),
         };
         let summary = shard_summary(&store, &name, (index, count), start.elapsed().as_secs_f64())?;
@@ -276,41 +276,23 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
         }
     }
     if let Some(shards) = opts.merge {
-        let missing = store.missing(shards);
-        if !missing.is_empty() {
-            let list: Vec<String> = missing
-                .iter()
-                .map(|m| {
-                    let shard = if shards > 0 {
-                        format!(" (shard {}/{shards})", m.shard)
-                    } else {
-                        String::new()
-                    };
-                    format!("{} {} {}…{shard}", m.stage, m.item, &m.digest[..12])
-                })
-                .collect();
-            let dirty = store.dirty();
-            let removed = if dirty.is_empty() {
-                String::new()
-            } else {
-                let names: Vec<String> = dirty.iter().map(ToString::to_string).collect();
-                format!(
-                    "; {} untrusted entries were removed (their shards write them again): {}",
-                    dirty.len(),
-                    names.join("; ")
-                )
-            };
-            anyhow::bail!(
-                "merge: {} stage items are not in the store {} (re-run their shards, or build without --merge to compute them here): {}{removed}",
-                missing.len(),
-                store.describe(),
-                list.join("; ")
-            );
+        if let Some(e) = merge_missing(&store, shards) {
+            return Err(e);
         }
     }
     let mut build = compiled?;
     let out_dir = out_root.join(&build.recipe.name);
-    let wrote = crate::emit::write_with(&build, &out_dir, recipe_path, Some(&store), !opts.no_html)?;
+    let wrote = match crate::emit::write_with(&build, &out_dir, recipe_path, Some(&store), !opts.no_html) {
+        // A merge lacking a later-stage item (a group's trajectory segment) names it like a
+        // compile item.
+        Err(e) if opts.merge.is_some() => {
+            if let Some(failure) = store.failure() {
+                anyhow::bail!("merge: {failure}");
+            }
+            return Err(merge_missing(&store, opts.merge.unwrap_or(0)).unwrap_or(e));
+        }
+        r => r?,
+    };
     note_repaired(&mut build, &store);
     let mut text = crate::emit::report::summary(&build, &out_dir, wrote, start.elapsed().as_secs_f64());
     // A store that could not be written (disk full, network) does not fail the build, whose
@@ -330,6 +312,55 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     Ok(text)
 }
 
+/// The error of a merge whose store lacks items (`store.missing`: compile, LLM and later-stage
+/// items alike), naming each with its stage, item, digest and, with `shards` > 0, its shard;
+/// `None` when nothing is missing.
+fn merge_missing(store: &Store, shards: u64) -> Option<anyhow::Error> {
+    let missing = store.missing(shards);
+    if missing.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = missing
+        .iter()
+        .map(|m| {
+            let shard = if shards > 0 {
+                format!(" (shard {}/{shards})", m.shard)
+            } else {
+                String::new()
+            };
+            format!("{} {} {}…{shard}", m.stage, m.item, &m.digest[..12])
+        })
+        .collect();
+    let dirty = store.dirty();
+    let removed = if dirty.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = dirty.iter().map(ToString::to_string).collect();
+        format!(
+            "; {} untrusted entries were removed (their shards write them again): {}",
+            dirty.len(),
+            names.join("; ")
+        )
+    };
+    Some(anyhow::anyhow!(
+        "merge: {} stage items are not in the store {} (re-run their shards, or build without --merge to compute them here): {}{removed}",
+        missing.len(),
+        store.describe(),
+        list.join("; ")
+    ))
+}
+
+/// A shard's later stages once every compile item is in the store (round two, or a shard that
+/// found them all): the whole build's later stages ([`later_stages`]: LLM requests — each shard
+/// sends its share —, the variants), then the per-group items the merge only reads: the
+/// trajectory segments of the groups claimed by this shard ([`crate::emit::store_segments`]).
+/// Errors: a trajectory that does not execute.
+fn shard_later_stages(build: &mut Build, store: &Store) -> Result<()> {
+    later_stages(build, store);
+    crate::emit::store_segments(build, store)?;
+    Ok(())
+}
+
 /// `store <location>: R reads (H hits), W writes`.
 fn requests_line(store: &Store) -> String {
     use std::sync::atomic::Ordering::Relaxed;
@@ -343,10 +374,10 @@ fn requests_line(store: &Store) -> String {
     )
 }
 
-/// The line a shard prints when its LLM requests wait for the other shards' compile items (the
-/// Ray driver looks for it and runs a second round of the shards).
-pub const ROUND_TWO: &str =
-    "LLM requests not sent yet: they need every shard's compile items; run the shards again once all have finished";
+/// The line a shard prints when its later stages (LLM requests; the trajectory segments of
+/// text-to-SQL recipes, [`shard_later_stages`]) wait for the other shards' compile items (the
+/// Ray driver looks for `round two needed` and runs a second round of the shards).
+pub const ROUND_TWO: &str = "round two needed: the later stages (LLM requests, trajectories) need every shard's compile items; run the shards again once all have finished";
 
 /// The summary of one shard; an error when any store request failed (the shard must be re-run).
 fn shard_summary(store: &Store, name: &str, (index, count): (u64, u64), secs: f64) -> Result<String> {
