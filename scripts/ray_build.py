@@ -70,10 +70,14 @@ def main():
     outputs = ray.get(refs)
     for line in outputs:
         print(line)
-    if any("round two needed" in o for o in outputs):
-        # Round two: every compile item is in the store now; each shard sends its LLM requests.
+    # Round two: every compile item is in the store now; each shard computes its share of the
+    # later stages. A third round when a shard's trajectories waited for other shards' LLM answers.
+    for _ in range(2):
+        if not any("round two needed" in o for o in outputs):
+            break
         refs = [task.remote(a.toolforge, a.recipe, a.store, i, a.shards, env, None) for i in range(a.shards)]
-        for line in ray.get(refs):
+        outputs = ray.get(refs)
+        for line in outputs:
             print(line)
     merge = [a.toolforge, "build", a.recipe, "--quiet", "--store", a.store, "--merge", str(a.shards)]
     if a.out:

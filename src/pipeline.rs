@@ -95,26 +95,36 @@ fn note_repaired(build: &mut Build, store: &Store) {
 }
 
 /// The stages after the family's compile, on the whole compiled build: MCP task synthesis, seq
-/// requests and paraphrases (LLM stages: each request an item of the store), the variants.
-fn later_stages(build: &mut Build, store: &Store) {
+/// requests and paraphrases (LLM stages: each request an item of the store), the variants (each
+/// group's an item, [`crate::variants::apply_with`]). Returns how many LLM requests the store's
+/// scope left to other shards (their answers are not in this build yet).
+fn later_stages(build: &mut Build, store: &Store) -> u64 {
     note_repaired(build, store);
+    let mut llm_left = 0;
     // ToolGym task synthesis for MCP bundles (an LLM endpoint, else skipped with one line).
     if build.recipe.format == "catalog" {
         let llm = build.recipe.catalog.as_ref().and_then(|k| k.llm.clone());
+        let before = store.skipped();
         crate::catalog::synthesis::apply(build, llm.as_ref(), store);
+        llm_left += store.skipped() - before;
     }
     // SeqSGD / SeqMultiWOZ requests written by an LLM (an endpoint, else the template stays).
     if build.recipe.format == "seq" && matches!(build.source.manifest.format.as_str(), "sgd" | "multiwoz") {
         let llm = build.recipe.seq.as_ref().and_then(|k| k.llm.clone());
+        let before = store.skipped();
         crate::seq::request::apply(build, llm.as_ref(), store);
+        llm_left += store.skipped() - before;
     }
     // The variants stage: after compile, on the verified examples.
     if let Some(cfg) = build.recipe.variants.clone() {
-        crate::variants::apply(build, &cfg);
+        crate::variants::apply_with(build, &cfg, Some(store));
         if let Some(p) = &cfg.paraphrase {
+            let before = store.skipped();
             crate::variants::paraphrase::apply(build, p, cfg.llm.as_ref(), store);
+            llm_left += store.skipped() - before;
         }
     }
+    llm_left
 }
 
 /// Whether one of the recipe's LLM stages has a usable endpoint (recipe or environment), so a
@@ -237,10 +247,7 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
         // share) once every compile item is in the store, i.e. in a second round.
         let waiting = match compile_family(recipe, source, &store, opts.progress) {
             // Every compile item was in the store or ours: the build is whole.
-            Ok(mut build) if store.complete() => {
-                shard_later_stages(&mut build, &store)?;
-                false
-            }
+            Ok(mut build) if store.complete() => shard_later_stages(&mut build, &store)?,
             Ok(_) | Err(BuildError::Unclaimed { .. }) => later,
             Err(e) => return Err(e.into()),
         };
@@ -352,13 +359,17 @@ fn merge_missing(store: &Store, shards: u64) -> Option<anyhow::Error> {
 
 /// A shard's later stages once every compile item is in the store (round two, or a shard that
 /// found them all): the whole build's later stages ([`later_stages`]: LLM requests — each shard
-/// sends its share —, the variants), then the per-group items the merge only reads: the
-/// trajectory segments of the groups claimed by this shard ([`crate::emit::store_segments`]).
-/// Errors: a trajectory that does not execute.
-fn shard_later_stages(build: &mut Build, store: &Store) -> Result<()> {
-    later_stages(build, store);
+/// sends its share —, the variants of the groups this shard claims), then the per-group items
+/// the merge only reads: the trajectory segments of the groups claimed by this shard
+/// ([`crate::emit::store_segments`]). The segments are keyed by the build key, which the LLM
+/// answers fold into: while other shards' answers are missing they wait for another round.
+/// Returns whether this shard must run again. Errors: a trajectory that does not execute.
+fn shard_later_stages(build: &mut Build, store: &Store) -> Result<bool> {
+    if later_stages(build, store) > 0 {
+        return Ok(crate::emit::has_segments(&build.recipe.format));
+    }
     crate::emit::store_segments(build, store)?;
-    Ok(())
+    Ok(false)
 }
 
 /// `store <location>: R reads (H hits), W writes`.
