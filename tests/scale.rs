@@ -277,7 +277,7 @@ fn sharded_at_n_1_to_4_equals_single(recipe: &str, tmp: &Path) {
             let (ok, text) = merge();
             assert!(!ok, "a merge before round two must fail: {text}");
             assert!(
-                (text.contains("emit-trajectory-segments") || text.contains("variants ")) && text.contains("(shard 0/2)"),
+                text.contains("later-stages ") && text.contains("(shard 0/2)"),
                 "the merge names the later items missing, with their shard: {text}"
             );
         }

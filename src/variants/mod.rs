@@ -212,7 +212,7 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
         let found = store.and_then(|s| s.load(&key, stored::GroupVariants::decode));
         let variants = match found {
             Some(v) => v,
-            None if store.is_some_and(|s| !s.claim(&key, group)) => continue,
+            None if store.is_some_and(|s| !crate::dataset::claim_group(s, &key, group)) => continue,
             None => {
                 let pool = pool.get_or_init(|| cfg.distractors.as_ref().map(|_| distractors::DistractorPool::new(build)));
                 let v = group_variants(&outcome.examples, cfg, &format, drift_plan.as_ref(), pool.as_ref());

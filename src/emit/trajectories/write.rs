@@ -180,7 +180,7 @@ impl<'b> Trajectories<'b> {
                 if let Some(segment) = s.load(&key, Segment::decode) {
                     return Ok(Some(segment));
                 }
-                if !s.claim(&key, group) {
+                if !crate::dataset::claim_group(s, &key, group) {
                     return Ok(None);
                 }
             }
