@@ -190,7 +190,15 @@ fn sharded_equals_single(recipe: &str, store: &str, tmp: &Path, env: &[(&'static
     // Round two: every compile item is in the store; each shard computes its later items.
     for i in 0..3 {
         let (ok, text) = toolforge(
-            &["build", recipe, "--quiet", "--store", store, "--shard", &format!("{i}/3")],
+            &[
+                "build",
+                recipe,
+                "--quiet",
+                "--store",
+                store,
+                "--shard",
+                &format!("{i}/3"),
+            ],
             env,
         );
         assert!(ok && !text.contains(toolforge::pipeline::ROUND_TWO), "{text}");
@@ -252,18 +260,51 @@ fn sharded_at_n_1_to_4_equals_single(recipe: &str, tmp: &Path) {
     let single_out = tmp.join(format!("single-{recipe}"));
     let single_store = tmp.join(format!("single-store-{recipe}"));
     let (ok, text) = toolforge(
-        &["build", recipe, "--quiet", "--no-html", "--out", s(&single_out), "--store", s(&single_store)],
+        &[
+            "build",
+            recipe,
+            "--quiet",
+            "--no-html",
+            "--out",
+            s(&single_out),
+            "--store",
+            s(&single_store),
+        ],
         &[],
     );
     assert!(ok, "{text}");
     let _ = std::fs::remove_dir_all(&single_store);
     for n in 1..=4u64 {
         let store = tmp.join(format!("store-{recipe}-{n}"));
-        let shard = |i: u64| toolforge(&["build", recipe, "--quiet", "--store", s(&store), "--shard", &format!("{i}/{n}")], &[]);
+        let shard = |i: u64| {
+            toolforge(
+                &[
+                    "build",
+                    recipe,
+                    "--quiet",
+                    "--store",
+                    s(&store),
+                    "--shard",
+                    &format!("{i}/{n}"),
+                ],
+                &[],
+            )
+        };
         let merged = tmp.join(format!("merged-{recipe}-{n}"));
         let merge = || {
             toolforge(
-                &["build", recipe, "--quiet", "--no-html", "--out", s(&merged), "--store", s(&store), "--merge", &n.to_string()],
+                &[
+                    "build",
+                    recipe,
+                    "--quiet",
+                    "--no-html",
+                    "--out",
+                    s(&merged),
+                    "--store",
+                    s(&store),
+                    "--merge",
+                    &n.to_string(),
+                ],
                 &[("TOOLFORGE_STORE_STATS", "1".to_string())],
             )
         };
@@ -271,7 +312,11 @@ fn sharded_at_n_1_to_4_equals_single(recipe: &str, tmp: &Path) {
             let (ok, text) = shard(i);
             assert!(ok, "round one, shard {i}/{n}: {text}");
             // Only the last shard of round one finds every compile item; the others wait.
-            assert_eq!(text.contains(toolforge::pipeline::ROUND_TWO), i + 1 < n, "shard {i}/{n}: {text}");
+            assert_eq!(
+                text.contains(toolforge::pipeline::ROUND_TWO),
+                i + 1 < n,
+                "shard {i}/{n}: {text}"
+            );
         }
         if n == 2 {
             let (ok, text) = merge();
@@ -283,11 +328,17 @@ fn sharded_at_n_1_to_4_equals_single(recipe: &str, tmp: &Path) {
         }
         for i in 0..n {
             let (ok, text) = shard(i);
-            assert!(ok && !text.contains(toolforge::pipeline::ROUND_TWO), "round two, shard {i}/{n}: {text}");
+            assert!(
+                ok && !text.contains(toolforge::pipeline::ROUND_TWO),
+                "round two, shard {i}/{n}: {text}"
+            );
         }
         let (ok, text) = merge();
         assert!(ok, "merge at N={n}: {text}");
-        assert!(text.contains(" 0 writes"), "the merge computes and stores nothing at N={n}: {text}");
+        assert!(
+            text.contains(" 0 writes"),
+            "the merge computes and stores nothing at N={n}: {text}"
+        );
         tree::assert_same_tree(&single_out.join(recipe), &merged.join(recipe));
         let _ = std::fs::remove_dir_all(&store);
         let _ = std::fs::remove_dir_all(&merged);

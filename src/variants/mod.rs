@@ -214,7 +214,11 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
             Some(v) => v,
             None if store.is_some_and(|s| !crate::dataset::claim_group(s, &key, group)) => continue,
             None => {
-                let pool = pool.get_or_init(|| cfg.distractors.as_ref().map(|_| distractors::DistractorPool::new(build)));
+                let pool = pool.get_or_init(|| {
+                    cfg.distractors
+                        .as_ref()
+                        .map(|_| distractors::DistractorPool::new(build))
+                });
                 let v = group_variants(&outcome.examples, cfg, &format, drift_plan.as_ref(), pool.as_ref());
                 if let Some(s) = store.filter(|s| matches!(s.scope(), crate::store::Scope::Shard { .. })) {
                     let _ = s.put(&key, &v.encode());

@@ -139,7 +139,14 @@ mod tests {
         let mut total = GroupVariants::default();
         total.add(&v);
         total.add(&v);
-        assert_eq!((total.counts["obfuscate"], total.near_identical, total.instance_ops["type_drift"]), (2, 6, 8));
+        assert_eq!(
+            (
+                total.counts["obfuscate"],
+                total.near_identical,
+                total.instance_ops["type_drift"]
+            ),
+            (2, 6, 8)
+        );
         assert!(total.rows.is_empty());
     }
 }

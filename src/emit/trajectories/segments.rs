@@ -213,7 +213,10 @@ mod tests {
         s.skipped.insert("over_size_cap".into(), 2);
         let part = &s.parts[&("dev".to_string(), 0)];
         assert_eq!(part.lines, 2);
-        assert!(part.sidecar.starts_with(br#","id":"a/1","gold_answer":"[]","faults":[]}"#));
+        assert!(
+            part.sidecar
+                .starts_with(br#","id":"a/1","gold_answer":"[]","faults":[]}"#)
+        );
         let bytes = s.encode();
         assert_eq!(Segment::decode(&bytes), Ok(s.clone()));
         assert!(Segment::decode(&bytes[..bytes.len() - 1]).is_err(), "cut short");

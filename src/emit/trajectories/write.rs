@@ -87,7 +87,12 @@ impl<'b> Trajectories<'b> {
                 }
                 for (r, n) in segment.skipped {
                     *skipped.by_reason.entry(r.clone()).or_default() += n;
-                    *skipped.by_group.entry(group.to_string()).or_default().entry(r).or_default() += n;
+                    *skipped
+                        .by_group
+                        .entry(group.to_string())
+                        .or_default()
+                        .entry(r)
+                        .or_default() += n;
                 }
             }
             Ok(())
