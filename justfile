@@ -68,6 +68,10 @@ bench-memory:
 bench-retrieval:
     @bash benches/retrieval.sh
 
+# Scale-out CPU (issue 34): whole build vs shards (two rounds) and merge at N=4, with ratios.
+bench-scale-cpu:
+    @bash benches/scale_cpu.sh
+
 # The evaluation benchmark alone (scoring throughput, agent-mode overhead per step).
 bench-eval:
     @bash benches/eval.sh

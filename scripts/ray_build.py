@@ -4,13 +4,14 @@
 Each task runs `toolforge build RECIPE --shard I/N --store STORE` on some node (writing its
 stage items into the shared store); when all N have finished, the driver runs
 `toolforge build RECIPE --merge N --store STORE --out OUT`, which computes nothing and writes the
-dataset. Recipes with LLM stages (paraphrase, seq requests, task synthesis) need the whole compiled
-build before their requests are known: a shard says so (`LLM requests not sent yet`), and the
-driver then runs the N shards a second time, each sending its share of the requests (shard I/N
-paces itself at `requests_per_second / N`, so the N shards together keep the recipe's limit).
-A task whose worker dies (node lost, SIGKILL) or whose toolforge fails is re-run by Ray
+dataset. The later stages (LLM requests of paraphrase, seq requests, task synthesis; the
+trajectory segments and variants of text-to-SQL recipes) need the whole compiled build: a shard
+says so (`round two needed`), and the driver then runs the N shards again, each computing its
+share (a third round when a shard's trajectories waited for other shards' LLM answers; shard I/N
+paces its LLM requests at `requests_per_second / N`, so the N shards together keep the recipe's
+limit). A task whose worker dies (node lost, SIGKILL) or whose toolforge fails is re-run by Ray
 (`--retries`); a shard is a pure function of its inputs, so a re-run is harmless. The summary
-names every shard's attempts (`attempts: shard 0/4: 2 (retried) …`).
+names every shard's attempts (`attempts, round 1: shard 0/4: 2 (retried) …`).
 
     python3 scripts/ray_build.py slot-bird --shards 4 --store s3://bucket/toolforge
     RAY_ADDRESS=127.0.0.1:6379 python3 scripts/ray_build.py ...      # an existing cluster's head
@@ -54,7 +55,7 @@ except ImportError:  # Python < 3.11: the LLM check is skipped with a warning
 
 import ray
 
-ROUND_TWO = "LLM requests not sent yet"
+ROUND_TWO = "round two needed"
 
 
 def loud(msg):
@@ -255,14 +256,15 @@ def main():
     outputs = shard_round(task, a, env, attempts, 1, a.kill_first_attempt)
     for line in outputs:
         print(line)
+    # Round two: every compile item is in the store now; each shard computes its share of the
+    # later stages. A third round when a shard's trajectories waited for other shards' LLM answers.
     rounds = 1
-    if any(ROUND_TWO in o for o in outputs):
-        # Round two: every compile item is in the store now; each shard sends its LLM requests,
-        # at requests_per_second / N each.
-        rounds = 2
-        print(f"round 2: the {a.shards} shards send their LLM requests "
-              f"(each at the recipe's requests_per_second / {a.shards})", flush=True)
-        for line in shard_round(task, a, env, attempts, 2, None):
+    while rounds < 3 and any(ROUND_TWO in o for o in outputs):
+        rounds += 1
+        print(f"round {rounds}: the {a.shards} shards compute their share of the later stages "
+              f"(LLM requests each at the recipe's requests_per_second / {a.shards})", flush=True)
+        outputs = shard_round(task, a, env, attempts, rounds, None)
+        for line in outputs:
             print(line)
     counts = ray.get(attempts.all.remote())
     for r in range(1, rounds + 1):

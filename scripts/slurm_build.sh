@@ -8,10 +8,11 @@
 # with --mem (TOOLFORGE_SLURM_MEM, default 4G per task). A task whose toolforge fails requeues
 # itself (`scontrol requeue`, up to TOOLFORGE_SLURM_RETRIES times, default 3; --requeue also
 # brings it back after a node failure); its log is appended to (--open-mode=append), not
-# overwritten. Recipes with an LLM stage need a second round (their requests are known once
-# every compile item is in the store): a second array, `afterany` the first, each shard sending
-# its share of the requests at requests_per_second / N. TOOLFORGE_SLURM_ROUNDS overrides the
-# number of rounds (default: 2 when the recipe file has an `llm` table, else 1).
+# overwritten. Later stages need every compile item in the store, so a recipe runs in rounds,
+# each array `afterany` the one before: text-to-SQL recipes two (round two: trajectories and
+# variants, each shard its share), one more with an LLM stage (each shard sending its share of
+# the requests at requests_per_second / N). TOOLFORGE_SLURM_ROUNDS overrides the number of
+# rounds (default: 1, +1 for `format = "slot"|"sel"|"rest"`, +1 with an `llm` table).
 # The merge (--mem TOOLFORGE_SLURM_MERGE_MEM, default 2G; 0.8–0.9 GB RSS measured) depends
 # `afterany` on the last array, so it runs even when a task failed for good (`afterok` would
 # leave it pending forever): it checks the array's task states with `sacct` and exits 1 naming
@@ -58,7 +59,11 @@ else
     [ -f "$recipe_file" ] || recipe_file="recipes/${recipe%.toml}.toml"
     rounds=${TOOLFORGE_SLURM_ROUNDS:-}
     if [ -z "$rounds" ]; then
-        if [ -f "$recipe_file" ] && grep -Eq '^\[[a-z_.]*llm\]' "$recipe_file"; then rounds=2; else rounds=1; fi
+        # Text-to-SQL recipes: round two computes the later stages (trajectories, variants); an
+        # LLM stage adds a round (its answers, then the trajectories that read them).
+        rounds=1
+        if [ -f "$recipe_file" ] && grep -Eq '^format *= *"(slot|sel|rest)"' "$recipe_file"; then rounds=2; fi
+        if [ -f "$recipe_file" ] && grep -Eq '^\[[a-z_.]*llm\]' "$recipe_file"; then rounds=$((rounds + 1)); fi
     fi
     common=(--parsable --export=ALL --requeue --open-mode=append)
     array=$(sbatch "${common[@]}" --mem="${TOOLFORGE_SLURM_MEM:-4G}" --array="0-$((shards - 1))" "$0" "$@")
@@ -66,7 +71,7 @@ else
     for ((round = 2; round <= rounds; round++)); do
         array=$(sbatch "${common[@]}" --mem="${TOOLFORGE_SLURM_MEM:-4G}" --array="0-$((shards - 1))" \
             --dependency="afterany:$array" "$0" "$@")
-        echo "submitted shards $array (array 0-$((shards - 1)), round $round: LLM requests)"
+        echo "submitted shards $array (array 0-$((shards - 1)), round $round: later stages)"
     done
     merge=$(sbatch "${common[@]}" --mem="${TOOLFORGE_SLURM_MERGE_MEM:-2G}" \
         --export="ALL,TOOLFORGE_SLURM_MERGE=$array" --dependency="afterany:$array" "$0" "$@")

@@ -183,6 +183,24 @@ impl Outcome {
     }
 }
 
+/// Whether this build may compute group `group`'s later-stage item `key` after a store miss
+/// ([`crate::store::Store::claim`]). All of a group's later items are claimed under one key of
+/// the group's name alone (stage [`LATER_STAGES`]), so the shard that computes a database's
+/// variants also computes its trajectory segments, which read them (issue 34), and a merge
+/// names a missing one as `later-stages <stage> of <group>` with that shard.
+pub fn claim_group(store: &crate::store::Store, key: &crate::store::StageKey, group: &str) -> bool {
+    let owner = crate::store::StageKey {
+        stage: LATER_STAGES.into(),
+        version: 1,
+        config: serde_json::Value::Null,
+        inputs: vec![group.to_string()],
+    };
+    store.claim(&owner, &format!("{} of {group}", key.stage))
+}
+
+/// The stage name under which [`claim_group`] claims a group's later items.
+pub const LATER_STAGES: &str = "later-stages";
+
 /// An [`Outcome`] as a store entry holds it: the examples without their toolkits, the distinct
 /// toolkits, and the index of each example's toolkit. A sel-spider build's 889 rows hold 61 specs
 /// each but share a few hundred toolkits; stored whole they were 65 MB to serialise, hash and

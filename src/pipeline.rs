@@ -95,26 +95,36 @@ fn note_repaired(build: &mut Build, store: &Store) {
 }
 
 /// The stages after the family's compile, on the whole compiled build: MCP task synthesis, seq
-/// requests and paraphrases (LLM stages: each request an item of the store), the variants.
-fn later_stages(build: &mut Build, store: &Store) {
+/// requests and paraphrases (LLM stages: each request an item of the store), the variants (each
+/// group's an item, [`crate::variants::apply_with`]). Returns how many LLM requests the store's
+/// scope left to other shards (their answers are not in this build yet).
+fn later_stages(build: &mut Build, store: &Store) -> u64 {
     note_repaired(build, store);
+    let mut llm_left = 0;
     // ToolGym task synthesis for MCP bundles (an LLM endpoint, else skipped with one line).
     if build.recipe.format == "catalog" {
         let llm = build.recipe.catalog.as_ref().and_then(|k| k.llm.clone());
+        let before = store.skipped();
         crate::catalog::synthesis::apply(build, llm.as_ref(), store);
+        llm_left += store.skipped() - before;
     }
     // SeqSGD / SeqMultiWOZ requests written by an LLM (an endpoint, else the template stays).
     if build.recipe.format == "seq" && matches!(build.source.manifest.format.as_str(), "sgd" | "multiwoz") {
         let llm = build.recipe.seq.as_ref().and_then(|k| k.llm.clone());
+        let before = store.skipped();
         crate::seq::request::apply(build, llm.as_ref(), store);
+        llm_left += store.skipped() - before;
     }
     // The variants stage: after compile, on the verified examples.
     if let Some(cfg) = build.recipe.variants.clone() {
-        crate::variants::apply(build, &cfg);
+        crate::variants::apply_with(build, &cfg, Some(store));
         if let Some(p) = &cfg.paraphrase {
+            let before = store.skipped();
             crate::variants::paraphrase::apply(build, p, cfg.llm.as_ref(), store);
+            llm_left += store.skipped() - before;
         }
     }
+    llm_left
 }
 
 /// Whether one of the recipe's LLM stages has a usable endpoint (recipe or environment), so a
@@ -230,6 +240,7 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 /// Errors: recipe, corpus and store errors; a shard whose store writes failed; a merge with
 /// items missing from the store (each named with its stage and item, e.g. the database).
 pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
+    use std::sync::atomic::Ordering::Relaxed;
     let start = Instant::now();
     if let Some(shards) = opts.plan {
         return plan(recipe_path, opts.store.as_deref(), shards);
@@ -237,20 +248,32 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     if let Some((index, count)) = opts.shard {
         let (recipe, source) = load_recipe(recipe_path)?;
         let name = recipe.name.clone();
-        let llm_stage = llm_stage_configured(&recipe, &source);
-        // A shard reads only its own items, unless its LLM stages need the whole build.
-        let store = open_store(recipe_path, opts.store.as_deref())?
-            .with_scope(Scope::Shard { index, count })
-            .with_others_read(llm_stage);
-        // The LLM stages need the whole compiled build: they run (each shard sending its share of
-        // the requests) once every compile item is in the store, i.e. in a second round.
-        let waiting = match compile_family(recipe, source, &store, opts.progress) {
-            // Every compile item was in the store or ours: the build is whole.
-            Ok(mut build) if store.complete() => {
-                later_stages(&mut build, &store);
-                false
+        let later = llm_stage_configured(&recipe, &source) || crate::emit::has_segments(&recipe.format);
+        // Round one reads and hashes only this shard's own items.
+        let own = open_store(recipe_path, opts.store.as_deref())?.with_scope(Scope::Shard { index, count });
+        let (waiting, store) = match compile_family(recipe.clone(), source.clone(), &own, opts.progress) {
+            // Every item is this shard's (N = 1, or a one-item recipe it owns): the build is whole.
+            Ok(mut build) if own.complete() => (shard_later_stages(&mut build, &own)?, own),
+            // Every own item was already stored (round two): the later stages need the whole
+            // compiled build, so the shard reads every item (another shard's database hashes
+            // come from the plan, or are made once and stored as the plan) and computes its
+            // share of the later items.
+            Ok(_) | Err(BuildError::Unclaimed { .. }) if later && own.requests().writes.load(Relaxed) == 0 => {
+                if let Some(failure) = own.failure() {
+                    anyhow::bail!("shard {index}/{count} of {name}: {failure} (re-run this shard once the store works)");
+                }
+                let whole = open_store(recipe_path, opts.store.as_deref())?
+                    .with_scope(Scope::Shard { index, count })
+                    .with_others_read(true);
+                let waiting = match compile_family(recipe, source, &whole, opts.progress) {
+                    Ok(mut build) if whole.complete() => shard_later_stages(&mut build, &whole)?,
+                    Ok(_) | Err(BuildError::Unclaimed { .. }) => true,
+                    Err(e) => return Err(e.into()),
+                };
+                (waiting, whole)
             }
-            Ok(_) | Err(BuildError::Unclaimed { .. }) => llm_stage,
+            // Own items computed now: the later stages wait for every shard's (round two).
+            Ok(_) | Err(BuildError::Unclaimed { .. }) => (later, own),
             Err(e) => return Err(e.into()),
         };
         let summary = shard_summary(&store, &name, (index, count), start.elapsed().as_secs_f64())?;
@@ -285,41 +308,23 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
         }
     }
     if let Some(shards) = opts.merge {
-        let missing = store.missing(shards);
-        if !missing.is_empty() {
-            let list: Vec<String> = missing
-                .iter()
-                .map(|m| {
-                    let shard = if shards > 0 {
-                        format!(" (shard {}/{shards})", m.shard)
-                    } else {
-                        String::new()
-                    };
-                    format!("{} {} {}…{shard}", m.stage, m.item, &m.digest[..12])
-                })
-                .collect();
-            let dirty = store.dirty();
-            let removed = if dirty.is_empty() {
-                String::new()
-            } else {
-                let names: Vec<String> = dirty.iter().map(ToString::to_string).collect();
-                format!(
-                    "; {} untrusted entries were removed (their shards write them again): {}",
-                    dirty.len(),
-                    names.join("; ")
-                )
-            };
-            anyhow::bail!(
-                "merge: {} stage items are not in the store {} (re-run their shards, or build without --merge to compute them here): {}{removed}",
-                missing.len(),
-                store.describe(),
-                list.join("; ")
-            );
+        if let Some(e) = merge_missing(&store, shards) {
+            return Err(e);
         }
     }
     let mut build = compiled?;
     let out_dir = out_root.join(&build.recipe.name);
-    let wrote = crate::emit::write_with(&build, &out_dir, recipe_path, Some(&store), !opts.no_html)?;
+    let wrote = match crate::emit::write_with(&build, &out_dir, recipe_path, Some(&store), !opts.no_html) {
+        // A merge lacking a later-stage item (a group's trajectory segment) names it like a
+        // compile item.
+        Err(e) if opts.merge.is_some() => {
+            if let Some(failure) = store.failure() {
+                anyhow::bail!("merge: {failure}");
+            }
+            return Err(merge_missing(&store, opts.merge.unwrap_or(0)).unwrap_or(e));
+        }
+        r => r?,
+    };
     note_repaired(&mut build, &store);
     let mut text = crate::emit::report::summary(&build, &out_dir, wrote, start.elapsed().as_secs_f64());
     // A store that could not be written (disk full, network) does not fail the build, whose
@@ -337,6 +342,59 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     // Freeing a large build's many small allocations takes seconds; do it off the caller's path.
     std::thread::spawn(move || drop(build));
     Ok(text)
+}
+
+/// The error of a merge whose store lacks items (`store.missing`: compile, LLM and later-stage
+/// items alike), naming each with its stage, item, digest and, with `shards` > 0, its shard;
+/// `None` when nothing is missing.
+fn merge_missing(store: &Store, shards: u64) -> Option<anyhow::Error> {
+    let missing = store.missing(shards);
+    if missing.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = missing
+        .iter()
+        .map(|m| {
+            let shard = if shards > 0 {
+                format!(" (shard {}/{shards})", m.shard)
+            } else {
+                String::new()
+            };
+            format!("{} {} {}…{shard}", m.stage, m.item, &m.digest[..12])
+        })
+        .collect();
+    let dirty = store.dirty();
+    let removed = if dirty.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = dirty.iter().map(ToString::to_string).collect();
+        format!(
+            "; {} untrusted entries were removed (their shards write them again): {}",
+            dirty.len(),
+            names.join("; ")
+        )
+    };
+    Some(anyhow::anyhow!(
+        "merge: {} stage items are not in the store {} (re-run their shards, or build without --merge to compute them here): {}{removed}",
+        missing.len(),
+        store.describe(),
+        list.join("; ")
+    ))
+}
+
+/// A shard's later stages once every compile item is in the store (round two, or a shard that
+/// found them all): the whole build's later stages ([`later_stages`]: LLM requests — each shard
+/// sends its share —, the variants of the groups this shard claims), then the per-group items
+/// the merge only reads: the trajectory segments of the groups claimed by this shard
+/// ([`crate::emit::store_segments`]). The segments are keyed by the build key, which the LLM
+/// answers fold into: while other shards' answers are missing they wait for another round.
+/// Returns whether this shard must run again. Errors: a trajectory that does not execute.
+fn shard_later_stages(build: &mut Build, store: &Store) -> Result<bool> {
+    if later_stages(build, store) > 0 {
+        return Ok(crate::emit::has_segments(&build.recipe.format));
+    }
+    crate::emit::store_segments(build, store)?;
+    Ok(false)
 }
 
 /// `store <location>: R reads (H hits), W writes; B database bytes hashed`.
@@ -370,10 +428,10 @@ fn plan(recipe_path: &Path, store: Option<&str>, shards: u64) -> Result<String> 
     Ok(crate::sql::compile::plan(&recipe, &source, &store, shards)?)
 }
 
-/// The line a shard prints when its LLM requests wait for the other shards' compile items (the
-/// Ray driver looks for it and runs a second round of the shards).
-pub const ROUND_TWO: &str =
-    "LLM requests not sent yet: they need every shard's compile items; run the shards again once all have finished";
+/// The line a shard prints when its later stages (LLM requests; the trajectory segments of
+/// text-to-SQL recipes, [`shard_later_stages`]) wait for the other shards' compile items (the
+/// Ray driver looks for `round two needed` and runs a second round of the shards).
+pub const ROUND_TWO: &str = "round two needed: the later stages (LLM requests, trajectories) need every shard's compile items; run the shards again once all have finished";
 
 /// The summary of one shard; an error when any store request failed (the shard must be re-run).
 fn shard_summary(store: &Store, name: &str, (index, count): (u64, u64), secs: f64) -> Result<String> {

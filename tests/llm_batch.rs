@@ -193,31 +193,34 @@ fn sharded_builds_send_each_llm_request_once_in_a_second_round() {
     let recipe = project(tmp, "sharded", &llm_table(port, false));
     let store = tmp.join("shared-store");
 
-    // Round one, shards one after the other: shard 0 finds an empty store, computes its compile
-    // items and says its LLM requests wait; shard 1 then finds every compile item (its own and
-    // shard 0's) and already sends its share.
-    let (ok, text) = toolforge(&["--shard", "0/2"], &recipe, &store);
-    assert!(ok && text.contains(toolforge::pipeline::ROUND_TWO), "{text}");
+    // Round one, shards one after the other: each computes only its own compile items (it
+    // reads no other shard's entry) and says its later stages wait; no request is sent.
+    for i in 0..2 {
+        let (ok, text) = toolforge(&["--shard", &format!("{i}/2")], &recipe, &store);
+        assert!(ok && text.contains(toolforge::pipeline::ROUND_TWO), "{text}");
+    }
     assert_eq!(llm_server::stats(port)["completions"], 0);
-    let (ok, text) = toolforge(&["--shard", "1/2"], &recipe, &store);
-    assert!(ok && !text.contains(toolforge::pipeline::ROUND_TWO), "{text}");
-    let first = llm_server::stats(port)["completions"].as_u64().unwrap() as usize;
-    assert!(
-        first > 0 && first < EXAMPLES * N,
-        "shard 1 sends only its share: {first}"
-    );
 
     // A merge now names the LLM answers it lacks.
     let early = tmp.join("out-early");
     let (ok, text) = toolforge(&["--merge", "2", "--out", early.to_str().unwrap()], &recipe, &store);
     assert!(!ok && text.contains("llm-chat"), "{text}");
 
-    // Round two: every request sent once, by the shard its key falls in.
-    for i in 0..2 {
-        let (ok, text) = toolforge(&["--shard", &format!("{i}/2")], &recipe, &store);
-        assert!(ok, "{text}");
-        assert!(!text.contains(toolforge::pipeline::ROUND_TWO), "{text}");
-    }
+    // Round two: every compile item is stored; shard 0 sends only its share, and its
+    // trajectories (keyed by the build key, which the answers fold into) wait for shard 1's
+    // answers; shard 1 then sends its share and finds every answer.
+    let (ok, text) = toolforge(&["--shard", "0/2"], &recipe, &store);
+    assert!(ok && text.contains(toolforge::pipeline::ROUND_TWO), "{text}");
+    let first = llm_server::stats(port)["completions"].as_u64().unwrap() as usize;
+    assert!(
+        first > 0 && first < EXAMPLES * N,
+        "shard 0 sends only its share: {first}"
+    );
+    let (ok, text) = toolforge(&["--shard", "1/2"], &recipe, &store);
+    assert!(ok && !text.contains(toolforge::pipeline::ROUND_TWO), "{text}");
+    // Round three: shard 0's trajectories, now that every answer is stored.
+    let (ok, text) = toolforge(&["--shard", "0/2"], &recipe, &store);
+    assert!(ok && !text.contains(toolforge::pipeline::ROUND_TWO), "{text}");
     let s = llm_server::stats(port);
     assert_eq!(
         s["completions"],

@@ -187,6 +187,22 @@ fn sharded_equals_single(recipe: &str, store: &str, tmp: &Path, env: &[(&'static
     }
     let (ok, text) = toolforge(&["build", recipe, "--quiet", "--store", store, "--shard", "2/3"], env);
     assert!(ok, "{text}");
+    // Round two: every compile item is in the store; each shard computes its later items.
+    for i in 0..3 {
+        let (ok, text) = toolforge(
+            &[
+                "build",
+                recipe,
+                "--quiet",
+                "--store",
+                store,
+                "--shard",
+                &format!("{i}/3"),
+            ],
+            env,
+        );
+        assert!(ok && !text.contains(toolforge::pipeline::ROUND_TWO), "{text}");
+    }
     let (ok, text) = toolforge(
         &[
             "build",
@@ -233,6 +249,114 @@ fn three_shards_then_merge_equal_a_single_build_on_the_local_store() {
     for recipe in ["slot-spider", "seq-atis"] {
         let store = tmp.path().join(format!("shared-{recipe}"));
         sharded_equals_single(recipe, s(&store), tmp.path(), &[]);
+    }
+}
+
+/// `recipe` built whole, then sharded at N = 1, 2, 3, 4 (round one, round two, merge), each
+/// merge compared byte for byte with the whole build. The merge makes no store write (it reads
+/// every group's variants and trajectory segments, computes none: issue 34), and at N = 2 a
+/// merge after round one alone fails naming the later-stage items it lacks with their shard.
+fn sharded_at_n_1_to_4_equals_single(recipe: &str, tmp: &Path) {
+    let single_out = tmp.join(format!("single-{recipe}"));
+    let single_store = tmp.join(format!("single-store-{recipe}"));
+    let (ok, text) = toolforge(
+        &[
+            "build",
+            recipe,
+            "--quiet",
+            "--no-html",
+            "--out",
+            s(&single_out),
+            "--store",
+            s(&single_store),
+        ],
+        &[],
+    );
+    assert!(ok, "{text}");
+    let _ = std::fs::remove_dir_all(&single_store);
+    for n in 1..=4u64 {
+        let store = tmp.join(format!("store-{recipe}-{n}"));
+        let shard = |i: u64| {
+            toolforge(
+                &[
+                    "build",
+                    recipe,
+                    "--quiet",
+                    "--store",
+                    s(&store),
+                    "--shard",
+                    &format!("{i}/{n}"),
+                ],
+                &[],
+            )
+        };
+        let merged = tmp.join(format!("merged-{recipe}-{n}"));
+        let merge = || {
+            toolforge(
+                &[
+                    "build",
+                    recipe,
+                    "--quiet",
+                    "--no-html",
+                    "--out",
+                    s(&merged),
+                    "--store",
+                    s(&store),
+                    "--merge",
+                    &n.to_string(),
+                ],
+                &[("TOOLFORGE_STORE_STATS", "1".to_string())],
+            )
+        };
+        for i in 0..n {
+            let (ok, text) = shard(i);
+            assert!(ok, "round one, shard {i}/{n}: {text}");
+            // Round one computes only the shard's own compile items (it reads no other shard's
+            // entry), so with N > 1 every shard asks for round two.
+            assert_eq!(
+                text.contains(toolforge::pipeline::ROUND_TWO),
+                n > 1,
+                "shard {i}/{n}: {text}"
+            );
+        }
+        if n == 2 {
+            let (ok, text) = merge();
+            assert!(!ok, "a merge before round two must fail: {text}");
+            assert!(
+                text.contains("later-stages ") && text.contains("(shard 0/2)"),
+                "the merge names the later items missing, with their shard: {text}"
+            );
+        }
+        for i in 0..n {
+            let (ok, text) = shard(i);
+            assert!(
+                ok && !text.contains(toolforge::pipeline::ROUND_TWO),
+                "round two, shard {i}/{n}: {text}"
+            );
+        }
+        let (ok, text) = merge();
+        assert!(ok, "merge at N={n}: {text}");
+        assert!(
+            text.contains(" 0 writes"),
+            "the merge computes and stores nothing at N={n}: {text}"
+        );
+        tree::assert_same_tree(&single_out.join(recipe), &merged.join(recipe));
+        let _ = std::fs::remove_dir_all(&store);
+        let _ = std::fs::remove_dir_all(&merged);
+    }
+}
+
+#[test]
+fn sharded_variants_build_is_byte_identical_at_n_1_to_4_and_its_merge_computes_no_trajectory_and_no_variant() {
+    let tmp = tempfile::tempdir().unwrap();
+    sharded_at_n_1_to_4_equals_single("slot-spider-variants", tmp.path());
+}
+
+#[test]
+fn sharded_sel_and_rest_builds_are_byte_identical_at_n_1_to_4_and_their_merges_compute_no_trajectory() {
+    let tmp = tempfile::tempdir().unwrap();
+    for recipe in ["sel-spider", "rest-spider"] {
+        sharded_at_n_1_to_4_equals_single(recipe, tmp.path());
     }
 }
 
@@ -474,8 +598,8 @@ fn k8s_run_stops_on_a_failed_job() {
     );
 }
 
-/// scripts/slurm_build.sh: arrays with --mem, --requeue and --open-mode=append, a second array
-/// for an LLM recipe (`afterany` the first), and a merge `afterany` the last array (`afterok`
+/// scripts/slurm_build.sh: arrays with --mem, --requeue and --open-mode=append, one array per
+/// round (a text-to-SQL recipe with an LLM stage: three, each `afterany` the one before), and a merge `afterany` the last array (`afterok`
 /// would stay pending forever after one failed task); the merge job checks the array's task
 /// states with sacct and exits 1 naming the failed task without running the merge; a failing
 /// shard task requeues itself. sbatch, sacct and scontrol are stand-ins that log their
@@ -521,7 +645,11 @@ fn slurm_merge_does_not_wait_forever_after_a_failed_task() {
     assert_eq!(code, Some(0), "{text}");
     let calls = std::fs::read_to_string(bin.join("calls.log")).unwrap();
     let sbatch: Vec<&str> = calls.lines().filter(|l| l.starts_with("sbatch")).collect();
-    assert_eq!(sbatch.len(), 3, "two shard arrays (LLM recipe) and the merge: {calls}");
+    assert_eq!(
+        sbatch.len(),
+        4,
+        "three shard arrays (text-to-SQL: round two for the later stages; LLM: one more) and the merge: {calls}"
+    );
     for l in &sbatch {
         assert!(
             l.contains("--mem=") && l.contains("--requeue") && l.contains("--open-mode=append"),
@@ -534,7 +662,11 @@ fn slurm_merge_does_not_wait_forever_after_a_failed_task() {
         "{calls}"
     );
     assert!(
-        sbatch[2].contains("TOOLFORGE_SLURM_MERGE=102") && sbatch[2].contains("--dependency=afterany:102"),
+        sbatch[2].contains("--array=0-1") && sbatch[2].contains("--dependency=afterany:102"),
+        "{calls}"
+    );
+    assert!(
+        sbatch[3].contains("TOOLFORGE_SLURM_MERGE=103") && sbatch[3].contains("--dependency=afterany:103"),
         "{calls}"
     );
 

@@ -66,12 +66,15 @@ fn single(tmp: &Path, env: &[(&str, &str)]) -> PathBuf {
 /// N shards of slot-spider into `store`, then the merge into `tmp/merged-<N>`: byte-identical
 /// to `single`. Returns the merge's output (with the store's request line).
 fn shards_then_merge(tmp: &Path, store: &Path, n: u64, single: &Path) -> String {
-    for i in 0..n {
-        let (ok, text) = toolforge(
-            &["slot-spider", "--store", s(store), "--shard", &format!("{i}/{n}")],
-            &[],
-        );
-        assert!(ok && text.contains(&format!("shard {i}/{n}")), "{text}");
+    // Round one: the compile items; round two: the later items (trajectory segments).
+    for _round in 0..2 {
+        for i in 0..n {
+            let (ok, text) = toolforge(
+                &["slot-spider", "--store", s(store), "--shard", &format!("{i}/{n}")],
+                &[],
+            );
+            assert!(ok && text.contains(&format!("shard {i}/{n}")), "{text}");
+        }
     }
     let merged = tmp.join(format!("merged-{n}"));
     let (ok, text) = toolforge(

@@ -5,9 +5,9 @@
 #
 # 1. applies shards.yaml (the Indexed Job) and polls it until Complete or Failed — unlike
 #    `kubectl wait --for=condition=complete`, which waits out its whole timeout on a failed Job;
-# 2. when a shard printed `LLM requests not sent yet` (a recipe with an LLM stage: its requests
-#    are known only once every compile item is in the store), deletes the Job and applies it
-#    again: the second round, each shard sending its share of the requests;
+# 2. while a shard printed `round two needed` (the later stages — trajectories and variants of a
+#    text-to-SQL recipe, LLM requests — need every compile item in the store), deletes the Job
+#    and applies it again, at most three rounds: each shard computing its share;
 # 3. applies merge.yaml and polls it the same way.
 # On Failed it prints the failed pods' logs and exits 1; on a timeout it exits 124.
 set -euo pipefail
@@ -42,10 +42,13 @@ shard_round() {
 }
 
 shard_round
-if kubectl logs -l job-name=toolforge-shards --tail=-1 --max-log-requests=1000 | grep -q "LLM requests not sent yet"; then
-    echo "run.sh: LLM recipe: second round of the shards (each sends its share of the requests)"
+round=1
+while [ "$round" -lt 3 ] &&
+    kubectl logs -l job-name=toolforge-shards --tail=-1 --max-log-requests=1000 | grep -q "round two needed"; do
+    round=$((round + 1))
+    echo "run.sh: round $round of the shards (each computes its share of the later stages)"
     shard_round
-fi
+done
 kubectl delete job/toolforge-merge --ignore-not-found --wait=true
 kubectl apply -f merge.yaml
 wait_job toolforge-merge

@@ -146,6 +146,23 @@ pub fn write_with(
     Ok(true)
 }
 
+/// The later-stage items of a shard (issue 34): computes and stores the per-group trajectory
+/// segments ([`trajectories::segments`]) of the groups `store`'s scope gives this build, so the
+/// merge only reads and concatenates them. Returns how many groups' segments this call stored
+/// or found; 0 for a family without trajectories. Errors: a trajectory that does not execute.
+pub fn store_segments(build: &Build, store: &crate::store::Store) -> Result<usize> {
+    match trajectories::Trajectories::new(build)? {
+        Some(t) => t.store_segments(store),
+        None => Ok(0),
+    }
+}
+
+/// Whether builds of `format` have per-group later items ([`store_segments`]): the executable
+/// families (`slot`, `sel`, `rest`).
+pub fn has_segments(format: &str) -> bool {
+    ["slot", "sel", "rest"].contains(&format)
+}
+
 /// Whether `out_dir` holds this build ([`manifest::up_to_date`]) and, when `page` is wanted,
 /// its page ([`html`]; an output built with `--no-html` lacks it).
 pub fn up_to_date(out_dir: &Path, build_key: &str, page: bool) -> bool {

@@ -111,8 +111,27 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         .filter(|(_, o)| **o)
         .map(|(b, _)| b.db_id)
         .collect();
-    let paths = dbs.into_iter().map(|d| (d.to_string(), key::db_path(&source, d)));
-    let hashes = plan::hashes(store, planned.as_ref(), paths.collect())?;
+    // The databases of this shard's own items (by the assignment; every one outside a sharded
+    // build): hashed and checked against the plan. Another shard's, read in round two, take
+    // the plan's hash.
+    let own: std::collections::BTreeSet<&str> = batches
+        .iter()
+        .filter(|b| match (store.scope(), store.assignment()) {
+            (Scope::Shard { index, .. }, Some(a)) => a.shard(&b.name).is_none_or(|s| s == index),
+            _ => true,
+        })
+        .map(|b| b.db_id)
+        .collect();
+    let paths: BTreeMap<String, std::path::PathBuf> =
+        dbs.into_iter().map(|d| (d.to_string(), key::db_path(&source, d))).collect();
+    let listed = paths
+        .iter()
+        .map(|(d, p)| (d.clone(), p.clone(), own.contains(d.as_str())));
+    let hashes = plan::hashes(store, planned.as_ref(), listed.collect())?;
+    // A shard that hashed every database (round two, no plan stored) stores the plan.
+    if matches!(store.scope(), Scope::Shard { .. }) && planned.is_none() && hashes.len() == by_db.len() {
+        plan::store_from_shard(store, &plan::plan_key(&recipe, &source, &questions_hash), &hashes, &paths);
+    }
     let bar = progress_bar(progress, batches.len() as u64, "items");
     // Largest item first (estimated cost), from one queue the threads take from as they free up
     // (`par_bridge`): the longest stages start first and the threads finish together. By name,

@@ -17,8 +17,9 @@
 //! the parent's. Operators ([`perturb`], [`drift`], [`distractors`], [`obfuscate`](mod@obfuscate), [`shortlist`](mod@shortlist)) are pure and seeded: the random
 //! stream of an operator on an example is a function of the recipe seed, the operator and the
 //! example id only ([`Rng::new`]), so builds are byte-identical and adding rows elsewhere never
-//! changes a variant. The stage is cheap (no execution) and recomputed on every build rather than
-//! stored; counts go to `Build::stats["variants"]`.
+//! changes a variant. Counts go to `Build::stats["variants"]`. A whole build computes the stage
+//! afresh; sharded builds store each group's rows and counts as one item ([`stored`]), computed
+//! by the shard owning the group and only read by the merge ([`apply_with`]).
 
 pub mod distractors;
 pub mod drift;
@@ -28,6 +29,7 @@ pub mod obfuscate;
 pub mod paraphrase;
 pub mod perturb;
 pub mod shortlist;
+pub mod stored;
 
 use std::collections::BTreeMap;
 
@@ -164,12 +166,22 @@ fn bump(stats: &mut BTreeMap<String, usize>, key: impl Into<String>) {
 
 /// Runs every enabled operator over the build's examples, appends the variant rows to their
 /// parent's group (after the group's examples, in parent order), adds `tools/drift.json` when
-/// drift is enabled, and records counts in `build.stats["variants"]`.
+/// drift is enabled, and records counts in `build.stats["variants"]`. Nothing is stored; see
+/// [`apply_with`].
 pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
+    apply_with(build, cfg, None);
+}
+
+/// [`apply`], each group's variant rows and counts a store item ([`stored`], issue 34): read
+/// from `store` when it holds them, otherwise computed when the store's scope lets this build
+/// compute the group ([`crate::store::Store::claim`] by group name; stored when the scope is a
+/// shard's, for the merge) and left out when it does not (another shard's group; in a merge the
+/// item is then named missing). What reads the whole build — the drift plan (recomputed: one
+/// pass over the catalog) and the distractor pool (built only when a group is computed here) —
+/// is not stored.
+pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate::store::Store>) {
     let seed = cfg.seed;
     let format = build.recipe.format.clone();
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut rejected: BTreeMap<String, usize> = BTreeMap::new();
     let mut extra = serde_json::Map::new();
 
     let drift_plan = cfg.drift.as_ref().map(|d| drift::Drift::plan(build, d, seed));
@@ -192,99 +204,132 @@ pub fn apply(build: &mut Build, cfg: &VariantsConfig) {
         extra.insert("drift_operators".into(), json!(plan.operator_counts()));
         extra.insert("drifted_tools".into(), json!(plan.tools.len()));
     }
-    let pool = cfg
-        .distractors
-        .as_ref()
-        .map(|_| distractors::DistractorPool::new(build));
-    let mut distractor_drops = distractors::Dropped::default();
-    // Per-instance drift (SLOT/SEL): tools drifted per operator, summed over instances.
-    let mut instance_ops: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut instance_tools = 0usize;
-
-    for outcome in build.groups.values_mut() {
-        let mut rows: Vec<Example> = Vec::new();
-        for e in outcome.examples.iter().filter(|e| !is_variant(e)) {
-            if let Some(p) = &cfg.perturb {
-                for kind in &p.kinds {
-                    match perturb::variant(e, kind, seed) {
-                        Ok(v) => {
-                            bump(&mut counts, "perturb");
-                            rows.push(v);
-                        }
-                        Err(reason) => bump(&mut rejected, format!("{kind}:{reason}")),
-                    }
+    let pool: std::sync::OnceLock<Option<distractors::DistractorPool>> = std::sync::OnceLock::new();
+    let mut total = stored::GroupVariants::default();
+    let mut by_group: Vec<(String, Vec<Example>)> = Vec::new();
+    for (group, outcome) in &build.groups {
+        let key = stored::key(build, group);
+        let found = store.and_then(|s| s.load(&key, stored::GroupVariants::decode));
+        let variants = match found {
+            Some(v) => v,
+            None if store.is_some_and(|s| !crate::dataset::claim_group(s, &key, group)) => continue,
+            None => {
+                let pool = pool.get_or_init(|| {
+                    cfg.distractors
+                        .as_ref()
+                        .map(|_| distractors::DistractorPool::new(build))
+                });
+                let v = group_variants(&outcome.examples, cfg, &format, drift_plan.as_ref(), pool.as_ref());
+                if let Some(s) = store.filter(|s| matches!(s.scope(), crate::store::Scope::Shard { .. })) {
+                    let _ = s.put(&key, &v.encode());
                 }
+                v
             }
-            if let (Some(plan), Some(d_cfg)) = (&drift_plan, &cfg.drift) {
-                let drawn = match plan.scope {
-                    drift::Scope::Instance => {
-                        let inst = drift::plan_instance(e, d_cfg, seed, &format);
-                        for (op, n) in inst.operator_counts() {
-                            *instance_ops.entry(op).or_insert(0) += n;
-                        }
-                        instance_tools += inst.tools.len();
-                        inst.variant(e)
-                    }
-                    drift::Scope::Tool => plan.variant(e),
-                };
-                match drawn {
-                    Some(v) => {
-                        bump(&mut counts, "drift");
-                        rows.push(v)
-                    }
-                    None => bump(&mut rejected, "drift:no_drifted_call"),
-                }
-            }
-            if let (Some(d), Some(pool)) = (&cfg.distractors, &pool) {
-                let (v, dropped) = pool.variant(e, d, seed);
-                distractor_drops.near_identical += dropped.near_identical;
-                distractor_drops.answering += dropped.answering;
-                match v {
-                    Some(v) => {
-                        bump(&mut counts, "distractors");
-                        rows.push(v)
-                    }
-                    None => bump(&mut rejected, "distractors:no_candidate"),
-                }
-            }
-            if cfg.obfuscate {
-                bump(&mut counts, "obfuscate");
-                rows.push(obfuscate::obfuscate(e));
-            }
-            if let Some(s) = &cfg.shortlist {
-                for f in &s.fractions {
-                    match shortlist::shortlist(e, *f, seed) {
-                        Some(v) => {
-                            bump(&mut counts, "shortlist");
-                            rows.push(v)
-                        }
-                        None => bump(
-                            &mut rejected,
-                            format!("shortlist_{}:not_smaller_than_toolkit", (f * 100.0).round()),
-                        ),
-                    }
-                }
-            }
+        };
+        total.add(&variants);
+        by_group.push((group.clone(), variants.rows));
+    }
+    for (group, rows) in by_group {
+        if let Some(outcome) = build.groups.get_mut(&group) {
+            outcome.examples.extend(rows);
         }
-        outcome.examples.extend(rows);
     }
     let mut v = serde_json::Map::new();
     v.insert("seed".into(), json!(seed));
-    v.insert("rows".into(), json!(counts));
-    v.insert("not_generated".into(), json!(rejected));
+    v.insert("rows".into(), json!(total.counts));
+    v.insert("not_generated".into(), json!(total.rejected));
     if cfg.distractors.is_some() {
         v.insert(
             "distractor_candidates_dropped".into(),
-            json!({"near_identical": distractor_drops.near_identical, "answering_the_question": distractor_drops.answering}),
+            json!({"near_identical": total.near_identical, "answering_the_question": total.answering}),
         );
     }
     if drift_plan.as_ref().is_some_and(|p| p.scope == drift::Scope::Instance) {
         extra.insert("drift_scope".into(), json!("instance"));
-        extra.insert("drift_operators".into(), json!(instance_ops));
-        extra.insert("drifted_tools".into(), json!(instance_tools));
+        extra.insert("drift_operators".into(), json!(total.instance_ops));
+        extra.insert("drifted_tools".into(), json!(total.instance_tools));
     }
     v.extend(extra);
     build.stats.insert("variants".into(), Value::Object(v));
+}
+
+/// The variant rows and counts of one group's `examples` (its verified examples; rows already
+/// variants are skipped), every enabled operator in turn per example.
+fn group_variants(
+    examples: &[Example],
+    cfg: &VariantsConfig,
+    format: &str,
+    drift_plan: Option<&drift::Drift>,
+    pool: Option<&distractors::DistractorPool>,
+) -> stored::GroupVariants {
+    let seed = cfg.seed;
+    let mut out = stored::GroupVariants::default();
+    let (counts, rejected) = (&mut out.counts, &mut out.rejected);
+    let rows = &mut out.rows;
+    for e in examples.iter().filter(|e| !is_variant(e)) {
+        if let Some(p) = &cfg.perturb {
+            for kind in &p.kinds {
+                match perturb::variant(e, kind, seed) {
+                    Ok(v) => {
+                        bump(counts, "perturb");
+                        rows.push(v);
+                    }
+                    Err(reason) => bump(rejected, format!("{kind}:{reason}")),
+                }
+            }
+        }
+        if let (Some(plan), Some(d_cfg)) = (drift_plan, &cfg.drift) {
+            let drawn = match plan.scope {
+                drift::Scope::Instance => {
+                    let inst = drift::plan_instance(e, d_cfg, seed, format);
+                    for (op, n) in inst.operator_counts() {
+                        *out.instance_ops.entry(op.to_string()).or_insert(0) += n;
+                    }
+                    out.instance_tools += inst.tools.len();
+                    inst.variant(e)
+                }
+                drift::Scope::Tool => plan.variant(e),
+            };
+            match drawn {
+                Some(v) => {
+                    bump(counts, "drift");
+                    rows.push(v)
+                }
+                None => bump(rejected, "drift:no_drifted_call"),
+            }
+        }
+        if let (Some(d), Some(pool)) = (&cfg.distractors, pool) {
+            let (v, dropped) = pool.variant(e, d, seed);
+            out.near_identical += dropped.near_identical;
+            out.answering += dropped.answering;
+            match v {
+                Some(v) => {
+                    bump(counts, "distractors");
+                    rows.push(v)
+                }
+                None => bump(rejected, "distractors:no_candidate"),
+            }
+        }
+        if cfg.obfuscate {
+            bump(counts, "obfuscate");
+            rows.push(obfuscate::obfuscate(e));
+        }
+        if let Some(s) = &cfg.shortlist {
+            for f in &s.fractions {
+                match shortlist::shortlist(e, *f, seed) {
+                    Some(v) => {
+                        bump(counts, "shortlist");
+                        rows.push(v)
+                    }
+                    None => bump(
+                        rejected,
+                        format!("shortlist_{}:not_smaller_than_toolkit", (f * 100.0).round()),
+                    ),
+                }
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -37,6 +37,10 @@
 //!
 //! Variant rows (issue 16) get a clean trajectory rewritten from their parent's ([`variants`]):
 //! the variant's request, tools and calls over the same real results.
+//!
+//! The files are concatenated from one [`segments::Segment`] per group: the exact bytes each
+//! file gets from that group, computed by the shard that owns the group (`--shard`, stored) or
+//! by a whole build (not stored), and only read by a merge (issue 34).
 
 pub mod answer;
 pub mod cached;
@@ -44,6 +48,7 @@ pub mod export;
 pub mod faults;
 mod prompt;
 pub mod schema;
+pub mod segments;
 pub mod variants;
 mod write;
 

@@ -1,16 +1,17 @@
 //! The trajectory files of a build ([`Trajectories::write_files`]): every split's clean and
-//! faulted files, written group by group from lines read from the store or computed
-//! ([`super::cached`]), each also in OpenAI's fine-tuning format with its sidecar
-//! ([`super::export`]).
+//! faulted files, each also in OpenAI's fine-tuning format with its sidecar ([`super::export`]),
+//! concatenated from each group's bytes ([`super::segments`]) read from the store (a shard
+//! stored them: [`Trajectories::store_segments`]) or computed from the group's lines
+//! ([`super::cached`]).
 
 use std::collections::{BTreeMap, HashMap};
 
 use anyhow::{Context, Result};
 use rayon::prelude::*;
-use serde_json::Value as Json;
 
 use super::prompt::ToolsText;
-use super::{Runner, cached, trajectories, variants};
+use super::segments::{self, Part, Segment};
+use super::{Runner, cached, trajectories};
 use crate::dataset::{Build, Example, Outcome};
 use crate::tools::ToolSpec;
 use crate::tools::executor::Executor;
@@ -47,14 +48,17 @@ impl<'b> Trajectories<'b> {
     /// OpenAI's format with their sidecars `<split>[.faults].meta.jsonl` ([`Files`]); returns the
     /// trajectories not written, counted by reason, and each file's (path, hash).
     ///
-    /// The groups are taken in order, a window of groups (about [`WINDOW_EXAMPLES`] verified
-    /// examples) at a time: a window's lines are computed — read from the store where it holds
-    /// them ([`cached::GroupLines`]), otherwise executed, groups and examples in parallel — while
-    /// the previous window's are written, so a build never holds all its trajectories at once
-    /// (5,742 Spider-train SEL rows: 430 MB of lines, issue 17). Within each file, examples come
-    /// in group order, then in their group's order (the rows' order). Variant rows get a clean
-    /// trajectory rewritten from their parent's ([`variants`]); a variant's parent is in its
-    /// group ([`crate::variants`] adds variants beside their parent).
+    /// Each group gives each file a [`Segment`] of bytes ([`Trajectories::with_segments`]: read
+    /// from the store where a shard stored it, otherwise computed), appended in group order.
+    /// The groups are taken a window (about [`WINDOW_EXAMPLES`] verified examples) at a time: a
+    /// window's segments are read or computed, groups in parallel, while the previous window's
+    /// are written, so a build never holds all its trajectories at once (5,742 Spider-train SEL
+    /// rows: 430 MB of lines, issue 17). Within each file, examples come in group order, then in
+    /// their group's order (the rows' order).
+    ///
+    /// Errors: a trajectory that does not execute; [`crate::dataset::BuildError::Unclaimed`] when
+    /// the store's scope lets this build compute a missing segment nowhere (a `--merge`: the
+    /// segments are then in [`crate::store::Store::missing`]).
     pub(in crate::emit) fn write_files(
         &self,
         splits: &[&str],
@@ -68,6 +72,91 @@ impl<'b> Trajectories<'b> {
                 [Files::new(staging, split, "")?, Files::new(staging, split, ".faults")?],
             );
         }
+        let mut skipped = Skipped::default();
+        let mut absent = 0usize;
+        let mut write_window = |window: &Window, segments: Vec<Option<Segment>>| -> Result<()> {
+            for ((group, _), segment) in window.iter().zip(segments) {
+                let Some(segment) = segment else {
+                    absent += 1;
+                    continue;
+                };
+                for ((split, kind), part) in &segment.parts {
+                    if let Some(f) = files.get_mut(split.as_str()) {
+                        f[usize::from(*kind)].append(part)?;
+                    }
+                }
+                for (r, n) in segment.skipped {
+                    *skipped.by_reason.entry(r.clone()).or_default() += n;
+                    *skipped
+                        .by_group
+                        .entry(group.to_string())
+                        .or_default()
+                        .entry(r)
+                        .or_default() += n;
+                }
+            }
+            Ok(())
+        };
+        let groups: Vec<(&String, &Outcome)> = self.build.groups.iter().collect();
+        self.with_segments(store, false, |segment_of| -> Result<()> {
+            let window_segments = |window: &Window| -> Result<Vec<Option<Segment>>> {
+                window.par_iter().map(|(g, o)| segment_of(g.as_str(), o)).collect()
+            };
+            let mut previous: Option<(&Window, Vec<Option<Segment>>)> = None;
+            for window in windows(&groups) {
+                let (wrote, segments) = rayon::join(
+                    || previous.take().map_or(Ok(()), |(w, s)| write_window(w, s)),
+                    || window_segments(window),
+                );
+                wrote?;
+                previous = Some((window, segments?));
+            }
+            if let Some((w, s)) = previous {
+                write_window(w, s)?;
+            }
+            Ok(())
+        })?;
+        if absent > 0 {
+            return Err(crate::dataset::BuildError::Unclaimed {
+                stage: segments::STAGE.into(),
+            }
+            .into());
+        }
+        let mut written = Vec::new();
+        for [clean, faulted] in files.into_values() {
+            written.extend(clean.finish()?);
+            written.extend(faulted.finish()?);
+        }
+        Ok((skipped, written))
+    }
+
+    /// Computes and stores the segments of the groups `store` lets this build compute (a shard's
+    /// share, [`crate::store::Store::claim`] by group name) that it does not hold yet; returns
+    /// how many it stored. Errors: a trajectory that does not execute.
+    pub(in crate::emit) fn store_segments(&self, store: &crate::store::Store) -> Result<usize> {
+        let groups: Vec<(&String, &Outcome)> = self.build.groups.iter().collect();
+        self.with_segments(Some(store), true, |segment_of| {
+            groups
+                .par_iter()
+                .map(|(g, o)| segment_of(g.as_str(), o).map(|s| usize::from(s.is_some())))
+                .sum()
+        })
+    }
+
+    /// Runs `f` with the function giving a group's [`Segment`]: read from `store` when it holds
+    /// it; otherwise, when the store's scope lets this build compute it ([`Store::claim`] under
+    /// the group's name), built from the group's trajectory lines ([`cached::GroupLines`]: stored
+    /// or executed, examples in parallel) and stored when `keep` (a shard's segments are for the
+    /// merge; a whole build writes its files at once and keeps only the lines); `None` when it
+    /// may not.
+    ///
+    /// [`Store::claim`]: crate::store::Store::claim
+    fn with_segments<R>(
+        &self,
+        store: Option<&crate::store::Store>,
+        keep: bool,
+        f: impl FnOnce(&(dyn Fn(&str, &Outcome) -> Result<Option<Segment>> + Sync)) -> R,
+    ) -> R {
         let tools = ToolsText::new(&self.build.catalog);
         let runner = if self.build.recipe.format == "rest" {
             Runner::Rest(&self.endpoints, &self.build.source.databases)
@@ -89,104 +178,26 @@ impl<'b> Trajectories<'b> {
                 )
                 .collect()
         };
-        let window_lines = |window: &Window| -> Result<Vec<Vec<cached::Line>>> {
-            window
-                .par_iter()
-                .map(|(group, outcome)| {
-                    let originals: Vec<&Example> = outcome.examples.iter().filter(|e| cached::is_original(e)).collect();
-                    stored.of(group, &originals, compute)
-                })
-                .collect()
-        };
         let catalog: HashMap<&str, &ToolSpec> = self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
-        let mut skipped = Skipped::default();
-        let mut write_window = |window: &Window, lines: Vec<Vec<cached::Line>>| -> Result<()> {
-            for ((group, outcome), lines) in window.iter().zip(lines) {
-                self.write_group(group, outcome, &lines, &catalog, &mut files, &mut skipped)?;
-            }
-            Ok(())
-        };
-        let groups: Vec<(&String, &Outcome)> = self.build.groups.iter().collect();
-        let mut previous: Option<(&Window, Vec<Vec<cached::Line>>)> = None;
-        for window in windows(&groups) {
-            let (wrote, lines) = rayon::join(
-                || previous.take().map_or(Ok(()), |(w, l)| write_window(w, l)),
-                || window_lines(window),
-            );
-            wrote?;
-            previous = Some((window, lines?));
-        }
-        if let Some((w, l)) = previous {
-            write_window(w, l)?;
-        }
-        let mut written = Vec::new();
-        for [clean, faulted] in files.into_values() {
-            written.extend(clean.finish()?);
-            written.extend(faulted.finish()?);
-        }
-        Ok((skipped, written))
-    }
-
-    /// Writes one group's lines (`lines`: one per verified example, in order) to the files of
-    /// each example's split, counting skips into `skipped` (under `group` too). `catalog`: the
-    /// build's tools by name.
-    fn write_group(
-        &self,
-        group: &str,
-        outcome: &Outcome,
-        lines: &[cached::Line],
-        catalog: &HashMap<&str, &ToolSpec>,
-        files: &mut BTreeMap<&str, [Files; 2]>,
-        skipped: &mut Skipped,
-    ) -> Result<()> {
-        let originals = outcome.examples.iter().filter(|e| cached::is_original(e));
-        let parents: HashMap<(&str, &str), (&Example, &cached::Line)> = originals
-            .zip(lines)
-            .map(|(e, l)| ((e.split.as_str(), e.id.as_str()), (e, l)))
-            .collect();
-        let max_chars = self.build.recipe.trajectories.max_chars;
-        // The verified examples' lines, met in the same order as the examples.
-        let mut next_line = lines.iter();
-        for e in &outcome.examples {
-            let variant_line;
-            let line = if cached::is_original(e) {
-                next_line.next().expect("one line per verified example")
-            } else {
-                let parent = e.meta.as_ref().and_then(|m| m["variant_of"].as_str());
-                let Some((p, Some(t))) = parent
-                    .and_then(|id| parents.get(&(e.split.as_str(), id)))
-                    .map(|(p, l)| (p, l.clean.as_ref()))
-                else {
-                    continue;
-                };
-                let t: Json = serde_json::from_str(t)?;
-                let v = variants::variant_trajectory(e, p, &t, catalog, max_chars);
-                variant_line = cached::Line {
-                    skipped: v.as_ref().err().map(|r| r.to_string()).into_iter().collect(),
-                    clean: v.ok().map(|t| t.to_string()),
-                    faulted: None,
-                };
-                &variant_line
-            };
-            let Some([clean, faulted]) = files.get_mut(e.split.as_str()) else {
-                continue;
-            };
-            for (text, file) in [(&line.clean, clean), (&line.faulted, faulted)] {
-                if let Some(t) = text {
-                    file.write(t)?;
+        let segment_of = |group: &str, outcome: &Outcome| -> Result<Option<Segment>> {
+            let key = segments::key(self.build, group);
+            if let Some(s) = store {
+                if let Some(segment) = s.load(&key, Segment::decode) {
+                    return Ok(Some(segment));
+                }
+                if !crate::dataset::claim_group(s, &key, group) {
+                    return Ok(None);
                 }
             }
-            for r in &line.skipped {
-                *skipped.by_reason.entry(r.clone()).or_default() += 1;
-                *skipped
-                    .by_group
-                    .entry(group.to_string())
-                    .or_default()
-                    .entry(r.clone())
-                    .or_default() += 1;
+            let originals: Vec<&Example> = outcome.examples.iter().filter(|e| cached::is_original(e)).collect();
+            let lines = stored.of(group, &originals, &compute)?;
+            let segment = segments::build_segment(self.build, outcome, &lines, &catalog)?;
+            if let (Some(s), true) = (store, keep) {
+                let _ = s.put(&key, &segment.encode());
             }
-        }
-        Ok(())
+            Ok(Some(segment))
+        };
+        f(&segment_of)
     }
 }
 
@@ -211,20 +222,25 @@ impl Files {
         })
     }
 
-    /// Appends trajectory `line` (JSON text, the default form) to the three files.
-    fn write(&mut self, line: &str) -> Result<()> {
+    /// Appends one group's `part` to the three files, numbering its sidecar lines from the
+    /// lines written so far ([`segments`] module docs).
+    fn append(&mut self, part: &Part) -> Result<()> {
         use std::io::Write;
-        let t: Json = serde_json::from_str(line)?;
-        let (openai, sidecar) = super::export::to_openai(&t, self.lines);
-        for (file, text) in [
-            (&mut self.default, line.to_string()),
-            (&mut self.openai, openai.to_string()),
-            (&mut self.sidecar, sidecar.to_string()),
+        let mut sidecar = Vec::with_capacity(part.sidecar.len() + 16 * part.lines);
+        for tail in part.sidecar.split_inclusive(|&b| b == b'\n') {
+            write!(sidecar, "{{\"line\":{}", self.lines)?;
+            sidecar.extend_from_slice(tail);
+            self.lines += 1;
+        }
+        for (file, bytes) in [
+            (&mut self.default, &part.default),
+            (&mut self.openai, &part.openai),
+            (&mut self.sidecar, &sidecar),
         ] {
-            (file.w.write_all(text.as_bytes()).and_then(|()| file.w.write_all(b"\n")))
+            file.w
+                .write_all(bytes)
                 .with_context(|| format!("writing {}", file.path.display()))?;
         }
-        self.lines += 1;
         Ok(())
     }
 

@@ -62,28 +62,54 @@ pub(super) fn read(store: &Store, key: &StageKey) -> Option<PlanEntry> {
     store.load(key, |b| serde_json::from_slice(b).map_err(|e| e.to_string()))
 }
 
+/// Stores the plan entry of `hashes` (every database of the build, `paths` their files) under
+/// `key` when none is stored: what a shard that had to hash every database itself (a round-two
+/// shard without `--plan`) leaves for the other shards and the merge, so they hash only their
+/// own ("or the first shard", issue 34 item 3). Put-if-absent; every writer writes the same
+/// bytes. A failed write is only a lost shortcut (the store records the error).
+pub(super) fn store_from_shard(
+    store: &Store,
+    key: &StageKey,
+    hashes: &BTreeMap<String, Option<String>>,
+    paths: &BTreeMap<String, PathBuf>,
+) {
+    let mut entry = PlanEntry::default();
+    for (db_id, hash) in hashes {
+        let bytes = paths.get(db_id).map_or(0, |p| file_len(p));
+        entry.databases.insert(
+            db_id.clone(),
+            PlannedFile {
+                bytes,
+                hash: hash.clone(),
+            },
+        );
+    }
+    let _ = store.put(key, &serde_json::to_vec(&entry).expect("serialise"));
+}
+
 /// The length of the file at `path` (0 when it cannot be read).
 pub(super) fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
-/// The hashes of the databases `dbs` (id, file) this build computes or reads items of, each
-/// file hashed once, in parallel, and checked against or taken from the plan `plan` as the
-/// store's scope says (module docs): a merge takes the plan's hash of a file with the planned
-/// length; every hash made is counted ([`Store::note_hashed`]). `None` for a file that does
-/// not read.
+/// The hashes of the databases `dbs` (id, file, whether this shard owns an item of it) this
+/// build computes or reads items of, each file hashed once, in parallel, and checked against or
+/// taken from the plan `plan` as the store's scope says (module docs): a merge, and a shard
+/// reading another shard's database (round two), take the plan's hash of a file with the
+/// planned length; a shard's own database is hashed and checked; every hash made is counted
+/// ([`Store::note_hashed`]). `None` for a file that does not read.
 ///
 /// Errors: a shard's own database that differs from the plan ([`BuildError::StalePlan`], naming
 /// the file and saying to re-plan).
 pub(super) fn hashes(
     store: &Store,
     plan: Option<&PlanEntry>,
-    dbs: Vec<(String, PathBuf)>,
+    dbs: Vec<(String, PathBuf, bool)>,
 ) -> Result<BTreeMap<String, Option<String>>, BuildError> {
     dbs.into_par_iter()
-        .map(|(db_id, path)| {
+        .map(|(db_id, path, own)| {
             let planned = plan.and_then(|p| p.databases.get(&db_id));
-            if store.scope() == Scope::StoredOnly {
+            if store.scope() == Scope::StoredOnly || !own {
                 if let Some(p) = planned.filter(|p| p.bytes == file_len(&path)) {
                     return Ok((db_id, p.hash.clone()));
                 }
