@@ -260,7 +260,9 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
             // share of the later items.
             Ok(_) | Err(BuildError::Unclaimed { .. }) if later && own.requests().writes.load(Relaxed) == 0 => {
                 if let Some(failure) = own.failure() {
-                    anyhow::bail!("shard {index}/{count} of {name}: {failure} (re-run this shard once the store works)");
+                    anyhow::bail!(
+                        "shard {index}/{count} of {name}: {failure} (re-run this shard once the store works)"
+                    );
                 }
                 let whole = open_store(recipe_path, opts.store.as_deref())?
                     .with_scope(Scope::Shard { index, count })

@@ -122,15 +122,22 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         })
         .map(|b| b.db_id)
         .collect();
-    let paths: BTreeMap<String, std::path::PathBuf> =
-        dbs.into_iter().map(|d| (d.to_string(), key::db_path(&source, d))).collect();
+    let paths: BTreeMap<String, std::path::PathBuf> = dbs
+        .into_iter()
+        .map(|d| (d.to_string(), key::db_path(&source, d)))
+        .collect();
     let listed = paths
         .iter()
         .map(|(d, p)| (d.clone(), p.clone(), own.contains(d.as_str())));
     let hashes = plan::hashes(store, planned.as_ref(), listed.collect())?;
     // A shard that hashed every database (round two, no plan stored) stores the plan.
     if matches!(store.scope(), Scope::Shard { .. }) && planned.is_none() && hashes.len() == by_db.len() {
-        plan::store_from_shard(store, &plan::plan_key(&recipe, &source, &questions_hash), &hashes, &paths);
+        plan::store_from_shard(
+            store,
+            &plan::plan_key(&recipe, &source, &questions_hash),
+            &hashes,
+            &paths,
+        );
     }
     let bar = progress_bar(progress, batches.len() as u64, "items");
     // Largest item first (estimated cost), from one queue the threads take from as they free up
