@@ -118,14 +118,7 @@ fn entries(store: &Path) -> Vec<(String, PathBuf)> {
 /// The shard (of 2) that computes the item whose entry is `digest`: the plan's assignment
 /// (`--plan --shards 2`, whose item lines end with the key digest), issue 34.
 fn shard_of(digest: &str, _count: u64) -> u64 {
-    let store = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_toolforge"))
-        .args(["build", RECIPE, "--quiet", "--plan", "--shards", "2", "--store"])
-        .arg(store.path())
-        .env_remove("TOOLFORGE_STORE")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = plan_text();
     let line = text
         .lines()
         .find(|l| l.starts_with("item ") && l.ends_with(digest))
@@ -134,11 +127,36 @@ fn shard_of(digest: &str, _count: u64) -> u64 {
     w[w.iter().position(|x| *x == "shard").unwrap() + 1].parse().unwrap()
 }
 
-/// Shards 0/2 and 1/2 of [`RECIPE`] into a fresh local store; returns it.
+/// What `toolforge build RECIPE --plan --shards 2` prints (one `item … digest <hex>` line per
+/// compile item).
+fn plan_text() -> String {
+    let store = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+        .args(["build", RECIPE, "--quiet", "--plan", "--shards", "2", "--store"])
+        .arg(store.path())
+        .env_remove("TOOLFORGE_STORE")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The compile items' entries of a local store (the plan's item digests), sorted by digest.
+fn compile_entries(store: &Path) -> Vec<(String, PathBuf)> {
+    let text = plan_text();
+    entries(store)
+        .into_iter()
+        .filter(|(d, _)| text.lines().any(|l| l.starts_with("item ") && l.ends_with(d.as_str())))
+        .collect()
+}
+
+/// Shards 0/2 and 1/2 of [`RECIPE`] into a fresh local store, two rounds (the compile items,
+/// then the later per-database items); returns it.
 fn sharded_store(tmp: &Path) -> PathBuf {
     let store = tmp.join("shared");
-    shard(&store, 0, 2);
-    shard(&store, 1, 2);
+    for _round in 0..2 {
+        shard(&store, 0, 2);
+        shard(&store, 1, 2);
+    }
     store
 }
 
@@ -147,7 +165,7 @@ fn poisoned_entry_with_valid_prefix_is_recomputed_by_next_shard() {
     let tmp = tempfile::tempdir().unwrap();
     let single = single_build(tmp.path());
     let store = sharded_store(tmp.path());
-    let all = entries(&store);
+    let all = compile_entries(&store);
     assert!(all.len() >= 2, "{all:?}");
     let garbage = b"{\"not\": \"a stage output\"} padded to look like one .........................".to_vec();
     // Two poisons: the previous format's valid checksum (blake3 of the garbage, then the
@@ -201,7 +219,7 @@ fn entry_copied_under_another_key_is_rejected() {
     let tmp = tempfile::tempdir().unwrap();
     let single = single_build(tmp.path());
     let store = sharded_store(tmp.path());
-    let all = entries(&store);
+    let all = compile_entries(&store);
     // Another database's valid entry copied under this key: it used to be trusted, the merge
     // exiting 0 with one database twice and this one missing.
     let (victim, path) = &all[1];
@@ -427,28 +445,31 @@ fn concurrent_shards_on_one_directory_all_succeed() {
     // the merge, equal to a single build.
     let single = single_build(tmp.path());
     let shared = tmp.path().join("shared4");
-    let children: Vec<_> = (0..4)
-        .map(|i| {
-            Command::new(env!("CARGO_BIN_EXE_toolforge"))
-                .args([
-                    "build",
-                    RECIPE,
-                    "--quiet",
-                    "--store",
-                    s(&shared),
-                    "--shard",
-                    &format!("{i}/4"),
-                ])
-                .env_remove("TOOLFORGE_STORE")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for c in children {
-        let o = c.wait_with_output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Two rounds: the compile items, then the later per-database items.
+    for _round in 0..2 {
+        let children: Vec<_> = (0..4)
+            .map(|i| {
+                Command::new(env!("CARGO_BIN_EXE_toolforge"))
+                    .args([
+                        "build",
+                        RECIPE,
+                        "--quiet",
+                        "--store",
+                        s(&shared),
+                        "--shard",
+                        &format!("{i}/4"),
+                    ])
+                    .env_remove("TOOLFORGE_STORE")
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let o = c.wait_with_output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        }
     }
     let merged = tmp.path().join("merged4");
     let (ok, text) = merge(&shared, &merged);
