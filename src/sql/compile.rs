@@ -116,10 +116,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     // the plan's hash.
     let own: std::collections::BTreeSet<&str> = batches
         .iter()
-        .filter(|b| match (store.scope(), store.assignment()) {
-            (Scope::Shard { index, .. }, Some(a)) => a.shard(&b.name).is_none_or(|s| s == index),
-            _ => true,
-        })
+        .filter(|b| store.owns(&b.name))
         .map(|b| b.db_id)
         .collect();
     let paths: BTreeMap<String, std::path::PathBuf> = dbs

@@ -327,27 +327,27 @@ impl Store {
         self.assignment.lock().ok().and_then(|a| a.clone())
     }
 
-    /// This store reading other shards' items too (`true`: a shard whose LLM stages need the
-    /// whole compiled build); [`Store::leaves`] is then always `false`.
+    /// This store reading other shards' items too (`true`: a round-two shard, whose later stages
+    /// need the whole compiled build); [`Store::leaves`] is then always `false`.
     pub fn with_others_read(mut self, read: bool) -> Store {
         self.others_read = read;
         self
     }
 
-    /// Whether a [`Scope::Shard`] build leaves the planned `item` to another shard: then the stage
-    /// neither hashes its inputs nor reads its entry, and the item is counted in
-    /// [`Store::skipped`]. `false` for an item the assignment does not know (its key decides).
-    pub fn leaves(&self, item: &str) -> bool {
+    /// Whether the assignment places the planned `item` (or group) on this shard: always outside
+    /// a [`Scope::Shard`] build, and for an item the assignment does not know.
+    pub fn owns(&self, item: &str) -> bool {
         let Scope::Shard { index, .. } = self.scope else {
-            return false;
+            return true;
         };
-        if self.others_read {
-            return false;
-        }
-        let other = self
-            .assignment()
-            .and_then(|a| a.shard(item))
-            .is_some_and(|s| s != index);
+        self.assignment().and_then(|a| a.shard(item)).is_none_or(|s| s == index)
+    }
+
+    /// Whether a [`Scope::Shard`] build leaves the planned `item` to another shard ([`Store::owns`]
+    /// not, and other shards' items not read): then the stage neither hashes its inputs nor
+    /// reads its entry, and the item is counted in [`Store::skipped`].
+    pub fn leaves(&self, item: &str) -> bool {
+        let other = !self.others_read && !self.owns(item);
         if other {
             self.skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }

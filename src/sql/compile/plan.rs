@@ -73,18 +73,27 @@ pub(super) fn store_from_shard(
     hashes: &BTreeMap<String, Option<String>>,
     paths: &BTreeMap<String, PathBuf>,
 ) {
-    let mut entry = PlanEntry::default();
-    for (db_id, hash) in hashes {
-        let bytes = paths.get(db_id).map_or(0, |p| file_len(p));
-        entry.databases.insert(
-            db_id.clone(),
-            PlannedFile {
-                bytes,
-                hash: hash.clone(),
-            },
-        );
-    }
+    let entry = entry_of(hashes, paths);
     let _ = store.put(key, &serde_json::to_vec(&entry).expect("serialise"));
+}
+
+/// The plan entry of the database `hashes` (by database id), each file's length read from its
+/// path in `paths` (0 when absent or unreadable).
+fn entry_of(hashes: &BTreeMap<String, Option<String>>, paths: &BTreeMap<String, PathBuf>) -> PlanEntry {
+    let databases = hashes
+        .iter()
+        .map(|(db_id, hash)| {
+            let bytes = paths.get(db_id).map_or(0, |p| file_len(p));
+            (
+                db_id.clone(),
+                PlannedFile {
+                    bytes,
+                    hash: hash.clone(),
+                },
+            )
+        })
+        .collect();
+    PlanEntry { databases }
 }
 
 /// The length of the file at `path` (0 when it cannot be read).
@@ -182,25 +191,22 @@ pub(super) fn items<'q>(
 pub fn plan(recipe: &Recipe, source: &ResolvedSource, store: &Store, shards: u64) -> Result<String, BuildError> {
     let inputs = super::key::inputs(source)?;
     let questions_hash = super::key::file_hash(&source.questions)?;
-    let files: Vec<(String, PlannedFile)> = inputs
+    let paths: BTreeMap<String, PathBuf> = inputs
         .by_db
+        .keys()
+        .map(|db_id| (db_id.clone(), super::key::db_path(source, db_id)))
+        .collect();
+    let hashes: BTreeMap<String, Option<String>> = paths
         .par_iter()
-        .map(|(db_id, _)| {
-            let path = super::key::db_path(source, db_id);
-            let file = PlannedFile {
-                bytes: file_len(&path),
-                hash: super::key::file_hash(&path).ok(),
-            };
-            (db_id.clone(), file)
+        .map(|(db_id, path)| {
+            let hash = super::key::file_hash(path).ok();
+            if hash.is_some() {
+                store.note_hashed(file_len(path));
+            }
+            (db_id.clone(), hash)
         })
         .collect();
-    let mut entry = PlanEntry::default();
-    for (db_id, file) in files {
-        if file.hash.is_some() {
-            store.note_hashed(file.bytes);
-        }
-        entry.databases.insert(db_id, file);
-    }
+    let entry = entry_of(&hashes, &paths);
     let key = plan_key(recipe, source, &questions_hash);
     store.replace(&key, &serde_json::to_vec(&entry).expect("serialise"))?;
     let (batches, items) = items(recipe, source, &inputs.by_db);
