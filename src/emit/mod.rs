@@ -21,6 +21,7 @@
 //! [`reverify()`] re-executes a built SLOT/SEL dataset from its files.
 
 pub mod card;
+mod data_files;
 pub mod html;
 pub mod manifest;
 pub mod report;
@@ -31,10 +32,8 @@ pub mod trajectories;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::dataset::Build;
 use anyhow::{Context, Result};
-use rayon::prelude::*;
-
-use crate::dataset::{Build, Example};
 
 pub use manifest::{database_root, read_manifest};
 pub use reverify::reverify;
@@ -73,40 +72,27 @@ pub fn write_with(
         return Ok(false);
     }
     let c = report::counts(build);
-    let mut by_split: BTreeMap<&str, Vec<&Example>> = BTreeMap::new();
-    for e in build.groups.values().flat_map(|o| &o.examples) {
-        by_split.entry(e.split.as_str()).or_default().push(e);
-    }
+    let mut splits: Vec<&str> = build
+        .groups
+        .values()
+        .flat_map(|o| &o.examples)
+        .map(|e| e.split.as_str())
+        .collect();
+    splits.sort_unstable();
+    splits.dedup();
     let staging = Staging::new(out_dir)?;
     let trajectories = trajectories::Trajectories::new(build)?;
-    // The rows files of every split (Parquet beside JSONL; each file written as soon as it
-    // exists, so at most a split's files are in memory at once) and the trajectory files, at
-    // once: the rows are mostly serial work, the trajectories parallel (issue 17).
-    type RowsOut = (String, card::SplitSize, Vec<(String, String)>);
-    let splits: Vec<&str> = by_split.keys().copied().collect();
-    let (rows_out, trajectories_out) = rayon::join(
-        || -> Result<Vec<RowsOut>> {
-            by_split
-                .par_iter()
-                .map(|(split, examples)| {
-                    let (size, written) = rows_files(&staging, split, examples)?;
-                    Ok((split.to_string(), size, written))
-                })
-                .collect()
-        },
-        || match &trajectories {
-            Some(t) => t.write_files(&splits, store, &staging),
-            None => Ok(Default::default()),
-        },
-    );
-    let (rows_out, (skipped, written)) = (rows_out?, trajectories_out?);
-    let mut hashes: BTreeMap<String, String> = BTreeMap::new();
-    let mut sizes: BTreeMap<String, card::SplitSize> = BTreeMap::new();
-    for (split, size, written) in rows_out {
-        sizes.insert(split, size);
-        hashes.extend(written);
-    }
-    hashes.extend(written);
+    // The rows and trajectory files: each group's bytes (its segment, [`trajectories::segments`],
+    // read from the store or computed) appended in group order; families without trajectories
+    // encode their rows here ([`data_files::write_rows`]).
+    let (skipped, written, sizes) = match &trajectories {
+        Some(t) => t.write_files(&splits, store, &staging)?,
+        None => {
+            let (sizes, written) = data_files::write_rows(&staging, build)?;
+            (Default::default(), written, sizes)
+        }
+    };
+    let mut hashes: BTreeMap<String, String> = written.into_iter().collect();
     let trajectory_stats = trajectories
         .as_ref()
         .map(|_| serde_json::json!({"skipped_by_reason": skipped.by_reason, "skipped_by_group": skipped.by_group}));
@@ -172,30 +158,6 @@ pub fn up_to_date(out_dir: &Path, build_key: &str, page: bool) -> bool {
 /// The build page's path inside a dataset directory.
 pub const PAGE: &str = "report/index.html";
 
-/// Writes `data/<split>.parquet` and `data/<split>.jsonl` of one split's `examples` into
-/// `staging` (the Parquet encoded beside the JSONL); returns the split's sizes and each file's
-/// (path, hash).
-fn rows_files(
-    staging: &Staging,
-    split: &str,
-    examples: &[&Example],
-) -> Result<(card::SplitSize, Vec<(String, String)>)> {
-    let rows = rows::encode_rows(examples);
-    let (parquet, jsonl) = rayon::join(
-        || rows::parquet_file(&rows),
-        || staging.put_with(&format!("data/{split}.jsonl"), |w| rows::write_jsonl(&rows, w)),
-    );
-    let (num_bytes, parquet) = parquet?;
-    let size = card::SplitSize {
-        num_bytes,
-        parquet_bytes: parquet.len(),
-    };
-    Ok((
-        size,
-        vec![staging.put(&format!("data/{split}.parquet"), &parquet)?, jsonl?],
-    ))
-}
-
 /// Pretty JSON with a trailing newline: the encoding of every JSON document the emitters write.
 fn pretty(v: &serde_json::Value) -> Vec<u8> {
     let mut b = serde_json::to_vec_pretty(v).expect("serialisable");
@@ -250,18 +212,6 @@ impl Staging {
         Ok((rel.to_string(), hash))
     }
 
-    /// Writes one file through `write` (buffered, hashed as it goes, never held whole); returns
-    /// (relative path, blake3 hex) as [`Staging::put`] does.
-    fn put_with(
-        &self,
-        rel: &str,
-        write: impl FnOnce(&mut std::io::BufWriter<HashingWriter<std::fs::File>>) -> std::io::Result<()>,
-    ) -> Result<(String, String)> {
-        let mut file = self.create(rel)?;
-        write(&mut file.w).with_context(|| format!("writing {}", file.path.display()))?;
-        file.finish()
-    }
-
     /// Creates one file, to be written through [`StagedFile::w`] and closed by
     /// [`StagedFile::finish`] (several can be open at once).
     fn create(&self, rel: &str) -> Result<StagedFile> {
@@ -311,6 +261,16 @@ struct StagedFile {
     rel: String,
     path: PathBuf,
     w: std::io::BufWriter<HashingWriter<std::fs::File>>,
+}
+
+impl std::io::Write for StagedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.w.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
 }
 
 impl StagedFile {

@@ -28,10 +28,39 @@ use crate::dataset::Example;
 use crate::tools::Call;
 use crate::verify::Answer;
 
+mod concat;
 mod parquet_writer;
 
+pub(super) use concat::ParquetConcat;
 pub use parquet_writer::ROW_GROUP_BYTES;
-pub(super) use parquet_writer::parquet_file;
+
+/// One group's rows of one split, encoded ([`rows_part`]): the unit a shard stores and the
+/// writer appends ([`ParquetConcat`]; the JSONL lines go beside, written by the caller).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RowsPart {
+    /// Rows in the part.
+    pub rows: usize,
+    /// Their Arrow size (`get_slice_memory_size` summed over the columns, bytes); a split's
+    /// `num_bytes` in the dataset card is the sum over its parts.
+    pub num_bytes: usize,
+    /// The rows as a Parquet file of their own ([`parquet_writer::parquet_file`]).
+    pub parquet: Vec<u8>,
+}
+
+/// Encodes one group's `examples` (all of one split, in order): their JSONL lines written to
+/// `jsonl` ([`write_jsonl`]) and their Parquet file, at once. Errors: `jsonl`'s, and Parquet
+/// encoding errors (none for rows this build made).
+pub fn rows_part<W: std::io::Write + Send>(examples: &[&Example], jsonl: &mut W) -> Result<RowsPart> {
+    let rows = encode_rows(examples);
+    let (parquet, written) = rayon::join(|| parquet_writer::parquet_file(&rows), || write_jsonl(&rows, jsonl));
+    written?;
+    let (num_bytes, parquet) = parquet?;
+    Ok(RowsPart {
+        rows: rows.len(),
+        num_bytes,
+        parquet,
+    })
+}
 
 fn call_fields() -> Fields {
     Fields::from(vec![

@@ -99,7 +99,7 @@ fn rows_per_group(rows: usize, bytes: usize, group_bytes: usize) -> usize {
 }
 
 /// The Parquet writer's settings for row groups of `per_group` rows ([`parquet_file`]).
-fn writer_properties(per_group: usize) -> Result<parquet::file::properties::WriterProperties> {
+pub(super) fn writer_properties(per_group: usize) -> Result<parquet::file::properties::WriterProperties> {
     use parquet::basic::{Compression, ZstdLevel};
     Ok(parquet::file::properties::WriterProperties::builder()
         .set_created_by("toolforge".into())

@@ -1,9 +1,10 @@
-//! A group's emitted trajectory segment (issue 34 item 1): the exact bytes every trajectory file
-//! gets from one group (database or split) — `trajectories/<split>[.faults].jsonl`, their OpenAI
-//! form under `trajectories/openai/` and the OpenAI form's sidecar — and the group's skip counts.
+//! A group's emitted segment (issue 34 item 1): the exact bytes every trajectory file gets from
+//! one group (database or split) — `trajectories/<split>[.faults].jsonl`, their OpenAI form under
+//! `trajectories/openai/` and the OpenAI form's sidecar —, the group's skip counts, and its rows
+//! of each split (`data/<split>.jsonl` lines and a Parquet part, [`crate::emit::rows::RowsPart`]).
 //! Shards compute the segments of their groups and store them; the merge reads them and
 //! concatenates bytes in group order ([`super::write`]): it executes no call, builds no
-//! trajectory and serialises no JSON.
+//! trajectory, serialises no JSON and encodes no Parquet.
 //!
 //! Keyed ([`StageKey`], stage [`STAGE`]) by the build key and the group name: the build key
 //! changes whenever any output file could ([`crate::dataset::Build::build_key`], LLM answers
@@ -21,6 +22,7 @@ use serde_json::{Value as Json, json};
 
 use super::{cached, variants};
 use crate::dataset::{Build, Example, Outcome, code_fingerprint};
+use crate::emit::rows::RowsPart;
 use crate::store::StageKey;
 use crate::tools::ToolSpec;
 
@@ -28,7 +30,7 @@ use crate::tools::ToolSpec;
 pub const STAGE: &str = "emit-trajectory-segments";
 
 /// Version of the stored segments; bump when a segment's bytes change for the same build key.
-pub const EMIT_SEGMENTS_VERSION: u32 = 1;
+pub const EMIT_SEGMENTS_VERSION: u32 = 2;
 
 /// The head of a sidecar line written by [`super::export::to_openai`] for line 0.
 const SIDECAR_HEAD: &str = "{\"line\":0";
@@ -66,14 +68,25 @@ impl Part {
     }
 }
 
-/// One group's segment: its [`Part`] of each (split, kind) file — kind 0 clean, 1 faulted — and
-/// the trajectories it does not write, counted by reason.
+/// One group's rows of one split: their `data/<split>.jsonl` lines and their Parquet part.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rows {
+    /// The JSONL lines, each ending in a newline.
+    pub jsonl: Vec<u8>,
+    /// The encoded rows ([`RowsPart`]).
+    pub part: RowsPart,
+}
+
+/// One group's segment: its [`Part`] of each (split, kind) file — kind 0 clean, 1 faulted —,
+/// the trajectories it does not write, counted by reason, and its [`Rows`] of each split.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Segment {
     /// (split, kind) → the group's part of those files.
     pub parts: BTreeMap<(String, u8), Part>,
     /// Skip reason → count, for this group.
     pub skipped: BTreeMap<String, usize>,
+    /// Split → the group's rows of that split (every example of the group, variants too).
+    pub rows: BTreeMap<String, Rows>,
 }
 
 /// The store key of `group`'s segment in `build`.
@@ -89,7 +102,7 @@ pub fn key(build: &Build, group: &str) -> StageKey {
 /// The segment of one group (`outcome`, its trajectory `lines`: one per verified example, in
 /// order); `catalog` is the build's tools by name. Variant rows get a clean trajectory rewritten
 /// from their parent's ([`variants`]); a variant's parent is in its group. Errors: a line that
-/// is not JSON (never for lines this build wrote).
+/// is not JSON (never for lines this build wrote), a rows part that does not encode.
 pub fn build_segment(
     build: &Build,
     outcome: &Outcome,
@@ -135,25 +148,61 @@ pub fn build_segment(
             *segment.skipped.entry(r.clone()).or_default() += 1;
         }
     }
+    segment.rows = group_rows(&outcome.examples)?;
     Ok(segment)
+}
+
+/// A group's rows of each split ([`Rows`]), the examples of a split in their order.
+pub fn group_rows(examples: &[Example]) -> Result<BTreeMap<String, Rows>> {
+    let mut by_split: BTreeMap<&str, Vec<&Example>> = BTreeMap::new();
+    for e in examples {
+        by_split.entry(e.split.as_str()).or_default().push(e);
+    }
+    let mut rows = BTreeMap::new();
+    for (split, examples) in by_split {
+        let mut jsonl = Vec::new();
+        let part = crate::emit::rows::rows_part(&examples, &mut jsonl)?;
+        rows.insert(split.to_string(), Rows { jsonl, part });
+    }
+    Ok(rows)
 }
 
 impl Segment {
     /// The store payload: a JSON header `{"parts": [[split, kind, lines, default bytes, openai
-    /// bytes, sidecar bytes], …], "skipped": {reason: n}}`, a newline, then every part's three
-    /// byte strings in header order (copied, never escaped into JSON strings).
+    /// bytes, sidecar bytes], …], "rows": [[split, rows, num_bytes, jsonl bytes, parquet
+    /// bytes], …], "skipped": {reason: n}}`, a newline, then every part's three byte strings and
+    /// every split's two rows byte strings in header order (copied, never escaped into JSON
+    /// strings).
     pub fn encode(&self) -> Vec<u8> {
         let parts: Vec<Json> = self
             .parts
             .iter()
             .map(|((split, kind), p)| json!([split, kind, p.lines, p.default.len(), p.openai.len(), p.sidecar.len()]))
             .collect();
-        let mut out = serde_json::to_vec(&json!({"parts": parts, "skipped": self.skipped})).expect("serialise");
+        let rows: Vec<Json> = self
+            .rows
+            .iter()
+            .map(|(split, r)| {
+                json!([
+                    split,
+                    r.part.rows,
+                    r.part.num_bytes,
+                    r.jsonl.len(),
+                    r.part.parquet.len()
+                ])
+            })
+            .collect();
+        let head = json!({"parts": parts, "rows": rows, "skipped": self.skipped});
+        let mut out = serde_json::to_vec(&head).expect("serialise");
         out.push(b'\n');
         for p in self.parts.values() {
             out.extend_from_slice(&p.default);
             out.extend_from_slice(&p.openai);
             out.extend_from_slice(&p.sidecar);
+        }
+        for r in self.rows.values() {
+            out.extend_from_slice(&r.jsonl);
+            out.extend_from_slice(&r.part.parquet);
         }
         out
     }
@@ -162,9 +211,11 @@ impl Segment {
     /// that does not parse, lengths that do not add up to the bytes).
     pub fn decode(bytes: &[u8]) -> Result<Segment, String> {
         type Header = (String, u8, usize, usize, usize, usize);
+        type RowsHeader = (String, usize, usize, usize, usize);
         #[derive(serde::Deserialize)]
         struct Head {
             parts: Vec<Header>,
+            rows: Vec<RowsHeader>,
             skipped: BTreeMap<String, usize>,
         }
         let newline = bytes.iter().position(|&b| b == b'\n').ok_or("no header")?;
@@ -189,12 +240,26 @@ impl Segment {
             }
             parts.insert((split, kind), part);
         }
+        let mut rows = BTreeMap::new();
+        for (split, n, num_bytes, j, p) in head.rows {
+            let jsonl = take(j)?;
+            if jsonl.iter().filter(|&&c| c == b'\n').count() != n {
+                return Err(format!("{split}: not {n} rows"));
+            }
+            let part = RowsPart {
+                rows: n,
+                num_bytes,
+                parquet: take(p)?,
+            };
+            rows.insert(split, Rows { jsonl, part });
+        }
         if !rest.is_empty() {
             return Err("bytes beyond the parts".into());
         }
         Ok(Segment {
             parts,
             skipped: head.skipped,
+            rows,
         })
     }
 }
@@ -211,6 +276,13 @@ mod tests {
         s.parts.entry(("dev".into(), 0)).or_default().push(line).unwrap();
         s.parts.entry(("train".into(), 1)).or_default().push(line).unwrap();
         s.skipped.insert("over_size_cap".into(), 2);
+        let example = Example {
+            id: "a/1".into(),
+            split: "dev".into(),
+            ..Example::default()
+        };
+        s.rows = group_rows(&[example.clone(), example]).unwrap();
+        assert_eq!(s.rows["dev"].part.rows, 2);
         let part = &s.parts[&("dev".to_string(), 0)];
         assert_eq!(part.lines, 2);
         assert!(

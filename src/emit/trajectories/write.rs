@@ -13,6 +13,7 @@ use super::prompt::ToolsText;
 use super::segments::{self, Part, Segment};
 use super::{Runner, cached, trajectories};
 use crate::dataset::{Build, Example, Outcome};
+use crate::emit::data_files::SplitRows;
 use crate::tools::ToolSpec;
 use crate::tools::executor::Executor;
 
@@ -45,8 +46,10 @@ impl<'b> Trajectories<'b> {
 
     /// Writes `trajectories/<split>.jsonl` (clean) and `trajectories/<split>.faults.jsonl` of
     /// every split in `splits` into `staging`, and under `trajectories/openai/` the same files in
-    /// OpenAI's format with their sidecars `<split>[.faults].meta.jsonl` ([`Files`]); returns the
-    /// trajectories not written, counted by reason, and each file's (path, hash).
+    /// OpenAI's format with their sidecars `<split>[.faults].meta.jsonl` ([`Files`]), and the rows
+    /// files `data/<split>.jsonl` and `data/<split>.parquet` ([`SplitRows`]); returns the
+    /// trajectories not written, counted by reason, each file's (path, hash) and each split's
+    /// size for the dataset card.
     ///
     /// Each group gives each file a [`Segment`] of bytes ([`Trajectories::with_segments`]: read
     /// from the store where a shard stored it, otherwise computed), appended in group order.
@@ -64,13 +67,15 @@ impl<'b> Trajectories<'b> {
         splits: &[&str],
         store: Option<&crate::store::Store>,
         staging: &crate::emit::Staging,
-    ) -> Result<(Skipped, Vec<(String, String)>)> {
+    ) -> Result<Written> {
         let mut files: BTreeMap<&str, [Files; 2]> = BTreeMap::new();
+        let mut rows: BTreeMap<&str, SplitRows> = BTreeMap::new();
         for split in splits {
             files.insert(
                 split,
                 [Files::new(staging, split, "")?, Files::new(staging, split, ".faults")?],
             );
+            rows.insert(split, SplitRows::new(staging, split)?);
         }
         let mut skipped = Skipped::default();
         let mut absent = 0usize;
@@ -84,6 +89,12 @@ impl<'b> Trajectories<'b> {
                     if let Some(f) = files.get_mut(split.as_str()) {
                         f[usize::from(*kind)].append(part)?;
                     }
+                }
+                for (split, r) in &segment.rows {
+                    let file = rows.get_mut(split.as_str()).ok_or_else(|| {
+                        anyhow::anyhow!("{group}: rows of split {split}, which the build does not have")
+                    })?;
+                    file.append(&r.jsonl, &r.part)?;
                 }
                 for (r, n) in segment.skipped {
                     *skipped.by_reason.entry(r.clone()).or_default() += n;
@@ -127,7 +138,13 @@ impl<'b> Trajectories<'b> {
             written.extend(clean.finish()?);
             written.extend(faulted.finish()?);
         }
-        Ok((skipped, written))
+        let mut sizes = BTreeMap::new();
+        for (split, file) in rows {
+            let (size, hashes) = file.finish()?;
+            sizes.insert(split.to_string(), size);
+            written.extend(hashes);
+        }
+        Ok((skipped, written, sizes))
     }
 
     /// Computes and stores the segments of the groups `store` lets this build compute (a shard's
@@ -249,6 +266,14 @@ impl Files {
         Ok([self.default.finish()?, self.openai.finish()?, self.sidecar.finish()?])
     }
 }
+
+/// What [`Trajectories::write_files`] wrote: the trajectories it skipped, each file's (path,
+/// hash), each split's rows size.
+pub(in crate::emit) type Written = (
+    Skipped,
+    Vec<(String, String)>,
+    BTreeMap<String, crate::emit::card::SplitSize>,
+);
 
 /// Trajectories not written, counted by reason and by group (database or split) and reason.
 #[derive(Debug, Default)]
