@@ -55,7 +55,7 @@ fn store_contract(store: &Store, raw: &dyn Backend) {
     let k = key("contract", 1);
     assert_eq!(store.get(&k), Lookup::Missing);
     assert_eq!(store.put(&k, b"hello").unwrap(), Created::Written);
-    assert_eq!(store.get(&k), Lookup::Hit(b"hello".to_vec()));
+    assert_eq!(store.get(&k), Lookup::Hit(bytes::Bytes::from_static(b"hello")));
     assert_eq!(store.put(&k, b"hello").unwrap(), Created::Present);
     // Corrupt the payload behind the store's back: a miss (entry removed), then recomputed.
     let name = entry_name(&k);
@@ -66,7 +66,7 @@ fn store_contract(store: &Store, raw: &dyn Backend) {
     assert_eq!(store.get(&k), Lookup::Corrupt);
     assert_eq!(raw.read(&name).unwrap(), None, "a corrupt entry is removed");
     assert_eq!(store.put(&k, b"hello").unwrap(), Created::Written);
-    assert_eq!(store.get(&k), Lookup::Hit(b"hello".to_vec()));
+    assert_eq!(store.get(&k), Lookup::Hit(bytes::Bytes::from_static(b"hello")));
     raw.remove(&name).unwrap();
     raw.create(&name, &bytes[..20]).unwrap();
     assert_eq!(store.get(&k), Lookup::Corrupt);
@@ -107,7 +107,7 @@ fn store_contract(store: &Store, raw: &dyn Backend) {
         );
         assert_eq!(
             store.get(k),
-            Lookup::Hit(vec![written[0]; 4096]),
+            Lookup::Hit(vec![written[0]; 4096].into()),
             "key {i}: the winner's payload, whole"
         );
     }

@@ -80,7 +80,8 @@ pub fn spawn_trimmer(release_after: Option<Duration>, release: impl Fn() + Send 
 }
 
 /// Returns the freed memory of every malloc arena to the system; how long it took. One of the
-/// crate's two `unsafe` blocks (the lint is `deny`, allowed here only): a call of glibc's
+/// crate's three `unsafe` blocks (the lint is `deny`, allowed here only; the third maps store
+/// entries, `store::local`): a call of glibc's
 /// `malloc_trim`.
 #[allow(unsafe_code)]
 pub fn trim() -> Duration {
@@ -96,7 +97,7 @@ pub fn trim() -> Duration {
 /// Limits glibc's malloc to one arena per core (its default is 8 per core, each keeping its
 /// own free fragments after a burst of threads), unless the operator set
 /// `glibc.malloc.arena_max` in `GLIBC_TUNABLES`. Called once, before the server's threads start.
-/// The crate's other `unsafe` block: a call of glibc's `mallopt`.
+/// Another of the crate's `unsafe` blocks: a call of glibc's `mallopt`.
 #[allow(unsafe_code)]
 pub fn limit_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -114,10 +114,34 @@ impl Local {
     }
 }
 
+/// Entries at least this large are memory-mapped rather than read ([`read_entry`]).
+const MAP_BYTES: u64 = 1 << 20;
+
+/// The bytes of the entry file at `path`: a small file read, a large one (a trajectory segment's
+/// megabytes) memory-mapped, so a merge copies its bytes once, into the output file. Safe to map:
+/// an entry file is never changed in place — it is written under a temporary name and renamed
+/// ([`Local::create`]), and a removed or replaced entry keeps its old pages for the mapping.
+/// (Someone else truncating an entry file while a build maps it would end the process with
+/// SIGBUS: entries are not to be edited by hand while builds run.) One of the crate's few
+/// `unsafe` blocks (the lint is `deny`, allowed here only).
+#[allow(unsafe_code)]
+fn read_entry(path: &Path) -> std::io::Result<bytes::Bytes> {
+    let file = fs::File::open(path)?;
+    if file.metadata()?.len() < MAP_BYTES {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut &file, &mut bytes)?;
+        return Ok(bytes.into());
+    }
+    // SAFETY: the file is never written or truncated in place by toolforge (see above); the
+    // mapping is read-only and lives as long as the `Bytes` that own it.
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    Ok(bytes::Bytes::from_owner(map))
+}
+
 impl Backend for Local {
-    fn read(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    fn read(&self, name: &str) -> Result<Option<bytes::Bytes>, StoreError> {
         let path = self.root.join(name);
-        match fs::read(&path) {
+        match read_entry(&path) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io_err(&path)(e)),

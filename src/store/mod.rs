@@ -111,8 +111,9 @@ impl StageKey {
 /// Outcome of a [`Store::get`] lookup, with the reason for a miss (cf. cargo's `DirtyReason`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
-    /// The entry exists and its payload hash checks out.
-    Hit(Vec<u8>),
+    /// The entry exists and its payload hash checks out: the payload, a view into the bytes read
+    /// (never copied again).
+    Hit(bytes::Bytes),
     /// No entry under this key.
     Missing,
     /// An entry existed but could not be trusted (truncated, payload hash mismatch, another
@@ -151,11 +152,12 @@ impl std::fmt::Display for Dirty {
 
 /// Where the store's entries live: a local directory ([`local::Local`]) or S3-compatible object
 /// storage ([`s3::S3`]). Entries are named `objects/<first 2 hex>/<64 hex>` in both; the bytes
-/// are the same (blake3 of the payload, then the payload).
+/// are the same ([`entry`]: the key's digest and a keyed checksum, then the payload).
 pub trait Backend: Send + Sync + std::fmt::Debug {
-    /// The entry's bytes, `None` when there is none. Errors: IO or network failures other than
-    /// "not found".
-    fn read(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// The entry's bytes, `None` when there is none (a large local entry is memory-mapped, an S3
+    /// object's body is kept as received: neither is copied). Errors: IO or network failures
+    /// other than "not found".
+    fn read(&self, name: &str) -> Result<Option<bytes::Bytes>, StoreError>;
     /// Writes the entry unless one exists (put-if-absent): [`Created::Written`] when this call
     /// wrote it, [`Created::Present`] when another writer had (its bytes are left untouched).
     fn create(&self, name: &str, bytes: &[u8]) -> Result<Created, StoreError>;
@@ -511,10 +513,10 @@ impl Store {
                 return Lookup::Missing;
             }
         };
-        match entry::open(&digest, &bytes) {
-            Ok(payload) => {
+        match entry::open(&digest, &bytes).map(<[u8]>::len) {
+            Ok(len) => {
                 self.requests.hits.fetch_add(1, Relaxed);
-                Lookup::Hit(payload.to_vec())
+                Lookup::Hit(bytes.slice(bytes.len() - len..))
             }
             Err(reason) => {
                 self.discard(key, &digest, reason);
@@ -529,8 +531,14 @@ impl Store {
     /// payload: <why>`, and the caller recomputes it (its [`Store::put`] replaces the entry).
     /// `None` for a miss of any kind.
     pub fn load<T>(&self, key: &StageKey, decode: impl FnOnce(&[u8]) -> Result<T, String>) -> Option<T> {
+        self.load_shared(key, |b| decode(&b))
+    }
+
+    /// [`Store::load`] with `decode` given the payload itself, so the value may keep views into
+    /// it ([`bytes::Bytes::slice`]) instead of copies (a trajectory segment's megabytes).
+    pub fn load_shared<T>(&self, key: &StageKey, decode: impl FnOnce(bytes::Bytes) -> Result<T, String>) -> Option<T> {
         let Lookup::Hit(bytes) = self.get(key) else { return None };
-        match decode(&bytes) {
+        match decode(bytes) {
             Ok(value) => Some(value),
             Err(why) => {
                 self.requests.hits.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);

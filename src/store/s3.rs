@@ -210,12 +210,12 @@ impl S3 {
 }
 
 impl Backend for S3 {
-    fn read(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    fn read(&self, name: &str) -> Result<Option<bytes::Bytes>, StoreError> {
         self.check_up()?;
         let (client, path) = (self.client.clone(), self.path(name));
         let got = block(async move {
             match client.get(&path).await {
-                Ok(r) => r.bytes().await.map(|b| Some(b.to_vec())),
+                Ok(r) => r.bytes().await.map(Some),
                 Err(object_store::Error::NotFound { .. }) => Ok(None),
                 Err(e) => Err(e),
             }

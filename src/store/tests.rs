@@ -19,7 +19,7 @@ fn round_trip_and_miss() {
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(store.get(&key(1)), Lookup::Missing);
     store.put(&key(1), b"hello").unwrap();
-    assert_eq!(store.get(&key(1)), Lookup::Hit(b"hello".to_vec()));
+    assert_eq!(store.get(&key(1)), Lookup::Hit(bytes::Bytes::from_static(b"hello")));
     assert_eq!(store.get(&key(2)), Lookup::Missing);
 }
 
@@ -62,7 +62,7 @@ fn entry_copied_under_another_key_is_corrupt_and_removed() {
         store.dirty()
     );
     assert_eq!(store.put(&key(2), b"two").unwrap(), Created::Written);
-    assert_eq!(store.get(&key(2)), Lookup::Hit(b"two".to_vec()));
+    assert_eq!(store.get(&key(2)), Lookup::Hit(bytes::Bytes::from_static(b"two")));
 }
 
 #[test]

@@ -18,6 +18,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
+use bytes::Bytes;
 use serde_json::{Value as Json, json};
 
 use super::{cached, variants};
@@ -35,22 +36,32 @@ pub const EMIT_SEGMENTS_VERSION: u32 = 2;
 /// The head of a sidecar line written by [`super::export::to_openai`] for line 0.
 const SIDECAR_HEAD: &str = "{\"line\":0";
 
-/// What one group gives one split's clean or faulted files.
+/// What one group gives one split's clean or faulted files (views into a stored segment's
+/// payload when read from the store: the merge copies each byte once, into the file).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Part {
     /// `trajectories/<split><kind>.jsonl` lines, each ending in a newline.
-    pub default: Vec<u8>,
+    pub default: Bytes,
     /// `trajectories/openai/<split><kind>.jsonl` lines, each ending in a newline.
-    pub openai: Vec<u8>,
+    pub openai: Bytes,
     /// The sidecar lines without their `{"line":N` head (each `,"id":…}` and a newline).
-    pub sidecar: Vec<u8>,
+    pub sidecar: Bytes,
     /// Number of lines (the same in the three files).
     pub lines: usize,
 }
 
-impl Part {
+/// A [`Part`] being built, line by line ([`PartBuf::push`]).
+#[derive(Debug, Default)]
+pub struct PartBuf {
+    default: Vec<u8>,
+    openai: Vec<u8>,
+    sidecar: Vec<u8>,
+    lines: usize,
+}
+
+impl PartBuf {
     /// Appends trajectory `line` (JSON text, the default form) in its three forms.
-    fn push(&mut self, line: &str) -> Result<()> {
+    pub fn push(&mut self, line: &str) -> Result<()> {
         let t: Json = serde_json::from_str(line)?;
         let (openai, sidecar) = super::export::to_openai(&t, 0);
         self.default.extend_from_slice(line.as_bytes());
@@ -66,13 +77,23 @@ impl Part {
         self.lines += 1;
         Ok(())
     }
+
+    /// The part built.
+    pub fn freeze(self) -> Part {
+        Part {
+            default: self.default.into(),
+            openai: self.openai.into(),
+            sidecar: self.sidecar.into(),
+            lines: self.lines,
+        }
+    }
 }
 
 /// One group's rows of one split: their `data/<split>.jsonl` lines and their Parquet part.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Rows {
     /// The JSONL lines, each ending in a newline.
-    pub jsonl: Vec<u8>,
+    pub jsonl: Bytes,
     /// The encoded rows ([`RowsPart`]).
     pub part: RowsPart,
 }
@@ -116,6 +137,7 @@ pub fn build_segment(
         .collect();
     let max_chars = build.recipe.trajectories.max_chars;
     let mut segment = Segment::default();
+    let mut parts: BTreeMap<(String, u8), PartBuf> = BTreeMap::new();
     // The verified examples' lines, met in the same order as the examples.
     let mut next_line = lines.iter();
     for e in &outcome.examples {
@@ -141,13 +163,14 @@ pub fn build_segment(
         };
         for (kind, text) in [(0u8, &line.clean), (1u8, &line.faulted)] {
             if let Some(t) = text {
-                segment.parts.entry((e.split.clone(), kind)).or_default().push(t)?;
+                parts.entry((e.split.clone(), kind)).or_default().push(t)?;
             }
         }
         for r in &line.skipped {
             *segment.skipped.entry(r.clone()).or_default() += 1;
         }
     }
+    segment.parts = parts.into_iter().map(|(k, p)| (k, p.freeze())).collect();
     segment.rows = group_rows(&outcome.examples)?;
     Ok(segment)
 }
@@ -162,7 +185,13 @@ pub fn group_rows(examples: &[Example]) -> Result<BTreeMap<String, Rows>> {
     for (split, examples) in by_split {
         let mut jsonl = Vec::new();
         let part = crate::emit::rows::rows_part(&examples, &mut jsonl)?;
-        rows.insert(split.to_string(), Rows { jsonl, part });
+        rows.insert(
+            split.to_string(),
+            Rows {
+                jsonl: jsonl.into(),
+                part,
+            },
+        );
     }
     Ok(rows)
 }
@@ -207,9 +236,10 @@ impl Segment {
         out
     }
 
-    /// The segment of an [`Segment::encode`]d payload; `Err(why)` when it is not one (a header
-    /// that does not parse, lengths that do not add up to the bytes).
-    pub fn decode(bytes: &[u8]) -> Result<Segment, String> {
+    /// The segment of an [`Segment::encode`]d payload, its parts views into `bytes`; `Err(why)`
+    /// when it is not one (a header that does not parse, lengths that do not add up to the
+    /// bytes, line counts that differ from the header's).
+    pub fn decode(bytes: Bytes) -> Result<Segment, String> {
         type Header = (String, u8, usize, usize, usize, usize);
         type RowsHeader = (String, usize, usize, usize, usize);
         #[derive(serde::Deserialize)]
@@ -220,11 +250,12 @@ impl Segment {
         }
         let newline = bytes.iter().position(|&b| b == b'\n').ok_or("no header")?;
         let head: Head = serde_json::from_slice(&bytes[..newline]).map_err(|e| format!("header: {e}"))?;
-        let mut rest = &bytes[newline + 1..];
-        let mut take = |len: usize| -> Result<Vec<u8>, String> {
-            let (text, tail) = rest.split_at_checked(len).ok_or("bytes cut short")?;
-            rest = tail;
-            Ok(text.to_vec())
+        let mut at = newline + 1;
+        let mut take = |len: usize| -> Result<Bytes, String> {
+            let end = at.checked_add(len).filter(|&e| e <= bytes.len()).ok_or("bytes cut short")?;
+            let view = bytes.slice(at..end);
+            at = end;
+            Ok(view)
         };
         let mut parts = BTreeMap::new();
         for (split, kind, lines, d, o, s) in head.parts {
@@ -249,11 +280,11 @@ impl Segment {
             let part = RowsPart {
                 rows: n,
                 num_bytes,
-                parquet: take(p)?,
+                parquet: take(p)?.to_vec(),
             };
             rows.insert(split, Rows { jsonl, part });
         }
-        if !rest.is_empty() {
+        if at != bytes.len() {
             return Err("bytes beyond the parts".into());
         }
         Ok(Segment {
@@ -272,9 +303,12 @@ mod tests {
     fn a_stored_segment_decodes_to_the_same_bytes_and_a_damaged_one_does_not() {
         let mut s = Segment::default();
         let line = r#"{"id":"a/1","messages":[{"role":"user","content":"é\n\"x\""}],"tools":[],"gold_answer":"[]","faults":[]}"#;
-        s.parts.entry(("dev".into(), 0)).or_default().push(line).unwrap();
-        s.parts.entry(("dev".into(), 0)).or_default().push(line).unwrap();
-        s.parts.entry(("train".into(), 1)).or_default().push(line).unwrap();
+        let (mut dev, mut train) = (PartBuf::default(), PartBuf::default());
+        dev.push(line).unwrap();
+        dev.push(line).unwrap();
+        train.push(line).unwrap();
+        s.parts.insert(("dev".into(), 0), dev.freeze());
+        s.parts.insert(("train".into(), 1), train.freeze());
         s.skipped.insert("over_size_cap".into(), 2);
         let example = Example {
             id: "a/1".into(),
@@ -289,13 +323,13 @@ mod tests {
             part.sidecar
                 .starts_with(br#","id":"a/1","gold_answer":"[]","faults":[]}"#)
         );
-        let bytes = s.encode();
-        assert_eq!(Segment::decode(&bytes), Ok(s.clone()));
-        assert!(Segment::decode(&bytes[..bytes.len() - 1]).is_err(), "cut short");
-        let mut longer = bytes.clone();
+        let bytes = Bytes::from(s.encode());
+        assert_eq!(Segment::decode(bytes.clone()), Ok(s.clone()));
+        assert!(Segment::decode(bytes.slice(..bytes.len() - 1)).is_err(), "cut short");
+        let mut longer = bytes.to_vec();
         longer.push(b'x');
-        assert!(Segment::decode(&longer).is_err(), "bytes beyond the parts");
-        assert!(Segment::decode(b"not a header\n").is_err());
-        assert_eq!(Segment::decode(&Segment::default().encode()), Ok(Segment::default()));
+        assert!(Segment::decode(longer.into()).is_err(), "bytes beyond the parts");
+        assert!(Segment::decode(Bytes::from_static(b"not a header\n")).is_err());
+        assert_eq!(Segment::decode(Segment::default().encode().into()), Ok(Segment::default()));
     }
 }

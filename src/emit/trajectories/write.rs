@@ -199,7 +199,7 @@ impl<'b> Trajectories<'b> {
         let segment_of = |group: &str, outcome: &Outcome| -> Result<Option<Segment>> {
             let key = segments::key(self.build, group);
             if let Some(s) = store {
-                if let Some(segment) = s.load(&key, Segment::decode) {
+                if let Some(segment) = s.load_shared(&key, Segment::decode) {
                     return Ok(Some(segment));
                 }
                 if !crate::dataset::claim_group(s, &key, group) {
@@ -250,9 +250,9 @@ impl Files {
             self.lines += 1;
         }
         for (file, bytes) in [
-            (&mut self.default, &part.default),
-            (&mut self.openai, &part.openai),
-            (&mut self.sidecar, &sidecar),
+            (&mut self.default, &part.default[..]),
+            (&mut self.openai, &part.openai[..]),
+            (&mut self.sidecar, &sidecar[..]),
         ] {
             file.w
                 .write_all(bytes)
