@@ -438,7 +438,10 @@ fn concurrent_shards_on_one_directory_all_succeed() {
     let store = Store::open(&dir).unwrap();
     for run in 0..20 {
         for n in 0..WRITES {
-            assert_eq!(store.get(&child_key(run, n)), Lookup::Hit(vec![n as u8; 16 << 10].into()));
+            assert_eq!(
+                store.get(&child_key(run, n)),
+                Lookup::Hit(vec![n as u8; 16 << 10].into())
+            );
         }
     }
     // The real thing: four `toolforge build --shard` processes at once on one directory, then
