@@ -44,7 +44,7 @@ pub struct RowsPart {
     /// `num_bytes` in the dataset card is the sum over its parts.
     pub num_bytes: usize,
     /// The rows as a Parquet file of their own ([`parquet_writer::parquet_file`]).
-    pub parquet: Vec<u8>,
+    pub parquet: bytes::Bytes,
 }
 
 /// Encodes one group's `examples` (all of one split, in order): their JSONL lines written to
@@ -58,7 +58,7 @@ pub fn rows_part<W: std::io::Write + Send>(examples: &[&Example], jsonl: &mut W)
     Ok(RowsPart {
         rows: rows.len(),
         num_bytes,
-        parquet,
+        parquet: parquet.into(),
     })
 }
 

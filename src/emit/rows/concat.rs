@@ -39,8 +39,8 @@ impl<W: Write + Send> ParquetConcat<W> {
     /// page index kept. The file takes its schema, `created_by` and key-value metadata (the
     /// Arrow schema) from the first part. Errors: a part that is not a Parquet file, or whose
     /// schema differs from the first part's.
-    pub(in crate::emit) fn append(&mut self, part: &[u8]) -> Result<()> {
-        let bytes = bytes::Bytes::copy_from_slice(part);
+    pub(in crate::emit) fn append(&mut self, part: &bytes::Bytes) -> Result<()> {
+        let bytes = part.clone();
         let meta = ParquetMetaDataReader::new()
             .with_page_index_policy(PageIndexPolicy::Optional)
             .parse_and_finish(&bytes)
@@ -138,6 +138,7 @@ mod tests {
         assert_eq!(ids, ["alpha/0", "alpha/1", "alpha/2", "beta/0", "beta/1"]);
         assert_eq!(*batches[0].schema(), crate::emit::rows::row_schema());
         assert!(ParquetConcat::new(Vec::new()).finish().is_err(), "no part");
-        assert!(ParquetConcat::new(Vec::new()).append(b"not parquet").is_err());
+        let garbage = bytes::Bytes::from_static(b"not parquet");
+        assert!(ParquetConcat::new(Vec::new()).append(&garbage).is_err());
     }
 }

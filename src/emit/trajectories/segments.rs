@@ -286,7 +286,7 @@ impl Segment {
             let part = RowsPart {
                 rows: n,
                 num_bytes,
-                parquet: take(p)?.to_vec(),
+                parquet: take(p)?,
             };
             rows.insert(split, Rows { jsonl, part });
         }
