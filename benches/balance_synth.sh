@@ -26,7 +26,7 @@ cpu() { /usr/bin/time -f "%U %S" -o "$tmp/t" "$@" >"$tmp/log" 2>&1 || { cat "$tm
 ratio() { python3 -c 'import sys; c=[float(x) for x in sys.argv[1:]]; a=sum(c)/len(c); print(f"{max(c)/a:.2f} (max {max(c):.2f} s, avg {a:.2f} s, min {min(c):.2f} s)")' "$@"; }
 for R in ${RECIPES:-sel-spider slot-spider-variants}; do
     single=$(cpu "$T" build "$R" -q --no-html --out "$tmp/o1" --store "$tmp/s1")
-    kept=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(f"{r[\"kept\"]}/{r[\"attempted\"]} kept ({100*r[\"kept\"]/r[\"attempted\"]:.1f}%)")' "$tmp/o1/$R/report/verification.json")
+    kept=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); k, a = r["kept"], r["attempted"]; print(f"{k}/{a} kept ({100 * k / a:.1f}%)")' "$tmp/o1/$R/report/verification.json")
     plan=$(cpu "$T" build "$R" -q --plan --shards "$N" --store "$tmp/s2")
     echo "$R, ${DATABASES:-100} synthetic databases, $kept; single build $single s CPU; N=$N"
     total=0

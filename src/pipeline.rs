@@ -100,6 +100,15 @@ fn note_repaired(build: &mut Build, store: &Store) {
 /// scope left to other shards (their answers are not in this build yet).
 fn later_stages(build: &mut Build, store: &Store) -> u64 {
     note_repaired(build, store);
+    // Round two's groups placed on their later stages' cost (examples × toolkit size), computed
+    // from the compiled build every round-two shard and the merge hold alike.
+    if store.shard_count().is_some() {
+        let costs = build.groups.iter().map(|(g, o)| {
+            let cost = crate::store::plan::later_cost(o.examples.iter().map(|e| e.tools.len()));
+            (g.clone(), cost)
+        });
+        store.assign_groups(costs.collect());
+    }
     let mut llm_left = 0;
     // ToolGym task synthesis for MCP bundles (an LLM endpoint, else skipped with one line).
     if build.recipe.format == "catalog" {
