@@ -236,3 +236,29 @@ fn stale_plan_for_own_item_is_refused() {
         "{text}"
     );
 }
+
+#[test]
+fn a_round_two_shard_reads_only_its_own_later_items_whatever_ran_before_it() {
+    // slot-spider-variants at N = 2, round two run in both orders on two stores: a shard's store
+    // reads must not depend on what the other shard stored before it (its variants and
+    // trajectory segments are the other shard's business).
+    let tmp = tempfile::tempdir().unwrap();
+    let recipe = "slot-spider-variants";
+    let stats = [("TOOLFORGE_STORE_STATS", "1")];
+    let mut reads: BTreeMap<(u64, &str), u64> = BTreeMap::new();
+    for (name, order) in [("first", [0u64, 1]), ("second", [1, 0])] {
+        let store = tmp.path().join(name);
+        for i in 0..2 {
+            let (ok, text) = toolforge(&[recipe, "--store", s(&store), "--shard", &format!("{i}/2")], &[]);
+            assert!(ok && text.contains("round two needed"), "{text}");
+        }
+        for (at, i) in order.into_iter().enumerate() {
+            let (ok, text) = toolforge(&[recipe, "--store", s(&store), "--shard", &format!("{i}/2")], &stats);
+            assert!(ok && !text.contains("round two needed"), "{text}");
+            reads.insert((i, ["ran first", "ran second"][at]), count_before(&text, "reads"));
+        }
+    }
+    for i in 0..2 {
+        assert_eq!(reads[&(i, "ran first")], reads[&(i, "ran second")], "shard {i}/2: {reads:?}");
+    }
+}
