@@ -72,6 +72,10 @@ bench-retrieval:
 bench-scale-cpu:
     @bash benches/scale_cpu.sh
 
+# Shard balance (issue 34): worst/average shard CPU of both rounds at N=16 on 100 synthetic databases (benches/synth.py).
+bench-balance-synth:
+    @bash benches/balance_synth.sh
+
 # The evaluation benchmark alone (scoring throughput, agent-mode overhead per step).
 bench-eval:
     @bash benches/eval.sh

@@ -186,8 +186,9 @@ impl Outcome {
 /// Whether this build may compute group `group`'s later-stage item `key` after a store miss
 /// ([`crate::store::Store::claim`]). All of a group's later items are claimed under one key of
 /// the group's name alone (stage [`LATER_STAGES`]), so the shard that computes a database's
-/// variants also computes its trajectory segments, which read them (issue 34), and a merge
-/// names a missing one as `later-stages <stage> of <group>` with that shard.
+/// variants also computes its trajectory segments, which read them (issue 34), on the shard the
+/// assignment gives the group ([`crate::store::plan::group_item`]), and a merge names a missing
+/// one as `later-stages <stage> of <group>` with that shard.
 pub fn claim_group(store: &crate::store::Store, key: &crate::store::StageKey, group: &str) -> bool {
     let owner = crate::store::StageKey {
         stage: LATER_STAGES.into(),
@@ -195,7 +196,7 @@ pub fn claim_group(store: &crate::store::Store, key: &crate::store::StageKey, gr
         config: serde_json::Value::Null,
         inputs: vec![group.to_string()],
     };
-    store.claim(&owner, &format!("{} of {group}", key.stage))
+    store.claim(&owner, &crate::store::plan::group_item(&key.stage, group))
 }
 
 /// The stage name under which [`claim_group`] claims a group's later items.

@@ -100,6 +100,15 @@ fn note_repaired(build: &mut Build, store: &Store) {
 /// scope left to other shards (their answers are not in this build yet).
 fn later_stages(build: &mut Build, store: &Store) -> u64 {
     note_repaired(build, store);
+    // Round two's groups placed on their later stages' cost (examples × toolkit size), computed
+    // from the compiled build every round-two shard and the merge hold alike.
+    if store.shard_count().is_some() {
+        let costs = build.groups.iter().map(|(g, o)| {
+            let cost = crate::store::plan::later_cost(o.examples.iter().map(|e| e.tools.len()));
+            (g.clone(), cost)
+        });
+        store.assign_groups(costs.collect());
+    }
     let mut llm_left = 0;
     // ToolGym task synthesis for MCP bundles (an LLM endpoint, else skipped with one line).
     if build.recipe.format == "catalog" {
@@ -395,7 +404,17 @@ fn shard_later_stages(build: &mut Build, store: &Store) -> Result<bool> {
     if later_stages(build, store) > 0 {
         return Ok(crate::emit::has_segments(&build.recipe.format));
     }
-    crate::emit::store_segments(build, store)?;
+    // Only this shard's groups: another shard's segment would be read here for nothing (round
+    // two's shards grew with the segments the shards before them had stored).
+    let later = crate::dataset::LATER_STAGES;
+    let others: Vec<String> = (build.groups.keys())
+        .filter(|g| !store.owns(&crate::store::plan::group_item(later, g)))
+        .cloned()
+        .collect();
+    let parked: Vec<_> = others.iter().filter_map(|g| build.groups.remove_entry(g)).collect();
+    let stored = crate::emit::store_segments(build, store);
+    build.groups.extend(parked);
+    stored?;
     Ok(false)
 }
 

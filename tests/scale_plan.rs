@@ -236,3 +236,32 @@ fn stale_plan_for_own_item_is_refused() {
         "{text}"
     );
 }
+
+#[test]
+fn a_round_two_shard_reads_no_variants_or_segments_of_the_other_shard() {
+    // slot-spider-variants at N = 2, round two run in both orders on two stores. The shard run
+    // second finds what the first stored; it may read the build-wide entries the first left (the
+    // plan, and one per-group entry of the first shard's groups), the same for both shards
+    // (Spider dev's 20 databases fall 10 and 10 in round two), but not the first shard's
+    // variants and trajectory segments: before, shard 0 run second read 20 more entries than
+    // shard 1 run second (31 against 11 more than when run first).
+    let tmp = tempfile::tempdir().unwrap();
+    let recipe = "slot-spider-variants";
+    let stats = [("TOOLFORGE_STORE_STATS", "1")];
+    let mut hits: BTreeMap<(u64, usize), u64> = BTreeMap::new();
+    for (name, order) in [("first", [0u64, 1]), ("second", [1, 0])] {
+        let store = tmp.path().join(name);
+        for i in 0..2 {
+            let (ok, text) = toolforge(&[recipe, "--store", s(&store), "--shard", &format!("{i}/2")], &[]);
+            assert!(ok && text.contains("round two needed"), "{text}");
+        }
+        for (at, i) in order.into_iter().enumerate() {
+            let (ok, text) = toolforge(&[recipe, "--store", s(&store), "--shard", &format!("{i}/2")], &stats);
+            assert!(ok && !text.contains("round two needed"), "{text}");
+            let before = text.split(" hits)").next().unwrap();
+            hits.insert((i, at), before.rsplit('(').next().unwrap().parse().unwrap());
+        }
+    }
+    let extra = |i: u64| hits[&(i, 1)] as i64 - hits[&(i, 0)] as i64;
+    assert_eq!(extra(0), extra(1), "hits by (shard, ran second): {hits:?}");
+}

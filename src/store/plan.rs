@@ -61,27 +61,58 @@ impl Assignment {
         for item in items {
             *totals.entry(item.group.as_str()).or_default() += item.cost;
         }
-        let mut groups: Vec<(&str, u64)> = totals.into_iter().collect();
-        groups.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        a.group_loads = vec![0u64; count];
+        a.pack_groups(totals.into_iter().map(|(g, c)| (g.to_string(), c)).collect());
+        a
+    }
+
+    /// This assignment with its groups packed again on `costs` (group name, cost; the items
+    /// keep their shards): what round two does once the compiled build gives each group's cost
+    /// of the later stages ([`later_cost`]). Every round-two shard and the merge compute the same
+    /// costs from the same build, hence the same placement. Groups not in `costs` are no longer
+    /// placed (their names go by digest).
+    pub fn with_groups(&self, costs: Vec<(String, u64)>) -> Assignment {
+        let mut a = Assignment {
+            items: self.items.clone(),
+            loads: self.loads.clone(),
+            ..Assignment::default()
+        };
+        a.pack_groups(costs);
+        a
+    }
+
+    /// Packs `groups` (name, cost) over the shards by LPT (largest first, ties by name; each to
+    /// the least loaded shard, ties by the lower index) into `groups` and `group_loads`.
+    fn pack_groups(&mut self, mut groups: Vec<(String, u64)>) {
+        groups.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        self.groups.clear();
+        self.group_loads = vec![0u64; self.loads.len().max(1)];
         for (group, cost) in groups {
-            let (shard, _) = a
+            let (shard, _) = self
                 .group_loads
                 .iter()
                 .enumerate()
                 .min_by_key(|&(i, load)| (*load, i))
                 .expect("at least one shard");
-            a.group_loads[shard] += cost;
-            a.groups.insert(group.to_string(), shard as u64);
+            self.group_loads[shard] += cost;
+            self.groups.insert(group, shard as u64);
         }
-        a
     }
 
-    /// The shard of `name`: an item's shard, else a group's (groups packed on their own);
+    /// The shard of `name`: an item's shard, else a group's (groups packed on their own), else,
+    /// for a group's later item named by [`group_item`] (`<stage> of <group>`), its group's;
     /// `None` for a name the assignment does not know (then the key digest decides,
     /// [`super::shard_of`]).
     pub fn shard(&self, name: &str) -> Option<u64> {
-        self.items.get(name).or_else(|| self.groups.get(name)).copied()
+        self.items
+            .get(name)
+            .or_else(|| self.groups.get(name))
+            .or_else(|| name.rsplit_once(GROUP_ITEM).and_then(|(_, g)| self.groups.get(g)))
+            .copied()
+    }
+
+    /// The groups placed, with their shard, by name.
+    pub fn groups(&self) -> &BTreeMap<String, u64> {
+        &self.groups
     }
 
     /// The items placed, with their shard, by name.
@@ -103,6 +134,51 @@ impl Assignment {
     pub fn worst_over_average(&self) -> f64 {
         worst_over_average(&self.loads)
     }
+}
+
+impl super::Store {
+    /// Packs the groups again on `costs` (group name, cost; [`Assignment::with_groups`]): from
+    /// now on [`super::Store::claim`] places the groups, and their later items
+    /// ([`group_item`]), by these costs. Only where [`super::Store::assign`] placed items for a
+    /// shard count (a sharded text-to-SQL build or merge); returns the new assignment.
+    pub fn assign_groups(&self, costs: Vec<(String, u64)>) -> Option<std::sync::Arc<Assignment>> {
+        let a = std::sync::Arc::new(self.assignment()?.with_groups(costs));
+        if let Ok(mut slot) = self.assignment.lock() {
+            *slot = Some(a.clone());
+        }
+        Some(a)
+    }
+}
+
+/// What [`group_item`] puts between a later stage's name and its group's.
+const GROUP_ITEM: &str = " of ";
+
+/// The item name of group `group`'s later-stage item of stage `stage`: `<stage> of <group>`
+/// (e.g. `variants of world_1`); [`Assignment::shard`] places it with its group. Group names
+/// (database ids, splits) hold no `" of "`.
+pub fn group_item(stage: &str, group: &str) -> String {
+    format!("{stage}{GROUP_ITEM}{group}")
+}
+
+/// Specs' worth of work a group's later stages cost per verified example beyond its toolkit
+/// ([`later_cost`]): drawing its variants and running its trajectory. Not fitted: on the
+/// synthetic 100-database corpus (`benches/balance_synth.sh`) toolkit sizes are nearly the same
+/// across databases (sel-spider 69–73 specs an example, slot 10), so the placement there follows
+/// the verified-example counts whatever this is; 8 keeps a one-spec toolkit's examples from
+/// costing nothing.
+pub const LATER_EXAMPLE_OVERHEAD: u64 = 8;
+
+/// The estimated cost of one group's later stages (round two: variants, trajectory segments)
+/// from the compiled build: per verified example (`toolkits` holds each example's toolkit
+/// size, the specs it lists), its toolkit size + [`LATER_EXAMPLE_OVERHEAD`]. Each variant row
+/// copies and rewrites the example's toolkit (drift, obfuscation, shortlists, distractors) and
+/// each trajectory line carries it, so the work scales with examples × toolkit size, not with
+/// the database's bytes or its attempted questions (the compile's estimate, [`Item::cost`]).
+pub fn later_cost(toolkits: impl IntoIterator<Item = usize>) -> u64 {
+    toolkits
+        .into_iter()
+        .map(|n| n as u64 + LATER_EXAMPLE_OVERHEAD)
+        .sum()
 }
 
 /// The largest of `loads` over their average (1.0 when they sum to 0).
@@ -219,5 +295,34 @@ mod tests {
         let mut reversed = items.clone();
         reversed.reverse();
         assert_eq!(Assignment::pack(&reversed, 2), a);
+    }
+
+    #[test]
+    fn later_costs_repack_the_groups_deterministically_ties_by_group_name() {
+        // The later-stage cost: per verified example, its toolkit size + the overhead.
+        assert_eq!(later_cost([3, 0, 10]), 13 + 3 * LATER_EXAMPLE_OVERHEAD);
+        assert_eq!(later_cost(std::iter::empty()), 0);
+        let items = vec![item("a#0", "a", 50), item("a#1", "a", 50), item("b", "b", 1), item("c", "c", 1)];
+        let first = Assignment::pack(&items, 2);
+        // Round two: `a` has few verified examples, `b` and `c` many (equal costs: by name).
+        let costs = |order: &[&str]| -> Vec<(String, u64)> {
+            order
+                .iter()
+                .map(|g| (g.to_string(), if *g == "a" { later_cost([1]) } else { later_cost([40; 3]) }))
+                .collect()
+        };
+        let second = first.with_groups(costs(&["a", "b", "c"]));
+        // b (tie with c, first by name) → 0, c → 1, a → the lighter: 0 (tie, lower index).
+        assert_eq!(second.shard("b"), Some(0));
+        assert_eq!(second.shard("c"), Some(1));
+        assert_eq!(second.shard("a"), Some(0));
+        assert_eq!(second.group_loads(), [153, 144]);
+        // The items keep their round-one shards; the group's later items follow the group.
+        assert_eq!(second.items(), first.items());
+        assert_eq!(second.loads(), first.loads());
+        assert_eq!(second.shard(&group_item("variants", "c")), Some(1));
+        assert_eq!(second.shard(&group_item("variants", "zz")), None);
+        // Deterministic: the order the costs come in does not matter.
+        assert_eq!(first.with_groups(costs(&["c", "a", "b"])), second);
     }
 }

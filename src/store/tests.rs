@@ -137,3 +137,59 @@ fn claim_follows_the_assignment_for_planned_items_and_their_groups() {
     assert!(all.assign(&items).is_none());
     assert!(all.claim(&key(7), "big#1") && !all.leaves("big#1"));
 }
+
+#[test]
+fn a_groups_later_items_go_to_the_groups_shard_not_by_digest() {
+    // Twelve groups of one item each; the later items (`variants of g`, claimed under one key of
+    // the group's name as `dataset::claim_group` does) must go where the assignment puts the
+    // group, for every group, on both shards, and a merge must name that shard.
+    let dir = tempfile::tempdir().unwrap();
+    let items: Vec<plan::Item> = (0..12)
+        .map(|i| plan::Item {
+            name: format!("g{i:02}"),
+            group: format!("g{i:02}"),
+            cost: 100 - i,
+        })
+        .collect();
+    let owner = |g: &str| StageKey {
+        stage: "later-stages".into(),
+        version: 1,
+        config: serde_json::Value::Null,
+        inputs: vec![g.to_string()],
+    };
+    let mut disagree = 0;
+    for index in 0..2 {
+        let store = Store::open(dir.path())
+            .unwrap()
+            .with_scope(Scope::Shard { index, count: 2 });
+        let a = store.assign(&items).unwrap();
+        for it in &items {
+            let group_shard = a.groups()[&it.group];
+            disagree += usize::from(shard_of(&owner(&it.group).digest(), 2) != group_shard);
+            let later = plan::group_item("variants", &it.group);
+            assert_eq!(store.claim(&owner(&it.group), &later), group_shard == index, "{later}");
+        }
+    }
+    assert!(disagree > 0, "the digest agrees with the assignment everywhere: no test");
+    // Round two re-places the groups on their later costs (g11 now the largest): claims follow.
+    let store = Store::open(dir.path())
+        .unwrap()
+        .with_scope(Scope::Shard { index: 1, count: 2 });
+    store.assign(&items);
+    let costs: Vec<(String, u64)> = items.iter().map(|it| (it.group.clone(), 1 + it.cost % 7)).collect();
+    let a = store.assign_groups(costs).unwrap();
+    for it in &items {
+        let s = a.groups()[&it.group];
+        assert_eq!(store.claim(&owner(&it.group), &plan::group_item("trajectories", &it.group)), s == 1);
+    }
+    // A merge names a missing later item with its group's shard.
+    let merge = Store::open(dir.path()).unwrap().with_scope(Scope::StoredOnly).with_merge_shards(2);
+    let a = merge.assign(&items).unwrap();
+    for it in &items {
+        assert!(!merge.claim(&owner(&it.group), &plan::group_item("variants", &it.group)));
+    }
+    for m in merge.missing(2) {
+        let group = m.item.rsplit(' ').next().unwrap();
+        assert_eq!(m.shard, a.groups()[group], "{}", m.item);
+    }
+}

@@ -209,10 +209,16 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
     let mut by_group: Vec<(String, Vec<Example>)> = Vec::new();
     for (group, outcome) in &build.groups {
         let key = stored::key(build, group);
+        // A shard neither reads nor computes another shard's group: reading every stored group
+        // made a round-two shard's work grow with the groups the shards before it had stored.
+        let shard = store.filter(|s| matches!(s.scope(), crate::store::Scope::Shard { .. }));
+        if shard.is_some_and(|s| !crate::dataset::claim_group(s, &key, group)) {
+            continue;
+        }
         let found = store.and_then(|s| s.load(&key, stored::GroupVariants::decode));
         let variants = match found {
             Some(v) => v,
-            None if store.is_some_and(|s| !crate::dataset::claim_group(s, &key, group)) => continue,
+            None if shard.is_none() && store.is_some_and(|s| !crate::dataset::claim_group(s, &key, group)) => continue,
             None => {
                 let pool = pool.get_or_init(|| {
                     cfg.distractors
