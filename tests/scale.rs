@@ -59,7 +59,7 @@ fn store_contract(store: &Store, raw: &dyn Backend) {
     assert_eq!(store.put(&k, b"hello").unwrap(), Created::Present);
     // Corrupt the payload behind the store's back: a miss (entry removed), then recomputed.
     let name = entry_name(&k);
-    let mut bytes = raw.read(&name).unwrap().unwrap();
+    let mut bytes = raw.read(&name).unwrap().unwrap().to_vec();
     *bytes.last_mut().unwrap() ^= 1;
     raw.remove(&name).unwrap();
     raw.create(&name, &bytes).unwrap();
