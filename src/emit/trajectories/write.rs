@@ -164,8 +164,8 @@ impl<'b> Trajectories<'b> {
     /// it; otherwise, when the store's scope lets this build compute it ([`Store::claim`] under
     /// the group's name), built from the group's trajectory lines ([`cached::GroupLines`]: stored
     /// or executed, examples in parallel) and stored when `keep` (a shard's segments are for the
-    /// merge; a whole build writes its files at once and keeps only the lines); `None` when it
-    /// may not.
+    /// merge, and a shard stores no lines; a whole build writes its files at once and keeps only
+    /// the lines); `None` when it may not.
     ///
     /// [`Store::claim`]: crate::store::Store::claim
     fn with_segments<R>(
@@ -181,7 +181,9 @@ impl<'b> Trajectories<'b> {
             Runner::Tools(&self.executor)
         };
         let cfg = &self.build.recipe.trajectories;
-        let stored = cached::GroupLines::new(self.build, store);
+        // A shard stores the segment itself, which holds everything the lines would give a
+        // later build: storing the lines too would write the group's trajectories twice.
+        let stored = cached::GroupLines::new(self.build, if keep { None } else { store });
         let compute = |originals: &[&Example]| -> Result<Vec<cached::Line>> {
             originals
                 .par_iter()
