@@ -36,6 +36,9 @@ struct Specs {
     /// The tool names of a toolkit made from text, in order (read by its shape check); empty
     /// for a toolkit made from specs, whose names are read from the specs.
     names: Box<[Box<str>]>,
+    /// Whether a toolkit made from text holds a [`ToolSpec::reference`] (read by its shape
+    /// check); false for a toolkit made from specs.
+    references: bool,
 }
 
 impl Default for Specs {
@@ -44,6 +47,7 @@ impl Default for Specs {
             list: OnceLock::from(Vec::new()),
             json: OnceLock::new(),
             names: Box::default(),
+            references: false,
         }
     }
 }
@@ -98,11 +102,13 @@ impl Toolkit {
     /// building them; the names are kept. Errors: the text is not such a list.
     pub fn from_json(text: Arc<str>) -> Result<Toolkit, serde_json::Error> {
         let shapes: Vec<SpecShape> = serde_json::from_str(&text)?;
+        let references = shapes.iter().any(|s| s.description.empty && s.parameters.null);
         let names = shapes.into_iter().map(|s| s.name.into_boxed_str()).collect();
         Ok(Toolkit(Arc::new(Specs {
             list: OnceLock::new(),
             json: OnceLock::from(text),
             names,
+            references,
         })))
     }
 
@@ -111,6 +117,15 @@ impl Toolkit {
         match self.0.list.get() {
             Some(list) => Names::Specs(list.iter()),
             None => Names::Text(self.0.names.iter()),
+        }
+    }
+
+    /// Whether a spec is a [`ToolSpec::reference`] (`description` empty, `parameters` null),
+    /// read without parsing the specs of a toolkit made from text.
+    pub fn has_references(&self) -> bool {
+        match self.0.list.get() {
+            Some(list) => list.iter().any(ToolSpec::is_reference),
+            None => self.0.references,
         }
     }
 
@@ -176,6 +191,7 @@ impl std::ops::DerefMut for Toolkit {
         specs.list();
         specs.json = OnceLock::new();
         specs.names = Box::default();
+        specs.references = false;
         specs.list.get_mut().expect("parsed just now")
     }
 }
@@ -202,24 +218,29 @@ impl<'de> Deserialize<'de> for Toolkit {
 
 /// A [`ToolSpec`] checked without being built: the same fields in the same order, each accepting
 /// exactly what the spec's field accepts (a struct as a JSON object or array, unknown keys
-/// ignored, a repeated key refused), only the name kept.
+/// ignored, a repeated key refused), only the name and what makes a reference kept.
 #[derive(Deserialize)]
 struct SpecShape {
     name: String,
     #[serde(default)]
-    #[allow(dead_code)]
     description: StrShape,
     #[serde(default)]
-    #[allow(dead_code)]
     parameters: ValueShape,
     #[serde(default)]
     #[allow(dead_code)]
     output_parameters: ValueShape,
 }
 
-/// A JSON string, not kept (what a `String` field accepts).
-#[derive(Default)]
-struct StrShape;
+/// A JSON string (what a `String` field accepts), only whether it is empty kept (absent: empty).
+struct StrShape {
+    empty: bool,
+}
+
+impl Default for StrShape {
+    fn default() -> StrShape {
+        StrShape { empty: true }
+    }
+}
 
 impl<'de> Deserialize<'de> for StrShape {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<StrShape, D::Error> {
@@ -229,18 +250,28 @@ impl<'de> Deserialize<'de> for StrShape {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a string")
             }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<StrShape, E> {
-                Ok(StrShape)
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<StrShape, E> {
+                Ok(StrShape { empty: s.is_empty() })
             }
         }
         d.deserialize_str(V)
     }
 }
 
-/// Any JSON value, not kept (what a `serde_json::Value` field accepts: read through
-/// `deserialize_any` as `Value` is, so numbers are range-checked and nesting depth-limited alike).
-#[derive(Default)]
-struct ValueShape;
+/// Any JSON value (what a `serde_json::Value` field accepts: read through `deserialize_any` as
+/// `Value` is, so numbers are range-checked and nesting depth-limited alike), only whether it is
+/// null kept (absent: null).
+struct ValueShape {
+    null: bool,
+}
+
+impl Default for ValueShape {
+    fn default() -> ValueShape {
+        ValueShape { null: true }
+    }
+}
+
+const NOT_NULL: ValueShape = ValueShape { null: false };
 
 impl<'de> Deserialize<'de> for ValueShape {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ValueShape, D::Error> {
@@ -251,38 +282,38 @@ impl<'de> Deserialize<'de> for ValueShape {
                 f.write_str("any valid JSON value")
             }
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<ValueShape, E> {
-                Ok(ValueShape)
+                Ok(NOT_NULL)
             }
             fn visit_i64<E: de::Error>(self, _: i64) -> Result<ValueShape, E> {
-                Ok(ValueShape)
+                Ok(NOT_NULL)
             }
             fn visit_u64<E: de::Error>(self, _: u64) -> Result<ValueShape, E> {
-                Ok(ValueShape)
+                Ok(NOT_NULL)
             }
             fn visit_f64<E: de::Error>(self, _: f64) -> Result<ValueShape, E> {
-                Ok(ValueShape)
+                Ok(NOT_NULL)
             }
             fn visit_str<E: de::Error>(self, _: &str) -> Result<ValueShape, E> {
-                Ok(ValueShape)
+                Ok(NOT_NULL)
             }
             fn visit_unit<E: de::Error>(self) -> Result<ValueShape, E> {
-                Ok(ValueShape)
+                Ok(ValueShape { null: true })
             }
             fn visit_none<E: de::Error>(self) -> Result<ValueShape, E> {
-                Ok(ValueShape)
+                Ok(ValueShape { null: true })
             }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<ValueShape, D::Error> {
                 ValueShape::deserialize(d)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ValueShape, A::Error> {
                 while seq.next_element::<ValueShape>()?.is_some() {}
-                Ok(ValueShape)
+                Ok(NOT_NULL)
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ValueShape, A::Error> {
                 while map.next_key::<IgnoredAny>()?.is_some() {
                     map.next_value::<ValueShape>()?;
                 }
-                Ok(ValueShape)
+                Ok(NOT_NULL)
             }
         }
         d.deserialize_any(V)
@@ -358,6 +389,7 @@ mod tests {
             ["get_caf\u{e9}_\"x\"", "filter_data", "get_b"]
         );
         assert_eq!(lazy.names().len(), 3);
+        assert!(lazy.has_references(), "holds a reference");
         assert!(Arc::ptr_eq(lazy.json(), &text), "json() is the text it was made from");
         let eager = Toolkit::from(specs.clone());
         assert_eq!(
@@ -402,6 +434,11 @@ mod tests {
             r#"[{"name":"a"}]"#,
             r#"[{"name":"a","description":"d","parameters":{"x":[1,{"y":null}]},"output_parameters":7}]"#,
             r#"[{"name":"a","extra":{"ignored":true}}]"#,
+            r#"[{"name":"a","description":"","parameters":null}]"#,
+            r#"[{"name":"a","description":"d"},{"name":"b","parameters":{}}]"#,
+            r#"[{"name":"a","description":"","parameters":[]}]"#,
+            r#"[{"name":"a","parameters":null,"description":"d"}]"#,
+            r#"[["a","",null]]"#,
             r#"[["a","d",{},null]]"#,
             r#"[["a"]]"#,
             r#"[{"name":"a","parameters":1e400}]"#,
@@ -422,6 +459,9 @@ mod tests {
             let lazy = Toolkit::from_json(t.into());
             assert_eq!(lazy.is_ok(), specs.is_ok(), "{t}: {lazy:?} vs {specs:?}");
             if let (Ok(lazy), Ok(specs)) = (lazy, specs) {
+                let references = lazy.has_references();
+                assert!(!lazy.parsed());
+                assert_eq!(references, specs.iter().any(ToolSpec::is_reference), "{t}");
                 assert_eq!(lazy.as_slice(), specs.as_slice(), "{t}");
             }
         }
