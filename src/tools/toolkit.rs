@@ -187,8 +187,10 @@ impl std::ops::Deref for Toolkit {
 
 impl std::ops::DerefMut for Toolkit {
     fn deref_mut(&mut self) -> &mut Vec<ToolSpec> {
+        // Parsed in the shared list, so that the copy made for this write copies the specs
+        // (rows sharing a toolkit read from text parse it once, not once per written copy).
+        self.0.list();
         let specs = Arc::make_mut(&mut self.0);
-        specs.list();
         specs.json = OnceLock::new();
         specs.names = Box::default();
         specs.references = false;
@@ -425,6 +427,11 @@ mod tests {
         assert_eq!(written.names().len(), 2);
         assert_eq!(&**written.json(), serde_json::to_string(&varied_specs()[..2]).unwrap());
         assert_eq!(&**a.json(), &*text, "the other holder keeps its text");
+        assert!(!b.parsed());
+        let mut copy = b.clone();
+        copy.push(ToolSpec::reference("x"));
+        assert!(b.parsed(), "a write parses the shared list once, then copies it");
+        assert_eq!((b.names().len(), copy.names().len()), (3, 4));
     }
 
     #[test]
