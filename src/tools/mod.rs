@@ -27,6 +27,9 @@ pub mod sel;
 pub mod shown;
 pub mod table;
 pub mod template;
+pub mod toolkit;
+
+pub use toolkit::Toolkit;
 
 use serde::{Deserialize, Serialize};
 
@@ -78,97 +81,6 @@ impl ToolSpec {
     /// Whether this is a [`ToolSpec::reference`].
     pub fn is_reference(&self) -> bool {
         self.parameters.is_null() && self.description.is_empty()
-    }
-}
-
-/// A row's toolkit: its tool specs, shared. Rows whose toolkits are the same list (the SLOT/SEL
-/// rows of one join signature, 61 SEL specs each) hold one allocation, so cloning a row or its
-/// toolkit copies a pointer and the emitters serialise a toolkit once ([`Toolkit::id`] is the
-/// memo key). Serialised exactly as the list of specs (a JSON array); reads (`iter`, `len`,
-/// indexing) go through `Deref` to the `Vec`, and a write (`push`, `tools[0].name = …`) copies
-/// the list first when it is shared (`Arc::make_mut`), so no other row sees it.
-///
-/// A toolkit's compact JSON text is computed once per shared list, by whichever of the store
-/// entry, the trajectories key and the rows emitter asks first ([`Toolkit::json`]); a write clears
-/// it.
-#[derive(Debug, Clone, Default)]
-pub struct Toolkit(std::sync::Arc<Specs>);
-
-#[derive(Debug, Clone, Default)]
-struct Specs {
-    list: Vec<ToolSpec>,
-    json: std::sync::OnceLock<std::sync::Arc<str>>,
-}
-
-impl PartialEq for Toolkit {
-    fn eq(&self, other: &Toolkit) -> bool {
-        self.0.list == other.0.list
-    }
-}
-
-impl Toolkit {
-    /// The address of the shared list: equal for two toolkits that share it (then their specs are
-    /// equal); a memo key valid while either toolkit is alive.
-    pub fn id(&self) -> usize {
-        std::sync::Arc::as_ptr(&self.0) as usize
-    }
-
-    /// The specs as compact JSON (what `serde_json::to_string` gives), computed once per shared
-    /// list.
-    pub fn json(&self) -> &std::sync::Arc<str> {
-        self.0
-            .json
-            .get_or_init(|| serde_json::to_string(&self.0.list).expect("serialisable").into())
-    }
-}
-
-impl From<Vec<ToolSpec>> for Toolkit {
-    fn from(list: Vec<ToolSpec>) -> Toolkit {
-        Toolkit(std::sync::Arc::new(Specs {
-            list,
-            json: Default::default(),
-        }))
-    }
-}
-
-impl FromIterator<ToolSpec> for Toolkit {
-    fn from_iter<I: IntoIterator<Item = ToolSpec>>(iter: I) -> Toolkit {
-        Toolkit::from(iter.into_iter().collect::<Vec<_>>())
-    }
-}
-
-impl std::ops::Deref for Toolkit {
-    type Target = Vec<ToolSpec>;
-    fn deref(&self) -> &Vec<ToolSpec> {
-        &self.0.list
-    }
-}
-
-impl std::ops::DerefMut for Toolkit {
-    fn deref_mut(&mut self) -> &mut Vec<ToolSpec> {
-        let specs = std::sync::Arc::make_mut(&mut self.0);
-        specs.json = Default::default();
-        &mut specs.list
-    }
-}
-
-impl<'a> IntoIterator for &'a Toolkit {
-    type Item = &'a ToolSpec;
-    type IntoIter = std::slice::Iter<'a, ToolSpec>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.list.iter()
-    }
-}
-
-impl Serialize for Toolkit {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.list.as_slice().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Toolkit {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Toolkit, D::Error> {
-        Vec::<ToolSpec>::deserialize(d).map(Toolkit::from)
     }
 }
 
@@ -240,53 +152,5 @@ pub(crate) fn test_spec(name: &str) -> ToolSpec {
         description: format!("{name} does it"),
         parameters: serde_json::json!({"type": "object", "properties": {}}),
         output_parameters: serde_json::Value::Null,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(name: &str) -> ToolSpec {
-        test_spec(name)
-    }
-
-    #[test]
-    fn a_cloned_toolkit_shares_its_specs_and_a_write_copies_them() {
-        let a = Toolkit::from(vec![spec("get_a"), spec("get_b")]);
-        let mut b = a.clone();
-        assert_eq!(a.id(), b.id(), "a clone shares the list");
-        b[0].name = "get_c".into();
-        assert_ne!(a.id(), b.id(), "a write copies a shared list");
-        assert_eq!(a[0].name, "get_a", "the other row's toolkit is untouched");
-        assert_eq!(b[0].name, "get_c");
-    }
-
-    #[test]
-    fn a_toolkit_serialises_as_the_list_of_its_specs() {
-        let specs = vec![spec("get_a"), spec("get_b")];
-        let text = serde_json::to_string(&Toolkit::from(specs.clone())).unwrap();
-        assert_eq!(text, serde_json::to_string(&specs).unwrap());
-        let back: Toolkit = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.as_slice(), specs.as_slice());
-    }
-
-    #[test]
-    fn a_toolkit_json_is_its_serialisation_shared_and_a_write_renews_it() {
-        let a = Toolkit::from(vec![spec("get_a")]);
-        let shared = a.clone();
-        assert_eq!(&**a.json(), serde_json::to_string(&a).unwrap());
-        assert!(
-            std::sync::Arc::ptr_eq(a.json(), shared.json()),
-            "computed once per shared list"
-        );
-        let mut written = shared.clone();
-        written.push(spec("get_b"));
-        assert_eq!(&**written.json(), serde_json::to_string(&written).unwrap());
-        assert_eq!(
-            &**a.json(),
-            serde_json::to_string(&a).unwrap(),
-            "the other rows keep theirs"
-        );
     }
 }

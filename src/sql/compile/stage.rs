@@ -97,4 +97,59 @@ mod tests {
         );
         assert!(DbStage::decode(br#"{"outcome": {"outcome": {"examples": [], "drops": [], "attempted": 0}, "toolkits": [], "toolkit_of": [0]}, "endpoints": []}"#).is_none());
     }
+
+    #[test]
+    fn a_stage_entry_decodes_without_parsing_toolkits_until_their_specs_are_read() {
+        let sel = Toolkit::from(crate::tools::sel::sel_tools(None));
+        let small = Toolkit::from(vec![spec("get_alpha_tool"), spec("get_beta_tool")]);
+        let example = |id: &str, db: &str, tools: &Toolkit| Example {
+            id: id.into(),
+            db_id: Some(db.into()),
+            tools: tools.clone(),
+            ..Example::default()
+        };
+        let examples = vec![example("1", "a", &sel), example("2", "a", &small), example("3", "b", &sel)];
+        // The judge: names and counts read from the specs themselves.
+        let mut distinct = std::collections::HashSet::new();
+        for e in &examples {
+            for t in e.tools.iter() {
+                distinct.insert((e.db_id.clone().unwrap(), t.name.clone()));
+            }
+        }
+        let total: usize = examples.iter().map(|e| e.tools.len()).sum();
+        let texts: Vec<String> = examples.iter().map(|e| serde_json::to_string(&*e.tools).unwrap()).collect();
+        let stage = DbStage {
+            outcome: Outcome {
+                examples: examples.clone(),
+                drops: Vec::new(),
+                attempted: 3,
+            },
+            ..DbStage::default()
+        };
+        let (bytes, _) = stage.encode();
+        let decoded = DbStage::decode(&bytes).expect("decodes");
+        let ex = &decoded.outcome.examples;
+        assert!(ex.iter().all(|e| !e.tools.parsed()), "decoding parses no toolkit");
+        for ((d, e), text) in ex.iter().zip(&examples).zip(&texts) {
+            let names: Vec<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(d.tools.names().collect::<Vec<_>>(), names);
+            assert_eq!(d.tools.json().as_bytes(), text.as_bytes(), "json() is the specs' serialisation");
+        }
+        let refs: Vec<&Example> = ex.iter().collect();
+        assert_eq!(super::super::toolkit::tool_counts(&refs), (distinct.len(), total));
+        assert!(
+            ex.iter().all(|e| !e.tools.parsed()),
+            "names, counts and json() parse nothing"
+        );
+        for (d, e) in ex.iter().zip(&examples) {
+            assert_eq!(d.tools.as_slice(), e.tools.as_slice());
+        }
+        assert!(ex.iter().all(|e| e.tools.parsed()), "reading the specs parses them");
+        assert_eq!(ex[0].tools.id(), ex[2].tools.id(), "parsed once for the rows sharing it");
+        // A toolkit that is not a list of specs makes the entry not decode (it is recomputed).
+        let text = String::from_utf8(bytes).unwrap();
+        let bad = text.replacen(r#""name":"get_alpha_tool""#, r#""nom":"get_alpha_tool""#, 1);
+        assert_ne!(bad, text);
+        assert!(DbStage::decode(bad.as_bytes()).is_none());
+    }
 }

@@ -130,18 +130,27 @@ pub(super) fn sel_summary(build: &mut Build) {
         sel_tools(None)
     };
     let examples: Vec<&Example> = build.groups.values().flat_map(|o| &o.examples).collect();
-    let mut names = std::collections::HashSet::new();
-    let mut total = 0;
-    for e in &examples {
-        total += e.tools.len();
-        for t in e.tools.iter() {
-            names.insert((e.db_id.as_deref().unwrap_or_default(), t.name.as_str()));
-        }
-    }
-    build.stats.insert("distinct_tools".into(), json!(names.len()));
+    let (distinct, total) = tool_counts(&examples);
+    build.stats.insert("distinct_tools".into(), json!(distinct));
     build
         .stats
         .insert("tools_per_query".into(), json!(ratio(total, examples.len(), 1)));
+}
+
+/// The distinct tools of `examples` (a tool is its database and name) and the tools of all
+/// their toolkits together. Reads names only ([`Toolkit::names`]): a merge's toolkits, read from
+/// the store, keep their specs unparsed.
+pub(super) fn tool_counts(examples: &[&Example]) -> (usize, usize) {
+    let mut names = std::collections::HashSet::new();
+    let mut total = 0;
+    for e in examples {
+        let tools = e.tools.names();
+        total += tools.len();
+        for name in tools {
+            names.insert((e.db_id.as_deref().unwrap_or_default(), name));
+        }
+    }
+    (names.len(), total)
 }
 
 /// `a / b` rounded to `places` decimals (0 when `b` is 0), for report numbers.
