@@ -138,9 +138,11 @@ pub fn encode_rows<'a>(examples: &[&'a Example]) -> Vec<EncodedRow<'a>> {
             if let Some(&i) = by_id.get(&tools.id()) {
                 return i;
             }
-            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            // Names, equality and references read a toolkit decoded from the store without
+            // parsing its specs ([`crate::tools::Toolkit::names`]).
+            let names: Vec<&str> = tools.names().collect();
             let seen = by_value.entry(names).or_default();
-            let i = match seen.iter().find(|&&i| distinct[i].as_slice() == tools.as_slice()) {
+            let i = match seen.iter().find(|&&i| *distinct[i] == *tools) {
                 Some(&i) => i,
                 None => {
                     distinct.push(tools);
@@ -158,7 +160,7 @@ pub fn encode_rows<'a>(examples: &[&'a Example]) -> Vec<EncodedRow<'a>> {
     let encoded: Vec<Encoded> = distinct
         .par_iter()
         .map(|tools| {
-            if !tools.iter().any(crate::tools::ToolSpec::is_reference) {
+            if !tools.has_references() {
                 let text: &Arc<str> = tools.json();
                 let quoted = serde_json::value::RawValue::from_string(to_json(&&**text)).expect("a JSON string");
                 return (text.clone(), quoted.into());

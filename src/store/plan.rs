@@ -175,10 +175,7 @@ pub const LATER_EXAMPLE_OVERHEAD: u64 = 8;
 /// each trajectory line carries it, so the work scales with examples × toolkit size, not with
 /// the database's bytes or its attempted questions (the compile's estimate, [`Item::cost`]).
 pub fn later_cost(toolkits: impl IntoIterator<Item = usize>) -> u64 {
-    toolkits
-        .into_iter()
-        .map(|n| n as u64 + LATER_EXAMPLE_OVERHEAD)
-        .sum()
+    toolkits.into_iter().map(|n| n as u64 + LATER_EXAMPLE_OVERHEAD).sum()
 }
 
 /// The largest of `loads` over their average (1.0 when they sum to 0).
@@ -302,13 +299,27 @@ mod tests {
         // The later-stage cost: per verified example, its toolkit size + the overhead.
         assert_eq!(later_cost([3, 0, 10]), 13 + 3 * LATER_EXAMPLE_OVERHEAD);
         assert_eq!(later_cost(std::iter::empty()), 0);
-        let items = vec![item("a#0", "a", 50), item("a#1", "a", 50), item("b", "b", 1), item("c", "c", 1)];
+        let items = vec![
+            item("a#0", "a", 50),
+            item("a#1", "a", 50),
+            item("b", "b", 1),
+            item("c", "c", 1),
+        ];
         let first = Assignment::pack(&items, 2);
         // Round two: `a` has few verified examples, `b` and `c` many (equal costs: by name).
         let costs = |order: &[&str]| -> Vec<(String, u64)> {
             order
                 .iter()
-                .map(|g| (g.to_string(), if *g == "a" { later_cost([1]) } else { later_cost([40; 3]) }))
+                .map(|g| {
+                    (
+                        g.to_string(),
+                        if *g == "a" {
+                            later_cost([1])
+                        } else {
+                            later_cost([40; 3])
+                        },
+                    )
+                })
                 .collect()
         };
         let second = first.with_groups(costs(&["a", "b", "c"]));

@@ -170,7 +170,10 @@ fn a_groups_later_items_go_to_the_groups_shard_not_by_digest() {
             assert_eq!(store.claim(&owner(&it.group), &later), group_shard == index, "{later}");
         }
     }
-    assert!(disagree > 0, "the digest agrees with the assignment everywhere: no test");
+    assert!(
+        disagree > 0,
+        "the digest agrees with the assignment everywhere: no test"
+    );
     // Round two re-places the groups on their later costs (g11 now the largest): claims follow.
     let store = Store::open(dir.path())
         .unwrap()
@@ -180,10 +183,16 @@ fn a_groups_later_items_go_to_the_groups_shard_not_by_digest() {
     let a = store.assign_groups(costs).unwrap();
     for it in &items {
         let s = a.groups()[&it.group];
-        assert_eq!(store.claim(&owner(&it.group), &plan::group_item("trajectories", &it.group)), s == 1);
+        assert_eq!(
+            store.claim(&owner(&it.group), &plan::group_item("trajectories", &it.group)),
+            s == 1
+        );
     }
     // A merge names a missing later item with its group's shard.
-    let merge = Store::open(dir.path()).unwrap().with_scope(Scope::StoredOnly).with_merge_shards(2);
+    let merge = Store::open(dir.path())
+        .unwrap()
+        .with_scope(Scope::StoredOnly)
+        .with_merge_shards(2);
     let a = merge.assign(&items).unwrap();
     for it in &items {
         assert!(!merge.claim(&owner(&it.group), &plan::group_item("variants", &it.group)));

@@ -413,7 +413,10 @@ mod tests {
             Toolkit::from_json(text.clone()).unwrap(),
             Toolkit::from_json(text.to_string().into()).unwrap(),
         );
-        assert!(a == b && !a.parsed() && !b.parsed(), "equal texts compare without parsing");
+        assert!(
+            a == b && !a.parsed() && !b.parsed(),
+            "equal texts compare without parsing"
+        );
         assert_eq!(a, Toolkit::from(varied_specs()));
         // The same specs with the keys of a schema in another order: another text, equal specs.
         let reordered = text.replace(r#""type":"array","items":{}"#, r#""items":{},"type":"array""#);
@@ -472,7 +475,11 @@ mod tests {
                 assert_eq!(lazy.as_slice(), specs.as_slice(), "{t}");
             }
         }
-        let deep = format!(r#"[{{"name":"a","parameters":{}{}}}]"#, "[".repeat(200), "]".repeat(200));
+        let deep = format!(
+            r#"[{{"name":"a","parameters":{}{}}}]"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
         assert_eq!(
             Toolkit::from_json(deep.as_str().into()).is_ok(),
             serde_json::from_str::<Vec<ToolSpec>>(&deep).is_ok()

@@ -108,7 +108,11 @@ mod tests {
             tools: tools.clone(),
             ..Example::default()
         };
-        let examples = vec![example("1", "a", &sel), example("2", "a", &small), example("3", "b", &sel)];
+        let examples = vec![
+            example("1", "a", &sel),
+            example("2", "a", &small),
+            example("3", "b", &sel),
+        ];
         // The judge: names and counts read from the specs themselves.
         let mut distinct = std::collections::HashSet::new();
         for e in &examples {
@@ -117,7 +121,10 @@ mod tests {
             }
         }
         let total: usize = examples.iter().map(|e| e.tools.len()).sum();
-        let texts: Vec<String> = examples.iter().map(|e| serde_json::to_string(&*e.tools).unwrap()).collect();
+        let texts: Vec<String> = examples
+            .iter()
+            .map(|e| serde_json::to_string(&*e.tools).unwrap())
+            .collect();
         let stage = DbStage {
             outcome: Outcome {
                 examples: examples.clone(),
@@ -133,7 +140,11 @@ mod tests {
         for ((d, e), text) in ex.iter().zip(&examples).zip(&texts) {
             let names: Vec<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
             assert_eq!(d.tools.names().collect::<Vec<_>>(), names);
-            assert_eq!(d.tools.json().as_bytes(), text.as_bytes(), "json() is the specs' serialisation");
+            assert_eq!(
+                d.tools.json().as_bytes(),
+                text.as_bytes(),
+                "json() is the specs' serialisation"
+            );
         }
         let refs: Vec<&Example> = ex.iter().collect();
         assert_eq!(super::super::toolkit::tool_counts(&refs), (distinct.len(), total));
@@ -145,7 +156,11 @@ mod tests {
             assert_eq!(d.tools.as_slice(), e.tools.as_slice());
         }
         assert!(ex.iter().all(|e| e.tools.parsed()), "reading the specs parses them");
-        assert_eq!(ex[0].tools.id(), ex[2].tools.id(), "parsed once for the rows sharing it");
+        assert_eq!(
+            ex[0].tools.id(),
+            ex[2].tools.id(),
+            "parsed once for the rows sharing it"
+        );
         // A toolkit that is not a list of specs makes the entry not decode (it is recomputed).
         let text = String::from_utf8(bytes).unwrap();
         let bad = text.replacen(r#""name":"get_alpha_tool""#, r#""nom":"get_alpha_tool""#, 1);
