@@ -104,7 +104,8 @@ fn later_stages(build: &mut Build, store: &Store) -> u64 {
     // from the compiled build every round-two shard and the merge hold alike.
     if store.shard_count().is_some() {
         let costs = build.groups.iter().map(|(g, o)| {
-            let cost = crate::store::plan::later_cost(o.examples.iter().map(|e| e.tools.len()));
+            // Counted by name: a toolkit read from the store is not parsed for this.
+            let cost = crate::store::plan::later_cost(o.examples.iter().map(|e| e.tools.names().count()));
             (g.clone(), cost)
         });
         store.assign_groups(costs.collect());
