@@ -5,7 +5,8 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use super::{StoreError, io_err};
+use super::StoreError;
+use super::error::io_err;
 
 /// Writes `bytes` to `path` atomically: a sibling `*.tmp` file is written, synced and renamed.
 /// Creates the parent directory. A crash leaves either the old file or the new one, never half.

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::{Backend, Created, StoreError, io_err};
+use super::error::io_err;
+use super::{Backend, Created, StoreError};
 
 /// How long a temp file may go unmodified before any process may remove it. An entry's temp file
 /// is written in one `write_all` of bytes already in memory and linked right after, so a live

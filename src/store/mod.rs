@@ -29,6 +29,7 @@
 //! such by shards, merges and plain builds.
 
 pub mod entry;
+mod error;
 pub mod fault;
 mod files;
 pub mod local;
@@ -39,53 +40,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use error::StoreError;
 pub use fault::Fault;
 pub use files::{hash_file, sweep_stale_dirs, write_atomic};
 pub use plan::shard_of;
-
-/// Errors of the store layer: IO on the store directory, or an object store request.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// An object store request or its configuration failed.
-    #[error("store {url}: {fault}: {detail} ({})", .fault.hint())]
-    Remote {
-        /// The store URL (`s3://bucket/prefix`) or entry URL.
-        url: String,
-        /// What kind of failure (unreachable, wrong secret, …).
-        fault: Fault,
-        /// What failed (the object_store error).
-        detail: String,
-    },
-    /// An IO operation on a store path failed.
-    #[error("store {path}")]
-    Io {
-        /// The file or directory that failed.
-        path: PathBuf,
-        /// The underlying IO error.
-        source: std::io::Error,
-    },
-}
-
-impl StoreError {
-    /// The failure's kind in the operator's terms: the [`Fault`] of a remote request; for a
-    /// local directory `permission denied`, else `store request failed`.
-    pub fn fault(&self) -> Fault {
-        match self {
-            StoreError::Remote { fault, .. } => *fault,
-            StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
-                Fault::PermissionDenied
-            }
-            StoreError::Io { .. } => Fault::Request,
-        }
-    }
-}
-
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
 
 /// Everything that determines a stage's output (see the module docs for the table).
 #[derive(Debug, Clone, Serialize)]
