@@ -405,17 +405,8 @@ fn shard_later_stages(build: &mut Build, store: &Store) -> Result<bool> {
     if later_stages(build, store) > 0 {
         return Ok(crate::emit::has_segments(&build.recipe.format));
     }
-    // Only this shard's groups: another shard's segment would be read here for nothing (round
-    // two's shards grew with the segments the shards before them had stored).
-    let later = crate::dataset::LATER_STAGES;
-    let others: Vec<String> = (build.groups.keys())
-        .filter(|g| !store.owns(&crate::store::plan::group_item(later, g)))
-        .cloned()
-        .collect();
-    let parked: Vec<_> = others.iter().filter_map(|g| build.groups.remove_entry(g)).collect();
-    let stored = crate::emit::store_segments(build, store);
-    build.groups.extend(parked);
-    stored?;
+    // Only this shard's groups: `store_segments` claims a group before reading its segment.
+    crate::emit::store_segments(build, store)?;
     Ok(false)
 }
 

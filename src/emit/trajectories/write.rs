@@ -201,10 +201,16 @@ impl<'b> Trajectories<'b> {
         let segment_of = |group: &str, outcome: &Outcome| -> Result<Option<Segment>> {
             let key = segments::key(self.build, group);
             if let Some(s) = store {
+                // A shard claims before it reads (as the variants stage does): another shard's
+                // segment would be read here for nothing.
+                let shard = keep && matches!(s.scope(), crate::store::Scope::Shard { .. });
+                if shard && !crate::dataset::claim_group(s, &key, group) {
+                    return Ok(None);
+                }
                 if let Some(segment) = s.load_shared(&key, Segment::decode) {
                     return Ok(Some(segment));
                 }
-                if !crate::dataset::claim_group(s, &key, group) {
+                if !shard && !crate::dataset::claim_group(s, &key, group) {
                     return Ok(None);
                 }
             }
