@@ -8,11 +8,14 @@
 # with --mem (TOOLFORGE_SLURM_MEM, default 4G per task). A task whose toolforge fails requeues
 # itself (`scontrol requeue`, up to TOOLFORGE_SLURM_RETRIES times, default 3; --requeue also
 # brings it back after a node failure); its log is appended to (--open-mode=append), not
-# overwritten. Later stages need every compile item in the store, so a recipe runs in rounds,
-# each array `afterany` the one before: text-to-SQL recipes two (round two: trajectories and
-# variants, each shard its share), one more with an LLM stage (each shard sending its share of
-# the requests at requests_per_second / N). TOOLFORGE_SLURM_ROUNDS overrides the number of
-# rounds (default: 1, +1 for `format = "slot"|"sel"|"rest"`, +1 with an `llm` table).
+# overwritten. Later stages that read the whole compiled build need every compile item in the
+# store, so such a recipe runs in rounds, each array `afterany` the one before: REST recipes and
+# text-to-SQL recipes with a [variants] section two (round two: trajectories and variants, each
+# shard its share), one more with an LLM stage (each shard sending its share of the requests at
+# requests_per_second / N). SLOT and SEL recipes without variants take one round (a shard
+# writes the trajectories of the items it compiles). TOOLFORGE_SLURM_ROUNDS overrides the
+# number of rounds (default: 1, +1 for `format = "rest"` or a `[variants]` section of a
+# text-to-SQL recipe, +1 with an `llm` table).
 # The merge (--mem TOOLFORGE_SLURM_MERGE_MEM, default 2G; 0.8–0.9 GB RSS measured) depends
 # `afterany` on the last array, so it runs even when a task failed for good (`afterok` would
 # leave it pending forever): it checks the array's task states with `sacct` and exits 1 naming
@@ -59,10 +62,14 @@ else
     [ -f "$recipe_file" ] || recipe_file="recipes/${recipe%.toml}.toml"
     rounds=${TOOLFORGE_SLURM_ROUNDS:-}
     if [ -z "$rounds" ]; then
-        # Text-to-SQL recipes: round two computes the later stages (trajectories, variants); an
-        # LLM stage adds a round (its answers, then the trajectories that read them).
+        # REST, or text-to-SQL with variants: round two computes the later stages that read the
+        # whole build (trajectories, variants); an LLM stage adds a round (its answers, then the
+        # trajectories that read them). SLOT/SEL without variants: one round.
         rounds=1
-        if [ -f "$recipe_file" ] && grep -Eq '^format *= *"(slot|sel|rest)"' "$recipe_file"; then rounds=2; fi
+        if [ -f "$recipe_file" ] && { grep -Eq '^format *= *"rest"' "$recipe_file" ||
+            { grep -Eq '^format *= *"(slot|sel)"' "$recipe_file" && grep -Eq '^\[variants' "$recipe_file"; }; }; then
+            rounds=2
+        fi
         if [ -f "$recipe_file" ] && grep -Eq '^\[[a-z_.]*llm\]' "$recipe_file"; then rounds=$((rounds + 1)); fi
     fi
     common=(--parsable --export=ALL --requeue --open-mode=append)

@@ -325,6 +325,20 @@ pub struct Build {
     /// id, from the compile stages that ran in this process (a stage served from the store has
     /// none; the trajectories emitter then executes the calls itself). Not part of any output.
     pub shown: std::collections::HashMap<String, crate::tools::shown::Shown>,
+    /// Text-to-SQL: each group's compile items in item order, whose examples are the group's
+    /// examples one after the other (a database's question batches); empty for other families.
+    pub items: BTreeMap<String, Vec<ItemRef>>,
+}
+
+/// One compile item of a group ([`Build::items`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemRef {
+    /// The item's name (`world_1`, `world_1#2`): what the shard assignment places.
+    pub name: String,
+    /// The digest of the item's stage key ([`crate::store::StageKey::digest`]).
+    pub digest: String,
+    /// How many of the group's examples the item gave (consecutive, after the previous items').
+    pub examples: usize,
 }
 
 impl Build {
@@ -440,6 +454,7 @@ pub fn split_build(recipe: Recipe, source: ResolvedSource, stage: SplitStage) ->
         extra_files: stage.extra_files,
         stats: stage.stats,
         shown: Default::default(),
+        items: BTreeMap::new(),
     }
 }
 

@@ -102,7 +102,7 @@ fn later_stages(build: &mut Build, store: &Store) -> u64 {
     note_repaired(build, store);
     // Round two's groups placed on their later stages' cost (examples × toolkit size), computed
     // from the compiled build every round-two shard and the merge hold alike.
-    if store.shard_count().is_some() {
+    if store.shard_count().is_some() && !crate::emit::segments_per_item(&build.recipe) {
         let costs = build.groups.iter().map(|(g, o)| {
             // Counted by name: a toolkit read from the store is not parsed for this.
             let cost = crate::store::plan::later_cost(o.examples.iter().map(|e| e.tools.names().count()));
@@ -258,12 +258,21 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     if let Some((index, count)) = opts.shard {
         let (recipe, source) = load_recipe(recipe_path)?;
         let name = recipe.name.clone();
-        let later = llm_stage_configured(&recipe, &source) || crate::emit::has_segments(&recipe.format);
+        // Segments per compile item are computed with the items, in this round; per group (REST,
+        // variants) and LLM answers need every shard's compile items (round two).
+        let per_item = crate::emit::segments_per_item(&recipe);
+        let later = llm_stage_configured(&recipe, &source) || (crate::emit::has_segments(&recipe.format) && !per_item);
         // Round one reads and hashes only this shard's own items.
         let own = open_store(recipe_path, opts.store.as_deref())?.with_scope(Scope::Shard { index, count });
         let (waiting, store) = match compile_family(recipe.clone(), source.clone(), &own, opts.progress) {
             // Every item is this shard's (N = 1, or a one-item recipe it owns): the build is whole.
             Ok(mut build) if own.complete() => (shard_later_stages(&mut build, &own)?, own),
+            // The segments of this shard's own compile items, from the items it holds (one round;
+            // a call's shown results are still in memory for the items computed now).
+            Ok(build) if per_item => {
+                crate::emit::store_segments(&build, &own)?;
+                (false, own)
+            }
             // Every own item was already stored (round two): the later stages need the whole
             // compiled build, so the shard reads every item (another shard's database hashes
             // come from the plan, or are made once and stored as the plan) and computes its
@@ -396,10 +405,11 @@ fn merge_missing(store: &Store, shards: u64) -> Option<anyhow::Error> {
 
 /// A shard's later stages once every compile item is in the store (round two, or a shard that
 /// found them all): the whole build's later stages ([`later_stages`]: LLM requests — each shard
-/// sends its share —, the variants of the groups this shard claims), then the per-group items
-/// the merge only reads: the trajectory segments of the groups claimed by this shard
-/// ([`crate::emit::store_segments`]). The segments are keyed by the build key, which the LLM
-/// answers fold into: while other shards' answers are missing they wait for another round.
+/// sends its share —, the variants of the groups this shard claims), then the items the merge
+/// only reads: the trajectory segments this shard claims ([`crate::emit::store_segments`]; per
+/// group, or per compile item, [`crate::emit::segments_per_item`]). Per-group segments are
+/// keyed by the build key, which the LLM answers fold into: while other shards' answers are
+/// missing they wait for another round.
 /// Returns whether this shard must run again. Errors: a trajectory that does not execute.
 fn shard_later_stages(build: &mut Build, store: &Store) -> Result<bool> {
     if later_stages(build, store) > 0 {

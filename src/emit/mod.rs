@@ -132,15 +132,27 @@ pub fn write_with(
     Ok(true)
 }
 
-/// The later-stage items of a shard (issue 34): computes and stores the per-group trajectory
-/// segments ([`trajectories::segments`]) of the groups `store`'s scope gives this build, so the
-/// merge only reads and concatenates them. Returns how many groups' segments this call stored
-/// or found; 0 for a family without trajectories. Errors: a trajectory that does not execute.
+/// The later-stage items of a shard (issue 34): computes and stores the trajectory segments
+/// ([`trajectories::segments`]; per group, or per compile item, [`segments_per_item`]) that
+/// `store`'s scope gives this build, so the merge only reads and concatenates them. Returns how
+/// many segments this call stored or found; 0 for a family without trajectories. Errors: a
+/// trajectory that does not execute.
 pub fn store_segments(build: &Build, store: &crate::store::Store) -> Result<usize> {
     match trajectories::Trajectories::new(build)? {
         Some(t) => t.store_segments(store),
         None => Ok(0),
     }
+}
+
+/// Whether `recipe`'s trajectory segments are one store item per compile item
+/// ([`trajectories::segments::item_key`]), computed by the shard that compiles the item in the
+/// same run (issue 34: one round): SLOT and SEL without a variants stage, whose segments read
+/// nothing beyond their item (the catalog is fixed by the family and tool pool; no LLM stage).
+/// REST (its catalog is every database's endpoints, named across databases) and builds with
+/// variants (the distractor pool reads the whole build) keep one segment per group, computed
+/// once every compile item is stored (round two).
+pub fn segments_per_item(recipe: &crate::recipe::Recipe) -> bool {
+    ["slot", "sel"].contains(&recipe.format.as_str()) && recipe.variants.is_none()
 }
 
 /// Whether builds of `format` have per-group later items ([`store_segments`]): the executable

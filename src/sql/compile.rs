@@ -183,6 +183,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     results.sort_by_key(|r| r.0);
     bar.finish_and_clear();
     let mut parts: BTreeMap<String, Vec<DbStage>> = BTreeMap::new();
+    let mut items: BTreeMap<String, Vec<crate::dataset::ItemRef>> = BTreeMap::new();
     let mut digests = Vec::new();
     let (mut hits, mut misses) = (0, 0);
     let mut shown = std::collections::HashMap::new();
@@ -199,6 +200,11 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         } else {
             misses += 1
         }
+        items.entry(db.clone()).or_default().push(crate::dataset::ItemRef {
+            name: batches[i].name.clone(),
+            digest: digest.clone(),
+            examples: stage.outcome.examples.len(),
+        });
         digests.push(digest);
         parts.entry(db).or_default().push(stage);
     }
@@ -232,6 +238,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         extra_files: BTreeMap::new(),
         stats: serde_json::Map::new(),
         shown,
+        items,
     };
     match build.recipe.format.as_str() {
         "sel" => toolkit::sel_summary(&mut build),

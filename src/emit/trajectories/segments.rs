@@ -22,7 +22,7 @@ use bytes::Bytes;
 use serde_json::{Value as Json, json};
 
 use super::{cached, variants};
-use crate::dataset::{Build, Example, Outcome, code_fingerprint};
+use crate::dataset::{Build, Example, ItemRef, code_fingerprint};
 use crate::emit::rows::RowsPart;
 use crate::store::StageKey;
 use crate::tools::ToolSpec;
@@ -120,17 +120,36 @@ pub fn key(build: &Build, group: &str) -> StageKey {
     }
 }
 
-/// The segment of one group (`outcome`, its trajectory `lines`: one per verified example, in
-/// order); `catalog` is the build's tools by name. Variant rows get a clean trajectory rewritten
-/// from their parent's ([`variants`]); a variant's parent is in its group. Errors: a line that
-/// is not JSON (never for lines this build wrote), a rows part that does not encode.
+/// Stage name of a compile item's segment in the store ([`item_key`]).
+pub const ITEM_STAGE: &str = "emit-item-segments";
+
+/// The store key of the segment of compile item `item` of `build`, when segments are per item
+/// ([`crate::emit::segments_per_item`]): a function of the item's compile stage (its key's
+/// digest: the questions, the database file's bytes, the recipe knobs the stage reads, the code),
+/// the whole recipe (its `[trajectories]` knobs, tool pool, …) and the code — nothing outside
+/// the item, so the shard compiling the item computes its segment in the same run.
+pub fn item_key(build: &Build, item: &ItemRef) -> StageKey {
+    let recipe = blake3::hash(&serde_json::to_vec(&build.recipe).expect("serialise"));
+    StageKey {
+        stage: ITEM_STAGE.into(),
+        version: EMIT_SEGMENTS_VERSION,
+        config: json!({"code": code_fingerprint(), "recipe": recipe.to_hex().to_string()}),
+        inputs: vec![item.digest.clone()],
+    }
+}
+
+/// The segment of a group's `examples` (all of them, or one compile item's run of them), with
+/// their trajectory `lines` (one per verified example, in order); `catalog` is the build's tools
+/// by name. Variant rows get a clean trajectory rewritten from their parent's ([`variants`]); a
+/// variant's parent is among the examples (its group's). Errors: a line that is not JSON (never
+/// for lines this build wrote), a rows part that does not encode.
 pub fn build_segment(
     build: &Build,
-    outcome: &Outcome,
+    examples: &[Example],
     lines: &[cached::Line],
     catalog: &HashMap<&str, &ToolSpec>,
 ) -> Result<Segment> {
-    let originals = outcome.examples.iter().filter(|e| cached::is_original(e));
+    let originals = examples.iter().filter(|e| cached::is_original(e));
     let parents: HashMap<(&str, &str), (&Example, &cached::Line)> = originals
         .zip(lines)
         .map(|(e, l)| ((e.split.as_str(), e.id.as_str()), (e, l)))
@@ -140,7 +159,7 @@ pub fn build_segment(
     let mut parts: BTreeMap<(String, u8), PartBuf> = BTreeMap::new();
     // The verified examples' lines, met in the same order as the examples.
     let mut next_line = lines.iter();
-    for e in &outcome.examples {
+    for e in examples {
         let variant_line;
         let line = if cached::is_original(e) {
             next_line.next().expect("one line per verified example")
@@ -171,7 +190,7 @@ pub fn build_segment(
         }
     }
     segment.parts = parts.into_iter().map(|(k, p)| (k, p.freeze())).collect();
-    segment.rows = group_rows(&outcome.examples)?;
+    segment.rows = group_rows(examples)?;
     Ok(segment)
 }
 

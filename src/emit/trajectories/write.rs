@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::prompt::ToolsText;
 use super::segments::{self, Part, Segment};
 use super::{Runner, cached, trajectories};
-use crate::dataset::{Build, Example, Outcome};
+use crate::dataset::{Build, Example};
 use crate::emit::data_files::SplitRows;
 use crate::tools::ToolSpec;
 use crate::tools::executor::Executor;
@@ -79,8 +79,8 @@ impl<'b> Trajectories<'b> {
         }
         let mut skipped = Skipped::default();
         let mut absent = 0usize;
-        let mut write_window = |window: &Window, segments: Vec<Option<Segment>>| -> Result<()> {
-            for ((group, _), segment) in window.iter().zip(segments) {
+        let mut write_window = |window: &[Unit], segments: Vec<Option<Segment>>| -> Result<()> {
+            for (Unit { group, .. }, segment) in window.iter().zip(segments) {
                 let Some(segment) = segment else {
                     absent += 1;
                     continue;
@@ -108,13 +108,12 @@ impl<'b> Trajectories<'b> {
             }
             Ok(())
         };
-        let groups: Vec<(&String, &Outcome)> = self.build.groups.iter().collect();
+        let units = self.units()?;
         self.with_segments(store, false, |segment_of| -> Result<()> {
-            let window_segments = |window: &Window| -> Result<Vec<Option<Segment>>> {
-                window.par_iter().map(|(g, o)| segment_of(g.as_str(), o)).collect()
-            };
-            let mut previous: Option<(&Window, Vec<Option<Segment>>)> = None;
-            for window in windows(&groups) {
+            let window_segments =
+                |window: &[Unit]| -> Result<Vec<Option<Segment>>> { window.par_iter().map(segment_of).collect() };
+            let mut previous: Option<(&[Unit], Vec<Option<Segment>>)> = None;
+            for window in windows(&units, |u| u.examples.len()) {
                 let (wrote, segments) = rayon::join(
                     || previous.take().map_or(Ok(()), |(w, s)| write_window(w, s)),
                     || window_segments(window),
@@ -147,32 +146,72 @@ impl<'b> Trajectories<'b> {
         Ok((skipped, written, sizes))
     }
 
-    /// Computes and stores the segments of the groups `store` lets this build compute (a shard's
-    /// share, [`crate::store::Store::claim`] by group name) that it does not hold yet; returns
-    /// how many it stored. Errors: a trajectory that does not execute.
+    /// Computes and stores the segments `store` lets this build compute (a shard's share,
+    /// [`crate::store::Store::claim`] by compile item or group name) that it does not hold yet;
+    /// returns how many it stored or found. Errors: a trajectory that does not execute.
     pub(in crate::emit) fn store_segments(&self, store: &crate::store::Store) -> Result<usize> {
-        let groups: Vec<(&String, &Outcome)> = self.build.groups.iter().collect();
+        let units = self.units()?;
         self.with_segments(Some(store), true, |segment_of| {
-            groups
+            units
                 .par_iter()
-                .map(|(g, o)| segment_of(g.as_str(), o).map(|s| usize::from(s.is_some())))
+                .map(|u| segment_of(u).map(|s| usize::from(s.is_some())))
                 .sum()
         })
     }
 
-    /// Runs `f` with the function giving a group's [`Segment`]: read from `store` when it holds
-    /// it; otherwise, when the store's scope lets this build compute it ([`Store::claim`] under
-    /// the group's name), built from the group's trajectory lines ([`cached::GroupLines`]: stored
-    /// or executed, examples in parallel) and stored when `keep` (a shard's segments are for the
-    /// merge, and a shard stores no lines; a whole build writes its files at once and keeps only
-    /// the lines); `None` when it may not.
+    /// The build's segment units in file order: one per compile item when segments are per item
+    /// ([`crate::emit::segments_per_item`]; a group's examples are its items' runs one after the
+    /// other, [`crate::dataset::Build::items`]), else one per group. Errors: a group whose items
+    /// do not account for its examples (a toolforge bug).
+    fn units(&self) -> Result<Vec<Unit<'b>>> {
+        let build = self.build;
+        let per_item = crate::emit::segments_per_item(&build.recipe) && !build.items.is_empty();
+        let mut units = Vec::new();
+        for (group, outcome) in &build.groups {
+            let items = build.items.get(group).filter(|_| per_item);
+            let Some(items) = items else {
+                units.push(Unit {
+                    group,
+                    examples: &outcome.examples,
+                    key: segments::key(build, group),
+                    item: None,
+                });
+                continue;
+            };
+            let mut rest = &outcome.examples[..];
+            for item in items {
+                anyhow::ensure!(
+                    item.examples <= rest.len(),
+                    "{group}: its compile items list more examples than the group has"
+                );
+                let (run, tail) = rest.split_at(item.examples);
+                rest = tail;
+                units.push(Unit {
+                    group,
+                    examples: run,
+                    key: segments::item_key(build, item),
+                    item: Some(&item.name),
+                });
+            }
+            anyhow::ensure!(rest.is_empty(), "{group}: examples outside its compile items");
+        }
+        Ok(units)
+    }
+
+    /// Runs `f` with the function giving a [`Unit`]'s [`Segment`]: read from `store` when it
+    /// holds it; otherwise, when the store's scope lets this build compute it ([`Store::claim`]
+    /// under the compile item's name, or the group's later items, [`crate::dataset::claim_group`]),
+    /// built from the unit's trajectory lines ([`cached::GroupLines`]: stored or executed,
+    /// examples in parallel) and stored when `keep` (a shard's segments are for the merge, and a
+    /// shard stores no lines; a whole build writes its files at once and keeps only the lines);
+    /// `None` when it may not.
     ///
     /// [`Store::claim`]: crate::store::Store::claim
     fn with_segments<R>(
         &self,
         store: Option<&crate::store::Store>,
         keep: bool,
-        f: impl FnOnce(&(dyn Fn(&str, &Outcome) -> Result<Option<Segment>> + Sync)) -> R,
+        f: impl FnOnce(&(dyn Fn(&Unit) -> Result<Option<Segment>> + Sync)) -> R,
     ) -> R {
         let tools = ToolsText::new(&self.build.catalog);
         let runner = if self.build.recipe.format == "rest" {
@@ -198,27 +237,31 @@ impl<'b> Trajectories<'b> {
                 .collect()
         };
         let catalog: HashMap<&str, &ToolSpec> = self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
-        let segment_of = |group: &str, outcome: &Outcome| -> Result<Option<Segment>> {
-            let key = segments::key(self.build, group);
+        let claim = |s: &crate::store::Store, unit: &Unit| match unit.item {
+            Some(item) => s.claim(&unit.key, item),
+            None => crate::dataset::claim_group(s, &unit.key, unit.group),
+        };
+        let segment_of = |unit: &Unit| -> Result<Option<Segment>> {
+            let key = &unit.key;
             if let Some(s) = store {
                 // A shard claims before it reads (as the variants stage does): another shard's
                 // segment would be read here for nothing.
                 let shard = keep && matches!(s.scope(), crate::store::Scope::Shard { .. });
-                if shard && !crate::dataset::claim_group(s, &key, group) {
+                if shard && !claim(s, unit) {
                     return Ok(None);
                 }
-                if let Some(segment) = s.load_shared(&key, Segment::decode) {
+                if let Some(segment) = s.load_shared(key, Segment::decode) {
                     return Ok(Some(segment));
                 }
-                if !shard && !crate::dataset::claim_group(s, &key, group) {
+                if !shard && !claim(s, unit) {
                     return Ok(None);
                 }
             }
-            let originals: Vec<&Example> = outcome.examples.iter().filter(|e| cached::is_original(e)).collect();
-            let lines = stored.of(group, &originals, &compute)?;
-            let segment = segments::build_segment(self.build, outcome, &lines, &catalog)?;
+            let originals: Vec<&Example> = unit.examples.iter().filter(|e| cached::is_original(e)).collect();
+            let lines = stored.of(unit.group, &originals, &compute)?;
+            let segment = segments::build_segment(self.build, unit.examples, &lines, &catalog)?;
             if let (Some(s), true) = (store, keep) {
-                let _ = s.put(&key, &segment.encode());
+                let _ = s.put(key, &segment.encode());
             }
             Ok(Some(segment))
         };
@@ -292,17 +335,28 @@ pub(crate) struct Skipped {
     pub(crate) by_group: BTreeMap<String, BTreeMap<String, usize>>,
 }
 
-/// Consecutive groups of a build, by name, in order ([`windows`]).
-type Window<'a> = [(&'a String, &'a Outcome)];
+/// What one stored segment covers ([`Trajectories::units`]): a group's examples, or the run of
+/// them one compile item gave.
+struct Unit<'a> {
+    /// The group (database) the examples belong to.
+    group: &'a str,
+    /// The examples, in group order.
+    examples: &'a [Example],
+    /// The segment's store key ([`segments::key`] or [`segments::item_key`]).
+    key: crate::store::StageKey,
+    /// The compile item's name when the segment is per item; `None`: the group's.
+    item: Option<&'a str>,
+}
 
 /// Verified examples per window of [`Trajectories::write_files`]: enough to keep both threads
 /// busy, few enough that a window's lines stay small (a SEL line carries its ~61 tools: 40 KB).
 pub const WINDOW_EXAMPLES: usize = 512;
 
-/// `groups` cut into consecutive windows of about [`WINDOW_EXAMPLES`] examples: a window ends
-/// with the group that reaches it, so only its last group takes it past the size.
-fn windows<'g, 'a>(groups: &'g Window<'a>) -> impl Iterator<Item = &'g Window<'a>> {
-    let mut rest = groups;
+/// `units` (groups, or compile items) cut into consecutive windows of about
+/// [`WINDOW_EXAMPLES`] examples (`examples` of each): a window ends with the unit that reaches
+/// it, so only its last unit takes it past the size.
+fn windows<'u, T>(units: &'u [T], examples: impl Fn(&T) -> usize) -> impl Iterator<Item = &'u [T]> {
+    let mut rest = units;
     std::iter::from_fn(move || {
         if rest.is_empty() {
             return None;
@@ -310,7 +364,7 @@ fn windows<'g, 'a>(groups: &'g Window<'a>) -> impl Iterator<Item = &'g Window<'a
         let mut n = 0;
         let mut end = 0;
         while end < rest.len() && n < WINDOW_EXAMPLES {
-            n += rest[end].1.examples.len();
+            n += examples(&rest[end]);
             end += 1;
         }
         let (window, tail) = rest.split_at(end);
@@ -322,6 +376,7 @@ fn windows<'g, 'a>(groups: &'g Window<'a>) -> impl Iterator<Item = &'g Window<'a
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dataset::Outcome;
 
     #[test]
     fn windows_cover_the_groups_in_order_about_window_examples_each() {
@@ -335,7 +390,7 @@ mod tests {
             })
             .collect();
         let groups: Vec<(&String, &Outcome)> = names.iter().zip(&outcomes).collect();
-        let cut: Vec<&[(&String, &Outcome)]> = windows(&groups).collect();
+        let cut: Vec<&[(&String, &Outcome)]> = windows(&groups, |(_, o)| o.examples.len()).collect();
         // Every group once, in order.
         let flat: Vec<&String> = cut.iter().flat_map(|w| w.iter().map(|(g, _)| *g)).collect();
         assert_eq!(flat, names.iter().collect::<Vec<_>>());
@@ -349,6 +404,6 @@ mod tests {
             let before_last: usize = w[..w.len() - 1].iter().map(|(_, o)| o.examples.len()).sum();
             assert!(before_last < WINDOW_EXAMPLES, "{before_last}");
         }
-        assert_eq!(windows(&[]).count(), 0);
+        assert_eq!(windows(&groups[..0], |(_, o)| o.examples.len()).count(), 0);
     }
 }

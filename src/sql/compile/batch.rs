@@ -2,13 +2,16 @@
 //! 2), so a large database is shared out over several shards.
 //!
 //! The rule is fixed (independent of the shard count, so a single build and every sharded build
-//! compute the same items and the same bytes): the questions of one database are grouped by gold
-//! SQL text (byte-equal, as [`super::same_sql`] shares them: one computation per text), the groups
-//! in first-question order fill batches of at most [`BATCH_QUESTIONS`] questions, a group never
-//! split (a group larger than a batch is a batch of its own). A database that fits one batch is
-//! one item named after it (`world_1`); a larger one gives items `world_1#0`, `world_1#1`, ….
-//! REST keeps one item per database: its endpoints are shared out over the whole database's
-//! questions ([`super::endpoints::share`]), which needs them together.
+//! compute the same items and the same bytes): the questions of one database, in question order,
+//! are cut into consecutive batches of [`BATCH_QUESTIONS`] (the last one shorter). A database that
+//! fits one batch is one item named after it (`world_1`); a larger one gives items `world_1#0`,
+//! `world_1#1`, …. Consecutive, so a database's examples are its batches' examples one after the
+//! other: each batch's later items (its trajectory segment,
+//! [`crate::emit::segments_per_item`]) are computed by the shard that compiles it, and the files
+//! concatenate them. Questions sharing a gold SQL text on both sides of a cut are computed once in
+//! each batch ([`super::same_sql`]: the result is a function of the text, so both give the same
+//! bytes). REST keeps one item per database: its endpoints are shared out over the whole
+//! database's questions ([`super::endpoints::share`]), which needs them together.
 //!
 //! After the items are compiled (or read from the store) [`assemble`] puts a database's batches
 //! back together: the examples and drops in question order, as one item would have given them.
@@ -20,8 +23,8 @@ use crate::dataset::Outcome;
 
 use super::stage::DbStage;
 
-/// Largest number of questions in one batch (a group of questions sharing one gold SQL text
-/// larger than this is a batch alone). Spider dev: 20 databases → 80 items; BIRD dev: 11 → 97.
+/// Largest number of questions in one batch. Spider dev: 20 databases → 72 items; BIRD mini-dev:
+/// 11 → 37.
 pub(super) const BATCH_QUESTIONS: usize = 16;
 
 /// One stage item: a batch of one database's questions.
@@ -44,35 +47,12 @@ pub(super) fn batches<'q>(db_id: &'q str, qs: &[Question], whole: bool) -> Vec<B
             questions: qs.to_vec(),
         }];
     }
-    // Groups by SQL text, in first-question order.
-    let mut group_of: HashMap<&str, usize> = HashMap::new();
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for (i, q) in qs.iter().enumerate() {
-        let g = *group_of.entry(q.sql.as_str()).or_insert_with(|| {
-            groups.push(Vec::new());
-            groups.len() - 1
-        });
-        groups[g].push(i);
-    }
-    let mut filled: Vec<Vec<usize>> = vec![Vec::new()];
-    for g in groups {
-        let last = filled.last_mut().expect("one batch at least");
-        if !last.is_empty() && last.len() + g.len() > BATCH_QUESTIONS {
-            filled.push(g);
-        } else {
-            last.extend(g);
-        }
-    }
-    filled
-        .into_iter()
+    qs.chunks(BATCH_QUESTIONS)
         .enumerate()
-        .map(|(n, mut idx)| {
-            idx.sort_unstable();
-            Batch {
-                db_id,
-                name: format!("{db_id}#{n}"),
-                questions: idx.into_iter().map(|i| qs[i].clone()).collect(),
-            }
+        .map(|(n, chunk)| Batch {
+            db_id,
+            name: format!("{db_id}#{n}"),
+            questions: chunk.to_vec(),
         })
         .collect()
 }
@@ -125,28 +105,22 @@ mod tests {
     }
 
     #[test]
-    fn questions_sharing_one_gold_sql_stay_in_one_batch() {
+    fn a_databases_batches_are_consecutive_runs_of_its_questions_in_question_order() {
         // 40 questions, every SQL text asked twice (the second time 20 questions later), and
-        // one text asked 20 times.
+        // one text asked 20 times: the batches ignore the texts.
         let mut qs: Vec<Question> = (0..40).map(|i| q(i, &format!("SELECT {}", i % 20))).collect();
         qs.extend((40..60).map(|i| q(i, "SELECT big")));
         let got = batches("d", &qs, false);
         let names: Vec<&str> = got.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["d#0", "d#1", "d#2", "d#3"]);
-        let mut seen = 0;
-        for b in &got {
-            assert!(b.questions.len() <= BATCH_QUESTIONS || b.questions.iter().all(|x| x.sql == "SELECT big"));
-            for x in &b.questions {
-                // Every question with this SQL text is in this batch.
-                assert!(
-                    qs.iter()
-                        .filter(|y| y.sql == x.sql)
-                        .all(|y| b.questions.iter().any(|z| z.id == y.id))
-                );
-            }
-            seen += b.questions.len();
-        }
-        assert_eq!(seen, qs.len());
+        assert!(got.iter().all(|b| b.questions.len() <= BATCH_QUESTIONS));
+        // Concatenated in batch order they are the questions in question order.
+        let flat: Vec<&str> = got
+            .iter()
+            .flat_map(|b| b.questions.iter().map(|x| x.id.as_str()))
+            .collect();
+        let ids: Vec<&str> = qs.iter().map(|x| x.id.as_str()).collect();
+        assert_eq!(flat, ids);
         // A small database, or REST, is one item named after the database.
         assert_eq!(batches("d", &qs[..16], false)[0].name, "d");
         assert_eq!(batches("d", &qs, true).len(), 1);
