@@ -183,12 +183,14 @@ impl Outcome {
     }
 }
 
-/// Whether this build may compute group `group`'s later-stage item `key` after a store miss
-/// ([`crate::store::Store::claim`]). All of a group's later items are claimed under one key of
-/// the group's name alone (stage [`LATER_STAGES`]), so the shard that computes a database's
-/// variants also computes its trajectory segments, which read them (issue 34), on the shard the
-/// assignment gives the group ([`crate::store::plan::group_item`]), and a merge names a missing
-/// one as `later-stages <stage> of <group>` with that shard.
+/// Whether this build may compute the later-stage item `key` of unit `group` after a store miss
+/// ([`crate::store::Store::claim`]). A unit is a group, or one compile item of a group whose
+/// examples are its items' runs ([`Build::item_runs`]: a database's question batch). All of a
+/// unit's later items are claimed under one key of its name alone (stage [`LATER_STAGES`]), so
+/// the shard that computes a batch's variants also computes its trajectory segment, which reads
+/// them (issue 34), on the shard round two's packing gives the unit
+/// ([`crate::store::plan::group_item`]), and a merge names a missing one as
+/// `later-stages <stage> of <unit>` with that shard.
 pub fn claim_group(store: &crate::store::Store, key: &crate::store::StageKey, group: &str) -> bool {
     let owner = crate::store::StageKey {
         stage: LATER_STAGES.into(),
@@ -326,7 +328,9 @@ pub struct Build {
     /// none; the trajectories emitter then executes the calls itself). Not part of any output.
     pub shown: std::collections::HashMap<String, crate::tools::shown::Shown>,
     /// Text-to-SQL: each group's compile items in item order, whose examples are the group's
-    /// examples one after the other (a database's question batches); empty for other families.
+    /// examples one after the other (a database's question batches; after the variants stage
+    /// each item's variant rows follow its examples and are counted in); empty for other
+    /// families.
     pub items: BTreeMap<String, Vec<ItemRef>>,
 }
 
@@ -342,6 +346,22 @@ pub struct ItemRef {
 }
 
 impl Build {
+    /// The runs of `group`'s examples its compile items give ([`Build::items`]), each item with
+    /// its range of `groups[group].examples`, in order; `None` when the group has no items or
+    /// they do not cover its examples exactly (rows added after them, e.g. LLM paraphrases: the
+    /// group is then one unit for its later items).
+    pub fn item_runs(&self, group: &str) -> Option<Vec<(&ItemRef, std::ops::Range<usize>)>> {
+        let items = self.items.get(group)?;
+        let len = self.groups.get(group)?.examples.len();
+        let mut start = 0;
+        let mut runs = Vec::with_capacity(items.len());
+        for item in items {
+            runs.push((item, start..start + item.examples));
+            start += item.examples;
+        }
+        (start == len).then_some(runs)
+    }
+
     /// Folds `bytes` (e.g. the digest of every LLM answer a stage used) into the build key:
     /// `build_key = blake3(build_key ‖ bytes)`, so outputs that depend on them never count as
     /// up to date with a key computed without them.

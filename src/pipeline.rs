@@ -100,15 +100,22 @@ fn note_repaired(build: &mut Build, store: &Store) {
 /// scope left to other shards (their answers are not in this build yet).
 fn later_stages(build: &mut Build, store: &Store) -> u64 {
     note_repaired(build, store);
-    // Round two's groups placed on their later stages' cost (examples × toolkit size), computed
-    // from the compiled build every round-two shard and the merge hold alike.
+    // Round two's units (a database's question batches, [`Build::item_runs`], else the group)
+    // placed on their later stages' cost (examples × toolkit size), computed from the compiled
+    // build every round-two shard and the merge hold alike.
     if store.shard_count().is_some() && !crate::emit::segments_per_item(&build.recipe) {
-        let costs = build.groups.iter().map(|(g, o)| {
+        let mut costs = Vec::new();
+        for (g, o) in &build.groups {
             // Counted by name: a toolkit read from the store is not parsed for this.
-            let cost = crate::store::plan::later_cost(o.examples.iter().map(|e| e.tools.names().count()));
-            (g.clone(), cost)
-        });
-        store.assign_groups(costs.collect());
+            let cost = |examples: &[crate::dataset::Example]| {
+                crate::store::plan::later_cost(examples.iter().map(|e| e.tools.names().count()))
+            };
+            match build.item_runs(g) {
+                Some(runs) => costs.extend(runs.into_iter().map(|(i, r)| (i.name.clone(), cost(&o.examples[r])))),
+                None => costs.push((g.clone(), cost(&o.examples))),
+            }
+        }
+        store.assign_groups(costs);
     }
     let mut llm_left = 0;
     // ToolGym task synthesis for MCP bundles (an LLM endpoint, else skipped with one line).

@@ -268,3 +268,52 @@ fn a_round_two_shard_reads_no_variants_or_segments_of_the_other_shard() {
     let extra = |i: u64| hits[&(i, 1)] as i64 - hits[&(i, 0)] as i64;
     assert_eq!(extra(0), extra(1), "hits by (shard, ran second): {hits:?}");
 }
+
+/// Round two shares a large database out by question batch (issue 34): world_1's 120 Spider dev
+/// questions are eight batches, and each batch's later items (its variant rows, its trajectory
+/// segment) are a unit of their own, placed on its own cost. Before, the database was one unit
+/// and its shard did a quarter of the whole round's work alone. The merge after round one names
+/// the missing later items with their shard: world_1's go to more than one shard.
+#[test]
+fn a_large_databases_later_items_are_shared_out_by_question_batch_in_round_two() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    for i in 0..4 {
+        let (ok, text) = toolforge(
+            &[
+                "slot-spider-variants",
+                "--store",
+                s(&store),
+                "--shard",
+                &format!("{i}/4"),
+            ],
+            &[],
+        );
+        assert!(ok && text.contains(toolforge::pipeline::ROUND_TWO), "{text}");
+    }
+    let out = tmp.path().join("out");
+    let (ok, text) = toolforge(
+        &[
+            "slot-spider-variants",
+            "--store",
+            s(&store),
+            "--merge",
+            "4",
+            "--no-html",
+            "--out",
+            s(&out),
+        ],
+        &[],
+    );
+    assert!(!ok, "{text}");
+    let mut shards = BTreeSet::new();
+    let mut units = BTreeSet::new();
+    for entry in text.split("; ").filter(|e| e.contains(" of world_1#")) {
+        let unit = entry.split(" of ").nth(1).unwrap().split_whitespace().next().unwrap();
+        units.insert(unit.to_string());
+        let shard = entry.rsplit_once("(shard ").unwrap().1.split('/').next().unwrap();
+        shards.insert(shard.to_string());
+    }
+    assert_eq!(units.len(), 8, "world_1's eight batches are eight units: {text}");
+    assert!(shards.len() > 1, "world_1's units on one shard: {shards:?}: {text}");
+}

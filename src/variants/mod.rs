@@ -206,39 +206,76 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
     }
     let pool: std::sync::OnceLock<Option<distractors::DistractorPool>> = std::sync::OnceLock::new();
     let mut total = stored::GroupVariants::default();
-    let mut by_group: Vec<(String, Vec<Example>)> = Vec::new();
+    // Each group's units — its question batches ([`Build::item_runs`]: a shard draws a large
+    // database's variants batch by batch, issue 34), else the group itself — and, for each unit
+    // computed or read here, (its item's index, the end of its run, its variant rows).
+    type UnitRows = (Option<usize>, usize, Vec<Example>);
+    let mut by_group: Vec<(String, Vec<UnitRows>)> = Vec::new();
     for (group, outcome) in &build.groups {
-        let key = stored::key(build, group);
-        // A shard neither reads nor computes another shard's group: reading every stored group
-        // made a round-two shard's work grow with the groups the shards before it had stored.
-        let shard = store.filter(|s| matches!(s.scope(), crate::store::Scope::Shard { .. }));
-        if shard.is_some_and(|s| !crate::dataset::claim_group(s, &key, group)) {
-            continue;
-        }
-        let found = store.and_then(|s| s.load(&key, stored::GroupVariants::decode));
-        let variants = match found {
-            Some(v) => v,
-            None if shard.is_none() && store.is_some_and(|s| !crate::dataset::claim_group(s, &key, group)) => continue,
-            None => {
-                let pool = pool.get_or_init(|| {
-                    cfg.distractors
-                        .as_ref()
-                        .map(|_| distractors::DistractorPool::new(build))
-                });
-                let v = group_variants(&outcome.examples, cfg, &format, drift_plan.as_ref(), pool.as_ref());
-                if let Some(s) = store.filter(|s| matches!(s.scope(), crate::store::Scope::Shard { .. })) {
-                    let _ = s.put(&key, &v.encode());
-                }
-                v
-            }
+        let units: Vec<(String, Option<usize>, std::ops::Range<usize>)> = match build.item_runs(group) {
+            Some(runs) => runs
+                .into_iter()
+                .enumerate()
+                .map(|(n, (item, range))| (item.name.clone(), Some(n), range))
+                .collect(),
+            None => vec![(group.clone(), None, 0..outcome.examples.len())],
         };
-        total.add(&variants);
-        by_group.push((group.clone(), variants.rows));
-    }
-    for (group, rows) in by_group {
-        if let Some(outcome) = build.groups.get_mut(&group) {
-            outcome.examples.extend(rows);
+        let mut rows_of = Vec::new();
+        for (unit, item, range) in units {
+            let key = stored::key(build, &unit);
+            // A shard neither reads nor computes another shard's unit: reading every stored
+            // unit made a round-two shard's work grow with the units the shards before it had
+            // stored.
+            let shard = store.filter(|s| matches!(s.scope(), crate::store::Scope::Shard { .. }));
+            if shard.is_some_and(|s| !crate::dataset::claim_group(s, &key, &unit)) {
+                continue;
+            }
+            let found = store.and_then(|s| s.load(&key, stored::GroupVariants::decode));
+            let variants = match found {
+                Some(v) => v,
+                None if shard.is_none() && store.is_some_and(|s| !crate::dataset::claim_group(s, &key, &unit)) => {
+                    continue;
+                }
+                None => {
+                    let pool = pool.get_or_init(|| {
+                        cfg.distractors
+                            .as_ref()
+                            .map(|_| distractors::DistractorPool::new(build))
+                    });
+                    let examples = &outcome.examples[range.clone()];
+                    let v = group_variants(examples, cfg, &format, drift_plan.as_ref(), pool.as_ref());
+                    if let Some(s) = store.filter(|s| matches!(s.scope(), crate::store::Scope::Shard { .. })) {
+                        let _ = s.put(&key, &v.encode());
+                    }
+                    v
+                }
+            };
+            total.add(&variants);
+            rows_of.push((item, range.end, variants.rows));
         }
+        by_group.push((group.clone(), rows_of));
+    }
+    // Each unit's variant rows right after its examples (a batch's after the batch's), counted
+    // in its item's examples.
+    for (group, rows_of) in by_group {
+        let Some(outcome) = build.groups.get_mut(&group) else {
+            continue;
+        };
+        let verified = std::mem::take(&mut outcome.examples);
+        let added: usize = rows_of.iter().map(|(_, _, rows)| rows.len()).sum();
+        let mut examples = Vec::with_capacity(verified.len() + added);
+        let mut verified = verified.into_iter();
+        let mut at = 0;
+        for (item, end, rows) in rows_of {
+            examples.extend(verified.by_ref().take(end - at));
+            at = end;
+            if let Some(i) = build.items.get_mut(&group).and_then(|items| items.get_mut(item?)) {
+                i.examples += rows.len();
+            }
+            examples.extend(rows);
+        }
+        examples.extend(verified);
+        outcome.examples = examples;
     }
     let mut v = serde_json::Map::new();
     v.insert("seed".into(), json!(seed));

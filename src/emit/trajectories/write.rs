@@ -159,41 +159,42 @@ impl<'b> Trajectories<'b> {
         })
     }
 
-    /// The build's segment units in file order: one per compile item when segments are per item
-    /// ([`crate::emit::segments_per_item`]; a group's examples are its items' runs one after the
-    /// other, [`crate::dataset::Build::items`]), else one per group. Errors: a group whose items
-    /// do not account for its examples (a toolforge bug).
+    /// The build's segment units in file order: one per compile item where a group's examples
+    /// are its items' runs ([`Build::item_runs`]; keyed by the item's compile key when segments
+    /// are per item, [`crate::emit::segments_per_item`], else by the build key and the item's
+    /// name), else one per group. Errors: a SLOT/SEL group without variants whose items do not
+    /// account for its examples (a toolforge bug).
     fn units(&self) -> Result<Vec<Unit<'b>>> {
         let build = self.build;
-        let per_item = crate::emit::segments_per_item(&build.recipe) && !build.items.is_empty();
+        let per_item = crate::emit::segments_per_item(&build.recipe);
         let mut units = Vec::new();
         for (group, outcome) in &build.groups {
-            let items = build.items.get(group).filter(|_| per_item);
-            let Some(items) = items else {
+            let Some(runs) = build.item_runs(group) else {
+                anyhow::ensure!(
+                    !(per_item && build.items.contains_key(group)),
+                    "{group}: its compile items do not account for its examples"
+                );
                 units.push(Unit {
                     group,
                     examples: &outcome.examples,
                     key: segments::key(build, group),
-                    item: None,
+                    claim: Claim::Later(group),
                 });
                 continue;
             };
-            let mut rest = &outcome.examples[..];
-            for item in items {
-                anyhow::ensure!(
-                    item.examples <= rest.len(),
-                    "{group}: its compile items list more examples than the group has"
-                );
-                let (run, tail) = rest.split_at(item.examples);
-                rest = tail;
+            for (item, range) in runs {
+                let (key, claim) = if per_item {
+                    (segments::item_key(build, item), Claim::Item(item.name.as_str()))
+                } else {
+                    (segments::key(build, &item.name), Claim::Later(item.name.as_str()))
+                };
                 units.push(Unit {
                     group,
-                    examples: run,
-                    key: segments::item_key(build, item),
-                    item: Some(&item.name),
+                    examples: &outcome.examples[range],
+                    key,
+                    claim,
                 });
             }
-            anyhow::ensure!(rest.is_empty(), "{group}: examples outside its compile items");
         }
         Ok(units)
     }
@@ -237,9 +238,9 @@ impl<'b> Trajectories<'b> {
                 .collect()
         };
         let catalog: HashMap<&str, &ToolSpec> = self.build.catalog.iter().map(|t| (t.name.as_str(), t)).collect();
-        let claim = |s: &crate::store::Store, unit: &Unit| match unit.item {
-            Some(item) => s.claim(&unit.key, item),
-            None => crate::dataset::claim_group(s, &unit.key, unit.group),
+        let claim = |s: &crate::store::Store, unit: &Unit| match unit.claim {
+            Claim::Item(item) => s.claim(&unit.key, item),
+            Claim::Later(name) => crate::dataset::claim_group(s, &unit.key, name),
         };
         let segment_of = |unit: &Unit| -> Result<Option<Segment>> {
             let key = &unit.key;
@@ -344,8 +345,18 @@ struct Unit<'a> {
     examples: &'a [Example],
     /// The segment's store key ([`segments::key`] or [`segments::item_key`]).
     key: crate::store::StageKey,
-    /// The compile item's name when the segment is per item; `None`: the group's.
-    item: Option<&'a str>,
+    /// How a shard claims the unit.
+    claim: Claim<'a>,
+}
+
+/// How a [`Unit`]'s segment is claimed ([`crate::store::Store::claim`]).
+#[derive(Clone, Copy)]
+enum Claim<'a> {
+    /// With its compile item (this name): the shard compiling the item computes it.
+    Item(&'a str),
+    /// Among the later items of this name (a compile item's or a group's), placed by round two's
+    /// packing ([`crate::dataset::claim_group`]).
+    Later(&'a str),
 }
 
 /// Verified examples per window of [`Trajectories::write_files`]: enough to keep both threads
