@@ -230,7 +230,8 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
             if shard.is_some_and(|s| !crate::dataset::claim_group(s, &key, &unit)) {
                 continue;
             }
-            let found = store.and_then(|s| s.load(&key, stored::GroupVariants::decode));
+            let examples = &outcome.examples[range.clone()];
+            let found = store.and_then(|s| s.load(&key, |b| stored::GroupVariants::decode(b, examples)));
             let variants = match found {
                 Some(v) => v,
                 None if shard.is_none() && store.is_some_and(|s| !crate::dataset::claim_group(s, &key, &unit)) => {
@@ -242,10 +243,9 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
                             .as_ref()
                             .map(|_| distractors::DistractorPool::new(build))
                     });
-                    let examples = &outcome.examples[range.clone()];
                     let v = group_variants(examples, cfg, &format, drift_plan.as_ref(), pool.as_ref());
                     if let Some(s) = store.filter(|s| matches!(s.scope(), crate::store::Scope::Shard { .. })) {
-                        let _ = s.put(&key, &v.encode());
+                        let _ = s.put(&key, &v.encode(examples));
                     }
                     v
                 }

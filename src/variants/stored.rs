@@ -6,21 +6,35 @@
 //! name: the build key covers the recipe (its `[variants]` section, seed included) and every
 //! compile item, so it covers what the stage reads of the whole build too (the drift plan over
 //! the catalog, the distractor pool over every group); the code fingerprint is in the config.
-//! The payload is the rows as a [`StoredOutcome`] (shared toolkits written once) and the counts.
+//!
+//! Payload (version 2): `[counts, {"rows": [row…], "toolkits": [toolkit text…]}]`. A variant row
+//! is written as its difference from its parent ([`Row`]): the parent's id, the row's own id and
+//! `meta`, and only the fields whose value differs from the parent's (a perturbed request, drifted
+//! or renamed calls; byte-identical JSON counts as the same). The other fields — the gold answer,
+//! the joined table's columns, the setup calls, the SQL — are the parent's, which the reader
+//! already holds (the group's compiled examples), so it clones them instead of parsing them again:
+//! a merge reads every group's variants, and in version 1 (every row whole) parsing the repeated
+//! gold answers and columns was half a slot-spider-variants merge's CPU. A row's toolkit is its
+//! parent's (`tools` absent) or an index into `toolkits` (each distinct toolkit written once).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
 
-use crate::dataset::{Build, Example, Outcome, StoredOutcome, code_fingerprint};
+use crate::dataset::{Build, Example, code_fingerprint};
 use crate::store::StageKey;
+use crate::tools::pool::KeyDescription;
+use crate::tools::{Call, Toolkit};
+use crate::verify::Answer;
 
 /// Stage name of a group's variants in the store.
 pub const STAGE: &str = "variants";
 
 /// Version of the stored variants; bump when a group's variants change for the same build key.
-pub const VARIANTS_VERSION: u32 = 1;
+/// 2: rows written as their difference from their parent ([`Row`]).
+pub const VARIANTS_VERSION: u32 = 2;
 
 /// The variant rows of one group and the stage's counts over it (summed over groups by
 /// [`GroupVariants::add`]).
@@ -53,6 +67,193 @@ struct Counts {
     instance_tools: usize,
 }
 
+/// A present field as `Some` (`null` included: `Some(None)` for an `Option` field); an absent one
+/// is `None` by `#[serde(default)]`.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// A variant row as stored: its parent's id (`None`: no parent in the group, every field is then
+/// written unless it is [`Example::default`]'s), its own id and `meta`, and each other field of
+/// [`Example`] only when it differs from the parent's (absent: the parent's). `tools` is an index
+/// into the payload's toolkits, absent for the parent's toolkit.
+#[derive(Serialize, Deserialize)]
+struct Row {
+    parent: Option<String>,
+    id: String,
+    meta: Option<Value>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    dataset: Option<String>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    split: Option<String>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    db_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    input: Option<String>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    evidence: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    sql: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    output: Option<Vec<Call>>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    initialization_step: Option<Option<Call>>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    additional_setup_steps: Option<Vec<Call>>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    gold_answer: Option<Option<Answer>>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    ordered: Option<bool>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    key_values_and_descriptions: Option<Vec<KeyDescription>>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    difficulty: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    tools: Option<u32>,
+}
+
+/// The stored rows: [`Row`]s and the distinct toolkits they index, as their JSON texts.
+#[derive(Serialize, Deserialize)]
+struct StoredRows<'a> {
+    rows: Vec<Row>,
+    #[serde(borrow)]
+    toolkits: Vec<&'a RawValue>,
+}
+
+/// `row`'s value when it differs from `parent`'s: by `==`, and for values that may hold floats
+/// also by their JSON text (`0.0 == -0.0`, whose texts differ), so a field left out is exactly
+/// the parent's.
+fn differs<T: PartialEq + Serialize + Clone>(row: &T, parent: &T, floats: bool) -> Option<T> {
+    let same = row == parent && (!floats || serde_json::to_string(row).ok() == serde_json::to_string(parent).ok());
+    (!same).then(|| row.clone())
+}
+
+/// The group's examples by id: the parents a stored row names.
+fn parents_by_id(parents: &[Example]) -> HashMap<&str, &Example> {
+    parents.iter().map(|e| (e.id.as_str(), e)).collect()
+}
+
+/// `row` as its difference from its parent (`meta.variant_of` in `parents`); a new toolkit is
+/// added to `toolkits` (`index`: by [`Toolkit::id`]).
+fn to_row(
+    row: &Example,
+    parents: &HashMap<&str, &Example>,
+    toolkits: &mut Vec<std::sync::Arc<str>>,
+    index: &mut HashMap<usize, u32>,
+) -> Row {
+    let parent_id = row
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("variant_of"))
+        .and_then(Value::as_str);
+    let found = parent_id.and_then(|id| parents.get_key_value(id));
+    let default = Example::default();
+    let p: &Example = found.map_or(&default, |(_, p)| p);
+    // Every field named, so a new field of `Example` is a compile error here.
+    let Example {
+        id,
+        dataset,
+        split,
+        db_id,
+        input,
+        evidence,
+        sql,
+        output,
+        initialization_step,
+        additional_setup_steps,
+        gold_answer,
+        ordered,
+        tools,
+        key_values_and_descriptions,
+        difficulty,
+        meta,
+    } = row;
+    let same_tools = tools.id() == p.tools.id() || tools.json() == p.tools.json();
+    Row {
+        parent: found.map(|(id, _)| id.to_string()),
+        id: id.clone(),
+        meta: meta.clone(),
+        dataset: differs(dataset, &p.dataset, false),
+        split: differs(split, &p.split, false),
+        db_id: differs(db_id, &p.db_id, false),
+        input: differs(input, &p.input, false),
+        evidence: differs(evidence, &p.evidence, false),
+        sql: differs(sql, &p.sql, false),
+        output: differs(output, &p.output, true),
+        initialization_step: differs(initialization_step, &p.initialization_step, true),
+        additional_setup_steps: differs(additional_setup_steps, &p.additional_setup_steps, true),
+        gold_answer: differs(gold_answer, &p.gold_answer, true),
+        ordered: differs(ordered, &p.ordered, false),
+        key_values_and_descriptions: differs(key_values_and_descriptions, &p.key_values_and_descriptions, false),
+        difficulty: differs(difficulty, &p.difficulty, false),
+        tools: (!same_tools).then(|| {
+            *index.entry(tools.id()).or_insert_with(|| {
+                toolkits.push(tools.json().clone());
+                toolkits.len() as u32 - 1
+            })
+        }),
+    }
+}
+
+/// The example of stored `row`: its own fields, the parent's (in `parents`) for the others.
+/// Errors: a parent not in the group, a toolkit index out of range.
+fn from_row(row: Row, parents: &HashMap<&str, &Example>, toolkits: &[Toolkit]) -> Result<Example, String> {
+    let default = Example::default();
+    let p: &Example = match row.parent.as_deref() {
+        Some(id) => parents
+            .get(id)
+            .ok_or_else(|| format!("variant {} of {id}, which the group does not have", row.id))?,
+        None => &default,
+    };
+    let tools = match row.tools {
+        None => p.tools.clone(),
+        Some(i) => toolkits
+            .get(i as usize)
+            .ok_or_else(|| format!("toolkit {i} of {} in variant {}", toolkits.len(), row.id))?
+            .clone(),
+    };
+    let Example {
+        id: _,
+        dataset,
+        split,
+        db_id,
+        input,
+        evidence,
+        sql,
+        output,
+        initialization_step,
+        additional_setup_steps,
+        gold_answer,
+        ordered,
+        tools: _,
+        key_values_and_descriptions,
+        difficulty,
+        meta: _,
+    } = p;
+    Ok(Example {
+        id: row.id,
+        dataset: row.dataset.unwrap_or_else(|| dataset.clone()),
+        split: row.split.unwrap_or_else(|| split.clone()),
+        db_id: row.db_id.unwrap_or_else(|| db_id.clone()),
+        input: row.input.unwrap_or_else(|| input.clone()),
+        evidence: row.evidence.unwrap_or_else(|| evidence.clone()),
+        sql: row.sql.unwrap_or_else(|| sql.clone()),
+        output: row.output.unwrap_or_else(|| output.clone()),
+        initialization_step: row.initialization_step.unwrap_or_else(|| initialization_step.clone()),
+        additional_setup_steps: row
+            .additional_setup_steps
+            .unwrap_or_else(|| additional_setup_steps.clone()),
+        gold_answer: row.gold_answer.unwrap_or_else(|| gold_answer.clone()),
+        ordered: row.ordered.unwrap_or(*ordered),
+        tools,
+        key_values_and_descriptions: row
+            .key_values_and_descriptions
+            .unwrap_or_else(|| key_values_and_descriptions.clone()),
+        difficulty: row.difficulty.unwrap_or_else(|| difficulty.clone()),
+        meta: row.meta,
+    })
+}
+
 /// The store key of `group`'s variants in `build` (at the variants stage).
 pub fn key(build: &Build, group: &str) -> StageKey {
     StageKey {
@@ -79,8 +280,9 @@ impl GroupVariants {
         self.instance_tools += other.instance_tools;
     }
 
-    /// The store payload: `[counts, rows as a StoredOutcome]` as JSON.
-    pub fn encode(&self) -> Vec<u8> {
+    /// The store payload (module docs), each row written as its difference from its parent in
+    /// `parents` (the group's examples the rows were made from).
+    pub fn encode(&self, parents: &[Example]) -> Vec<u8> {
         let counts = Counts {
             counts: self.counts.clone(),
             rejected: self.rejected.clone(),
@@ -89,19 +291,42 @@ impl GroupVariants {
             instance_ops: self.instance_ops.clone(),
             instance_tools: self.instance_tools,
         };
-        let rows = Outcome {
-            examples: self.rows.clone(),
-            ..Outcome::default()
-        }
-        .into_stored();
-        serde_json::to_vec(&(counts, rows)).expect("serialisable")
+        let by_id = parents_by_id(parents);
+        let (mut texts, mut index) = (Vec::new(), HashMap::new());
+        let rows: Vec<Row> = self
+            .rows
+            .iter()
+            .map(|r| to_row(r, &by_id, &mut texts, &mut index))
+            .collect();
+        let raw: Vec<Box<RawValue>> = texts
+            .iter()
+            .map(|t| RawValue::from_string(t.to_string()).expect("a toolkit's text is JSON"))
+            .collect();
+        let stored = StoredRows {
+            rows,
+            toolkits: raw.iter().map(AsRef::as_ref).collect(),
+        };
+        serde_json::to_vec(&(counts, stored)).expect("serialisable")
     }
 
-    /// The variants of an [`GroupVariants::encode`]d payload; `Err(why)` when it is not one.
-    pub fn decode(bytes: &[u8]) -> Result<GroupVariants, String> {
-        let (c, rows): (Counts, StoredOutcome) = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    /// The variants of an [`GroupVariants::encode`]d payload, each row's unwritten fields cloned
+    /// from its parent in `parents`; `Err(why)` when it is not one (also: a parent the group
+    /// lacks, a toolkit that is not a list of specs, a toolkit index out of range).
+    pub fn decode(bytes: &[u8], parents: &[Example]) -> Result<GroupVariants, String> {
+        let (c, stored): (Counts, StoredRows) = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let toolkits = stored
+            .toolkits
+            .iter()
+            .map(|raw| Toolkit::from_json(raw.get().into()).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let by_id = parents_by_id(parents);
+        let rows = stored
+            .rows
+            .into_iter()
+            .map(|r| from_row(r, &by_id, &toolkits))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(GroupVariants {
-            rows: Outcome::from_stored(rows)?.examples,
+            rows,
             counts: c.counts,
             rejected: c.rejected,
             near_identical: c.near_identical,
@@ -115,27 +340,49 @@ impl GroupVariants {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::Datum;
+
+    /// A compiled example of the group, with a gold answer, columns and a setup call.
+    fn parent(id: &str) -> Example {
+        let spec = crate::tools::test_spec;
+        Example {
+            id: id.into(),
+            dataset: "d".into(),
+            split: "dev".into(),
+            db_id: Some("db".into()),
+            input: "How many? é".into(),
+            sql: Some("SELECT 1".into()),
+            gold_answer: Some(vec![vec![Datum::Int(1), Datum::Real(0.0), Datum::Text("x".into())]]),
+            key_values_and_descriptions: vec![KeyDescription {
+                key_name: "t_a".into(),
+                description: "a".into(),
+                dtype: "integer".into(),
+            }],
+            initialization_step: Some(Call {
+                name: "initialize_active_data".into(),
+                arguments: serde_json::from_value(json!({"x": 0.5})).unwrap(),
+                label: "starting_table_var".into(),
+            }),
+            tools: vec![spec("a"), spec("b")].into(),
+            ..Example::default()
+        }
+    }
 
     #[test]
     fn stored_group_variants_decode_to_the_same_rows_and_counts() {
-        let spec = crate::tools::test_spec;
-        let row = |id: &str| Example {
-            id: id.into(),
-            input: "How many? é".into(),
-            tools: vec![spec("a"), spec("b")].into(),
-            meta: Some(json!({"variant_of": "p", "variant": {"x": 0.1}})),
-            ..Example::default()
-        };
+        let parents = vec![parent("p"), parent("q")];
+        let row = |p: &Example, suffix: &str| super::super::variant_row(p, suffix, "perturb", json!({"x": 0.1}));
         let mut v = GroupVariants {
-            rows: vec![row("p/obfuscate"), row("p/shortlist-50")],
+            rows: vec![row(&parents[0], "obfuscate"), row(&parents[1], "shortlist-50")],
             ..GroupVariants::default()
         };
+        v.rows[1].tools = vec![crate::tools::test_spec("b")].into();
         v.counts.insert("obfuscate".into(), 1);
         v.rejected.insert("drift:no_drifted_call".into(), 2);
         v.near_identical = 3;
         v.instance_ops.insert("type_drift".into(), 4);
-        assert_eq!(GroupVariants::decode(&v.encode()), Ok(v.clone()));
-        assert!(GroupVariants::decode(b"[{}, 1]").is_err());
+        assert_eq!(GroupVariants::decode(&v.encode(&parents), &parents), Ok(v.clone()));
+        assert!(GroupVariants::decode(b"[{}, 1]", &parents).is_err());
         let mut total = GroupVariants::default();
         total.add(&v);
         total.add(&v);
@@ -148,5 +395,51 @@ mod tests {
             (2, 6, 8)
         );
         assert!(total.rows.is_empty());
+    }
+
+    #[test]
+    fn a_variant_row_is_stored_as_what_differs_from_its_parent_and_decodes_whole() {
+        let parents = vec![parent("p")];
+        let mut perturbed = super::super::variant_row(&parents[0], "perturb-case", "perturb", json!({"k": 1}));
+        perturbed.input = "HOW MANY? É".into();
+        // Equal by `==` but not the same JSON: written, so the decoded row is exactly this one.
+        let mut signed = super::super::variant_row(&parents[0], "drift", "drift", json!({}));
+        signed.gold_answer = Some(vec![vec![Datum::Int(1), Datum::Real(-0.0), Datum::Text("x".into())]]);
+        signed.tools = vec![crate::tools::test_spec("c")].into();
+        // A row whose parent is not in the group is written whole.
+        let mut orphan = parent("other");
+        orphan.meta = Some(json!({"variant_of": "missing"}));
+        let v = GroupVariants {
+            rows: vec![perturbed.clone(), signed.clone(), orphan.clone()],
+            ..GroupVariants::default()
+        };
+        let bytes = v.encode(&parents);
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        // The parent's columns, SQL and setup call are not repeated; the changed fields are.
+        // (Once: the row without a parent in the group.)
+        assert_eq!(text.matches("t_a").count(), 1, "{text}");
+        assert_eq!(text.matches("SELECT 1").count(), 1, "{text}");
+        assert!(text.contains("HOW MANY") && text.contains("-0.0"), "{text}");
+        let back = GroupVariants::decode(&bytes, &parents).unwrap();
+        assert_eq!(back.rows, vec![perturbed.clone(), signed.clone(), orphan]);
+        assert_eq!(
+            serde_json::to_string(&back.rows[1].gold_answer).unwrap(),
+            serde_json::to_string(&signed.gold_answer).unwrap()
+        );
+        // The perturbed row shares its parent's toolkit, the drifted one has its own.
+        assert_eq!(back.rows[0].tools.id(), parents[0].tools.id());
+        assert_eq!(back.rows[1].tools.names().collect::<Vec<_>>(), vec!["c"]);
+        // Read against a group without the parent (or with a toolkit index out of range): refused.
+        assert!(
+            GroupVariants::decode(&bytes, &[])
+                .unwrap_err()
+                .contains("does not have")
+        );
+        let bad = text.replace("\"tools\":0", "\"tools\":7");
+        assert!(
+            GroupVariants::decode(bad.as_bytes(), &parents)
+                .unwrap_err()
+                .contains("toolkit 7")
+        );
     }
 }
