@@ -30,13 +30,25 @@ fn raw_digest(digest: &str) -> [u8; 32] {
 
 /// The entry bytes of `payload` under the key whose hex digest is `digest`.
 pub fn frame(digest: &str, payload: &[u8]) -> Vec<u8> {
-    let raw = raw_digest(digest);
     let mut bytes = Vec::with_capacity(HEADER + payload.len());
-    bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(&raw);
-    bytes.extend_from_slice(blake3::keyed_hash(&raw, payload).as_bytes());
+    bytes.extend_from_slice(&header(digest, &[payload]));
     bytes.extend_from_slice(payload);
     bytes
+}
+
+/// The [`HEADER`] bytes that go before a payload made of `parts` one after the other (the
+/// entry is the header, then the parts: [`frame`] without joining them first).
+pub fn header(digest: &str, parts: &[&[u8]]) -> [u8; HEADER] {
+    let raw = raw_digest(digest);
+    let mut hasher = blake3::Hasher::new_keyed(&raw);
+    for p in parts {
+        hasher.update(p);
+    }
+    let mut out = [0u8; HEADER];
+    out[..8].copy_from_slice(MAGIC);
+    out[8..40].copy_from_slice(&raw);
+    out[40..].copy_from_slice(hasher.finalize().as_bytes());
+    out
 }
 
 /// The payload of `bytes` read under the key `digest`, or why the entry cannot be trusted:
@@ -77,6 +89,29 @@ mod tests {
         let bytes = frame(A, b"payload");
         assert_eq!(open(A, &bytes), Ok(&b"payload"[..]));
         assert_eq!(open(B, &bytes), Err("entry of another key (aa0000000000…)".into()));
+    }
+
+    #[test]
+    fn an_entry_written_in_parts_opens_to_the_parts_joined() {
+        let parts: [&[u8]; 3] = [b"head\n", b"", b"body bytes"];
+        let mut bytes = header(A, &parts).to_vec();
+        parts.iter().for_each(|p| bytes.extend_from_slice(p));
+        assert_eq!(bytes, frame(A, b"head\nbody bytes"));
+        assert_eq!(open(A, &bytes), Ok(&b"head\nbody bytes"[..]));
+        // A store writes them in turn: the local file holds the same bytes.
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open_url(dir.path().to_str().unwrap()).unwrap();
+        let key = crate::store::StageKey {
+            stage: "t".into(),
+            version: 1,
+            config: serde_json::Value::Null,
+            inputs: vec![],
+        };
+        store.put_parts(&key, &parts).unwrap();
+        assert_eq!(
+            store.load(&key, |b| Ok::<_, String>(b.to_vec())),
+            Some(b"head\nbody bytes".to_vec())
+        );
     }
 
     #[test]

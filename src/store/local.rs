@@ -150,6 +150,10 @@ impl Backend for Local {
     }
 
     fn create(&self, name: &str, bytes: &[u8]) -> Result<Created, StoreError> {
+        self.create_parts(name, &[bytes])
+    }
+
+    fn create_parts(&self, name: &str, parts: &[&[u8]]) -> Result<Created, StoreError> {
         use std::io::Write;
         let path = self.root.join(name);
         let dir = path.parent().unwrap_or(Path::new("."));
@@ -162,7 +166,7 @@ impl Backend for Local {
         // one key at once, and other processes' opens keep it while we run.
         let tmp = dir.join(temp_name(&file_name));
         // A failed write (disk full) leaves no partial temp file behind.
-        let written = fs::File::create(&tmp).and_then(|mut file| file.write_all(bytes));
+        let written = fs::File::create(&tmp).and_then(|mut file| parts.iter().try_for_each(|p| file.write_all(p)));
         if let Err(e) = written {
             let _ = fs::remove_file(&tmp);
             return Err(io_err(&tmp)(e));

@@ -119,6 +119,11 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Writes the entry unless one exists (put-if-absent): [`Created::Written`] when this call
     /// wrote it, [`Created::Present`] when another writer had (its bytes are left untouched).
     fn create(&self, name: &str, bytes: &[u8]) -> Result<Created, StoreError>;
+    /// [`Backend::create`] of the entry made of `parts` one after the other. The default joins
+    /// them; a backend that writes them in turn (a local file) spares the copy.
+    fn create_parts(&self, name: &str, parts: &[&[u8]]) -> Result<Created, StoreError> {
+        self.create(name, &parts.concat())
+    }
     /// Removes the entry (a corrupt one); a missing entry is not an error. Errors: IO or
     /// network failures (the corrupt entry stays and the caller must say so).
     fn remove(&self, name: &str) -> Result<(), StoreError>;
@@ -540,13 +545,22 @@ impl Store {
     /// written again, so a bad entry never outlives the write meant to replace it. Errors (also
     /// recorded in [`Store::errors`]): IO or network failures.
     pub fn put(&self, key: &StageKey, payload: &[u8]) -> Result<Created, StoreError> {
+        self.put_parts(key, &[payload])
+    }
+
+    /// [`Store::put`] of the payload made of `parts` one after the other, written in turn (a
+    /// large payload, e.g. a trajectory segment, is never joined into one buffer first).
+    pub fn put_parts(&self, key: &StageKey, parts: &[&[u8]]) -> Result<Created, StoreError> {
         let digest = key.digest();
         let name = Store::entry_name(&digest);
-        let bytes = entry::frame(&digest, payload);
+        let header = entry::header(&digest, parts);
+        let mut framed: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
+        framed.push(&header);
+        framed.extend_from_slice(parts);
         self.requests.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let created = self
             .backend
-            .create(&name, &bytes)
+            .create_parts(&name, &framed)
             .inspect_err(|e| self.record_error(e))?;
         let suspect = self.rejected.lock().is_ok_and(|r| r.contains(&digest));
         if created == Created::Written || !suspect {
@@ -557,7 +571,9 @@ impl Store {
             return Ok(Created::Present);
         }
         self.backend.remove(&name).inspect_err(|e| self.record_error(e))?;
-        self.backend.create(&name, &bytes).inspect_err(|e| self.record_error(e))
+        self.backend
+            .create_parts(&name, &framed)
+            .inspect_err(|e| self.record_error(e))
     }
 }
 

@@ -216,12 +216,12 @@ pub fn group_rows(examples: &[Example]) -> Result<BTreeMap<String, Rows>> {
 }
 
 impl Segment {
-    /// The store payload: a JSON header `{"parts": [[split, kind, lines, default bytes, openai
+    /// The store payload's header line: `{"parts": [[split, kind, lines, default bytes, openai
     /// bytes, sidecar bytes], …], "rows": [[split, rows, num_bytes, jsonl bytes, parquet
-    /// bytes], …], "skipped": {reason: n}}`, a newline, then every part's three byte strings and
-    /// every split's two rows byte strings in header order (copied, never escaped into JSON
-    /// strings).
-    pub fn encode(&self) -> Vec<u8> {
+    /// bytes], …], "skipped": {reason: n}}` and a newline; the payload goes on with every
+    /// part's three byte strings and every split's two rows byte strings in header order
+    /// (copied, never escaped into JSON strings).
+    fn head(&self) -> Vec<u8> {
         let parts: Vec<Json> = self
             .parts
             .iter()
@@ -243,14 +243,28 @@ impl Segment {
         let head = json!({"parts": parts, "rows": rows, "skipped": self.skipped});
         let mut out = serde_json::to_vec(&head).expect("serialise");
         out.push(b'\n');
+        out
+    }
+
+    /// The store payload ([`Segment::encode`]) as its pieces in order — the header line, then
+    /// every part's and rows' bytes — for [`crate::store::Store::put_parts`], which writes them
+    /// without joining them.
+    pub fn encode_parts(&self) -> (Vec<u8>, Vec<&[u8]>) {
+        let mut body: Vec<&[u8]> = Vec::new();
         for p in self.parts.values() {
-            out.extend_from_slice(&p.default);
-            out.extend_from_slice(&p.openai);
-            out.extend_from_slice(&p.sidecar);
+            body.extend([&p.default[..], &p.openai[..], &p.sidecar[..]]);
         }
         for r in self.rows.values() {
-            out.extend_from_slice(&r.jsonl);
-            out.extend_from_slice(&r.part.parquet);
+            body.extend([&r.jsonl[..], &r.part.parquet[..]]);
+        }
+        (self.head(), body)
+    }
+
+    /// The store payload: [`Segment::encode_parts`] joined.
+    pub fn encode(&self) -> Vec<u8> {
+        let (mut out, body) = self.encode_parts();
+        for b in body {
+            out.extend_from_slice(b);
         }
         out
     }

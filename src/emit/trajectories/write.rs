@@ -262,7 +262,8 @@ impl<'b> Trajectories<'b> {
             let lines = stored.of(unit.group, &originals, &compute)?;
             let segment = segments::build_segment(self.build, unit.examples, &lines, &catalog)?;
             if let (Some(s), true) = (store, keep) {
-                let _ = s.put(key, &segment.encode());
+                let (head, body) = segment.encode_parts();
+                let _ = s.put_parts(key, &[&[&head[..]], &body[..]].concat());
             }
             Ok(Some(segment))
         };
