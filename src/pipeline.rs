@@ -273,11 +273,16 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
         let own = open_store(recipe_path, opts.store.as_deref())?.with_scope(Scope::Shard { index, count });
         let (waiting, store) = match compile_family(recipe.clone(), source.clone(), &own, opts.progress) {
             // Every item is this shard's (N = 1, or a one-item recipe it owns): the build is whole.
-            Ok(mut build) if own.complete() => (shard_later_stages(&mut build, &own)?, own),
+            Ok(mut build) if own.complete() => {
+                let waiting = shard_later_stages(&mut build, &own)?;
+                release(build);
+                (waiting, own)
+            }
             // The segments of this shard's own compile items, from the items it holds (one round;
             // a call's shown results are still in memory for the items computed now).
             Ok(build) if per_item => {
                 crate::emit::store_segments(&build, &own)?;
+                release(build);
                 (false, own)
             }
             // Every own item was already stored (round two): the later stages need the whole
@@ -294,7 +299,11 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
                     .with_scope(Scope::Shard { index, count })
                     .with_others_read(true);
                 let waiting = match compile_family(recipe, source, &whole, opts.progress) {
-                    Ok(mut build) if whole.complete() => shard_later_stages(&mut build, &whole)?,
+                    Ok(mut build) if whole.complete() => {
+                        let waiting = shard_later_stages(&mut build, &whole)?;
+                        release(build);
+                        waiting
+                    }
                     Ok(_) | Err(BuildError::Unclaimed { .. }) => true,
                     Err(e) => return Err(e.into()),
                 };
@@ -367,9 +376,14 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     if std::env::var_os("TOOLFORGE_STORE_STATS").is_some() {
         eprintln!("{}", requests_line(&store));
     }
-    // Freeing a large build's many small allocations takes seconds; do it off the caller's path.
-    std::thread::spawn(move || drop(build));
+    release(build);
     Ok(text)
+}
+
+/// Frees `build` off the caller's path: a large build's many small allocations take seconds to
+/// free, and the process usually exits first.
+fn release(build: Build) {
+    std::thread::spawn(move || drop(build));
 }
 
 /// The error of a merge whose store lacks items (`store.missing`: compile, LLM and later-stage
