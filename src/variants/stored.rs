@@ -8,11 +8,11 @@
 //! the catalog, the distractor pool over every group); the code fingerprint is in the config.
 //!
 //! Payload (version 2): `[counts, {"rows": [row…], "toolkits": [toolkit text…]}]`. A variant row
-//! is written as its difference from its parent ([`Row`]): the parent's id, the row's own id and
+//! is written as its difference from its parent (`Row`): the parent's id, the row's own id and
 //! `meta`, and only the fields whose value differs from the parent's (a perturbed request, drifted
 //! or renamed calls; byte-identical JSON counts as the same). The other fields — the gold answer,
 //! the joined table's columns, the setup calls, the SQL — are the parent's, which the reader
-//! already holds (the group's compiled examples), so it clones them instead of parsing them again:
+//! already holds (the unit's compiled examples), so it clones them instead of parsing them again:
 //! a merge reads every group's variants, and in version 1 (every row whole) parsing the repeated
 //! gold answers and columns was half a slot-spider-variants merge's CPU. A row's toolkit is its
 //! parent's (`tools` absent) or an index into `toolkits` (each distinct toolkit written once).
@@ -33,7 +33,7 @@ use crate::verify::Answer;
 pub const STAGE: &str = "variants";
 
 /// Version of the stored variants; bump when a group's variants change for the same build key.
-/// 2: rows written as their difference from their parent ([`Row`]).
+/// 2: rows written as their difference from their parent (`Row`).
 pub const VARIANTS_VERSION: u32 = 2;
 
 /// The variant rows of one group and the stage's counts over it (summed over groups by
@@ -254,7 +254,8 @@ fn from_row(row: Row, parents: &HashMap<&str, &Example>, toolkits: &[Toolkit]) -
     })
 }
 
-/// The store key of `group`'s variants in `build` (at the variants stage).
+/// The store key of the variants of unit `group` in `build` (at the variants stage): a
+/// text-to-SQL question batch (its compile item's name, [`Build::item_runs`]) or a group.
 pub fn key(build: &Build, group: &str) -> StageKey {
     StageKey {
         stage: STAGE.into(),
