@@ -54,6 +54,17 @@ fn count_before(text: &str, what: &str) -> u64 {
     n.parse().unwrap_or_else(|_| panic!("{n:?} before {what:?} in {text}"))
 }
 
+/// A copy of Spider dev under `tmp/spider` (a corpus a test may change).
+fn copied_spider(tmp: &Path) -> PathBuf {
+    let corpus = tmp.join("spider");
+    let copy = Command::new("cp")
+        .args(["-r", s(&spider()), s(&corpus)])
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    corpus
+}
+
 /// A single build of slot-spider into `tmp/single` (its own store); returns the output dir.
 fn single(tmp: &Path, env: &[(&str, &str)]) -> PathBuf {
     let out = tmp.join("single");
@@ -199,12 +210,7 @@ fn merge_uses_plan_digests_without_hashing() {
 #[test]
 fn stale_plan_for_own_item_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let corpus = tmp.path().join("spider");
-    let copy = Command::new("cp")
-        .args(["-r", s(&spider()), s(&corpus)])
-        .status()
-        .unwrap();
-    assert!(copy.success());
+    let corpus = copied_spider(tmp.path());
     let env = [("TOOLFORGE_SPIDER_DEV", s(&corpus))];
     let store = tmp.path().join("store");
     let (ok, text) = toolforge(&["slot-spider", "--plan", "--shards", "4", "--store", s(&store)], &env);
@@ -326,12 +332,7 @@ fn a_large_databases_later_items_are_shared_out_by_question_batch_in_round_two()
 #[test]
 fn a_changed_question_recomputes_only_its_batch_and_its_segment() {
     let tmp = tempfile::tempdir().unwrap();
-    let corpus = tmp.path().join("spider");
-    let copy = Command::new("cp")
-        .args(["-r", s(&spider()), s(&corpus)])
-        .status()
-        .unwrap();
-    assert!(copy.success());
+    let corpus = copied_spider(tmp.path());
     let env = [("TOOLFORGE_SPIDER_DEV", s(&corpus))];
     let store = tmp.path().join("store");
     // Both shards of one round: the items computed by each.
