@@ -235,9 +235,46 @@ fn parents(build: &Build, cfg: &ParaphraseConfig) -> Vec<(String, usize)> {
     out
 }
 
+/// Puts paraphrase `rows` of group `g` (each with its parent's index in the group's examples)
+/// into the group: each right after the run of the compile item holding its parent, counted in
+/// that item ([`Build::item_runs`]: a question batch's later rows stay in the batch's unit, which
+/// one round-two shard computes whole, issue 34); at the group's end when it has no item runs.
+fn place_rows(build: &mut Build, g: &str, rows: Vec<(usize, Example)>) {
+    let runs: Option<Vec<std::ops::Range<usize>>> = build
+        .item_runs(g)
+        .map(|runs| runs.into_iter().map(|(_, range)| range).collect());
+    let Some(outcome) = build.groups.get_mut(g) else {
+        return;
+    };
+    let Some(runs) = runs.filter(|r| !r.is_empty()) else {
+        outcome.examples.extend(rows.into_iter().map(|(_, row)| row));
+        return;
+    };
+    let mut by_run: Vec<Vec<Example>> = vec![Vec::new(); runs.len()];
+    for (parent, row) in rows {
+        let k = runs.iter().position(|r| r.contains(&parent)).unwrap_or(runs.len() - 1);
+        by_run[k].push(row);
+    }
+    let added: Vec<usize> = by_run.iter().map(Vec::len).collect();
+    let mut old = std::mem::take(&mut outcome.examples).into_iter();
+    let mut examples = Vec::new();
+    for (range, mut extra) in runs.iter().zip(by_run) {
+        examples.extend(old.by_ref().take(range.len()));
+        examples.append(&mut extra);
+    }
+    examples.extend(old);
+    outcome.examples = examples;
+    if let Some(items) = build.items.get_mut(g) {
+        for (item, n) in items.iter_mut().zip(added) {
+            item.examples += n;
+        }
+    }
+}
+
 /// Runs the paraphrase operator over `build` (after [`super::apply`]): stats `llm`, `llm_run`
 /// (run counters: requests made, cache hits, retries — printed, not emitted), `paraphrase`
-/// (the quality report), `report/paraphrase.json`, rows appended to their parent's group.
+/// (the quality report), `report/paraphrase.json`, rows put in their parent's group
+/// ([`place_rows`]).
 pub fn apply(build: &mut Build, cfg: &ParaphraseConfig, llm_cfg: Option<&LlmConfig>, store: &Store) {
     let default = LlmConfig::default();
     let llm_cfg = llm_cfg.unwrap_or(&default);
@@ -270,7 +307,7 @@ pub fn apply(build: &mut Build, cfg: &ParaphraseConfig, llm_cfg: Option<&LlmConf
     let mut by_reason: BTreeMap<String, usize> = BTreeMap::new();
     let mut rejected_list = Vec::new();
     let mut accepted_list = Vec::new();
-    let mut new_rows: BTreeMap<String, Vec<Example>> = BTreeMap::new();
+    let mut new_rows: BTreeMap<String, Vec<(usize, Example)>> = BTreeMap::new();
     let mut first_error: Option<String> = None;
     let mut accepted_texts: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for ((p, k, _), res) in jobs.iter().zip(&results) {
@@ -308,7 +345,7 @@ pub fn apply(build: &mut Build, cfg: &ParaphraseConfig, llm_cfg: Option<&LlmConf
                 let mut row = variant_row(e, &format!("paraphrase-{k}"), "paraphrase", detail);
                 row.input = cand.clone();
                 accepted_list.push(json!({"id": row.id, "variant_of": e.id, "input": cand}));
-                new_rows.entry(g.clone()).or_default().push(row);
+                new_rows.entry(g.clone()).or_default().push((*i, row));
             }
             Err(reason) => {
                 *by_reason.entry(reason.clone()).or_insert(0) += 1;
@@ -327,7 +364,7 @@ pub fn apply(build: &mut Build, cfg: &ParaphraseConfig, llm_cfg: Option<&LlmConf
     let rejected = rejected_list.len();
     debug_assert_eq!(attempted, accepted + rejected);
     for (g, rows) in new_rows {
-        build.groups.get_mut(&g).expect("group").examples.extend(rows);
+        place_rows(build, &g, rows);
     }
 
     let (requests, hits, retries, failures) = llm.counters.snapshot();

@@ -15,6 +15,12 @@ use crate::openai_stub;
 /// `examples` examples, `llm` lines appended to `[variants.llm]`) and `sources/spider-dev.toml`
 /// pointing at ../shared/corpora/spider. Returns the recipe path.
 pub fn project(tmp: &Path, dir: &str, examples: usize, n: usize, llm: &str) -> PathBuf {
+    project_with(tmp, dir, examples, n, "", llm)
+}
+
+/// [`project`] with `variants` (lines of the `[variants]` table and further `[variants.*]`
+/// tables, e.g. other operators) written before the paraphrase table.
+pub fn project_with(tmp: &Path, dir: &str, examples: usize, n: usize, variants: &str, llm: &str) -> PathBuf {
     let proj = tmp.join(dir);
     std::fs::create_dir_all(proj.join("recipes")).unwrap();
     std::fs::create_dir_all(proj.join("sources")).unwrap();
@@ -36,7 +42,7 @@ pub fn project(tmp: &Path, dir: &str, examples: usize, n: usize, llm: &str) -> P
     std::fs::write(
         &path,
         format!(
-            "name = \"llm-scale\"\ndescription = \"scale-out LLM test\"\nformat = \"slot\"\nsource = \"spider-dev\"\nsplit = \"dev\"\n\n[variants]\nseed = 1\n\n[variants.paraphrase]\nn = {n}\nmax_examples = {examples}\n\n[variants.llm]\nmodel = \"stub\"\nmax_attempts = 2\ninitial_backoff_ms = 10\n{llm}\n"
+            "name = \"llm-scale\"\ndescription = \"scale-out LLM test\"\nformat = \"slot\"\nsource = \"spider-dev\"\nsplit = \"dev\"\n\n[variants]\nseed = 1\n{variants}\n\n[variants.paraphrase]\nn = {n}\nmax_examples = {examples}\n\n[variants.llm]\nmodel = \"stub\"\nmax_attempts = 2\ninitial_backoff_ms = 10\n{llm}\n"
         ),
     )
     .unwrap();

@@ -14,7 +14,8 @@
 //! database's questions ([`super::endpoints::share`]), which needs them together.
 //!
 //! After the items are compiled (or read from the store) [`assemble`] puts a database's batches
-//! back together: the examples and drops in question order, as one item would have given them.
+//! back together: the examples in batch order (question order), the drops in question order, as
+//! one item would have given them.
 
 use std::collections::HashMap;
 
@@ -59,8 +60,8 @@ pub(super) fn batches<'q>(db_id: &'q str, qs: &[Question], whole: bool) -> Vec<B
 
 /// One database's stage from its batches' stages (in batch order); `qs` are the database's
 /// questions and `recipe` the recipe name (example ids are `<recipe>/<question id>`). Examples
-/// and drops come back in question order; the REST endpoints and counts are summed (REST has
-/// one batch).
+/// come back in batch order (which is question order), drops in question order; the REST
+/// endpoints and counts are summed (REST has one batch).
 pub(super) fn assemble(mut parts: Vec<DbStage>, qs: &[Question], recipe: &str) -> DbStage {
     if parts.len() == 1 {
         return parts.pop().expect("one part");
@@ -84,7 +85,9 @@ pub(super) fn assemble(mut parts: Vec<DbStage>, qs: &[Question], recipe: &str) -
         out.rest.merged += p.rest.merged;
         out.rest.merge_rejected += p.rest.merge_rejected;
     }
-    out.outcome.examples.sort_by_key(|e| at(&e.id));
+    // The examples stay in batch order: the batches are consecutive runs of the questions, so
+    // this is question order, and each batch's examples stay one run (`Build::item_runs`) even
+    // should two questions share an id.
     out.outcome.drops.sort_by_key(|d| at(&d.id));
     out
 }
