@@ -362,6 +362,41 @@ impl Build {
         (start == len).then_some(runs)
     }
 
+    /// Puts later rows into `group` (variant rows, paraphrases): each `(item, rows)` right after
+    /// the run of its compile item (`item` indexes [`Build::items`]; [`Build::item_runs`]) and
+    /// counted in that item, so a question batch's rows stay in the batch's unit (issue 34);
+    /// after the group's examples when `item` is `None` or the group has no item runs. Rows of
+    /// one item keep their order; a missing group is left alone.
+    pub fn insert_after_runs(&mut self, group: &str, rows: Vec<(Option<usize>, Vec<Example>)>) {
+        let lens: Vec<usize> = self
+            .item_runs(group)
+            .map(|runs| runs.into_iter().map(|(_, r)| r.len()).collect())
+            .unwrap_or_default();
+        let Some(outcome) = self.groups.get_mut(group) else {
+            return;
+        };
+        let mut by_run: Vec<Vec<Example>> = vec![Vec::new(); lens.len()];
+        let mut tail = Vec::new();
+        for (item, r) in rows {
+            match item.and_then(|i| by_run.get_mut(i)) {
+                Some(run) => run.extend(r),
+                None => tail.extend(r),
+            }
+        }
+        let mut before = std::mem::take(&mut outcome.examples).into_iter();
+        let mut examples = Vec::new();
+        for (n, (len, extra)) in lens.iter().zip(by_run).enumerate() {
+            examples.extend(before.by_ref().take(*len));
+            if let Some(i) = self.items.get_mut(group).and_then(|items| items.get_mut(n)) {
+                i.examples += extra.len();
+            }
+            examples.extend(extra);
+        }
+        examples.extend(before);
+        examples.extend(tail);
+        outcome.examples = examples;
+    }
+
     /// Folds `bytes` (e.g. the digest of every LLM answer a stage used) into the build key:
     /// `build_key = blake3(build_key ‖ bytes)`, so outputs that depend on them never count as
     /// up to date with a key computed without them.

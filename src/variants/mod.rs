@@ -208,8 +208,8 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
     let mut total = stored::GroupVariants::default();
     // Each group's units — its question batches ([`Build::item_runs`]: a shard draws a large
     // database's variants batch by batch, issue 34), else the group itself — and, for each unit
-    // computed or read here, (its item's index, the end of its run, its variant rows).
-    type UnitRows = (Option<usize>, usize, Vec<Example>);
+    // computed or read here, (its item's index, its variant rows).
+    type UnitRows = (Option<usize>, Vec<Example>);
     let mut by_group: Vec<(String, Vec<UnitRows>)> = Vec::new();
     for (group, outcome) in &build.groups {
         let units: Vec<(String, Option<usize>, std::ops::Range<usize>)> = match build.item_runs(group) {
@@ -251,31 +251,13 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
                 }
             };
             total.add(&variants);
-            rows_of.push((item, range.end, variants.rows));
+            rows_of.push((item, variants.rows));
         }
         by_group.push((group.clone(), rows_of));
     }
-    // Each unit's variant rows right after its examples (a batch's after the batch's), counted
-    // in its item's examples.
+    // Each unit's variant rows right after its examples (a batch's after the batch's).
     for (group, rows_of) in by_group {
-        let Some(outcome) = build.groups.get_mut(&group) else {
-            continue;
-        };
-        let verified = std::mem::take(&mut outcome.examples);
-        let added: usize = rows_of.iter().map(|(_, _, rows)| rows.len()).sum();
-        let mut examples = Vec::with_capacity(verified.len() + added);
-        let mut verified = verified.into_iter();
-        let mut at = 0;
-        for (item, end, rows) in rows_of {
-            examples.extend(verified.by_ref().take(end - at));
-            at = end;
-            if let Some(i) = build.items.get_mut(&group).and_then(|items| items.get_mut(item?)) {
-                i.examples += rows.len();
-            }
-            examples.extend(rows);
-        }
-        examples.extend(verified);
-        outcome.examples = examples;
+        build.insert_after_runs(&group, rows_of);
     }
     let mut v = serde_json::Map::new();
     v.insert("seed".into(), json!(seed));

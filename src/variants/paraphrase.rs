@@ -236,39 +236,22 @@ fn parents(build: &Build, cfg: &ParaphraseConfig) -> Vec<(String, usize)> {
 }
 
 /// Puts paraphrase `rows` of group `g` (each with its parent's index in the group's examples)
-/// into the group: each right after the run of the compile item holding its parent, counted in
-/// that item ([`Build::item_runs`]: a question batch's later rows stay in the batch's unit, which
+/// into the group: each right after the run of the compile item holding its parent
+/// ([`Build::insert_after_runs`]: a question batch's later rows stay in the batch's unit, which
 /// one round-two shard computes whole, issue 34); at the group's end when it has no item runs.
 fn place_rows(build: &mut Build, g: &str, rows: Vec<(usize, Example)>) {
-    let runs: Option<Vec<std::ops::Range<usize>>> = build
+    let runs: Vec<std::ops::Range<usize>> = build
         .item_runs(g)
-        .map(|runs| runs.into_iter().map(|(_, range)| range).collect());
-    let Some(outcome) = build.groups.get_mut(g) else {
-        return;
-    };
-    let Some(runs) = runs.filter(|r| !r.is_empty()) else {
-        outcome.examples.extend(rows.into_iter().map(|(_, row)| row));
-        return;
-    };
-    let mut by_run: Vec<Vec<Example>> = vec![Vec::new(); runs.len()];
-    for (parent, row) in rows {
-        let k = runs.iter().position(|r| r.contains(&parent)).unwrap_or(runs.len() - 1);
-        by_run[k].push(row);
-    }
-    let added: Vec<usize> = by_run.iter().map(Vec::len).collect();
-    let mut old = std::mem::take(&mut outcome.examples).into_iter();
-    let mut examples = Vec::new();
-    for (range, mut extra) in runs.iter().zip(by_run) {
-        examples.extend(old.by_ref().take(range.len()));
-        examples.append(&mut extra);
-    }
-    examples.extend(old);
-    outcome.examples = examples;
-    if let Some(items) = build.items.get_mut(g) {
-        for (item, n) in items.iter_mut().zip(added) {
-            item.examples += n;
-        }
-    }
+        .map(|runs| runs.into_iter().map(|(_, range)| range).collect())
+        .unwrap_or_default();
+    let placed = rows
+        .into_iter()
+        .map(|(parent, row)| {
+            let k = runs.iter().position(|r| r.contains(&parent));
+            (k.or(runs.len().checked_sub(1)), vec![row])
+        })
+        .collect();
+    build.insert_after_runs(g, placed);
 }
 
 /// Runs the paraphrase operator over `build` (after [`super::apply`]): stats `llm`, `llm_run`
