@@ -212,35 +212,13 @@ pub const LATER_STAGES: &str = "later-stages";
 pub struct StoredOutcome {
     /// The outcome, every example's `tools` empty.
     outcome: Outcome,
-    /// The distinct toolkits, in first-use order (written from [`Toolkit::json`], read back as
-    /// toolkits of that text: [`Toolkit::from_json`], their specs parsed only when read).
-    #[serde(serialize_with = "toolkit_texts", deserialize_with = "toolkits_of_texts")]
+    /// The distinct toolkits, in first-use order, as a table of their distinct specs
+    /// ([`crate::tools::spec_table`]: read back as toolkits of text, their specs parsed only
+    /// when read — issue 34: a merge reads every entry, and most toolkits' specs never).
+    #[serde(with = "crate::tools::spec_table")]
     toolkits: Vec<Toolkit>,
     /// Per example (in order), its index in `toolkits`.
     toolkit_of: Vec<u32>,
-}
-
-/// Serialises toolkits from their memoised JSON texts (the same JSON as serialising the specs).
-fn toolkit_texts<S: serde::Serializer>(toolkits: &[Toolkit], s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::{Error, SerializeSeq};
-    let mut seq = s.serialize_seq(Some(toolkits.len()))?;
-    for t in toolkits {
-        let raw = serde_json::value::RawValue::from_string(t.json().to_string()).map_err(S::Error::custom)?;
-        seq.serialize_element(&raw)?;
-    }
-    seq.end()
-}
-
-/// Reads toolkits written by [`toolkit_texts`], each keeping its text ([`Toolkit::from_json`]):
-/// decoding a store entry checks every toolkit's text and reads its tool names but builds no spec
-/// (issue 34: a merge reads every entry, and most toolkits' specs never). Errors: a toolkit that
-/// is not a list of specs.
-fn toolkits_of_texts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Toolkit>, D::Error> {
-    use serde::de::Error;
-    Vec::<Box<serde_json::value::RawValue>>::deserialize(d)?
-        .into_iter()
-        .map(|raw| Toolkit::from_json(Box::<str>::from(raw).into()).map_err(D::Error::custom))
-        .collect()
 }
 
 /// The BLAKE3 digest (hex) of `examples` as JSON, each distinct toolkit serialised and hashed

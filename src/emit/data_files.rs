@@ -6,7 +6,6 @@
 //! build and a merge.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use anyhow::{Context, Result};
 
@@ -34,10 +33,7 @@ impl SplitRows {
 
     /// Appends one group's rows: its `jsonl` lines and its Parquet `part`.
     pub(super) fn append(&mut self, jsonl: &[u8], part: &RowsPart) -> Result<()> {
-        self.jsonl
-            .w
-            .write_all(jsonl)
-            .with_context(|| format!("writing {}", self.jsonl.path.display()))?;
+        self.jsonl.write_bytes(jsonl)?;
         self.append_part(part)
     }
 

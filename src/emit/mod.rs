@@ -285,7 +285,34 @@ impl std::io::Write for StagedFile {
     }
 }
 
+/// Slices of a mapped store entry at least this large are copied file to file
+/// ([`StagedFile::write_bytes`]).
+const COPY_BYTES: usize = 1 << 20;
+
 impl StagedFile {
+    /// Writes `bytes` as `write_all` does. A large slice of a mapped local store entry (the
+    /// merge's segments and rows, [`crate::store::mapped`]) is copied file to file inside the
+    /// kernel after the buffer is flushed, and hashed from memory; what the kernel does not copy
+    /// (another filesystem on an old kernel) is written as any other bytes.
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        use std::io::Write;
+        let mut rest = bytes;
+        if bytes.len() >= COPY_BYTES {
+            if let Some((src, offset)) = crate::store::mapped::source(bytes) {
+                self.w
+                    .flush()
+                    .with_context(|| format!("writing {}", self.path.display()))?;
+                let hashing = self.w.get_mut();
+                let copied = crate::store::mapped::copy_to(&src, offset, bytes.len(), &hashing.inner);
+                hashing.hasher.update(&bytes[..copied]);
+                rest = &bytes[copied..];
+            }
+        }
+        self.w
+            .write_all(rest)
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+
     /// Flushes the file; returns (relative path, blake3 hex) as [`Staging::put`] does.
     fn finish(mut self) -> Result<(String, String)> {
         use std::io::Write;

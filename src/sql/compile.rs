@@ -67,8 +67,9 @@ use self::rest::{RestCounts, rename_across_databases, rest_shown_calls, rest_sum
 use self::stage::DbStage;
 use self::toolkit::{Toolkits, key_descriptions, toolkit};
 
-/// Version of the compile stage; bump when its output for the same inputs changes.
-pub const COMPILE_VERSION: u32 = 6;
+/// Version of the compile stage; bump when its output (or its stored form) for the same inputs
+/// changes. 7: toolkits stored as a table of distinct specs ([`crate::tools::spec_table`]).
+pub const COMPILE_VERSION: u32 = 7;
 
 /// Runs the compile stages of a text-to-SQL recipe, one per item (a batch of a database's
 /// questions, [`batch`]), from the store where possible; a shard computes the items the store's

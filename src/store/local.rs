@@ -136,7 +136,8 @@ fn read_entry(path: &Path) -> std::io::Result<bytes::Bytes> {
     // SAFETY: the file is never written or truncated in place by toolforge (see above); the
     // mapping is read-only and lives as long as the `Bytes` that own it.
     let map = unsafe { memmap2::Mmap::map(&file)? };
-    Ok(bytes::Bytes::from_owner(map))
+    // Listed by address, so the merge can copy its slices file to file ([`super::mapped`]).
+    Ok(bytes::Bytes::from_owner(super::mapped::Mapped::new(map, file)))
 }
 
 impl Backend for Local {

@@ -33,6 +33,7 @@ mod error;
 pub mod fault;
 mod files;
 pub mod local;
+pub mod mapped;
 pub mod plan;
 pub mod s3;
 

@@ -25,6 +25,7 @@ pub mod reference;
 pub mod rest;
 pub mod sel;
 pub mod shown;
+pub mod spec_table;
 pub mod table;
 pub mod template;
 pub mod toolkit;

@@ -112,6 +112,38 @@ impl Toolkit {
         })))
     }
 
+    /// A toolkit of `specs` in order, made from their texts as [`Toolkit::from_json`] makes one
+    /// from a list's text (specs parsed on the first read): its text is theirs joined as a JSON
+    /// array, `[a,b,…]`, which is [`Toolkit::json`] of the same specs when each text is its spec's
+    /// compact JSON ([`Toolkit::spec_texts`]). Each text was checked by [`SpecText::parse`], so
+    /// the list passes the same check.
+    pub fn from_spec_texts(specs: &[&SpecText]) -> Toolkit {
+        let mut text = String::with_capacity(2 + specs.iter().map(|s| s.text.len() + 1).sum::<usize>());
+        text.push('[');
+        for (i, s) in specs.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&s.text);
+        }
+        text.push(']');
+        Toolkit(Arc::new(Specs {
+            list: OnceLock::new(),
+            json: OnceLock::from(Arc::from(text)),
+            names: specs.iter().map(|s| s.name.clone()).collect(),
+            references: specs.iter().any(|s| s.reference),
+        }))
+    }
+
+    /// Each spec's compact JSON text, in order: the elements of [`Toolkit::json`] as they stand
+    /// in it (so joined as a JSON array they are that text again). Read from the text without
+    /// building the specs.
+    pub fn spec_texts(&self) -> Vec<&str> {
+        let parts: Vec<&serde_json::value::RawValue> =
+            serde_json::from_str(self.json()).expect("a toolkit's text is a JSON array");
+        parts.into_iter().map(serde_json::value::RawValue::get).collect()
+    }
+
     /// The tool names, in order, read without parsing the specs of a toolkit made from text.
     pub fn names(&self) -> Names<'_> {
         match self.0.list.get() {
@@ -215,6 +247,29 @@ impl Serialize for Toolkit {
 impl<'de> Deserialize<'de> for Toolkit {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Toolkit, D::Error> {
         Vec::<ToolSpec>::deserialize(d).map(Toolkit::from)
+    }
+}
+
+/// One spec's JSON text, checked by the rules [`Toolkit::from_json`] checks each element of a
+/// list by, with what a toolkit keeps of it without building it: its name and whether it is a
+/// [`ToolSpec::reference`] ([`Toolkit::from_spec_texts`]).
+#[derive(Debug, Clone)]
+pub struct SpecText {
+    text: Box<str>,
+    name: Box<str>,
+    reference: bool,
+}
+
+impl SpecText {
+    /// `text` checked as one spec. Errors: it is not a spec object (or array) as
+    /// [`ToolSpec`]'s deserialisation accepts it.
+    pub fn parse(text: &str) -> Result<SpecText, serde_json::Error> {
+        let shape: SpecShape = serde_json::from_str(text)?;
+        Ok(SpecText {
+            text: text.into(),
+            reference: shape.description.empty && shape.parameters.null,
+            name: shape.name.into_boxed_str(),
+        })
     }
 }
 

@@ -7,7 +7,7 @@
 //! compile item, so it covers what the stage reads of the whole build too (the drift plan over
 //! the catalog, the distractor pool over every group); the code fingerprint is in the config.
 //!
-//! Payload (version 2): `[counts, {"rows": [row…], "toolkits": [toolkit text…]}]`. A variant row
+//! Payload (version 3): `[counts, {"rows": [row…], "toolkits": [toolkit text…]}]`. A variant row
 //! is written as its difference from its parent (`Row`): the parent's id, the row's own id and
 //! `meta`, and only the fields whose value differs from the parent's (a perturbed request, drifted
 //! or renamed calls; byte-identical JSON counts as the same). The other fields — the gold answer,
@@ -15,12 +15,12 @@
 //! already holds (the unit's compiled examples), so it clones them instead of parsing them again:
 //! a merge reads every group's variants, and in version 1 (every row whole) parsing the repeated
 //! gold answers and columns was half a slot-spider-variants merge's CPU. A row's toolkit is its
-//! parent's (`tools` absent) or an index into `toolkits` (each distinct toolkit written once).
+//! parent's (`tools` absent) or an index into `toolkits` (each distinct toolkit once, as a table
+//! of the distinct specs, [`crate::tools::spec_table`]: version 3).
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::dataset::{Build, Example, code_fingerprint};
@@ -33,8 +33,9 @@ use crate::verify::Answer;
 pub const STAGE: &str = "variants";
 
 /// Version of the stored variants; bump when a group's variants change for the same build key.
-/// 2: rows written as their difference from their parent (`Row`).
-pub const VARIANTS_VERSION: u32 = 2;
+/// 2: rows written as their difference from their parent (`Row`); 3: toolkits as a table of
+/// their distinct specs ([`crate::tools::spec_table`]).
+pub const VARIANTS_VERSION: u32 = 3;
 
 /// The variant rows of one group and the stage's counts over it (summed over groups by
 /// [`GroupVariants::add`]).
@@ -112,12 +113,13 @@ struct Row {
     tools: Option<u32>,
 }
 
-/// The stored rows: [`Row`]s and the distinct toolkits they index, as their JSON texts.
+/// The stored rows: [`Row`]s and the distinct toolkits they index, as a table of their distinct
+/// specs ([`crate::tools::spec_table`]).
 #[derive(Serialize, Deserialize)]
-struct StoredRows<'a> {
+struct StoredRows {
     rows: Vec<Row>,
-    #[serde(borrow)]
-    toolkits: Vec<&'a RawValue>,
+    #[serde(with = "crate::tools::spec_table")]
+    toolkits: Vec<Toolkit>,
 }
 
 /// `row`'s value when it differs from `parent`'s: by `==`, and for values that may hold floats
@@ -138,7 +140,7 @@ fn parents_by_id(parents: &[Example]) -> HashMap<&str, &Example> {
 fn to_row(
     row: &Example,
     parents: &HashMap<&str, &Example>,
-    toolkits: &mut Vec<std::sync::Arc<str>>,
+    toolkits: &mut Vec<Toolkit>,
     index: &mut HashMap<usize, u32>,
 ) -> Row {
     let parent_id = row
@@ -188,7 +190,7 @@ fn to_row(
         difficulty: differs(difficulty, &p.difficulty, false),
         tools: (!same_tools).then(|| {
             *index.entry(tools.id()).or_insert_with(|| {
-                toolkits.push(tools.json().clone());
+                toolkits.push(tools.clone());
                 toolkits.len() as u32 - 1
             })
         }),
@@ -293,20 +295,13 @@ impl GroupVariants {
             instance_tools: self.instance_tools,
         };
         let by_id = parents_by_id(parents);
-        let (mut texts, mut index) = (Vec::new(), HashMap::new());
+        let (mut toolkits, mut index) = (Vec::new(), HashMap::new());
         let rows: Vec<Row> = self
             .rows
             .iter()
-            .map(|r| to_row(r, &by_id, &mut texts, &mut index))
+            .map(|r| to_row(r, &by_id, &mut toolkits, &mut index))
             .collect();
-        let raw: Vec<Box<RawValue>> = texts
-            .iter()
-            .map(|t| RawValue::from_string(t.to_string()).expect("a toolkit's text is JSON"))
-            .collect();
-        let stored = StoredRows {
-            rows,
-            toolkits: raw.iter().map(AsRef::as_ref).collect(),
-        };
+        let stored = StoredRows { rows, toolkits };
         serde_json::to_vec(&(counts, stored)).expect("serialisable")
     }
 
@@ -315,16 +310,11 @@ impl GroupVariants {
     /// lacks, a toolkit that is not a list of specs, a toolkit index out of range).
     pub fn decode(bytes: &[u8], parents: &[Example]) -> Result<GroupVariants, String> {
         let (c, stored): (Counts, StoredRows) = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        let toolkits = stored
-            .toolkits
-            .iter()
-            .map(|raw| Toolkit::from_json(raw.get().into()).map_err(|e| e.to_string()))
-            .collect::<Result<Vec<_>, _>>()?;
         let by_id = parents_by_id(parents);
         let rows = stored
             .rows
             .into_iter()
-            .map(|r| from_row(r, &by_id, &toolkits))
+            .map(|r| from_row(r, &by_id, &stored.toolkits))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(GroupVariants {
             rows,

@@ -62,8 +62,13 @@ pub struct PartBuf {
 impl PartBuf {
     /// Appends trajectory `line` (JSON text, the default form) in its three forms.
     pub fn push(&mut self, line: &str) -> Result<()> {
-        let t: Json = serde_json::from_str(line)?;
-        let (openai, sidecar) = super::export::to_openai(&t, 0);
+        self.push_parsed(&serde_json::from_str(line)?, line)
+    }
+
+    /// [`PartBuf::push`] of a trajectory already parsed: `t` is `line` as JSON (the caller made
+    /// `line` from `t`, so it is not parsed again).
+    pub fn push_parsed(&mut self, t: &Json, line: &str) -> Result<()> {
+        let (openai, sidecar) = super::export::to_openai(t, 0);
         self.default.extend_from_slice(line.as_bytes());
         self.default.push(b'\n');
         self.openai.extend_from_slice(openai.to_string().as_bytes());
@@ -157,36 +162,41 @@ pub fn build_segment(
     let max_chars = build.recipe.trajectories.max_chars;
     let mut segment = Segment::default();
     let mut parts: BTreeMap<(String, u8), PartBuf> = BTreeMap::new();
+    // Each parent's clean trajectory parsed once, for all its variants (in order after it).
+    let mut parsed: HashMap<(&str, &str), Json> = HashMap::new();
     // The verified examples' lines, met in the same order as the examples.
     let mut next_line = lines.iter();
     for e in examples {
-        let variant_line;
-        let line = if cached::is_original(e) {
-            next_line.next().expect("one line per verified example")
-        } else {
-            let parent = e.meta.as_ref().and_then(|m| m["variant_of"].as_str());
-            let Some((p, Some(t))) = parent
-                .and_then(|id| parents.get(&(e.split.as_str(), id)))
-                .map(|(p, l)| (p, l.clean.as_ref()))
-            else {
-                continue;
-            };
-            let t: Json = serde_json::from_str(t)?;
-            let v = variants::variant_trajectory(e, p, &t, catalog, max_chars);
-            variant_line = cached::Line {
-                skipped: v.as_ref().err().map(|r| r.to_string()).into_iter().collect(),
-                clean: v.ok().map(|t| t.to_string()),
-                faulted: None,
-            };
-            &variant_line
-        };
-        for (kind, text) in [(0u8, &line.clean), (1u8, &line.faulted)] {
-            if let Some(t) = text {
-                parts.entry((e.split.clone(), kind)).or_default().push(t)?;
+        if cached::is_original(e) {
+            let line = next_line.next().expect("one line per verified example");
+            for (kind, text) in [(0u8, &line.clean), (1u8, &line.faulted)] {
+                if let Some(t) = text {
+                    parts.entry((e.split.clone(), kind)).or_default().push(t)?;
+                }
             }
+            for r in &line.skipped {
+                *segment.skipped.entry(r.clone()).or_default() += 1;
+            }
+            continue;
         }
-        for r in &line.skipped {
-            *segment.skipped.entry(r.clone()).or_default() += 1;
+        let parent = e.meta.as_ref().and_then(|m| m["variant_of"].as_str());
+        let Some((key, p, Some(t))) = parent.and_then(|id| {
+            parents
+                .get_key_value(&(e.split.as_str(), id))
+                .map(|(k, (p, l))| (*k, p, l.clean.as_ref()))
+        }) else {
+            continue;
+        };
+        let t = match parsed.entry(key) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(serde_json::from_str(t)?),
+        };
+        match variants::variant_trajectory(e, p, t, catalog, max_chars) {
+            Ok(v) => parts
+                .entry((e.split.clone(), 0))
+                .or_default()
+                .push_parsed(&v, &v.to_string())?,
+            Err(reason) => *segment.skipped.entry(reason.to_string()).or_default() += 1,
         }
     }
     segment.parts = parts.into_iter().map(|(k, p)| (k, p.freeze())).collect();

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rayon::prelude::*;
 
 use super::prompt::ToolsText;
@@ -307,9 +307,7 @@ impl Files {
             (&mut self.openai, &part.openai[..]),
             (&mut self.sidecar, &sidecar[..]),
         ] {
-            file.w
-                .write_all(bytes)
-                .with_context(|| format!("writing {}", file.path.display()))?;
+            file.write_bytes(bytes)?;
         }
         Ok(())
     }

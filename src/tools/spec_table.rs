@@ -1,0 +1,132 @@
+//! A list of toolkits as a store entry holds it (issue 34: the merge reads every entry): each
+//! distinct spec's compact JSON text once, and each toolkit as the indices of its specs.
+//!
+//! `{"specs": [spec…], "toolkits": [[index…]…]}`: `specs` are the distinct elements of the
+//! toolkits' texts ([`Toolkit::spec_texts`]) in first-use order; toolkit `i` is
+//! `specs[toolkits[i][0]], specs[toolkits[i][1]], …`. Variant rows and the rows of one question
+//! batch hold many toolkits that share most specs (a distractor set adds a few specs to the
+//! question's own; a drifted toolkit renames a few), so each spec is written, hashed and checked
+//! once: on Spider dev's slot-spider-variants the variants entries held 49 MB of toolkit text
+//! over 6.4 MB of distinct specs. Reading checks every distinct spec ([`SpecText::parse`]) and
+//! joins each toolkit's texts ([`Toolkit::from_spec_texts`]); the specs are parsed only when read.
+//!
+//! Use as `#[serde(with = "crate::tools::spec_table")]` on a `Vec<Toolkit>` field.
+
+use std::collections::HashMap;
+
+use serde::de::Error as _;
+use serde::ser::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use super::Toolkit;
+use super::toolkit::SpecText;
+
+/// The table as written.
+#[derive(Serialize)]
+struct Written<'a> {
+    specs: Vec<&'a RawValue>,
+    toolkits: Vec<Vec<u32>>,
+}
+
+/// The table as read (the specs owned: any deserializer, not only a borrowing one).
+#[derive(Deserialize)]
+struct Read {
+    specs: Vec<Box<RawValue>>,
+    toolkits: Vec<Vec<u32>>,
+}
+
+/// Writes `toolkits` as a table (module docs). Errors: a toolkit's text that is not a JSON array
+/// (never: [`Toolkit::json`] writes one).
+pub fn serialize<S: Serializer>(toolkits: &[Toolkit], s: S) -> Result<S::Ok, S::Error> {
+    let mut index: HashMap<&str, u32> = HashMap::new();
+    let mut specs: Vec<&RawValue> = Vec::new();
+    let mut lists = Vec::with_capacity(toolkits.len());
+    for t in toolkits {
+        let parts: Vec<&RawValue> = serde_json::from_str(t.json()).map_err(S::Error::custom)?;
+        let list = parts
+            .into_iter()
+            .map(|p| {
+                *index.entry(p.get()).or_insert_with(|| {
+                    specs.push(p);
+                    specs.len() as u32 - 1
+                })
+            })
+            .collect();
+        lists.push(list);
+    }
+    Written { specs, toolkits: lists }.serialize(s)
+}
+
+/// Reads a table written by [`serialize`] into its toolkits, in order. Errors: a spec that is
+/// not one ([`SpecText::parse`]), an index out of range.
+pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Toolkit>, D::Error> {
+    let read = Read::deserialize(d)?;
+    let specs = read
+        .specs
+        .iter()
+        .map(|raw| SpecText::parse(raw.get()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(D::Error::custom)?;
+    read.toolkits
+        .iter()
+        .map(|list| {
+            let parts = list
+                .iter()
+                .map(|&i| {
+                    specs
+                        .get(i as usize)
+                        .ok_or_else(|| D::Error::custom(format!("spec {i} of {}", specs.len())))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Toolkit::from_spec_texts(&parts))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tools::{Toolkit, test_spec as spec};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    struct Holder {
+        #[serde(with = "super")]
+        toolkits: Vec<Toolkit>,
+    }
+
+    #[test]
+    fn toolkits_sharing_specs_store_each_spec_once_and_read_back_to_the_same_texts() {
+        let mut reference = spec("r");
+        reference.description = String::new();
+        reference.parameters = serde_json::Value::Null;
+        let toolkits: Vec<Toolkit> = vec![
+            vec![spec("a"), spec("b")].into(),
+            vec![spec("b"), spec("a"), spec("c")].into(),
+            Vec::new().into(),
+            vec![reference, spec("a")].into(),
+        ];
+        let text = serde_json::to_string(&Holder {
+            toolkits: toolkits.clone(),
+        })
+        .unwrap();
+        // Each distinct spec once (`"name":"a"` would be four times written whole).
+        assert_eq!(text.matches("\"name\":\"a\"").count(), 1, "{text}");
+        let back: Holder = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.toolkits.len(), toolkits.len());
+        for (b, t) in back.toolkits.iter().zip(&toolkits) {
+            // The same text as the toolkit's own, names and references read without parsing.
+            assert_eq!(b.json(), t.json());
+            assert!(!b.parsed());
+            assert_eq!(b.names().collect::<Vec<_>>(), t.names().collect::<Vec<_>>());
+            assert_eq!(b.has_references(), t.iter().any(crate::tools::ToolSpec::is_reference));
+            // … and parsed on first read to the same specs.
+            assert_eq!(&**b, &**t);
+        }
+        // Bad tables are refused: an index out of range, a spec that is not one.
+        let out_of_range = text.replace("[0,1]", "[0,9]");
+        assert!(serde_json::from_str::<Holder>(&out_of_range).is_err());
+        let not_a_spec = r#"{"toolkits":{"specs":[{"description":"no name"}],"toolkits":[[0]]}}"#;
+        assert!(serde_json::from_str::<Holder>(not_a_spec).is_err());
+    }
+}
