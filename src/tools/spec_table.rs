@@ -2,17 +2,19 @@
 //! distinct spec's compact JSON text once, and each toolkit as the indices of its specs.
 //!
 //! `{"specs": [spec…], "toolkits": [[index…]…]}`: `specs` are the distinct elements of the
-//! toolkits' texts ([`Toolkit::spec_texts`]) in first-use order; toolkit `i` is
+//! toolkits' texts ([`Toolkit::json`]'s elements, as they stand in it) in first-use order; toolkit `i` is
 //! `specs[toolkits[i][0]], specs[toolkits[i][1]], …`. Variant rows and the rows of one question
 //! batch hold many toolkits that share most specs (a distractor set adds a few specs to the
 //! question's own; a drifted toolkit renames a few), so each spec is written, hashed and checked
 //! once: on Spider dev's slot-spider-variants the variants entries held 49 MB of toolkit text
 //! over 6.4 MB of distinct specs. Reading checks every distinct spec ([`SpecText::parse`]) and
-//! joins each toolkit's texts ([`Toolkit::from_spec_texts`]); the specs are parsed only when read.
+//! makes each toolkit of its shared texts ([`Toolkit::from_spec_texts`]); a toolkit's joined
+//! text is made when asked for, its specs parsed only when read.
 //!
 //! Use as `#[serde(with = "crate::tools::spec_table")]` on a `Vec<Toolkit>` field.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::de::Error as _;
 use serde::ser::Error as _;
@@ -65,7 +67,7 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Toolkit>, D::E
     let specs = read
         .specs
         .iter()
-        .map(|raw| SpecText::parse(raw.get()))
+        .map(|raw| SpecText::parse(raw.get()).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()
         .map_err(D::Error::custom)?;
     read.toolkits
@@ -117,7 +119,8 @@ mod tests {
         for (b, t) in back.toolkits.iter().zip(&toolkits) {
             // The same text as the toolkit's own, names and references read without parsing.
             assert_eq!(b.json(), t.json());
-            assert!(!b.parsed());
+            // (An empty toolkit is the default one, whose empty list is there from the start.)
+            assert!(!b.parsed() || t.is_empty());
             assert_eq!(b.names().collect::<Vec<_>>(), t.names().collect::<Vec<_>>());
             assert_eq!(b.has_references(), t.iter().any(crate::tools::ToolSpec::is_reference));
             // … and parsed on first read to the same specs.

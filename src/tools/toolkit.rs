@@ -26,13 +26,17 @@ use super::ToolSpec;
 #[derive(Debug, Clone, Default)]
 pub struct Toolkit(Arc<Specs>);
 
-/// A toolkit's contents: the specs, their text, or both (never neither).
+/// A toolkit's contents: the specs, their text, their spec texts, or several (never none).
 #[derive(Debug, Clone)]
 struct Specs {
     /// The specs; unset while a toolkit made from text has not been read.
     list: OnceLock<Vec<ToolSpec>>,
-    /// The specs as compact JSON; set from the start for a toolkit made from text.
+    /// The specs as compact JSON; set from the start for a toolkit made from text, joined from
+    /// `parts` on the first call for one made from spec texts.
     json: OnceLock<Arc<str>>,
+    /// The checked spec texts of a toolkit made from them ([`Toolkit::from_spec_texts`]),
+    /// shared with the other toolkits of the same store entry; empty otherwise.
+    parts: Box<[Arc<SpecText>]>,
     /// The tool names of a toolkit made from text, in order (read by its shape check); empty
     /// for a toolkit made from specs, whose names are read from the specs.
     names: Box<[Box<str>]>,
@@ -46,6 +50,7 @@ impl Default for Specs {
         Specs {
             list: OnceLock::from(Vec::new()),
             json: OnceLock::new(),
+            parts: Box::default(),
             names: Box::default(),
             references: false,
         }
@@ -56,9 +61,31 @@ impl Specs {
     /// The specs, parsed from the text on the first call when the toolkit was made from text.
     fn list(&self) -> &Vec<ToolSpec> {
         self.list.get_or_init(|| {
-            let text = self.json.get().expect("a toolkit holds its specs or their text");
-            // `Toolkit::from_json` accepted the text by the same rules as this parse.
+            let text = self.json();
+            // `Toolkit::from_json` (or `SpecText::parse`, each part) accepted the text by the
+            // same rules as this parse.
             serde_json::from_str(text).expect("a toolkit's text passed its shape check")
+        })
+    }
+
+    /// The compact JSON text: the text a toolkit was made from, its spec texts joined as a JSON
+    /// array, or its specs serialised — once.
+    fn json(&self) -> &Arc<str> {
+        self.json.get_or_init(|| {
+            if self.parts.is_empty() {
+                return serde_json::to_string(self.list()).expect("serialisable").into();
+            }
+            let len = 2 + self.parts.iter().map(|s| s.text.len() + 1).sum::<usize>();
+            let mut text = String::with_capacity(len);
+            text.push('[');
+            for (i, s) in self.parts.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                text.push_str(&s.text);
+            }
+            text.push(']');
+            text.into()
         })
     }
 }
@@ -76,6 +103,10 @@ impl PartialEq for Toolkit {
                 return true;
             }
         }
+        let (a, b) = (&self.0.parts, &other.0.parts);
+        if !a.is_empty() && a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.text == y.text) {
+            return true;
+        }
         self.0.list() == other.0.list()
     }
 }
@@ -90,9 +121,7 @@ impl Toolkit {
     /// The specs as compact JSON (what `serde_json::to_string` gives), computed once per shared
     /// list; for a toolkit made from text, that text.
     pub fn json(&self) -> &Arc<str> {
-        self.0
-            .json
-            .get_or_init(|| serde_json::to_string(self.0.list()).expect("serialisable").into())
+        self.0.json()
     }
 
     /// A toolkit of `text`, the compact JSON of a list of specs as [`Toolkit::json`] writes it (a
@@ -107,6 +136,7 @@ impl Toolkit {
         Ok(Toolkit(Arc::new(Specs {
             list: OnceLock::new(),
             json: OnceLock::from(text),
+            parts: Box::default(),
             names,
             references,
         })))
@@ -115,39 +145,27 @@ impl Toolkit {
     /// A toolkit of `specs` in order, made from their texts as [`Toolkit::from_json`] makes one
     /// from a list's text (specs parsed on the first read): its text is theirs joined as a JSON
     /// array, `[a,b,…]`, which is [`Toolkit::json`] of the same specs when each text is its spec's
-    /// compact JSON ([`Toolkit::spec_texts`]). Each text was checked by [`SpecText::parse`], so
-    /// the list passes the same check.
-    pub fn from_spec_texts(specs: &[&SpecText]) -> Toolkit {
-        let mut text = String::with_capacity(2 + specs.iter().map(|s| s.text.len() + 1).sum::<usize>());
-        text.push('[');
-        for (i, s) in specs.iter().enumerate() {
-            if i > 0 {
-                text.push(',');
-            }
-            text.push_str(&s.text);
+    /// compact JSON (an element of a toolkit's text). Each text was checked by [`SpecText::parse`], so
+    /// the list passes the same check. The texts are shared, not copied: the joined text is made
+    /// on the first call of [`Toolkit::json`] (a merge never asks for most).
+    pub fn from_spec_texts(specs: &[&Arc<SpecText>]) -> Toolkit {
+        if specs.is_empty() {
+            return Toolkit::default();
         }
-        text.push(']');
         Toolkit(Arc::new(Specs {
             list: OnceLock::new(),
-            json: OnceLock::from(Arc::from(text)),
-            names: specs.iter().map(|s| s.name.clone()).collect(),
+            json: OnceLock::new(),
+            parts: specs.iter().map(|s| Arc::clone(s)).collect(),
+            names: Box::default(),
             references: specs.iter().any(|s| s.reference),
         }))
-    }
-
-    /// Each spec's compact JSON text, in order: the elements of [`Toolkit::json`] as they stand
-    /// in it (so joined as a JSON array they are that text again). Read from the text without
-    /// building the specs.
-    pub fn spec_texts(&self) -> Vec<&str> {
-        let parts: Vec<&serde_json::value::RawValue> =
-            serde_json::from_str(self.json()).expect("a toolkit's text is a JSON array");
-        parts.into_iter().map(serde_json::value::RawValue::get).collect()
     }
 
     /// The tool names, in order, read without parsing the specs of a toolkit made from text.
     pub fn names(&self) -> Names<'_> {
         match self.0.list.get() {
             Some(list) => Names::Specs(list.iter()),
+            None if !self.0.parts.is_empty() => Names::Parts(self.0.parts.iter()),
             None => Names::Text(self.0.names.iter()),
         }
     }
@@ -174,6 +192,8 @@ pub enum Names<'a> {
     Specs(std::slice::Iter<'a, ToolSpec>),
     /// Read from a toolkit made from text, its specs not parsed.
     Text(std::slice::Iter<'a, Box<str>>),
+    /// Read from a toolkit made from spec texts, its specs not parsed.
+    Parts(std::slice::Iter<'a, Arc<SpecText>>),
 }
 
 impl<'a> Iterator for Names<'a> {
@@ -182,6 +202,7 @@ impl<'a> Iterator for Names<'a> {
         match self {
             Names::Specs(it) => it.next().map(|t| t.name.as_str()),
             Names::Text(it) => it.next().map(|n| &**n),
+            Names::Parts(it) => it.next().map(|p| &*p.name),
         }
     }
 
@@ -189,6 +210,7 @@ impl<'a> Iterator for Names<'a> {
         match self {
             Names::Specs(it) => it.size_hint(),
             Names::Text(it) => it.size_hint(),
+            Names::Parts(it) => it.size_hint(),
         }
     }
 }
@@ -224,6 +246,7 @@ impl std::ops::DerefMut for Toolkit {
         self.0.list();
         let specs = Arc::make_mut(&mut self.0);
         specs.json = OnceLock::new();
+        specs.parts = Box::default();
         specs.names = Box::default();
         specs.references = false;
         specs.list.get_mut().expect("parsed just now")
