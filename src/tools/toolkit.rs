@@ -285,9 +285,15 @@ pub struct SpecText {
 
 impl SpecText {
     /// `text` checked as one spec. Errors: it is not a spec object (or array) as
-    /// [`ToolSpec`]'s deserialisation accepts it.
+    /// [`ToolSpec`]'s deserialisation accepts it as an element of a list (checked as `[text]`:
+    /// serde_json's nesting limit of 128 counts the list's level too, so a spec nested to the
+    /// limit alone would pass and its toolkit's list then fail to parse).
     pub fn parse(text: &str) -> Result<SpecText, serde_json::Error> {
-        let shape: SpecShape = serde_json::from_str(text)?;
+        let mut list = String::with_capacity(text.len() + 2);
+        list.push('[');
+        list.push_str(text);
+        list.push(']');
+        let [shape]: [SpecShape; 1] = serde_json::from_str(&list)?;
         Ok(SpecText {
             text: text.into(),
             reference: shape.description.empty && shape.parameters.null,
