@@ -386,7 +386,12 @@ mod tests {
         expected.extend_from_slice(b"end");
         let (rel, hash) = file.finish().unwrap();
         let written = std::fs::read(staging.tmp.join(&rel)).unwrap();
-        assert!(written == expected, "{} bytes written, {} expected", written.len(), expected.len());
+        assert!(
+            written == expected,
+            "{} bytes written, {} expected",
+            written.len(),
+            expected.len()
+        );
         assert_eq!(hash, blake3::hash(&written).to_hex().to_string());
     }
 }
