@@ -1,7 +1,7 @@
 //! A row's toolkit ([`Toolkit`]): its tool specs, shared by the rows that hold the same list,
-//! with their compact JSON text computed once; a toolkit read from a store entry
-//! ([`Toolkit::from_json`]) keeps the entry's text and parses its specs only when they are read
-//! (issue 34: a merge reads every compile item and, for most toolkits, never their specs).
+//! with their compact JSON text computed once; a toolkit read from a store entry (made of the
+//! entry's spec texts, [`Toolkit::from_spec_texts`], or of a list's text, [`Toolkit::from_json`])
+//! keeps that text and parses its specs only when they are read (issue 34: a merge reads every compile item and, for most toolkits, never their specs).
 
 use std::sync::{Arc, OnceLock};
 
@@ -19,9 +19,10 @@ use super::ToolSpec;
 ///
 /// A toolkit's compact JSON text is computed once per shared list, by whichever of the store
 /// entry, the trajectories key and the rows emitter asks first ([`Toolkit::json`]); a write clears
-/// it. A toolkit made from that text ([`Toolkit::from_json`], what a store entry's decode gives)
-/// holds the text and its tool names only; the specs are parsed on the first read through
-/// `Deref`, once per shared list (thread-safe), and [`Toolkit::json`] is the text itself.
+/// it. A toolkit made from that text ([`Toolkit::from_json`]) or from its specs' texts
+/// ([`Toolkit::from_spec_texts`], what a store entry's decode gives) holds the text(s) and its
+/// tool names only; the specs are parsed on the first read through `Deref`, once per shared list
+/// (thread-safe), and [`Toolkit::json`] is the text itself (the spec texts joined).
 /// [`Toolkit::names`] reads the names without parsing the specs.
 #[derive(Debug, Clone, Default)]
 pub struct Toolkit(Arc<Specs>);
