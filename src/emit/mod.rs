@@ -349,3 +349,49 @@ impl std::ops::Drop for Staging {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapped_slices_copied_file_to_file_leave_the_same_file_and_hash_as_written_bytes() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open_url(dir.path().join("store").to_str().unwrap()).unwrap();
+        let key = crate::store::StageKey {
+            stage: "t".into(),
+            version: 1,
+            config: serde_json::Value::Null,
+            inputs: vec![],
+        };
+        let payload: Vec<u8> = (0..5u32 << 19).map(|i| (i % 253) as u8).collect();
+        store.put(&key, &payload).unwrap();
+        // A large entry of a local store is mapped; its slices of 1 MiB or more are copied.
+        let entry = store.load_shared(&key, Ok::<_, String>).unwrap();
+        let big = entry.slice(7..COPY_BYTES + 10);
+        let small = entry.slice(100..5000);
+        let heap = payload[..COPY_BYTES + 1].to_vec();
+        assert!(crate::store::mapped::source(&big).is_some(), "the copy path is taken");
+        assert!(crate::store::mapped::source(&heap).is_none());
+        let staging = Staging::new(&dir.path().join("out")).unwrap();
+        let mut file = staging.create("a/f.jsonl").unwrap();
+        let mut expected = Vec::new();
+        // Buffered bytes before, between and after copies; copies back to back; the whole entry.
+        for bytes in [&b"head"[..], &big, &big, &small, &heap, b"mid", &entry, b"tail"] {
+            file.write_bytes(bytes).unwrap();
+            expected.extend_from_slice(bytes);
+        }
+        file.write_all(b"end").unwrap();
+        expected.extend_from_slice(b"end");
+        let (rel, hash) = file.finish().unwrap();
+        let written = std::fs::read(staging.tmp.join(&rel)).unwrap();
+        assert!(
+            written == expected,
+            "{} bytes written, {} expected",
+            written.len(),
+            expected.len()
+        );
+        assert_eq!(hash, blake3::hash(&written).to_hex().to_string());
+    }
+}

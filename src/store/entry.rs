@@ -167,4 +167,34 @@ mod tests {
         // An empty payload still has a checksum bound to its key.
         assert_ne!(frame(A, b"")[40..], frame(B, b"")[40..]);
     }
+
+    #[test]
+    fn a_header_of_parts_equals_the_header_of_the_joined_payload_at_every_split() {
+        // XXH3 changes its inner path at 16, 128, 240 bytes, each 64-byte stripe, each 1024-byte
+        // block and its 256-byte streaming buffer: a store writes an entry in parts
+        // ([`header`]) and reads it whole ([`open`]), so every split must hash alike.
+        let payload: Vec<u8> = (0..2600u32).map(|i| (i * 131 % 251) as u8).collect();
+        let lens = [
+            0, 1, 3, 4, 8, 9, 16, 17, 64, 128, 129, 240, 241, 255, 256, 257, 512, 1023, 1024, 1025, 2048, 2600,
+        ];
+        for len in lens {
+            let p = &payload[..len];
+            let whole = header(A, &[p]);
+            for cut in 0..=len {
+                assert_eq!(header(A, &[&p[..cut], &p[cut..]]), whole, "{len} cut at {cut}");
+            }
+            for a in (0..=len).step_by(37) {
+                for b in (a..=len).step_by(53) {
+                    assert_eq!(
+                        header(A, &[&p[..a], &p[a..b], b"", &p[b..]]),
+                        whole,
+                        "{len} cut at {a}, {b}"
+                    );
+                }
+            }
+            let mut bytes = whole.to_vec();
+            bytes.extend_from_slice(p);
+            assert_eq!(open(A, &bytes), Ok(p), "{len}");
+        }
+    }
 }

@@ -132,4 +132,26 @@ mod tests {
         let not_a_spec = r#"{"toolkits":{"specs":[{"description":"no name"}],"toolkits":[[0]]}}"#;
         assert!(serde_json::from_str::<Holder>(not_a_spec).is_err());
     }
+
+    #[test]
+    fn a_table_is_read_exactly_when_its_toolkits_parse_as_specs_even_at_the_nesting_limit() {
+        // serde_json refuses JSON nested deeper than 128 levels. A spec is checked alone when
+        // the table is read and parsed as an element of its toolkit's list when first read: the
+        // two must agree at every depth (else a read table would panic on first use, not be
+        // recomputed).
+        for depth in 120..135 {
+            let spec = format!(
+                r#"{{"name":"a","parameters":{}{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let table = format!(r#"{{"toolkits":{{"specs":[{spec}],"toolkits":[[0]]}}}}"#);
+            let list = serde_json::from_str::<Vec<crate::tools::ToolSpec>>(&format!("[{spec}]"));
+            let read = serde_json::from_str::<Holder>(&table);
+            assert_eq!(read.is_ok(), list.is_ok(), "depth {depth}");
+            if let (Ok(read), Ok(list)) = (read, list) {
+                assert_eq!(read.toolkits[0].as_slice(), list.as_slice(), "depth {depth}");
+            }
+        }
+    }
 }

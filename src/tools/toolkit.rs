@@ -1,7 +1,7 @@
 //! A row's toolkit ([`Toolkit`]): its tool specs, shared by the rows that hold the same list,
-//! with their compact JSON text computed once; a toolkit read from a store entry
-//! ([`Toolkit::from_json`]) keeps the entry's text and parses its specs only when they are read
-//! (issue 34: a merge reads every compile item and, for most toolkits, never their specs).
+//! with their compact JSON text computed once; a toolkit read from a store entry (made of the
+//! entry's spec texts, [`Toolkit::from_spec_texts`], or of a list's text, [`Toolkit::from_json`])
+//! keeps that text and parses its specs only when they are read (issue 34: a merge reads every compile item and, for most toolkits, never their specs).
 
 use std::sync::{Arc, OnceLock};
 
@@ -19,9 +19,10 @@ use super::ToolSpec;
 ///
 /// A toolkit's compact JSON text is computed once per shared list, by whichever of the store
 /// entry, the trajectories key and the rows emitter asks first ([`Toolkit::json`]); a write clears
-/// it. A toolkit made from that text ([`Toolkit::from_json`], what a store entry's decode gives)
-/// holds the text and its tool names only; the specs are parsed on the first read through
-/// `Deref`, once per shared list (thread-safe), and [`Toolkit::json`] is the text itself.
+/// it. A toolkit made from that text ([`Toolkit::from_json`]) or from its specs' texts
+/// ([`Toolkit::from_spec_texts`], what a store entry's decode gives) holds the text(s) and its
+/// tool names only; the specs are parsed on the first read through `Deref`, once per shared list
+/// (thread-safe), and [`Toolkit::json`] is the text itself (the spec texts joined).
 /// [`Toolkit::names`] reads the names without parsing the specs.
 #[derive(Debug, Clone, Default)]
 pub struct Toolkit(Arc<Specs>);
@@ -285,9 +286,15 @@ pub struct SpecText {
 
 impl SpecText {
     /// `text` checked as one spec. Errors: it is not a spec object (or array) as
-    /// [`ToolSpec`]'s deserialisation accepts it.
+    /// [`ToolSpec`]'s deserialisation accepts it as an element of a list (checked as `[text]`:
+    /// serde_json's nesting limit of 128 counts the list's level too, so a spec nested to the
+    /// limit alone would pass and its toolkit's list then fail to parse).
     pub fn parse(text: &str) -> Result<SpecText, serde_json::Error> {
-        let shape: SpecShape = serde_json::from_str(text)?;
+        let mut list = String::with_capacity(text.len() + 2);
+        list.push('[');
+        list.push_str(text);
+        list.push(']');
+        let [shape]: [SpecShape; 1] = serde_json::from_str(&list)?;
         Ok(SpecText {
             text: text.into(),
             reference: shape.description.empty && shape.parameters.null,

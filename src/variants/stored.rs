@@ -7,8 +7,9 @@
 //! compile item, so it covers what the stage reads of the whole build too (the drift plan over
 //! the catalog, the distractor pool over every group); the code fingerprint is in the config.
 //!
-//! Payload (version 3): `[counts, {"rows": [row…], "toolkits": [toolkit text…]}]`. A variant row
-//! is written as its difference from its parent (`Row`): the parent's id, the row's own id and
+//! Payload (version 3): `[counts, {"rows": [row…], "toolkits": {"specs": [spec…], "toolkits":
+//! [[index…]…]}}]` (the toolkits as [`crate::tools::spec_table`] writes them). A variant row is
+//! written as its difference from its parent (`Row`): the parent's id, the row's own id and
 //! `meta`, and only the fields whose value differs from the parent's (a perturbed request, drifted
 //! or renamed calls; byte-identical JSON counts as the same). The other fields — the gold answer,
 //! the joined table's columns, the setup calls, the SQL — are the parent's, which the reader
