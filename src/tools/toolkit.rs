@@ -1,7 +1,8 @@
 //! A row's toolkit ([`Toolkit`]): its tool specs, shared by the rows that hold the same list,
 //! with their compact JSON text computed once; a toolkit read from a store entry (made of the
 //! entry's spec texts, [`Toolkit::from_spec_texts`], or of a list's text, [`Toolkit::from_json`])
-//! keeps that text and parses its specs only when they are read (issue 34: a merge reads every compile item and, for most toolkits, never their specs).
+//! keeps that text and parses its specs only when they are read (issue 34: a merge reads every
+//! compile item and, for most toolkits, never their specs).
 
 use std::sync::{Arc, OnceLock};
 
