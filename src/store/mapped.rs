@@ -53,9 +53,9 @@ pub fn source(bytes: &[u8]) -> Option<(Arc<File>, u64)> {
     (start + bytes.len() <= base + len).then(|| (file.clone(), (start - base) as u64))
 }
 
-/// Copies `bytes`, a slice of a mapped entry at `offset` in `src`, to `out` at its current
-/// position (advancing it) inside the kernel; returns how many bytes were copied — fewer than
-/// `bytes.len()` (down to 0) when the kernel refuses or stops (another filesystem on an old
+/// Copies the `len` bytes at `offset` in `src` (a slice of a mapped entry, [`source`]) to `out`
+/// at its current position (advancing it) inside the kernel; returns how many bytes were copied
+/// — fewer than `len` (down to 0) when the kernel refuses or stops (another filesystem on an old
 /// kernel, an unsupported file type), and the caller writes the rest itself.
 pub fn copy_to(src: &File, offset: u64, len: usize, out: &File) -> usize {
     let (mut off_in, mut done) = (offset, 0);

@@ -36,12 +36,10 @@ struct Specs {
     /// The specs as compact JSON; set from the start for a toolkit made from text, joined from
     /// `parts` on the first call for one made from spec texts.
     json: OnceLock<Arc<str>>,
-    /// The checked spec texts of a toolkit made from them ([`Toolkit::from_spec_texts`]),
-    /// shared with the other toolkits of the same store entry; empty otherwise.
+    /// The checked spec texts of a toolkit made from text ([`Toolkit::from_spec_texts`],
+    /// shared with the other toolkits of the same store entry; [`Toolkit::from_json`]): its
+    /// names without parsing the specs. Empty for a toolkit made from specs.
     parts: Box<[Arc<SpecText>]>,
-    /// The tool names of a toolkit made from text, in order (read by its shape check); empty
-    /// for a toolkit made from specs, whose names are read from the specs.
-    names: Box<[Box<str>]>,
     /// Whether a toolkit made from text holds a [`ToolSpec::reference`] (read by its shape
     /// check); false for a toolkit made from specs.
     references: bool,
@@ -53,7 +51,6 @@ impl Default for Specs {
             list: OnceLock::from(Vec::new()),
             json: OnceLock::new(),
             parts: Box::default(),
-            names: Box::default(),
             references: false,
         }
     }
@@ -64,8 +61,8 @@ impl Specs {
     fn list(&self) -> &Vec<ToolSpec> {
         self.list.get_or_init(|| {
             let text = self.json();
-            // `Toolkit::from_json` (or `SpecText::parse`, each part) accepted the text by the
-            // same rules as this parse.
+            // `SpecText::parse` accepted each element of the text by the same rules as this
+            // parse (`Toolkit::from_json`, `Toolkit::from_spec_texts`).
             serde_json::from_str(text).expect("a toolkit's text passed its shape check")
         })
     }
@@ -132,15 +129,17 @@ impl Toolkit {
     /// optional string `description`, any JSON `parameters` and `output_parameters`), without
     /// building them; the names are kept. Errors: the text is not such a list.
     pub fn from_json(text: Arc<str>) -> Result<Toolkit, serde_json::Error> {
-        let shapes: Vec<SpecShape> = serde_json::from_str(&text)?;
-        let references = shapes.iter().any(|s| s.description.empty && s.parameters.null);
-        let names = shapes.into_iter().map(|s| s.name.into_boxed_str()).collect();
+        // Each element checked as `SpecText::parse` checks it: as an element of a list.
+        let elements: Vec<&serde_json::value::RawValue> = serde_json::from_str(&text)?;
+        let parts: Box<[Arc<SpecText>]> = elements
+            .into_iter()
+            .map(|e| SpecText::parse(e.get()).map(Arc::new))
+            .collect::<Result<_, _>>()?;
         Ok(Toolkit(Arc::new(Specs {
             list: OnceLock::new(),
             json: OnceLock::from(text),
-            parts: Box::default(),
-            names,
-            references,
+            references: parts.iter().any(|s| s.reference),
+            parts,
         })))
     }
 
@@ -158,7 +157,6 @@ impl Toolkit {
             list: OnceLock::new(),
             json: OnceLock::new(),
             parts: specs.iter().map(|s| Arc::clone(s)).collect(),
-            names: Box::default(),
             references: specs.iter().any(|s| s.reference),
         }))
     }
@@ -167,8 +165,7 @@ impl Toolkit {
     pub fn names(&self) -> Names<'_> {
         match self.0.list.get() {
             Some(list) => Names::Specs(list.iter()),
-            None if !self.0.parts.is_empty() => Names::Parts(self.0.parts.iter()),
-            None => Names::Text(self.0.names.iter()),
+            None => Names::Parts(self.0.parts.iter()),
         }
     }
 
@@ -192,9 +189,7 @@ impl Toolkit {
 pub enum Names<'a> {
     /// Read from the specs.
     Specs(std::slice::Iter<'a, ToolSpec>),
-    /// Read from a toolkit made from text, its specs not parsed.
-    Text(std::slice::Iter<'a, Box<str>>),
-    /// Read from a toolkit made from spec texts, its specs not parsed.
+    /// Read from a toolkit made from text (its spec texts), its specs not parsed.
     Parts(std::slice::Iter<'a, Arc<SpecText>>),
 }
 
@@ -203,7 +198,6 @@ impl<'a> Iterator for Names<'a> {
     fn next(&mut self) -> Option<&'a str> {
         match self {
             Names::Specs(it) => it.next().map(|t| t.name.as_str()),
-            Names::Text(it) => it.next().map(|n| &**n),
             Names::Parts(it) => it.next().map(|p| &*p.name),
         }
     }
@@ -211,7 +205,6 @@ impl<'a> Iterator for Names<'a> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         match self {
             Names::Specs(it) => it.size_hint(),
-            Names::Text(it) => it.size_hint(),
             Names::Parts(it) => it.size_hint(),
         }
     }
@@ -249,7 +242,6 @@ impl std::ops::DerefMut for Toolkit {
         let specs = Arc::make_mut(&mut self.0);
         specs.json = OnceLock::new();
         specs.parts = Box::default();
-        specs.names = Box::default();
         specs.references = false;
         specs.list.get_mut().expect("parsed just now")
     }
