@@ -19,21 +19,37 @@ use crate::tools::pool::KeyDescription;
 use crate::tools::{Call, ToolSpec, Toolkit};
 use crate::verify::Answer;
 
-/// Fingerprint of the running toolforge build: blake3 of its executable, so that any code
-/// change invalidates stage results even when a `*_VERSION` bump was forgotten.
+/// Fingerprint of the running toolforge build: XXH3-128 (hex) of its executable, so that any
+/// code change invalidates stage results even when a `*_VERSION` bump was forgotten. It tells
+/// builds apart, it does not guard against forgers (a store's writers are trusted to run the
+/// same executable, README "Scaling out"), so the cheap non-cryptographic hash serves: every
+/// process (each shard, the merge) hashes its ~60 MB executable once.
 pub fn code_fingerprint() -> &'static str {
     static FP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    if let Some(fp) = FP.get() {
-        return fp;
+    FP.get_or_init(|| {
+        let hash = |path: std::path::PathBuf| -> std::io::Result<String> {
+            let mut hasher = twox_hash::XxHash3_128::new();
+            std::io::copy(&mut std::fs::File::open(path)?, &mut HashWriter(&mut hasher))?;
+            Ok(format!("{:032x}", hasher.finish_128()))
+        };
+        std::env::current_exe()
+            .and_then(hash)
+            .unwrap_or_else(|_| env!("CARGO_PKG_VERSION").to_string())
+    })
+}
+
+/// A writer feeding an XXH3-128 hasher ([`code_fingerprint`]).
+struct HashWriter<'h>(&'h mut twox_hash::XxHash3_128);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf);
+        Ok(buf.len())
     }
-    // Hashed outside the lock's initialiser: the hash runs rayon work, and a rayon thread that
-    // steals a job calling this function while another thread runs the initialiser would wait
-    // for it forever (two builds in one process deadlocked so). Two first callers may both hash.
-    let fp = std::env::current_exe()
-        .ok()
-        .and_then(|p| hash_file(&p).ok())
-        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
-    FP.get_or_init(|| fp)
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// One dataset row. Fields a family does not have stay `None`/empty (e.g. a SeqATIS row has no
@@ -310,6 +326,12 @@ pub struct Build {
     /// each item's variant rows follow its examples and are counted in); empty for other
     /// families.
     pub items: BTreeMap<String, Vec<ItemRef>>,
+    /// `Some`: the variants stage counts the stored variant rows here, by unit (question batch
+    /// or group, as [`Build::item_runs`] gives them) and split, instead of putting them into
+    /// `groups` — a merge whose rows and trajectory files are the shards' stored segments and
+    /// that writes no page reads no variant row (issue 34; set by [`crate::pipeline`] before the
+    /// stage). `None` (every other build): the rows are read.
+    pub variant_rows_counted: Option<BTreeMap<String, BTreeMap<String, usize>>>,
 }
 
 /// One compile item of a group ([`Build::items`]).
@@ -488,6 +510,7 @@ pub fn split_build(recipe: Recipe, source: ResolvedSource, stage: SplitStage) ->
         stats: stage.stats,
         shown: Default::default(),
         items: BTreeMap::new(),
+        variant_rows_counted: None,
     }
 }
 

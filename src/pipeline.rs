@@ -69,8 +69,21 @@ fn compile_family(recipe: Recipe, source: ResolvedSource, store: &Store, progres
 /// [`compile`] with an open store (whose [`crate::store::Scope`] decides which items may be
 /// computed).
 pub fn compile_with(recipe_path: &Path, store: &Store, progress: bool) -> Result<Build, BuildError> {
+    compile_stages(recipe_path, store, progress, false)
+}
+
+/// [`compile_with`]; with `rows_unread` (a merge writing no page) the variants stage of an
+/// executable family without an LLM stage (paraphrases) counts the stored variant rows instead of reading
+/// them ([`Build::variant_rows_counted`]): the merge's rows and trajectory files are the shards'
+/// stored segments, and reading every variant row was a third of its CPU (issue 34).
+fn compile_stages(recipe_path: &Path, store: &Store, progress: bool, rows_unread: bool) -> Result<Build, BuildError> {
     let (recipe, source) = load_recipe(recipe_path)?;
     let mut build = compile_family(recipe, source, store, progress)?;
+    // No LLM stage adds rows after the variants (no endpoint for paraphrases: they are skipped).
+    let variants_alone = build.recipe.variants.is_some() && !llm_stage_configured(&build.recipe, &build.source);
+    if rows_unread && variants_alone && crate::emit::has_segments(&build.recipe.format) {
+        build.variant_rows_counted = Some(Default::default());
+    }
     // A merge missing compile items fails naming them; the later stages would only add noise
     // (requests for a partial build).
     if store.complete() {
@@ -337,7 +350,7 @@ pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     if let Some(shards) = opts.merge {
         store = store.with_scope(Scope::StoredOnly).with_merge_shards(shards);
     }
-    let compiled = compile_with(recipe_path, &store, opts.progress);
+    let compiled = compile_stages(recipe_path, &store, opts.progress, opts.merge.is_some() && opts.no_html);
     if opts.merge.is_some() {
         // A store that failed is not "items missing": re-running shards would not help.
         if let Some(failure) = store.failure() {

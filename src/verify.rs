@@ -16,8 +16,9 @@ use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
 
-/// One cell of an answer. Serialised as plain JSON (`null`, number, string).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One cell of an answer. Serialised as plain JSON (`null`, number, string); read back by the
+/// same rule (a number that fits an `i64` is an `Int`, any other number a `Real`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Datum {
     /// SQL NULL (also NaN from a computation).
@@ -43,6 +44,43 @@ impl Datum {
             Datum::Real(r) => Some(*r),
             _ => None,
         }
+    }
+}
+
+/// Reads what an untagged `Datum` would (`null`, a number, a string), straight from the
+/// deserializer's events: an untagged enum buffers each cell and tries the variants in turn,
+/// building an error for each miss (a merge reads every gold answer of a build: issue 34).
+impl<'de> Deserialize<'de> for Datum {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Datum, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Datum;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an answer cell: null, a number or a string")
+            }
+            fn visit_unit<E>(self) -> Result<Datum, E> {
+                Ok(Datum::Null)
+            }
+            fn visit_none<E>(self) -> Result<Datum, E> {
+                Ok(Datum::Null)
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Datum, E> {
+                Ok(Datum::Int(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Datum, E> {
+                Ok(i64::try_from(v).map_or(Datum::Real(v as f64), Datum::Int))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Datum, E> {
+                Ok(Datum::Real(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Datum, E> {
+                Ok(Datum::Text(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Datum, E> {
+                Ok(Datum::Text(v))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -292,5 +330,55 @@ mod tests {
         let gold = vec![vec![Null, Text("a".into())], vec![Int(3), Null]];
         let cand = vec![vec![Int(3), Null], vec![Null, Text("a".into())]];
         assert!(answers_match(&gold, &cand, false));
+    }
+
+    #[test]
+    fn a_cell_reads_back_as_the_untagged_enum_reads_it() {
+        // The judge: serde's own untagged reading of the same variants.
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        #[serde(untagged)]
+        enum Untagged {
+            Null,
+            Int(i64),
+            Real(f64),
+            Text(String),
+        }
+        let texts = [
+            "null",
+            "0",
+            "-0",
+            "1",
+            "-1",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "18446744073709551615",
+            "1.0",
+            "-0.0",
+            "1e3",
+            "2.5E-7",
+            "1.7976931348623157e308",
+            "\"\"",
+            "\"a\\\"b\\u00e9\"",
+            "true",
+            "false",
+            "[]",
+            "[1]",
+            "{}",
+            "{\"a\":1}",
+        ];
+        for text in texts {
+            let ours = serde_json::from_str::<Datum>(text).ok();
+            let judge = serde_json::from_str::<Untagged>(text).ok().map(|u| match u {
+                Untagged::Null => Datum::Null,
+                Untagged::Int(i) => Datum::Int(i),
+                Untagged::Real(r) => Datum::Real(r),
+                Untagged::Text(t) => Datum::Text(t),
+            });
+            assert_eq!(format!("{ours:?}"), format!("{judge:?}"), "{text}");
+            // Through a JSON value too (answers read from parsed rows).
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::from_value::<Datum>(value).ok(), ours, "{text} as a value");
+        }
     }
 }

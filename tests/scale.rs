@@ -347,6 +347,35 @@ fn sharded_at_n_1_to_4_equals_single(recipe: &str, tmp: &Path) {
             "the merge computes and stores nothing at N={n}: {text}"
         );
         tree::assert_same_tree(&single_out.join(recipe), &merged.join(recipe));
+        if n == 2 {
+            // A merge writing the page reads every row; one without it counts a variants stage's
+            // rows unread (`Build::variant_rows_counted`): every other file is the same.
+            let paged = tmp.join(format!("paged-{recipe}"));
+            let (ok, text) = toolforge(
+                &[
+                    "build",
+                    recipe,
+                    "--quiet",
+                    "--out",
+                    s(&paged),
+                    "--store",
+                    s(&store),
+                    "--merge",
+                    "2",
+                ],
+                &[],
+            );
+            assert!(ok && paged.join(recipe).join("report/index.html").is_file(), "{text}");
+            let page = |rel: &String| {
+                rel == "MANIFEST.json" || (rel.starts_with("report/") && rel != "report/verification.json")
+            };
+            let mut with_page = tree::files(&paged.join(recipe));
+            with_page.retain(|rel, _| !page(rel));
+            let mut without = tree::files(&merged.join(recipe));
+            without.retain(|rel, _| !page(rel));
+            tree::assert_same_files(&with_page, &without, "merges with and without the page");
+            let _ = std::fs::remove_dir_all(&paged);
+        }
         let _ = std::fs::remove_dir_all(&store);
         let _ = std::fs::remove_dir_all(&merged);
     }

@@ -71,6 +71,12 @@ pub fn write_with(
     if up_to_date(out_dir, &build.build_key, page) {
         return Ok(false);
     }
+    // Only the stored segments hold the rows of a build that counted its variant rows unread.
+    anyhow::ensure!(
+        build.variant_rows_counted.is_none() || (!page && has_segments(&build.recipe.format)),
+        "{}: the variant rows were counted, not read, but the page or the rows files need them",
+        build.recipe.name
+    );
     let c = report::counts(build);
     let mut splits: Vec<&str> = build
         .groups

@@ -55,6 +55,15 @@ pub(super) fn counts(build: &Build) -> Counts {
         c.verified += kept;
         c.per_group.insert(group.clone(), (attempted, kept, reasons));
     }
+    // Variant rows a merge counted without reading them (they are in its stored segments).
+    for (split, n) in build
+        .variant_rows_counted
+        .iter()
+        .flatten()
+        .flat_map(|(_, by_split)| by_split)
+    {
+        *c.per_split.entry(split.clone()).or_insert(0) += n;
+    }
     c
 }
 

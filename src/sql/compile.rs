@@ -240,6 +240,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         stats: serde_json::Map::new(),
         shown,
         items,
+        variant_rows_counted: None,
     };
     match build.recipe.format.as_str() {
         "sel" => toolkit::sel_summary(&mut build),

@@ -11,10 +11,15 @@
 //! makes each toolkit of its shared texts ([`Toolkit::from_spec_texts`]); a toolkit's joined
 //! text is made when asked for, its specs parsed only when read.
 //!
+//! A spec text is checked once per process ([`checked`]): the checked texts live in a registry
+//! while any toolkit holds them, so the tables of many entries that list the same specs (the SEL
+//! tools in each of a merge's 72 question batches, a drifted spec in each unit's variant rows)
+//! share one check and one copy.
+//!
 //! Use as `#[serde(with = "crate::tools::spec_table")]` on a `Vec<Toolkit>` field.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use serde::de::Error as _;
 use serde::ser::Error as _;
@@ -67,7 +72,7 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Toolkit>, D::E
     let specs = read
         .specs
         .iter()
-        .map(|raw| SpecText::parse(raw.get()).map(Arc::new))
+        .map(|raw| checked(raw.get()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(D::Error::custom)?;
     read.toolkits
@@ -84,6 +89,46 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Toolkit>, D::E
             Ok(Toolkit::from_spec_texts(&parts))
         })
         .collect()
+}
+
+/// The checked spec of `text` ([`SpecText::parse`]), shared with every other holder of the same
+/// text in this process: a text checked before and still held is not checked again. Errors: as
+/// [`SpecText::parse`] (a refused text is not remembered).
+pub fn checked(text: &str) -> Result<Arc<SpecText>, serde_json::Error> {
+    /// Checked texts by their XXH3-128 digest (a hit is compared text to text), held weakly: a
+    /// text no toolkit holds any more is dropped, and its entry swept when the registry has
+    /// doubled since the last sweep.
+    struct Registry {
+        texts: HashMap<u128, Weak<SpecText>>,
+        swept_at: usize,
+    }
+    static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+    let digest = twox_hash::XxHash3_128::oneshot(text.as_bytes());
+    let lookup = |registry: &Option<Registry>| {
+        registry
+            .as_ref()
+            .and_then(|r| r.texts.get(&digest))
+            .and_then(Weak::upgrade)
+            .filter(|spec| spec.text() == text)
+    };
+    // A poisoned lock only means a thread panicked while holding it; the map is still whole.
+    let lock = || REGISTRY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(spec) = lookup(&lock()) {
+        return Ok(spec);
+    }
+    // Checked outside the lock (entries are read in parallel).
+    let spec = Arc::new(SpecText::parse(text)?);
+    let mut guard = lock();
+    let registry = guard.get_or_insert_with(|| Registry {
+        texts: HashMap::new(),
+        swept_at: 1024,
+    });
+    registry.texts.insert(digest, Arc::downgrade(&spec));
+    if registry.texts.len() >= 2 * registry.swept_at {
+        registry.texts.retain(|_, w| w.strong_count() > 0);
+        registry.swept_at = registry.texts.len().max(1024);
+    }
+    Ok(spec)
 }
 
 #[cfg(test)]
@@ -153,5 +198,20 @@ mod tests {
                 assert_eq!(read.toolkits[0].as_slice(), list.as_slice(), "depth {depth}");
             }
         }
+    }
+
+    #[test]
+    fn a_spec_text_is_checked_once_and_shared_while_held() {
+        let text = r#"{"name":"shared_once","description":"d","parameters":{"type":"object"}}"#;
+        let first = super::checked(text).unwrap();
+        let again = super::checked(text).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &again), "one check, one copy");
+        assert_eq!(again.text(), text);
+        // Another text is another spec; a refused text is refused every time.
+        let other = super::checked(&text.replace("shared_once", "other_one")).unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&first, &other));
+        let bad = r#"{"description":"no name"}"#;
+        assert!(super::checked(bad).is_err());
+        assert!(super::checked(bad).is_err());
     }
 }

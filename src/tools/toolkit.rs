@@ -294,6 +294,11 @@ impl SpecText {
             name: shape.name.into_boxed_str(),
         })
     }
+
+    /// The spec's JSON text, as checked.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
 }
 
 /// A [`ToolSpec`] checked without being built: the same fields in the same order, each accepting

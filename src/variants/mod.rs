@@ -211,6 +211,8 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
     // computed or read here, (its item's index, its variant rows).
     type UnitRows = (Option<usize>, Vec<Example>);
     let mut by_group: Vec<(String, Vec<UnitRows>)> = Vec::new();
+    // A merge that reads no row ([`Build::variant_rows_counted`]) counts the stored rows by split.
+    let mut counted = build.variant_rows_counted.clone();
     for (group, outcome) in &build.groups {
         let units: Vec<(String, Option<usize>, std::ops::Range<usize>)> = match build.item_runs(group) {
             Some(runs) => runs
@@ -231,7 +233,13 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
                 continue;
             }
             let examples = &outcome.examples[range.clone()];
-            let found = store.and_then(|s| s.load(&key, |b| stored::GroupVariants::decode(b, examples)));
+            let found = match (store, counted.as_mut()) {
+                (Some(s), Some(by_unit)) => s.load(&key, stored::GroupVariants::decode_counts).map(|(v, n)| {
+                    by_unit.insert(unit.clone(), n);
+                    v
+                }),
+                (s, _) => s.and_then(|s| s.load(&key, |b| stored::GroupVariants::decode(b, examples))),
+            };
             let variants = match found {
                 Some(v) => v,
                 None if shard.is_none() && store.is_some_and(|s| !crate::dataset::claim_group(s, &key, &unit)) => {
@@ -259,6 +267,7 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
     for (group, rows_of) in by_group {
         build.insert_after_runs(&group, rows_of);
     }
+    build.variant_rows_counted = counted;
     let mut v = serde_json::Map::new();
     v.insert("seed".into(), json!(seed));
     v.insert("rows".into(), json!(total.counts));

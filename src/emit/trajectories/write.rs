@@ -113,7 +113,7 @@ impl<'b> Trajectories<'b> {
             let window_segments =
                 |window: &[Unit]| -> Result<Vec<Option<Segment>>> { window.par_iter().map(segment_of).collect() };
             let mut previous: Option<(&[Unit], Vec<Option<Segment>>)> = None;
-            for window in windows(&units, |u| u.examples.len()) {
+            for window in windows(&units, |u| u.rows) {
                 let (wrote, segments) = rayon::join(
                     || previous.take().map_or(Ok(()), |(w, s)| write_window(w, s)),
                     || window_segments(window),
@@ -167,6 +167,10 @@ impl<'b> Trajectories<'b> {
     fn units(&self) -> Result<Vec<Unit<'b>>> {
         let build = self.build;
         let per_item = crate::emit::segments_per_item(&build.recipe);
+        let counted = |unit: &str| {
+            let by_split = build.variant_rows_counted.as_ref().and_then(|c| c.get(unit));
+            by_split.map_or(0, |n| n.values().sum::<usize>())
+        };
         let mut units = Vec::new();
         for (group, outcome) in &build.groups {
             let Some(runs) = build.item_runs(group) else {
@@ -177,6 +181,7 @@ impl<'b> Trajectories<'b> {
                 units.push(Unit {
                     group,
                     examples: &outcome.examples,
+                    rows: outcome.examples.len() + counted(group),
                     key: segments::key(build, group),
                     claim: Claim::Later(group),
                 });
@@ -190,6 +195,7 @@ impl<'b> Trajectories<'b> {
                 };
                 units.push(Unit {
                     group,
+                    rows: range.len() + counted(&item.name),
                     examples: &outcome.examples[range],
                     key,
                     claim,
@@ -342,6 +348,9 @@ struct Unit<'a> {
     group: &'a str,
     /// The examples, in group order.
     examples: &'a [Example],
+    /// Its rows: the examples and the variant rows counted unread
+    /// ([`Build::variant_rows_counted`]).
+    rows: usize,
     /// The segment's store key ([`segments::key`] or [`segments::item_key`]).
     key: crate::store::StageKey,
     /// How a shard claims the unit.

@@ -7,8 +7,10 @@
 //! compile item, so it covers what the stage reads of the whole build too (the drift plan over
 //! the catalog, the distractor pool over every group); the code fingerprint is in the config.
 //!
-//! Payload (version 3): `[counts, {"rows": [row…], "toolkits": {"specs": [spec…], "toolkits":
-//! [[index…]…]}}]` (the toolkits as [`crate::tools::spec_table`] writes them). A variant row is
+//! Payload (version 4): the counts line `{"rows_by_split": {split: n}, "counts", "rejected", …}`
+//! and a newline, then `{"rows": [row…], "toolkits": {"specs": [spec…], "toolkits":
+//! [[index…]…]}, "new_specs": [spec…]}` (the toolkits as [`crate::tools::spec_table`] writes
+//! them). A merge that reads no row reads the counts line alone ([`GroupVariants::decode_counts`]). A variant row is
 //! written as its difference from its parent (`Row`): the parent's id, the row's own id and
 //! `meta`, and only the fields whose value differs from the parent's (a perturbed request, drifted
 //! or renamed calls; byte-identical JSON counts as the same). The other fields — the gold answer,
@@ -17,7 +19,9 @@
 //! a merge reads every group's variants, and in version 1 (every row whole) parsing the repeated
 //! gold answers and columns was half a slot-spider-variants merge's CPU. A row's toolkit is its
 //! parent's (`tools` absent) or an index into `toolkits` (each distinct toolkit once, as a table
-//! of the distinct specs, [`crate::tools::spec_table`]: version 3).
+//! of the distinct specs, [`crate::tools::spec_table`]: version 3). A drift row's A_new
+//! (`meta.variant.tools_new`) is taken out of its `meta` and written as indices into
+//! `new_specs`, each distinct spec once (`NewTools`: version 4).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -30,13 +34,17 @@ use crate::tools::pool::KeyDescription;
 use crate::tools::{Call, Toolkit};
 use crate::verify::Answer;
 
+mod new_tools;
+use new_tools::{NewSpecs, NewTools, put_back};
+
 /// Stage name of a group's variants in the store.
 pub const STAGE: &str = "variants";
 
 /// Version of the stored variants; bump when a group's variants change for the same build key.
 /// 2: rows written as their difference from their parent (`Row`); 3: toolkits as a table of
-/// their distinct specs ([`crate::tools::spec_table`]).
-pub const VARIANTS_VERSION: u32 = 3;
+/// their distinct specs ([`crate::tools::spec_table`]); 4: drift's A_new specs as a table
+/// (`NewTools`), the counts (with the rows by split) on a line of their own before the rows.
+pub const VARIANTS_VERSION: u32 = 4;
 
 /// The variant rows of one group and the stage's counts over it (summed over groups by
 /// [`GroupVariants::add`]).
@@ -61,6 +69,8 @@ pub struct GroupVariants {
 /// The counts of a [`GroupVariants`] as stored (the rows go beside them).
 #[derive(Serialize, Deserialize)]
 struct Counts {
+    /// The rows by split (what a merge that reads no row counts, [`GroupVariants::decode_counts`]).
+    rows_by_split: BTreeMap<String, usize>,
     counts: BTreeMap<String, usize>,
     rejected: BTreeMap<String, usize>,
     near_identical: usize,
@@ -112,6 +122,10 @@ struct Row {
     difficulty: Option<Option<String>>,
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     tools: Option<u32>,
+    /// `meta.variant.tools_new`, taken out of `meta`: its place among `meta.variant`'s keys and
+    /// its elements as indices into the payload's `new_specs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tools_new: Option<NewTools>,
 }
 
 /// The stored rows: [`Row`]s and the distinct toolkits they index, as a table of their distinct
@@ -121,6 +135,8 @@ struct StoredRows {
     rows: Vec<Row>,
     #[serde(with = "crate::tools::spec_table")]
     toolkits: Vec<Toolkit>,
+    /// The distinct elements of the rows' `meta.variant.tools_new` ([`NewTools`]), as JSON text.
+    new_specs: Vec<Box<serde_json::value::RawValue>>,
 }
 
 /// `row`'s value when it differs from `parent`'s: by `==`, and for values that may hold floats
@@ -143,6 +159,7 @@ fn to_row(
     parents: &HashMap<&str, &Example>,
     toolkits: &mut Vec<Toolkit>,
     index: &mut HashMap<usize, u32>,
+    new_specs: &mut NewSpecs,
 ) -> Row {
     let parent_id = row
         .meta
@@ -172,10 +189,13 @@ fn to_row(
         meta,
     } = row;
     let same_tools = tools.id() == p.tools.id() || tools.json() == p.tools.json();
+    let mut meta = meta.clone();
+    let tools_new = new_specs.take(&mut meta);
     Row {
         parent: found.map(|(id, _)| id.to_string()),
         id: id.clone(),
-        meta: meta.clone(),
+        meta,
+        tools_new,
         dataset: differs(dataset, &p.dataset, false),
         split: differs(split, &p.split, false),
         db_id: differs(db_id, &p.db_id, false),
@@ -200,7 +220,12 @@ fn to_row(
 
 /// The example of stored `row`: its own fields, the parent's (in `parents`) for the others.
 /// Errors: a parent not in the group, a toolkit index out of range.
-fn from_row(row: Row, parents: &HashMap<&str, &Example>, toolkits: &[Toolkit]) -> Result<Example, String> {
+fn from_row(
+    row: Row,
+    parents: &HashMap<&str, &Example>,
+    toolkits: &[Toolkit],
+    new_specs: &[Value],
+) -> Result<Example, String> {
     let default = Example::default();
     let p: &Example = match row.parent.as_deref() {
         Some(id) => parents
@@ -208,6 +233,10 @@ fn from_row(row: Row, parents: &HashMap<&str, &Example>, toolkits: &[Toolkit]) -
             .ok_or_else(|| format!("variant {} of {id}, which the group does not have", row.id))?,
         None => &default,
     };
+    let mut meta = row.meta;
+    if let Some(new) = row.tools_new {
+        put_back(&mut meta, new, new_specs).map_err(|e| format!("variant {}: {e}", row.id))?;
+    }
     let tools = match row.tools {
         None => p.tools.clone(),
         Some(i) => toolkits
@@ -253,8 +282,16 @@ fn from_row(row: Row, parents: &HashMap<&str, &Example>, toolkits: &[Toolkit]) -
             .key_values_and_descriptions
             .unwrap_or_else(|| key_values_and_descriptions.clone()),
         difficulty: row.difficulty.unwrap_or_else(|| difficulty.clone()),
-        meta: row.meta,
+        meta,
     })
+}
+
+/// The counts line of a payload, parsed, and the rest (the rows). Errors: no newline, counts
+/// that do not parse.
+fn split_counts(bytes: &[u8]) -> Result<(Counts, &[u8]), String> {
+    let newline = bytes.iter().position(|&b| b == b'\n').ok_or("no counts line")?;
+    let counts = serde_json::from_slice(&bytes[..newline]).map_err(|e| format!("counts: {e}"))?;
+    Ok((counts, &bytes[newline + 1..]))
 }
 
 /// The store key of the variants of unit `group` in `build` (at the variants stage): a
@@ -287,7 +324,12 @@ impl GroupVariants {
     /// The store payload (module docs), each row written as its difference from its parent in
     /// `parents` (the group's examples the rows were made from).
     pub fn encode(&self, parents: &[Example]) -> Vec<u8> {
+        let mut rows_by_split = BTreeMap::new();
+        for r in &self.rows {
+            *rows_by_split.entry(r.split.clone()).or_default() += 1;
+        }
         let counts = Counts {
+            rows_by_split,
             counts: self.counts.clone(),
             rejected: self.rejected.clone(),
             near_identical: self.near_identical,
@@ -297,27 +339,34 @@ impl GroupVariants {
         };
         let by_id = parents_by_id(parents);
         let (mut toolkits, mut index) = (Vec::new(), HashMap::new());
+        let mut new_specs = NewSpecs::default();
         let rows: Vec<Row> = self
             .rows
             .iter()
-            .map(|r| to_row(r, &by_id, &mut toolkits, &mut index))
+            .map(|r| to_row(r, &by_id, &mut toolkits, &mut index, &mut new_specs))
             .collect();
-        let stored = StoredRows { rows, toolkits };
-        serde_json::to_vec(&(counts, stored)).expect("serialisable")
+        let stored = StoredRows {
+            rows,
+            toolkits,
+            new_specs: new_specs.texts,
+        };
+        // Compact JSON holds no raw newline: the counts line ends at the first one.
+        let mut out = serde_json::to_vec(&counts).expect("serialisable");
+        out.push(b'\n');
+        serde_json::to_writer(&mut out, &stored).expect("serialisable");
+        out
     }
 
-    /// The variants of an [`GroupVariants::encode`]d payload, each row's unwritten fields cloned
-    /// from its parent in `parents`; `Err(why)` when it is not one (also: a parent the group
-    /// lacks, a toolkit that is not a list of specs, a toolkit index out of range).
-    pub fn decode(bytes: &[u8], parents: &[Example]) -> Result<GroupVariants, String> {
-        let (c, stored): (Counts, StoredRows) = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        let by_id = parents_by_id(parents);
-        let rows = stored
-            .rows
-            .into_iter()
-            .map(|r| from_row(r, &by_id, &stored.toolkits))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(GroupVariants {
+    /// The counts line of an [`GroupVariants::encode`]d payload, without reading its rows: the
+    /// stage's counts (`rows` empty) and the rows by split. `Err(why)` when it is not one.
+    pub fn decode_counts(bytes: &[u8]) -> Result<(GroupVariants, BTreeMap<String, usize>), String> {
+        let (c, _) = split_counts(bytes)?;
+        let rows_by_split = c.rows_by_split.clone();
+        Ok((GroupVariants::of_counts(c, Vec::new()), rows_by_split))
+    }
+
+    fn of_counts(c: Counts, rows: Vec<Example>) -> GroupVariants {
+        GroupVariants {
             rows,
             counts: c.counts,
             rejected: c.rejected,
@@ -325,7 +374,38 @@ impl GroupVariants {
             answering: c.answering,
             instance_ops: c.instance_ops,
             instance_tools: c.instance_tools,
-        })
+        }
+    }
+
+    /// The variants of an [`GroupVariants::encode`]d payload, each row's unwritten fields cloned
+    /// from its parent in `parents`; `Err(why)` when it is not one (also: a parent the group
+    /// lacks, a toolkit that is not a list of specs, a toolkit or new spec index out of range).
+    pub fn decode(bytes: &[u8], parents: &[Example]) -> Result<GroupVariants, String> {
+        let (c, rows) = split_counts(bytes)?;
+        let stored: StoredRows = serde_json::from_slice(rows).map_err(|e| format!("rows: {e}"))?;
+        let by_id = parents_by_id(parents);
+        let new_specs = stored
+            .new_specs
+            .iter()
+            .map(|t| serde_json::from_str(t.get()))
+            .collect::<Result<Vec<Value>, _>>()
+            .map_err(|e| e.to_string())?;
+        let rows = stored
+            .rows
+            .into_iter()
+            .map(|r| from_row(r, &by_id, &stored.toolkits, &new_specs))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut by_split = BTreeMap::new();
+        for r in &rows {
+            *by_split.entry(r.split.clone()).or_default() += 1;
+        }
+        if by_split != c.rows_by_split {
+            return Err(format!(
+                "rows by split {by_split:?}, the counts say {:?}",
+                c.rows_by_split
+            ));
+        }
+        Ok(GroupVariants::of_counts(c, rows))
     }
 }
 
@@ -433,5 +513,79 @@ mod tests {
                 .unwrap_err()
                 .contains("toolkit 7")
         );
+    }
+
+    #[test]
+    fn a_drift_rows_new_specs_are_stored_once_and_decode_to_the_same_meta_text() {
+        let parents = vec![parent("p"), parent("q")];
+        let a = json!({"name": "f_v2", "description": "d", "parameters": {"type": "object", "x": 1.5e-7}});
+        let b = json!({"name": "g", "description": "e", "parameters": null});
+        let drift = |p: &Example, variant: Value| super::super::variant_row(p, "drift", "drift", variant);
+        let rows = vec![
+            // A_new first, last, alone; the same specs in several rows; a tools_new that is not a
+            // list stays in meta as it is.
+            drift(
+                &parents[0],
+                json!({"tools_new": [a.clone(), b.clone()], "changes": {"f": ["rename"]}, "loud_calls": []}),
+            ),
+            drift(
+                &parents[1],
+                json!({"changes": {}, "tools_new": [b.clone(), a.clone(), a]}),
+            ),
+            drift(&parents[1], json!({"tools_new": []})),
+            drift(&parents[0], json!({"tools_new": "not a list", "z": 0})),
+            drift(&parents[0], json!({"other": 1})),
+        ];
+        let v = GroupVariants {
+            rows,
+            ..GroupVariants::default()
+        };
+        let bytes = v.encode(&parents);
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert_eq!(text.matches(r#""name":"f_v2""#).count(), 1, "{text}");
+        let back = GroupVariants::decode(&bytes, &parents).unwrap();
+        assert_eq!(back, v);
+        // The judge of key order: each row's meta as JSON text, as the rows files write it.
+        for (b, r) in back.rows.iter().zip(&v.rows) {
+            assert_eq!(
+                serde_json::to_string(&b.meta).unwrap(),
+                serde_json::to_string(&r.meta).unwrap()
+            );
+        }
+        // An index out of range does not decode.
+        let bad = text.replace(r#""specs":[1,0,0]"#, r#""specs":[1,0,7]"#);
+        assert_ne!(bad, text);
+        assert!(GroupVariants::decode(bad.as_bytes(), &parents).is_err());
+    }
+
+    #[test]
+    fn the_counts_line_is_read_without_the_rows_and_must_agree_with_them() {
+        let parents = vec![parent("p"), parent("q")];
+        let row = |p: &Example, suffix: &str| super::super::variant_row(p, suffix, "perturb", json!({}));
+        let mut v = GroupVariants {
+            rows: vec![row(&parents[0], "a"), row(&parents[1], "b"), row(&parents[1], "c")],
+            ..GroupVariants::default()
+        };
+        v.rows[2].split = "train".into();
+        v.counts.insert("perturb".into(), 3);
+        let bytes = v.encode(&parents);
+        let (counts, by_split) = GroupVariants::decode_counts(&bytes).unwrap();
+        assert!(counts.rows.is_empty());
+        assert_eq!(counts.counts, v.counts);
+        assert_eq!(
+            by_split,
+            BTreeMap::from([("dev".to_string(), 2), ("train".to_string(), 1)])
+        );
+        // Only the counts line is read: rows that do not parse do not matter to it.
+        let newline = bytes.iter().position(|&b| b == b'\n').unwrap();
+        let mut cut = bytes[..=newline].to_vec();
+        cut.extend_from_slice(b"not rows");
+        assert!(GroupVariants::decode_counts(&cut).is_ok());
+        assert!(GroupVariants::decode(&cut, &parents).is_err());
+        // A counts line that disagrees with the rows is not a payload.
+        let text = String::from_utf8(bytes).unwrap();
+        let lying = text.replacen(r#""dev":2"#, r#""dev":1"#, 1);
+        assert_ne!(lying, text);
+        assert!(GroupVariants::decode(lying.as_bytes(), &parents).is_err());
     }
 }
