@@ -19,38 +19,7 @@ use crate::tools::pool::KeyDescription;
 use crate::tools::{Call, ToolSpec, Toolkit};
 use crate::verify::Answer;
 
-/// Fingerprint of the running toolforge build: XXH3-128 (hex) of its executable, so that any
-/// code change invalidates stage results even when a `*_VERSION` bump was forgotten. It tells
-/// builds apart, it does not guard against forgers (a store's writers are trusted to run the
-/// same executable, README "Scaling out"), so the cheap non-cryptographic hash serves: every
-/// process (each shard, the merge) hashes its ~60 MB executable once.
-pub fn code_fingerprint() -> &'static str {
-    static FP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    FP.get_or_init(|| {
-        let hash = |path: std::path::PathBuf| -> std::io::Result<String> {
-            let mut hasher = twox_hash::XxHash3_128::new();
-            std::io::copy(&mut std::fs::File::open(path)?, &mut HashWriter(&mut hasher))?;
-            Ok(format!("{:032x}", hasher.finish_128()))
-        };
-        std::env::current_exe()
-            .and_then(hash)
-            .unwrap_or_else(|_| env!("CARGO_PKG_VERSION").to_string())
-    })
-}
-
-/// A writer feeding an XXH3-128 hasher ([`code_fingerprint`]).
-struct HashWriter<'h>(&'h mut twox_hash::XxHash3_128);
-
-impl std::io::Write for HashWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+pub use crate::store::code_fingerprint;
 
 /// One dataset row. Fields a family does not have stay `None`/empty (e.g. a SeqATIS row has no
 /// `db_id`, `sql` or `gold_answer`).

@@ -295,6 +295,10 @@ impl std::io::Write for StagedFile {
 /// ([`StagedFile::write_bytes`]).
 const COPY_BYTES: usize = 1 << 20;
 
+/// Pieces at least this large are written to the file without passing through its buffer
+/// ([`StagedFile::write_bytes`]).
+const DIRECT_BYTES: usize = 64 << 10;
+
 impl StagedFile {
     /// Writes `bytes` as `write_all` does. A large slice of a mapped local store entry (the
     /// merge's segments and rows, [`crate::store::mapped`]) is copied file to file inside the
@@ -314,9 +318,14 @@ impl StagedFile {
                 rest = &bytes[copied..];
             }
         }
-        self.w
-            .write_all(rest)
-            .with_context(|| format!("writing {}", self.path.display()))
+        // A large piece is written from where it is (the buffer flushed first), not copied
+        // into the buffer on the way: the merge's pieces are tens to hundreds of KiB each.
+        let w = if rest.len() >= DIRECT_BYTES {
+            self.w.flush().and_then(|()| self.w.get_mut().write_all(rest))
+        } else {
+            self.w.write_all(rest)
+        };
+        w.with_context(|| format!("writing {}", self.path.display()))
     }
 
     /// Flushes the file; returns (relative path, blake3 hex) as [`Staging::put`] does.

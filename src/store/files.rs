@@ -94,6 +94,48 @@ pub fn hash_file(path: &Path) -> Result<String, StoreError> {
     Ok(hasher.finalize().to_hex().to_string())
 }
 
+/// Fingerprint of the running toolforge build: XXH3-128 (hex) of its executable, so that any
+/// code change invalidates stage results even when a `*_VERSION` bump was forgotten. It tells
+/// builds apart, it does not guard against forgers (a store's writers are trusted to run the
+/// same executable, README "Scaling out"), so the cheap non-cryptographic hash serves: every
+/// process (each shard, the merge) hashes its ~60 MB executable once.
+pub fn code_fingerprint() -> &'static str {
+    static FP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FP.get_or_init(|| {
+        let hash = |path: std::path::PathBuf| -> std::io::Result<String> {
+            let mut hasher = twox_hash::XxHash3_128::new();
+            std::io::copy(&mut std::fs::File::open(path)?, &mut HashWriter(&mut hasher))?;
+            Ok(format!("{:032x}", hasher.finish_128()))
+        };
+        // `/proc/self/exe` opens the running file even once it was replaced or deleted on disk
+        // (where `current_exe` names a path ending in " (deleted)"). An executable that cannot
+        // be read gets a fingerprint of its own process: nothing stored is trusted then.
+        hash("/proc/self/exe".into())
+            .or_else(|_| std::env::current_exe().and_then(hash))
+            .unwrap_or_else(|e| {
+                eprintln!("warning: cannot read the toolforge executable ({e}): the store is not reused");
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                format!("unread-{}-{}-{nanos}", env!("CARGO_PKG_VERSION"), std::process::id())
+            })
+    })
+}
+
+/// A writer feeding an XXH3-128 hasher ([`code_fingerprint`]).
+struct HashWriter<'h>(&'h mut twox_hash::XxHash3_128);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +168,12 @@ mod tests {
             .filter(|n| n.ends_with(".tmp"))
             .collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn the_code_fingerprint_is_the_xxh3_of_the_running_executable() {
+        let bytes = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let expected = format!("{:032x}", twox_hash::XxHash3_128::oneshot(&bytes));
+        assert_eq!(super::code_fingerprint(), expected);
     }
 }

@@ -43,7 +43,7 @@ use serde::Serialize;
 
 pub use error::StoreError;
 pub use fault::Fault;
-pub use files::{hash_file, sweep_stale_dirs, write_atomic};
+pub use files::{code_fingerprint, hash_file, sweep_stale_dirs, write_atomic};
 pub use plan::shard_of;
 
 /// Everything that determines a stage's output (see the module docs for the table).
