@@ -73,9 +73,10 @@ pub fn compile_with(recipe_path: &Path, store: &Store, progress: bool) -> Result
 }
 
 /// [`compile_with`]; with `rows_unread` (a merge writing no page) the variants stage of an
-/// executable family without an LLM stage (paraphrases) counts the stored variant rows instead of reading
-/// them ([`Build::variant_rows_counted`]): the merge's rows and trajectory files are the shards'
-/// stored segments, and reading every variant row was a third of its CPU (issue 34).
+/// executable family without an LLM stage (paraphrases) counts the stored variant rows instead
+/// of reading them ([`Build::variant_rows_counted`]): the merge's rows and trajectory files are
+/// the shards' stored segments, and reading every variant row was about half of its CPU on
+/// slot-spider-variants (issue 34).
 fn compile_stages(recipe_path: &Path, store: &Store, progress: bool, rows_unread: bool) -> Result<Build, BuildError> {
     let (recipe, source) = load_recipe(recipe_path)?;
     let mut build = compile_family(recipe, source, store, progress)?;

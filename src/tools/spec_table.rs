@@ -12,9 +12,9 @@
 //! text is made when asked for, its specs parsed only when read.
 //!
 //! A spec text is checked once per process ([`checked`]): the checked texts live in a registry
-//! while any toolkit holds them, so the tables of many entries that list the same specs (the SEL
-//! tools in each of a merge's 72 question batches, a drifted spec in each unit's variant rows)
-//! share one check and one copy.
+//! while any toolkit holds them, so the tables of many entries that list the same specs (the
+//! tools a database's question batches share, the specs a unit's variant rows share with its
+//! examples) share one check and one copy.
 //!
 //! Use as `#[serde(with = "crate::tools::spec_table")]` on a `Vec<Toolkit>` field.
 
