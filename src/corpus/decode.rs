@@ -30,11 +30,7 @@ pub fn read_json_lossy(path: &Path) -> Result<Json, CorpusError> {
 /// sequence becomes [`INVALID_UTF8_MARK`], and the reader rejects the lines that hold one with
 /// [`invalid_line`]. Errors: IO.
 pub fn read_text(path: &Path) -> Result<String, CorpusError> {
-    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
-        path: path.into(),
-        source,
-    })?;
-    Ok(match String::from_utf8(bytes) {
+    Ok(match String::from_utf8(super::read_bytes(path)?) {
         Ok(text) => text,
         Err(e) => {
             let mut text = String::with_capacity(e.as_bytes().len());

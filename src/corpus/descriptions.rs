@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 
-use super::CorpusError;
+use super::{CorpusError, parse_json, read_bytes};
 
 /// Column descriptions of one database: lower-cased `table` → lower-cased `column` → text.
 pub type Descriptions = BTreeMap<String, BTreeMap<String, String>>;
@@ -56,18 +56,11 @@ pub fn bird_descriptions(db_dir: &Path) -> Descriptions {
 /// straight into those fields ([`well_formed`]); any other is read as JSON values, records and
 /// pairs of another shape skipped ([`described`]). Errors: the file cannot be read or is not JSON.
 pub fn spider_descriptions(path: &Path) -> Result<BTreeMap<String, Descriptions>, CorpusError> {
-    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
-        path: path.into(),
-        source,
-    })?;
-    if let Some(out) = well_formed(&bytes) {
-        return Ok(out);
+    let bytes = read_bytes(path)?;
+    match well_formed(&bytes) {
+        Some(out) => Ok(out),
+        None => Ok(described(&parse_json(path, &bytes)?)),
     }
-    let value: Json = serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
-        path: path.into(),
-        message: format!("not valid JSON: {e}"),
-    })?;
-    Ok(described(&value))
 }
 
 /// The descriptions of a `tables.json` every record of which has a string `db_id`, a list of

@@ -57,11 +57,21 @@ pub enum CorpusError {
 
 /// Reads a whole JSON file; errors name the file (and line/column for malformed JSON).
 pub fn read_json(path: &Path) -> Result<Json, CorpusError> {
-    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
+    parse_json(path, &read_bytes(path)?)
+}
+
+/// Reads a whole file. Errors: IO, naming the file.
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, CorpusError> {
+    std::fs::read(path).map_err(|source| CorpusError::Io {
         path: path.into(),
         source,
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| CorpusError::Malformed {
+    })
+}
+
+/// `bytes`, the contents of `path`, as JSON. Errors: malformed JSON, naming the file, line and
+/// column.
+pub(crate) fn parse_json(path: &Path, bytes: &[u8]) -> Result<Json, CorpusError> {
+    serde_json::from_slice(bytes).map_err(|e| CorpusError::Malformed {
         path: path.into(),
         message: format!("not valid JSON: {e}"),
     })

@@ -10,10 +10,10 @@
 //! Payload (version 4): the counts line `{"rows_by_split": {split: n}, "counts", "rejected", …}`
 //! and a newline, then `{"rows": [row…], "toolkits": {"specs": [spec…], "toolkits":
 //! [[index…]…]}, "new_specs": [spec…]}` (the toolkits as [`crate::tools::spec_table`] writes
-//! them). A merge that reads no row reads the counts line alone ([`GroupVariants::decode_counts`]). A variant row is
-//! written as its difference from its parent (`Row`): the parent's id, the row's own id and
-//! `meta`, and only the fields whose value differs from the parent's (a perturbed request, drifted
-//! or renamed calls; byte-identical JSON counts as the same). The other fields — the gold answer,
+//! them). A merge that reads no row reads the counts line alone
+//! ([`GroupVariants::decode_counts`]). A variant row is written as its difference from its
+//! parent (`Row`): the parent's id, the row's own id and `meta`, and only the fields whose value
+//! differs from the parent's (a perturbed request, drifted or renamed calls; byte-identical JSON counts as the same). The other fields — the gold answer,
 //! the joined table's columns, the setup calls, the SQL — are the parent's, which the reader
 //! already holds (the unit's compiled examples), so it clones them instead of parsing them again:
 //! a merge reads every group's variants, and in version 1 (every row whole) parsing the repeated
@@ -286,6 +286,15 @@ fn from_row(
     })
 }
 
+/// How many of `rows` are in each split (the counts line's `rows_by_split`).
+fn rows_by_split(rows: &[Example]) -> BTreeMap<String, usize> {
+    let mut by_split = BTreeMap::new();
+    for r in rows {
+        *by_split.entry(r.split.clone()).or_default() += 1;
+    }
+    by_split
+}
+
 /// The counts line of a payload, parsed, and the rest (the rows). Errors: no newline, counts
 /// that do not parse.
 fn split_counts(bytes: &[u8]) -> Result<(Counts, &[u8]), String> {
@@ -324,12 +333,8 @@ impl GroupVariants {
     /// The store payload (module docs), each row written as its difference from its parent in
     /// `parents` (the group's examples the rows were made from).
     pub fn encode(&self, parents: &[Example]) -> Vec<u8> {
-        let mut rows_by_split = BTreeMap::new();
-        for r in &self.rows {
-            *rows_by_split.entry(r.split.clone()).or_default() += 1;
-        }
         let counts = Counts {
-            rows_by_split,
+            rows_by_split: rows_by_split(&self.rows),
             counts: self.counts.clone(),
             rejected: self.rejected.clone(),
             near_identical: self.near_identical,
@@ -360,9 +365,9 @@ impl GroupVariants {
     /// The counts line of an [`GroupVariants::encode`]d payload, without reading its rows: the
     /// stage's counts (`rows` empty) and the rows by split. `Err(why)` when it is not one.
     pub fn decode_counts(bytes: &[u8]) -> Result<(GroupVariants, BTreeMap<String, usize>), String> {
-        let (c, _) = split_counts(bytes)?;
-        let rows_by_split = c.rows_by_split.clone();
-        Ok((GroupVariants::of_counts(c, Vec::new()), rows_by_split))
+        let (mut c, _) = split_counts(bytes)?;
+        let by_split = std::mem::take(&mut c.rows_by_split);
+        Ok((GroupVariants::of_counts(c, Vec::new()), by_split))
     }
 
     fn of_counts(c: Counts, rows: Vec<Example>) -> GroupVariants {
@@ -395,10 +400,7 @@ impl GroupVariants {
             .into_iter()
             .map(|r| from_row(r, &by_id, &stored.toolkits, &new_specs))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut by_split = BTreeMap::new();
-        for r in &rows {
-            *by_split.entry(r.split.clone()).or_default() += 1;
-        }
+        let by_split = rows_by_split(&rows);
         if by_split != c.rows_by_split {
             return Err(format!(
                 "rows by split {by_split:?}, the counts say {:?}",

@@ -77,9 +77,8 @@ pub(super) fn put_back(meta: &mut Option<Value>, new: NewTools, specs: &[Value])
         .and_then(|m| m.get_mut("variant"))
         .and_then(Value::as_object_mut)
         .ok_or("new specs of a row without meta.variant")?;
-    let mut entries = std::mem::take(variant).into_iter();
     let mut list = Some(Value::Array(list));
-    for (n, (k, v)) in entries.by_ref().enumerate() {
+    for (n, (k, v)) in std::mem::take(variant).into_iter().enumerate() {
         if n == new.at {
             variant.insert(TOOLS_NEW.into(), list.take().expect("once"));
         }
