@@ -37,7 +37,7 @@ test:
 # live requests, the Batch API, LLM requests shared out by shards.
 test-llm:
     @bash tests/llm-server/setup.sh
-    @cargo test --release --test llm --test llm_batch -- --nocapture
+    @cargo test --release --test llm_setup --test llm --test llm_batch -- --nocapture
 
 # tests/trainer/run.sh: a venv with torch, trl, transformers, datasets from PyPI (~6 GB, deleted at
 # the end; TOOLFORGE_TRAINER_VENV reuses one). Not in `just test` / CI.

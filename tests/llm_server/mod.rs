@@ -25,21 +25,12 @@ impl Drop for Server {
 /// after a loud skip line naming `test`, when `TOOLFORGE_LLM_SKIP` is set (`.ci/run` sets it when
 /// the optional server cannot be installed) or node/npm/python3 are missing.
 pub fn start(test: &str, tmp: &Path, env: &[(&str, &str)]) -> Option<Server> {
-    if let Ok(why) = std::env::var("TOOLFORGE_LLM_SKIP") {
-        eprintln!("\n\n!!!!! SKIPPING {test}: {why} !!!!!\n\n");
+    if !available(test) {
         return None;
-    }
-    for tool in ["node", "npm", "python3"] {
-        if Command::new(tool).arg("--version").output().is_err() {
-            eprintln!(
-                "\n\n!!!!! SKIPPING {test}: `{tool}` is not installed, so tests/llm-server/setup.sh cannot run !!!!!\n\n"
-            );
-            return None;
-        }
     }
     let t = Instant::now();
     let out = Command::new("bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/llm-server/setup.sh"))
+        .arg(setup_script())
         .arg("--start")
         .env("TOOLFORGE_LLM_LOG", tmp.join("server.log"))
         .env("TOOLFORGE_LLM_REQUEST_LOG", tmp.join("requests.jsonl"))
@@ -64,6 +55,29 @@ pub fn start(test: &str, tmp: &Path, env: &[(&str, &str)]) -> Option<Server> {
         pid: get("PID").parse().unwrap(),
         port: get("PORT").parse().unwrap(),
     })
+}
+
+/// Whether the server can be set up here; when not, prints a loud skip line naming `test`
+/// (`TOOLFORGE_LLM_SKIP` set by `.ci/run`, or node/npm/python3 missing).
+pub fn available(test: &str) -> bool {
+    if let Ok(why) = std::env::var("TOOLFORGE_LLM_SKIP") {
+        eprintln!("\n\n!!!!! SKIPPING {test}: {why} !!!!!\n\n");
+        return false;
+    }
+    for tool in ["node", "npm", "python3"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            eprintln!(
+                "\n\n!!!!! SKIPPING {test}: `{tool}` is not installed, so tests/llm-server/setup.sh cannot run !!!!!\n\n"
+            );
+            return false;
+        }
+    }
+    true
+}
+
+/// `tests/llm-server/setup.sh`.
+pub fn setup_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/llm-server/setup.sh")
 }
 
 /// The server's `/stats` (`{"requests": n, …}`).
