@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[allow(dead_code)]
 mod llm_server;
 
 /// A cache under `tmp` sharing the real cache's installed packages and model (symlinks) but
