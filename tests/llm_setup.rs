@@ -26,13 +26,14 @@ fn scratch_cache(tmp: &Path) -> PathBuf {
         "setup.sh (install): {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let model = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("MODEL=").map(PathBuf::from))
-        .expect("setup.sh prints MODEL=");
-    let real = std::env::var_os("TOOLFORGE_LLM_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/toolforge-llm"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let printed = |k: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(k).map(PathBuf::from))
+            .unwrap_or_else(|| panic!("setup.sh printed no {k}: {stdout}"))
+    };
+    let (real, model) = (printed("CACHE="), printed("MODEL="));
     let cache = tmp.join("cache");
     std::fs::create_dir_all(cache.join("node")).unwrap();
     std::fs::create_dir_all(cache.join("py/model")).unwrap();

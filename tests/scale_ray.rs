@@ -114,25 +114,21 @@ struct Head {
     child: Child,
     /// The GCS address for RAY_ADDRESS, as the head printed it.
     address: String,
-    dir: tempfile::TempDir,
-}
-
-/// The Ray token file of a test head (`RAY_AUTH_TOKEN_PATH`, with `RAY_AUTH_MODE=token`): its
-/// own, so the test does not depend on a `~/.ray/auth_token` that an earlier Ray run left (on a
-/// fresh machine there is none, and `ray start` with token authentication refuses to start).
-fn token_path(dir: &Path) -> PathBuf {
-    let path = dir.join("auth_token");
-    if !path.exists() {
-        let seed = format!("{:?} {}", Instant::now(), std::process::id());
-        std::fs::write(&path, blake3::hash(seed.as_bytes()).to_hex().as_str()).unwrap();
-    }
-    path
+    /// The head's Ray token file (`RAY_AUTH_TOKEN_PATH`, with `RAY_AUTH_MODE=token`), handed to
+    /// the drivers too: its own, so the test does not depend on a `~/.ray/auth_token` that an
+    /// earlier Ray run left (on a fresh machine there is none, and `ray start` with token
+    /// authentication refuses to start).
+    token: PathBuf,
+    _dir: tempfile::TempDir,
 }
 
 impl Head {
     fn start() -> Head {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("head.log");
+        let token = dir.path().join("auth_token");
+        let seed = format!("{:?} {}", Instant::now(), std::process::id());
+        std::fs::write(&token, blake3::hash(seed.as_bytes()).to_hex().as_str()).unwrap();
         let child = Command::new("ray")
             .args([
                 "start",
@@ -147,7 +143,7 @@ impl Head {
             .env_remove("OPENAI_API_KEY")
             .env_remove("RAY_ADDRESS")
             .env("RAY_AUTH_MODE", "token")
-            .env("RAY_AUTH_TOKEN_PATH", token_path(dir.path()))
+            .env("RAY_AUTH_TOKEN_PATH", &token)
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(std::fs::File::create(dir.path().join("head.err")).unwrap())
             .process_group(0)
@@ -165,7 +161,8 @@ impl Head {
                 return Head {
                     child,
                     address: a.to_string(),
-                    dir,
+                    token,
+                    _dir: dir,
                 };
             }
             assert!(
@@ -206,7 +203,7 @@ fn driver(head: &Head, recipe: &Path, args: &[&str], endpoint: Option<&str>) -> 
         .args(args)
         .env("RAY_ADDRESS", &head.address)
         .env("RAY_AUTH_MODE", "token")
-        .env("RAY_AUTH_TOKEN_PATH", token_path(head.dir.path()))
+        .env("RAY_AUTH_TOKEN_PATH", &head.token)
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")
         .env_remove("TOOLFORGE_STORE");

@@ -212,7 +212,7 @@ pub fn apply_with(build: &mut Build, cfg: &VariantsConfig, store: Option<&crate:
     type UnitRows = (Option<usize>, Vec<Example>);
     let mut by_group: Vec<(String, Vec<UnitRows>)> = Vec::new();
     // A merge that reads no row ([`Build::variant_rows_counted`]) counts the stored rows by split.
-    let mut counted = build.variant_rows_counted.clone();
+    let mut counted = build.variant_rows_counted.take();
     for (group, outcome) in &build.groups {
         let units: Vec<(String, Option<usize>, std::ops::Range<usize>)> = match build.item_runs(group) {
             Some(runs) => runs

