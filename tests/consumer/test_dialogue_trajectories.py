@@ -287,3 +287,17 @@ def test_multiwoz_every_kept_dialogue_has_the_corpus_utterances_and_counts_add_u
         assert c["attempted"] == in_corpus == c["kept"] + c["dropped"], (split, c, in_corpus)
         assert c["kept"] == sum(1 for s, _, _ in rows if s == split)
     print("seq-multiwoz dialogue trajectories:", json.dumps(counts))
+
+
+def test_two_recipes_dialogue_folders_load_their_own_rows(tmp_path):
+    """Both folders are named `dialogue`: loaded one after the other with `load_dataset(<folder>,
+    <config>)` into one cache, each gives its own rows (the config names carry the recipe and a
+    digest of the files). The gold configs, the smallest files."""
+    datasets = pytest.importorskip("datasets")
+    for recipe in ("seq-multiwoz", "seq-sgd"):
+        folder = os.path.join(OUT, recipe, "trajectories", "dialogue")
+        config = next(c for c in datasets.get_dataset_config_names(folder) if "-dialogue-gold-" in c)
+        ds = datasets.load_dataset(folder, config, cache_dir=str(tmp_path))
+        for split in ds:
+            assert ds[split][0]["id"].startswith(f"{recipe}/{split}/"), (recipe, split, ds[split][0]["id"])
+            assert len(ds[split]) == report(recipe)[split]["kept"]
