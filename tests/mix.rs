@@ -485,3 +485,93 @@ fn mix_counts_real_tokens_with_a_tokenizer_json() {
     let err = build_err(t, "mix-badtok");
     assert!(err.contains("nope.json"), "{err}");
 }
+
+/// A dialogue trajectory line with these user turns (each answered; `calls` tool calls after
+/// the first).
+fn dialogue(id: &str, users: &[&str], calls: usize) -> String {
+    let mut messages = vec![json!({"role": "system", "content": "You are a booking assistant."})];
+    for (i, u) in users.iter().enumerate() {
+        messages.push(json!({"role": "user", "content": u}));
+        if i == 0 {
+            for c in 0..calls {
+                let cid = format!("call{c:05}");
+                messages.push(
+                    json!({"role": "assistant", "content": "", "tool_calls": [{"id": cid, "type": "function",
+                    "function": {"name": "find_restaurant", "arguments": {"area": "north"}}}]}),
+                );
+                messages.push(json!({"role": "tool", "tool_call_id": cid, "name": "find_restaurant", "content": "[]"}));
+            }
+        }
+        messages.push(json!({"role": "assistant", "content": "Sure."}));
+    }
+    json!({"id": id, "messages": messages, "tools": []}).to_string()
+}
+
+#[test]
+fn mix_of_dialogues_counts_turns_skips_a_bad_line_and_decontaminates_against_eval_dialogues() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    std::fs::create_dir_all(t.join("recipes")).unwrap();
+    for (name, split) in [("talk", "train"), ("talkdev", "dev")] {
+        recipe(t, name, "none", split);
+        std::fs::create_dir_all(t.join(format!("out/{name}/trajectories/dialogue"))).unwrap();
+        std::fs::create_dir_all(t.join(format!("out/{name}/data"))).unwrap();
+        std::fs::write(t.join(format!("out/{name}/MANIFEST.json")), "{}").unwrap();
+    }
+    std::fs::write(
+        t.join("out/talkdev/data/dev.jsonl"),
+        format!("{}\n", json!({"id": "talkdev/0", "input": "Book a table for two."})),
+    )
+    .unwrap();
+    std::fs::write(
+        t.join("out/talkdev/trajectories/dialogue/dev.jsonl"),
+        format!("{}\n", dialogue("talkdev/d0", &["I want a hotel", "in the north"], 1)),
+    )
+    .unwrap();
+    let lines = [
+        dialogue("talk/a", &["Hi, I need a table.", "For two at 7pm", "Thanks"], 2),
+        "not a trajectory".to_string(),
+        dialogue("talk/b", &["book a table, for two"], 1),
+        dialogue("talk/c", &["hi I need a TABLE", "for two at 7pm!", "thanks"], 1),
+        dialogue("talk/d", &["I want a hotel.", "In the north!"], 0),
+    ];
+    std::fs::write(
+        t.join("out/talk/trajectories/dialogue/train.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    mix_recipe(t, "mix-talk", "[[sources]]\nrecipe = \"talk\"\nkind = \"dialogue\"\n");
+    let summary = build(t, "mix-talk");
+    let report: Json =
+        serde_json::from_str(&std::fs::read_to_string(t.join("out/mix-talk/report/mix.json")).unwrap()).unwrap();
+    let s = &report["sources"][0];
+    let got = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k}: {s}"));
+    assert_eq!(
+        (
+            got("lines"),
+            got("bad_lines"),
+            got("read"),
+            got("contaminated"),
+            got("duplicates_normalised"),
+            got("kept")
+        ),
+        (5, 1, 4, 2, 1, 1),
+        "{summary}\n{s}"
+    );
+    assert!(s["bad_examples"][0].as_str().unwrap().starts_with("2: "), "{s}");
+    assert_eq!(s["taken"]["dialogues"], json!(1));
+    assert_eq!(s["taken"]["dialogue_turns"], json!(3));
+    assert_eq!(s["taken"]["calls"], json!(2));
+    let mix = jsonl(&t.join("out/mix-talk/trajectories/train.jsonl"));
+    assert_eq!(mix.len(), 1);
+    assert_eq!(mix[0]["id"], json!("talk/a"));
+    assert_eq!(
+        report["evaluation"]["checked"]["talkdev"],
+        json!({"dev": 1, "dev (dialogues)": 1})
+    );
+    let card = std::fs::read_to_string(t.join("out/mix-talk/README.md")).unwrap();
+    assert!(
+        card.contains("3.00 (1 dialogues)") && card.contains("train (dialogues)"),
+        "{card}"
+    );
+}
