@@ -14,6 +14,7 @@ pub mod dataset;
 pub mod emit;
 pub mod eval;
 pub mod llm;
+pub mod mix;
 pub mod pipeline;
 pub mod progress;
 pub mod recipe;

@@ -273,6 +273,15 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 pub fn build(recipe_path: &Path, opts: &BuildOptions) -> Result<String> {
     use std::sync::atomic::Ordering::Relaxed;
     let start = Instant::now();
+    // A training mix reads built datasets' files: no stage, store or shard of its own.
+    if crate::recipe::mix::is_mix(recipe_path) {
+        anyhow::ensure!(
+            opts.shard.is_none() && opts.merge.is_none() && opts.plan.is_none(),
+            "{}: a training mix (format \"mix\") is built whole: --shard, --merge and --plan do not apply",
+            recipe_path.display()
+        );
+        return crate::mix::build(recipe_path, opts.out_root.as_deref());
+    }
     if let Some(shards) = opts.plan {
         return plan(recipe_path, opts.store.as_deref(), shards);
     }

@@ -190,14 +190,16 @@ fn pretty(v: &serde_json::Value) -> Vec<u8> {
 
 /// A dataset directory under construction: files go into a sibling temp directory, which
 /// [`Staging::finish`] swaps into place; dropped unfinished, it is removed.
-struct Staging {
+pub struct Staging {
     dir: PathBuf,
     tmp: PathBuf,
     done: bool,
 }
 
 impl Staging {
-    fn new(dir: &Path) -> Result<Staging> {
+    /// Stages `dir`: its sibling temp directory `.<name>.tmp-<pid>`, emptied (stale staging
+    /// directories of killed builds swept first).
+    pub fn new(dir: &Path) -> Result<Staging> {
         let parent = dir.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         let name = dir
@@ -217,7 +219,7 @@ impl Staging {
 
     /// Writes one file; returns (relative path, blake3 hex). A large file is written and hashed
     /// at once.
-    fn put(&self, rel: &str, bytes: &[u8]) -> Result<(String, String)> {
+    pub fn put(&self, rel: &str, bytes: &[u8]) -> Result<(String, String)> {
         let path = self.tmp.join(rel);
         std::fs::create_dir_all(path.parent().expect("has parent"))
             .with_context(|| format!("creating {}", path.display()))?;
@@ -237,7 +239,7 @@ impl Staging {
 
     /// Creates one file, to be written through [`StagedFile::w`] and closed by
     /// [`StagedFile::finish`] (several can be open at once).
-    fn create(&self, rel: &str) -> Result<StagedFile> {
+    pub fn create(&self, rel: &str) -> Result<StagedFile> {
         let path = self.tmp.join(rel);
         std::fs::create_dir_all(path.parent().expect("has parent"))
             .with_context(|| format!("creating {}", path.display()))?;
@@ -257,7 +259,7 @@ impl Staging {
     }
 
     /// Replaces the dataset directory by the staged one.
-    fn finish(mut self) -> Result<()> {
+    pub fn finish(mut self) -> Result<()> {
         // `.<name>.tmp-<pid>.old`: per process, so the sweep can tell a dead build's leftovers.
         let old = self.tmp.with_file_name(format!(
             "{}.old",
@@ -280,7 +282,7 @@ impl Staging {
 /// A staged file being written ([`Staging::create`]): buffered, hashed as it goes, never held
 /// whole. The hasher sees the buffer's 1 MiB flushes, not each small write (BLAKE3 hashes large
 /// inputs many chunks at a time).
-struct StagedFile {
+pub struct StagedFile {
     rel: String,
     path: PathBuf,
     w: std::io::BufWriter<HashingWriter<std::fs::File>>,
@@ -334,7 +336,7 @@ impl StagedFile {
     }
 
     /// Flushes the file; returns (relative path, blake3 hex) as [`Staging::put`] does.
-    fn finish(mut self) -> Result<(String, String)> {
+    pub fn finish(mut self) -> Result<(String, String)> {
         use std::io::Write;
         self.w
             .flush()

@@ -5,6 +5,7 @@
 //! error lists the allowed values.
 
 pub mod catalog;
+pub mod mix;
 pub mod seq;
 pub mod variants;
 
@@ -192,6 +193,12 @@ fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, RecipeError
 impl Recipe {
     /// Reads and validates a recipe file.
     pub fn load(path: &Path) -> Result<Recipe, RecipeError> {
+        if mix::is_mix(path) {
+            return Err(RecipeError::Invalid {
+                path: path.into(),
+                message: "format \"mix\": a training mix of built datasets (no source, rows or tools of its own); only `toolforge build` reads it".into(),
+            });
+        }
         let recipe: Recipe = read_toml(path)?;
         if !FORMATS.contains(&recipe.format.as_str()) {
             return Err(RecipeError::Invalid {
