@@ -26,12 +26,13 @@ fn source(recipe: &str) -> toolforge::recipe::ResolvedSource {
     load_recipe(&root().join(format!("recipes/{recipe}.toml"))).unwrap().1
 }
 
-fn counts_add_up(d: &Dialogues, stats: &serde_json::Map<String, Value>, attempted: &BTreeMap<String, usize>) {
+fn counts_add_up(d: &Dialogues, attempted: &BTreeMap<String, usize>) {
+    let counts = d.counts();
     for (split, n) in attempted {
         let kept = d.splits.get(split).map_or(0, Vec::len);
         let dropped = d.drops.get(split).map_or(0, Vec::len);
         assert_eq!(kept + dropped, *n, "{split}");
-        let c = &stats["dialogue_trajectories"][split];
+        let c = &counts[split];
         assert_eq!(c["kept"], kept, "{split}");
         assert_eq!(c["dropped"], dropped, "{split}");
     }
@@ -42,7 +43,7 @@ fn sgd_dialogues_keep_every_turn_and_every_call_with_its_service_results() {
     let c = sgd::convert(&source("seq-sgd"), Some("dev")).unwrap();
     let d = c.dialogues.as_ref().expect("sgd writes dialogues");
     let attempted: BTreeMap<String, usize> = c.splits.iter().map(|(s, o)| (s.clone(), o.attempted)).collect();
-    counts_add_up(d, &c.stats, &attempted);
+    counts_add_up(d, &attempted);
     let kept = &d.splits["dev"];
     assert!(kept.len() > 1000, "{}", kept.len());
     // The raw dialogue files of dev, by id.
@@ -96,7 +97,7 @@ fn multiwoz_searches_know_only_the_belief_state_of_their_turn() {
     let c = multiwoz::convert(&source("seq-multiwoz"), Some("dev")).unwrap();
     let d = c.dialogues.as_ref().expect("multiwoz writes dialogues");
     let attempted: BTreeMap<String, usize> = c.splits.iter().map(|(s, o)| (s.clone(), o.attempted)).collect();
-    counts_add_up(d, &c.stats, &attempted);
+    counts_add_up(d, &attempted);
     let raw: Value = serde_json::from_slice(
         &std::fs::read(root().join("../shared/corpora/multiwoz/MultiWOZ_2.1/val.json")).unwrap(),
     )

@@ -43,13 +43,16 @@ pub struct Dialogue {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Speaker {
+    /// The user (SGD `USER`, MultiWOZ even `log` entries).
     User,
+    /// The system (SGD `SYSTEM`, MultiWOZ odd `log` entries): the assistant.
     System,
 }
 
 /// One turn: its utterance and, at a system turn, the calls made before it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
+    /// Who speaks.
     pub speaker: Speaker,
     /// The utterance as the corpus has it.
     pub text: String,
@@ -86,6 +89,23 @@ impl Dialogues {
                 split.clone(),
                 serde_json::json!({"attempted": kept + drops.len(), "kept": kept, "dropped": drops.len(), "dropped_by_reason": by_reason}),
             );
+        }
+        Value::Object(out)
+    }
+
+    /// Per split and reason, the first 3 dialogues dropped (`{id, detail}`; the report's
+    /// `stats.dialogue_trajectory_drop_examples`).
+    pub fn drop_examples(&self) -> Value {
+        let mut out = Map::new();
+        for (split, drops) in &self.drops {
+            let mut examples: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+            for d in drops {
+                let e = examples.entry(d.reason.as_str()).or_default();
+                if e.len() < 3 {
+                    e.push(serde_json::json!({"id": d.id, "detail": d.detail}));
+                }
+            }
+            out.insert(split.clone(), serde_json::json!(examples));
         }
         Value::Object(out)
     }

@@ -158,6 +158,13 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
             hit,
         },
     );
+    if let Some(d) = &dialogues {
+        // After the ids got their dataset prefix: the report names dropped dialogues by id.
+        build.stats.insert("dialogue_trajectories".into(), d.counts());
+        build
+            .stats
+            .insert("dialogue_trajectory_drop_examples".into(), d.drop_examples());
+    }
     build.dialogues = dialogues;
     Ok(build)
 }

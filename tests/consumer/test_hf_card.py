@@ -66,7 +66,9 @@ def test_load_dataset_without_warnings(dataset, caplog, tmp_path):
         assert ds.num_rows == pq.read_metadata(os.path.join(OUT, dataset, "data", split + ".parquet")).num_rows
 
 
-TRAJECTORY_DATASETS = [d for d in DATASETS if os.path.isdir(os.path.join(OUT, d, "trajectories"))]
+# Recipes whose `trajectories/` is a dataset of its own (its card declares the configs); a seq
+# recipe's `trajectories/dialogue/` has its own card (tests/consumer/test_dialogue_trajectories.py).
+TRAJECTORY_DATASETS = [d for d in DATASETS if os.path.isfile(os.path.join(OUT, d, "trajectories", "README.md"))]
 
 
 def jsonl(path):

@@ -33,7 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 OUT = os.path.join(ROOT, "out")
 
 HAS_JSON = hasattr(datasets, "Json")
-RECIPES = sorted(d for d in os.listdir(OUT) if os.path.isdir(os.path.join(OUT, d, "trajectories"))) if os.path.isdir(OUT) else []
+# (a recipe whose trajectories folder has its card: seq-sgd/seq-multiwoz `trajectories/dialogue/` alone is not)
+RECIPES = sorted(d for d in os.listdir(OUT) if os.path.isfile(os.path.join(OUT, d, "trajectories", "README.md"))) if os.path.isdir(OUT) else []
 # TOOLFORGE_TRAJECTORY_RECIPES (space-separated) restricts the run to those built recipes.
 if os.environ.get("TOOLFORGE_TRAJECTORY_RECIPES"):
     RECIPES = [r for r in RECIPES if r in os.environ["TOOLFORGE_TRAJECTORY_RECIPES"].split()]

@@ -574,7 +574,6 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
     s.insert("booked_entity".into(), json!(counters.booked_entity));
     s.insert("tools".into(), json!(conversion.catalog.len()));
     s.insert("paper_sizes".into(), super::stats::paper_sizes(&PAPER_SIZES));
-    s.insert("dialogue_trajectories".into(), dialogue_set.counts());
     conversion.stats = s;
     conversion.dialogues = Some(dialogue_set);
     Ok(conversion)

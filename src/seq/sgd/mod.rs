@@ -371,7 +371,6 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
     s.insert("tools".into(), json!(conversion.catalog.len()));
     s.insert("dialogue_files".into(), Value::Object(files_per_split));
     s.insert("paper_sizes".into(), super::stats::paper_sizes(&PAPER_SIZES));
-    s.insert("dialogue_trajectories".into(), dialogues.counts());
     conversion.stats = s;
     conversion.dialogues = Some(dialogues);
     Ok(conversion)
