@@ -51,13 +51,14 @@ test-trainer:
 test-datasets-versions:
     @bash tests/datasets_versions/run.sh
 
-# Every benchmark: builds (cold, no-op) with peak RSS, the live server (wrk), session memory, eval throughput, tool retrieval.
+# Every benchmark: builds (cold, no-op) with peak RSS, the live server (wrk), session memory, eval throughput, tool retrieval, REST memory against one database's questions.
 bench:
     @bash benches/bench.sh
     @bash benches/serve.sh
     @bash benches/sessions.sh
     @bash benches/eval.sh
     @bash benches/retrieval.sh
+    @bash benches/rest_memory.sh
 
 # The server's RSS idle, at peak and 10 s after a load (REST with wrk, SLOT sessions): memory returned to the system.
 bench-memory:

@@ -7,6 +7,8 @@
 //! This module sits below every family (`sql`, `seq`, `catalog`), `variants` and `emit`: it
 //! imports none of them.
 
+pub mod dialogue;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -301,6 +303,8 @@ pub struct Build {
     /// that writes no page reads no variant row (issue 34; set by [`crate::pipeline`] before the
     /// stage). `None` (every other build): the rows are read.
     pub variant_rows_counted: Option<BTreeMap<String, BTreeMap<String, usize>>>,
+    /// SGD and MultiWOZ: the multi-turn dialogue trajectories (`trajectories/dialogue/`, issue 45).
+    pub dialogues: Option<dialogue::Dialogues>,
 }
 
 /// One compile item of a group ([`Build::items`]).
@@ -480,6 +484,7 @@ pub fn split_build(recipe: Recipe, source: ResolvedSource, stage: SplitStage) ->
         shown: Default::default(),
         items: BTreeMap::new(),
         variant_rows_counted: None,
+        dialogues: None,
     }
 }
 

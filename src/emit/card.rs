@@ -376,6 +376,9 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
     if trajectories {
         let _ = writeln!(s, "{TRAJECTORIES_PARAGRAPH}\n");
     }
+    if let Some(p) = super::dialogue::card_paragraph(build) {
+        let _ = writeln!(s, "{p}");
+    }
     let _ = writeln!(s, "## Columns\n\n| column | type | description |\n|---|---|---|");
     for f in row_schema().fields() {
         let ty = match f.data_type() {

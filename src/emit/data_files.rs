@@ -38,6 +38,10 @@ impl SplitRows {
     }
 
     fn append_part(&mut self, part: &RowsPart) -> Result<()> {
+        // A chunk after a unit's first carries no Parquet rows ([`RowsPart::default`]).
+        if part.parquet.is_empty() {
+            return Ok(());
+        }
         self.parquet.append(&part.parquet)?;
         self.num_bytes += part.num_bytes;
         Ok(())

@@ -10,6 +10,7 @@
 //! | `report/index.html` (+ `data.js`, `rows.js`, `rows/<n>.js`) | [`html`] | the page a person reads (not with `--no-html`) |
 //! | `README.md`                   | [`card`]             | dataset card with a Hugging Face YAML header    |
 //! | `trajectories/README.md`      | [`card`]             | the trajectory files' card: configs, features   |
+//! | `trajectories/dialogue/*`     | [`dialogue`]         | SGD/MultiWOZ multi-turn dialogues, turn gold, card |
 //! | `MANIFEST.json`               | [`manifest`]         | blake3 of every file, build key, source hashes  |
 //!
 //! Family-specific files (e.g. `tools/openapi.json`, `tools/endpoints.json`, `tools/drift.json`)
@@ -22,6 +23,7 @@
 
 pub mod card;
 mod data_files;
+pub mod dialogue;
 pub mod html;
 pub mod manifest;
 pub mod report;
@@ -128,6 +130,9 @@ pub fn write_with(
     }
     for (k, v) in &build.extra_files {
         put(k, v)?;
+    }
+    for (k, v) in dialogue::files(build) {
+        put(&k, &v)?;
     }
     let recipe_hash = blake3::hash(&std::fs::read(recipe_path)?).to_hex().to_string();
     staging.put(

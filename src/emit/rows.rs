@@ -62,6 +62,12 @@ pub fn rows_part<W: std::io::Write + Send>(examples: &[&Example], jsonl: &mut W)
     })
 }
 
+/// The JSONL lines of `examples` (all of one split, in order), written to `jsonl` as
+/// [`rows_part`] writes them, without encoding Parquet. Errors: `jsonl`'s.
+pub fn write_rows_jsonl<W: std::io::Write>(examples: &[&Example], jsonl: &mut W) -> Result<()> {
+    Ok(write_jsonl(&encode_rows(examples), jsonl)?)
+}
+
 fn call_fields() -> Fields {
     Fields::from(vec![
         Field::new("name", DataType::Utf8, false),

@@ -55,6 +55,9 @@ pub struct Conversion {
     pub catalog: Vec<ToolSpec>,
     /// Report numbers (calls per example, arguments per call, ungrounded values, …).
     pub stats: serde_json::Map<String, serde_json::Value>,
+    /// SGD and MultiWOZ: the multi-turn dialogue trajectories (issue 45).
+    #[serde(default)]
+    pub dialogues: Option<crate::dataset::dialogue::Dialogues>,
 }
 
 fn inputs(source: &ResolvedSource) -> Vec<PathBuf> {
@@ -132,7 +135,16 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
         }
     };
     let build_key = build_key(&recipe, &[], &[digest]);
-    Ok(split_build(
+    let dialogues = conversion.dialogues.map(|mut d| {
+        for t in d.splits.values_mut().flatten() {
+            t.id = format!("{}/{}", recipe.name, t.id);
+        }
+        for drop in d.drops.values_mut().flatten() {
+            drop.id = format!("{}/{}", recipe.name, drop.id);
+        }
+        d
+    });
+    let mut build = split_build(
         recipe,
         source,
         SplitStage {
@@ -145,5 +157,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
             build_key,
             hit,
         },
-    ))
+    );
+    build.dialogues = dialogues;
+    Ok(build)
 }

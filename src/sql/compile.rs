@@ -241,6 +241,7 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
         shown,
         items,
         variant_rows_counted: None,
+        dialogues: None,
     };
     match build.recipe.format.as_str() {
         "sel" => toolkit::sel_summary(&mut build),

@@ -143,7 +143,11 @@ def test_pins_are_the_features_the_card_declares(config):
 def test_every_file_infers_the_pinned_arrow_schema(recipe, export):
     paths = files(recipe, export)
     assert paths, (recipe, export)
-    pinned = PINNED[export]
+    check_pinned(recipe, export, paths, PINNED[export])
+
+
+def check_pinned(recipe, export, paths, pinned):
+    """Every file of `paths` infers `pinned`, chunk by chunk; `tools` one type per keyword path."""
     wrong, tool_types, parameter_keys = [], collections.defaultdict(collections.Counter), collections.Counter()
     for path in paths:
         for n, batch in enumerate(chunks(path)):
@@ -171,3 +175,71 @@ def test_every_file_infers_the_pinned_arrow_schema(recipe, export):
     assert not wrong, wrong[:10]
     assert not changing, sorted(changing.items())[:10]
     assert not parameter_keys or list(parameter_keys) == [tuple(sorted(PARAMETER_KEYWORDS))], parameter_keys
+
+
+# The multi-turn dialogue trajectories (issue 45, item 2: `trajectories/dialogue/` of seq-sgd and
+# seq-multiwoz): default, OpenAI and the turn-level gold sidecar, pinned the same way; the card
+# `trajectories/dialogue/README.md` declares these features (configs `<recipe>-dialogue-<digest>`,
+# `…-dialogue-openai-…`, `…-dialogue-gold-…`, in that order).
+DIALOGUE_RECIPES = sorted(
+    d for d in os.listdir(OUT) if os.path.isfile(os.path.join(OUT, d, "trajectories", "dialogue", "README.md"))
+) if os.path.isdir(OUT) else []
+PINNED["dialogue"] = {"id": "string", **MESSAGE_OPENAI, "messages[].name": "string", "tools[]": "string"}
+PINNED["dialogue_openai"] = PINNED["openai"]
+PINNED["dialogue_gold"] = {
+    "line": "int64", "id": "string", "turns[].turn": "int64", "turns[].message": "int64",
+    "turns[].calls[].name": "string", "turns[].calls[].arguments": "string",
+    "turns[].calls[].tool_call_id": "string", "turns[].reply": "string",
+}
+DIALOGUE_EXPORTS = ["dialogue", "dialogue_openai", "dialogue_gold"]
+
+
+def dialogue_files(recipe, export):
+    ddir = os.path.join(OUT, recipe, "trajectories", "dialogue")
+    if export == "dialogue_openai":
+        return sorted(glob.glob(os.path.join(ddir, "openai", "*.jsonl")))
+    every = sorted(glob.glob(os.path.join(ddir, "*.jsonl")))
+    return [p for p in every if p.endswith(".gold.jsonl") == (export == "dialogue_gold")]
+
+
+def test_there_are_dialogue_trajectory_files():
+    assert {"seq-sgd", "seq-multiwoz"} <= set(DIALOGUE_RECIPES), "build seq-sgd and seq-multiwoz first"
+
+
+@pytest.mark.parametrize("recipe", DIALOGUE_RECIPES)
+def test_dialogue_pins_are_the_features_the_card_declares(recipe):
+    with open(os.path.join(OUT, recipe, "trajectories", "dialogue", "README.md")) as f:
+        header = yaml.safe_load(f.read().split("---")[1])
+    names = [c["config_name"] for c in header["configs"]]
+    assert [n.rsplit("-", 1)[0] for n in names] == [f"{recipe}-dialogue", f"{recipe}-dialogue-openai", f"{recipe}-dialogue-gold"], names
+    assert header["configs"][0].get("default") is True
+    for config, export in zip(names, DIALOGUE_EXPORTS):
+        declared = {}
+        yaml_leaves(next(c for c in header["dataset_info"] if c["config_name"] == config)["features"], "", declared)
+        assert declared == PINNED[export], (recipe, export)
+
+
+@pytest.mark.parametrize("recipe", DIALOGUE_RECIPES)
+@pytest.mark.parametrize("export", DIALOGUE_EXPORTS)
+def test_every_dialogue_file_infers_the_pinned_arrow_schema(recipe, export):
+    paths = dialogue_files(recipe, export)
+    assert paths, (recipe, export)
+    check_pinned(recipe, export, paths, PINNED[export])
+    if export == "dialogue":
+        # Every object schema, at every depth of every tool's parameters, states
+        # `additionalProperties` and `required` (Command R's template reads them).
+        def objects(schema, path):
+            if isinstance(schema, dict):
+                if schema.get("type") == "object":
+                    yield path, schema
+                for k, v in schema.items():
+                    yield from objects(v, f"{path}.{k}")
+            elif isinstance(schema, list):
+                for i, v in enumerate(schema):
+                    yield from objects(v, f"{path}[{i}]")
+        for path in paths:
+            with open(path) as f:
+                for line in f:
+                    for t in json.loads(line)["tools"]:
+                        for where, o in objects(t["function"]["parameters"], t["function"]["name"]):
+                            assert "additionalProperties" in o and "required" in o, (path, where)

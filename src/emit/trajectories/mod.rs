@@ -53,7 +53,7 @@ pub mod variants;
 mod write;
 
 use prompt::{ToolsText, active_table, system_prompt};
-pub(crate) use prompt::{request_text, user_turn};
+pub(crate) use prompt::{request_text, tools_json, user_turn};
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -142,7 +142,9 @@ impl<'b> ToolsText<'b> {
     }
 }
 
-fn tools_json(toolkit: &[ToolSpec], catalog: &HashMap<&str, &ToolSpec>) -> String {
+/// `toolkit` (references resolved through `catalog`, the setup step left out) as the JSON text
+/// of the trajectories' `tools`: OpenAI functions, parameters in [`super::schema`]'s form.
+pub(crate) fn tools_json(toolkit: &[ToolSpec], catalog: &HashMap<&str, &ToolSpec>) -> String {
     let tools: Vec<FunctionTool> = toolkit
         .iter()
         .map(|t| match catalog.get(t.name.as_str()) {

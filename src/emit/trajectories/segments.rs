@@ -31,7 +31,7 @@ use crate::tools::ToolSpec;
 pub const STAGE: &str = "emit-trajectory-segments";
 
 /// Version of the stored segments; bump when a segment's bytes change for the same build key.
-pub const EMIT_SEGMENTS_VERSION: u32 = 2;
+pub const EMIT_SEGMENTS_VERSION: u32 = 3;
 
 /// The head of a sidecar line written by [`super::export::to_openai`] for line 0.
 const SIDECAR_HEAD: &str = "{\"line\":0";
@@ -99,6 +99,8 @@ impl PartBuf {
 pub struct Rows {
     /// The JSONL lines, each ending in a newline.
     pub jsonl: Bytes,
+    /// How many lines `jsonl` holds (the part's rows, except in a chunk: [`chunk_rows`]).
+    pub lines: usize,
     /// The encoded rows ([`RowsPart`]).
     pub part: RowsPart,
 }
@@ -125,6 +127,14 @@ pub fn key(build: &Build, group: &str) -> StageKey {
     }
 }
 
+/// The store key of chunk `chunk` of `name`'s segment in `build`, when a large unit is cut into
+/// chunks ([`super::write`]'s `push_later`).
+pub fn chunk_key(build: &Build, name: &str, chunk: usize) -> StageKey {
+    let mut key = key(build, name);
+    key.inputs.push(format!("chunk {chunk}"));
+    key
+}
+
 /// Stage name of a compile item's segment in the store ([`item_key`]).
 pub const ITEM_STAGE: &str = "emit-item-segments";
 
@@ -145,7 +155,8 @@ pub fn item_key(build: &Build, item: &ItemRef) -> StageKey {
 
 /// The segment of a group's `examples` (all of them, or one compile item's run of them), with
 /// their trajectory `lines` (one per verified example, in order); `catalog` is the build's tools
-/// by name. Variant rows get a clean trajectory rewritten from their parent's ([`variants`]); a
+/// by name; `parquet`: `None` when the examples are a whole unit, else the Parquet rows this
+/// chunk carries ([`chunk_rows`]). Variant rows get a clean trajectory rewritten from their parent's ([`variants`]); a
 /// variant's parent is among the examples (its group's). Errors: a line that is not JSON (never
 /// for lines this build wrote), a rows part that does not encode.
 pub fn build_segment(
@@ -153,6 +164,7 @@ pub fn build_segment(
     examples: &[Example],
     lines: &[cached::Line],
     catalog: &HashMap<&str, &ToolSpec>,
+    parquet: Option<&[Example]>,
 ) -> Result<Segment> {
     let originals = examples.iter().filter(|e| cached::is_original(e));
     let parents: HashMap<(&str, &str), (&Example, &cached::Line)> = originals
@@ -200,8 +212,41 @@ pub fn build_segment(
         }
     }
     segment.parts = parts.into_iter().map(|(k, p)| (k, p.freeze())).collect();
-    segment.rows = group_rows(examples)?;
+    segment.rows = match parquet {
+        Some(parquet) => chunk_rows(examples, parquet)?,
+        None => group_rows(examples)?,
+    };
     Ok(segment)
+}
+
+/// [`group_rows`] of a chunk of a unit (`super::write`'s chunks): the JSONL lines of the chunk's
+/// `examples` and the Parquet parts of `parquet` — the whole unit's rows for its first chunk,
+/// none for the others —, so a unit's Parquet rows stay one part (one set of row groups, as
+/// large and as well compressed as before chunks) while its lines are written a chunk at a time.
+/// A split's [`RowsPart`] then carries no rows in the chunks after the first (empty Parquet
+/// bytes, which the writer skips).
+fn chunk_rows(examples: &[Example], parquet: &[Example]) -> Result<BTreeMap<String, Rows>> {
+    let mut rows: BTreeMap<String, Rows> = BTreeMap::new();
+    for (split, examples) in by_split(parquet) {
+        let part = crate::emit::rows::rows_part(&examples, &mut std::io::sink())?;
+        rows.entry(split.to_string()).or_default().part = part;
+    }
+    for (split, examples) in by_split(examples) {
+        let mut jsonl = Vec::new();
+        crate::emit::rows::write_rows_jsonl(&examples, &mut jsonl)?;
+        let r = rows.entry(split.to_string()).or_default();
+        (r.jsonl, r.lines) = (jsonl.into(), examples.len());
+    }
+    Ok(rows)
+}
+
+/// `examples` by split, each split's in their order.
+fn by_split(examples: &[Example]) -> BTreeMap<&str, Vec<&Example>> {
+    let mut by_split: BTreeMap<&str, Vec<&Example>> = BTreeMap::new();
+    for e in examples {
+        by_split.entry(e.split.as_str()).or_default().push(e);
+    }
+    by_split
 }
 
 /// A group's rows of each split ([`Rows`]), the examples of a split in their order.
@@ -218,6 +263,7 @@ pub fn group_rows(examples: &[Example]) -> Result<BTreeMap<String, Rows>> {
             split.to_string(),
             Rows {
                 jsonl: jsonl.into(),
+                lines: part.rows,
                 part,
             },
         );
@@ -227,10 +273,10 @@ pub fn group_rows(examples: &[Example]) -> Result<BTreeMap<String, Rows>> {
 
 impl Segment {
     /// The store payload's header line: `{"parts": [[split, kind, lines, default bytes, openai
-    /// bytes, sidecar bytes], …], "rows": [[split, rows, num_bytes, jsonl bytes, parquet
-    /// bytes], …], "skipped": {reason: n}}` and a newline; the payload goes on with every
-    /// part's three byte strings and every split's two rows byte strings in header order
-    /// (copied, never escaped into JSON strings).
+    /// bytes, sidecar bytes], …], "rows": [[split, lines, rows, num_bytes, jsonl bytes, parquet
+    /// bytes], …], "skipped": {reason: n}}` (`lines`: of the JSONL; `rows`: of the Parquet part)
+    /// and a newline; the payload goes on with every part's three byte strings and every split's
+    /// two rows byte strings in header order (copied, never escaped into JSON strings).
     fn head(&self) -> Vec<u8> {
         let parts: Vec<Json> = self
             .parts
@@ -243,6 +289,7 @@ impl Segment {
             .map(|(split, r)| {
                 json!([
                     split,
+                    r.lines,
                     r.part.rows,
                     r.part.num_bytes,
                     r.jsonl.len(),
@@ -284,7 +331,7 @@ impl Segment {
     /// bytes, line counts that differ from the header's).
     pub fn decode(bytes: Bytes) -> Result<Segment, String> {
         type Header = (String, u8, usize, usize, usize, usize);
-        type RowsHeader = (String, usize, usize, usize, usize);
+        type RowsHeader = (String, usize, usize, usize, usize, usize);
         #[derive(serde::Deserialize)]
         struct Head {
             parts: Vec<Header>,
@@ -321,17 +368,17 @@ impl Segment {
             parts.insert((split, kind), part);
         }
         let mut rows = BTreeMap::new();
-        for (split, n, num_bytes, j, p) in head.rows {
+        for (split, lines, n, num_bytes, j, p) in head.rows {
             let jsonl = take(j)?;
-            if !whole_lines(&jsonl, n) {
-                return Err(format!("{split}: not {n} rows"));
+            if !whole_lines(&jsonl, lines) {
+                return Err(format!("{split}: not {lines} rows"));
             }
             let part = RowsPart {
                 rows: n,
                 num_bytes,
                 parquet: take(p)?,
             };
-            rows.insert(split, Rows { jsonl, part });
+            rows.insert(split, Rows { jsonl, lines, part });
         }
         if at != bytes.len() {
             return Err("bytes beyond the parts".into());

@@ -178,27 +178,22 @@ impl<'b> Trajectories<'b> {
                     !(per_item && build.items.contains_key(group)),
                     "{group}: its compile items do not account for its examples"
                 );
-                units.push(Unit {
-                    group,
-                    examples: &outcome.examples,
-                    rows: outcome.examples.len() + counted(group),
-                    key: segments::key(build, group),
-                    claim: Claim::Later(group),
-                });
+                push_later(&mut units, build, group, group, &outcome.examples, counted(group));
                 continue;
             };
             for (item, range) in runs {
-                let (key, claim) = if per_item {
-                    (segments::item_key(build, item), Claim::Item(item.name.as_str()))
-                } else {
-                    (segments::key(build, &item.name), Claim::Later(item.name.as_str()))
-                };
+                let (examples, counted) = (&outcome.examples[range], counted(&item.name));
+                if !per_item {
+                    push_later(&mut units, build, group, &item.name, examples, counted);
+                    continue;
+                }
                 units.push(Unit {
                     group,
-                    rows: range.len() + counted(&item.name),
-                    examples: &outcome.examples[range],
-                    key,
-                    claim,
+                    rows: examples.len() + counted,
+                    examples,
+                    key: segments::item_key(build, item),
+                    claim: Claim::Item(item.name.as_str()),
+                    parquet: None,
                 });
             }
         }
@@ -266,7 +261,7 @@ impl<'b> Trajectories<'b> {
             }
             let originals: Vec<&Example> = unit.examples.iter().filter(|e| cached::is_original(e)).collect();
             let lines = stored.of(unit.group, &originals, &compute)?;
-            let segment = segments::build_segment(self.build, unit.examples, &lines, &catalog)?;
+            let segment = segments::build_segment(self.build, unit.examples, &lines, &catalog, unit.parquet)?;
             if let (Some(s), true) = (store, keep) {
                 let (head, body) = segment.encode_parts();
                 let _ = s.put_parts(key, &[&[&head[..]], &body[..]].concat());
@@ -355,6 +350,10 @@ struct Unit<'a> {
     key: crate::store::StageKey,
     /// How a shard claims the unit.
     claim: Claim<'a>,
+    /// `None`: a whole unit (its rows' Parquet part is its own); a chunk of one
+    /// ([`push_later`]): the rows whose Parquet part it carries (all the unit's for the first
+    /// chunk, none for the others).
+    parquet: Option<&'a [Example]>,
 }
 
 /// How a [`Unit`]'s segment is claimed ([`crate::store::Store::claim`]).
@@ -365,6 +364,68 @@ enum Claim<'a> {
     /// Among the later items of this name (a compile item's or a group's), placed by round two's
     /// packing ([`crate::dataset::claim_group`]).
     Later(&'a str),
+}
+
+/// Pushes the units of a later-claimed unit `name` of `group` (a group, or a compile item whose
+/// segment is not computed with it): one unit when its `examples` are at most
+/// [`CHUNK_EXAMPLES`], keyed [`segments::key`] by `name`; otherwise one per chunk
+/// ([`chunk_ranges`]), keyed [`segments::chunk_key`], all claimed under `name` so one shard
+/// computes them all. A REST database is one compile item (its endpoints are shared across its
+/// questions): without chunks its whole segment — every row's lines in three forms — was held at
+/// once, and a build's peak memory grew with the questions of its largest database (issue 46:
+/// 0.6 MB per question). `counted` (rows counted unread) goes to the first chunk.
+fn push_later<'a>(
+    units: &mut Vec<Unit<'a>>,
+    build: &Build,
+    group: &'a str,
+    name: &'a str,
+    examples: &'a [Example],
+    counted: usize,
+) {
+    let ranges = chunk_ranges(examples);
+    let whole = ranges.len() == 1;
+    for (k, range) in ranges.into_iter().enumerate() {
+        units.push(Unit {
+            group,
+            rows: range.len() + if k == 0 { counted } else { 0 },
+            examples: &examples[range],
+            key: if whole {
+                segments::key(build, name)
+            } else {
+                segments::chunk_key(build, name, k)
+            },
+            claim: Claim::Later(name),
+            parquet: (!whole).then_some(if k == 0 { examples } else { &[] }),
+        });
+    }
+}
+
+/// Verified examples per chunk of a later-claimed unit ([`push_later`]): a quarter of a window,
+/// so a window's chunks are computed in parallel and the memory a window holds does not depend on
+/// the size of the databases in it.
+pub const CHUNK_EXAMPLES: usize = WINDOW_EXAMPLES / 4;
+
+/// `examples` cut into consecutive ranges of [`CHUNK_EXAMPLES`] verified examples (the last may
+/// hold fewer), each starting at a verified example, so a variant row stays with its parent,
+/// which precedes it ([`segments::build_segment`]); one range (possibly empty) when they are
+/// few. Only verified examples are counted: a merge that reads no variant row
+/// ([`Build::variant_rows_counted`]) cuts at the same places as the shard that computed the
+/// chunks with their variant rows.
+fn chunk_ranges(examples: &[Example]) -> Vec<std::ops::Range<usize>> {
+    let mut ranges = Vec::new();
+    let (mut start, mut originals) = (0, 0);
+    for (i, e) in examples.iter().enumerate() {
+        if !cached::is_original(e) {
+            continue;
+        }
+        if originals == CHUNK_EXAMPLES {
+            ranges.push(start..i);
+            (start, originals) = (i, 0);
+        }
+        originals += 1;
+    }
+    ranges.push(start..examples.len());
+    ranges
 }
 
 /// Verified examples per window of [`Trajectories::write_files`]: enough to keep both threads
@@ -424,5 +485,37 @@ mod tests {
             assert!(before_last < WINDOW_EXAMPLES, "{before_last}");
         }
         assert_eq!(windows(&groups[..0], |(_, o)| o.examples.len()).count(), 0);
+    }
+
+    #[test]
+    fn large_units_are_cut_at_verified_examples_the_same_with_or_without_their_variant_rows() {
+        let original = |i: usize| Example {
+            id: format!("q{i}"),
+            ..Example::default()
+        };
+        let variant = |i: usize| Example {
+            id: format!("q{i}-v"),
+            meta: Some(serde_json::json!({"variant_of": format!("q{i}")})),
+            ..Example::default()
+        };
+        let n = 2 * CHUNK_EXAMPLES + 5;
+        let with: Vec<Example> = (0..n).flat_map(|i| [original(i), variant(i), variant(i)]).collect();
+        let without: Vec<Example> = (0..n).map(original).collect();
+        let starts =
+            |ex: &[Example]| -> Vec<String> { chunk_ranges(ex).into_iter().map(|r| ex[r.start].id.clone()).collect() };
+        let expected = vec![
+            "q0".to_string(),
+            format!("q{CHUNK_EXAMPLES}"),
+            format!("q{}", 2 * CHUNK_EXAMPLES),
+        ];
+        assert_eq!(starts(&with), expected);
+        assert_eq!(starts(&without), expected);
+        // Every example once, in order; each variant row in its parent's chunk.
+        let ranges = chunk_ranges(&with);
+        assert_eq!(ranges.first().unwrap().start, 0);
+        assert_eq!(ranges.last().unwrap().end, with.len());
+        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+        assert_eq!(chunk_ranges(&without[..CHUNK_EXAMPLES]), vec![0..CHUNK_EXAMPLES]);
+        assert_eq!(chunk_ranges(&[]), vec![0..0]);
     }
 }

@@ -66,10 +66,19 @@ impl Databases {
     /// Runs `find_<domain>` with 2.2 arguments; returns the matching entities' key (name, or
     /// trainID) normalised.
     pub(super) fn find(&self, domain: &str, args: &Map<String, Value>) -> Execution {
-        let Some(rows) = self.tables.get(domain) else {
-            return Execution::NotExecutable(format!("no database for {domain}"));
-        };
         let key = if domain == "train" { "trainID" } else { "name" };
+        match self.matching(domain, args) {
+            Ok(rows) => Execution::Rows(rows.into_iter().filter_map(|row| row[key].as_str().map(norm)).collect()),
+            Err(why) => Execution::NotExecutable(why),
+        }
+    }
+
+    /// The database rows `find_<domain>` with 2.2 arguments `args` matches, in database order;
+    /// `Err` when the search cannot run (no database, a time that does not parse).
+    pub(super) fn matching(&self, domain: &str, args: &Map<String, Value>) -> Result<Vec<&Value>, String> {
+        let Some(rows) = self.tables.get(domain) else {
+            return Err(format!("no database for {domain}"));
+        };
         let mut filters = Vec::new();
         for (arg, value) in args {
             let suffix = arg.split_once('-').map(|(_, s)| s).unwrap_or(arg);
@@ -81,7 +90,7 @@ impl Databases {
             };
             if time {
                 let Some(m) = minutes(value) else {
-                    return Execution::NotExecutable(format!("{arg}: time {value:?} does not parse"));
+                    return Err(format!("{arg}: time {value:?} does not parse"));
                 };
                 filters.push((field, suffix, None, Some(m)));
             } else {
@@ -96,7 +105,7 @@ impl Databases {
                 filters.push((field, suffix, Some(alternatives), None));
             }
         }
-        let rows = rows
+        Ok(rows
             .iter()
             .filter(|row| {
                 filters.iter().all(|(field, suffix, text, time)| {
@@ -113,9 +122,7 @@ impl Databases {
                     }
                 })
             })
-            .filter_map(|row| row[key].as_str().map(norm))
-            .collect();
-        Execution::Rows(rows)
+            .collect())
     }
 
     pub(super) fn contains(&self, domain: &str, entity: &str) -> bool {

@@ -84,6 +84,7 @@ mod schema;
 #[cfg(test)]
 mod tests;
 mod text;
+mod trajectory;
 
 use db::{Databases, verify};
 use dialogue::{Event, Turn, events, parse_dialogue};
@@ -448,6 +449,11 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
     };
     let mut stats = SeqStats::default();
     let mut counters = Counters::default();
+    let all_tools: Vec<String> = conversion.catalog.iter().map(|t| t.name.clone()).collect();
+    let mut dialogue_set = crate::dataset::dialogue::Dialogues {
+        rules: trajectory::RULES.iter().map(|r| r.to_string()).collect(),
+        ..Default::default()
+    };
     for (sp, file) in SPLIT_FILES.iter().filter(|(s, _)| split.is_none_or(|want| want == *s)) {
         let path = root.join("MultiWOZ_2.1").join(file);
         if !path.is_file() {
@@ -475,6 +481,10 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
             };
             outcome.attempted += 1;
             let dial_id = dial_id.trim_end_matches(".json");
+            match trajectory::dialogue(rec, dial_id, &turns, sp, &schema, &dbs, &checker, all_tools.clone()) {
+                Ok(t) => dialogue_set.splits.entry(sp.to_string()).or_default().push(t),
+                Err(d) => dialogue_set.drops.entry(sp.to_string()).or_default().push(d),
+            }
             match convert_dialogue(
                 dial_id,
                 &turns,
@@ -564,6 +574,8 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
     s.insert("booked_entity".into(), json!(counters.booked_entity));
     s.insert("tools".into(), json!(conversion.catalog.len()));
     s.insert("paper_sizes".into(), super::stats::paper_sizes(&PAPER_SIZES));
+    s.insert("dialogue_trajectories".into(), dialogue_set.counts());
     conversion.stats = s;
+    conversion.dialogues = Some(dialogue_set);
     Ok(conversion)
 }

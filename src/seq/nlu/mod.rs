@@ -329,6 +329,7 @@ pub fn convert(source: &ResolvedSource, split: Option<&str>) -> Result<Conversio
         bad_records: bad,
         catalog,
         stats,
+        dialogues: None,
     })
 }
 

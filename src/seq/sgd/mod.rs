@@ -53,6 +53,7 @@ mod schema;
 #[cfg(test)]
 mod tests;
 mod text;
+mod trajectory;
 
 use dialogue::{Dialogue, ServiceCall, parse_dialogue};
 use schema::{Schema, load_schema, tool_name};
@@ -188,12 +189,9 @@ fn convert_dialogue(
         Ok(text) => text,
         Err(e) => return drop("template_error", e),
     };
-    let domains: BTreeSet<&str> = d.services.iter().map(|s| service_domain(s)).collect();
-    let tools: Vec<ToolSpec> = schema
-        .services
+    let tools: Vec<ToolSpec> = instance_tools(d, schema)
         .iter()
-        .filter(|(s, _)| d.services.contains(*s) || domains.contains(service_domain(s)))
-        .flat_map(|(_, tools)| tools.iter().map(|t| ToolSpec::reference(&t.name)))
+        .map(|t| ToolSpec::reference(t))
         .collect();
     let used: BTreeSet<(&str, &str)> = calls
         .iter()
@@ -233,6 +231,9 @@ struct FileOut {
     bad: Vec<BadRecord>,
     collapsed: usize,
     failed: usize,
+    /// The dialogue trajectories ([`trajectory`]) and their drops.
+    dialogues: Vec<crate::dataset::dialogue::Dialogue>,
+    dialogue_drops: Vec<Drop>,
 }
 
 /// Reads and converts one dialogue file; its JSON is dropped before the next file is read, so
@@ -266,6 +267,10 @@ fn convert_file(
             }
         };
         out.outcome.attempted += 1;
+        match trajectory::dialogue(rec, &d, split, schema, checker, instance_tools(&d, schema)) {
+            Ok(t) => out.dialogues.push(t),
+            Err(drop) => out.dialogue_drops.push(drop),
+        }
         match convert_dialogue(&d, split, &file, schema, checker, keep_failed) {
             Converted::Example(e, collapsed, failed) => {
                 out.collapsed += collapsed;
@@ -301,6 +306,10 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
     let mut collapsed_total = 0;
     let mut failed_total = 0;
     let mut files_per_split = Map::new();
+    let mut dialogues = crate::dataset::dialogue::Dialogues {
+        rules: trajectory::RULES.iter().map(|r| r.to_string()).collect(),
+        ..Default::default()
+    };
     for sp in SPLITS.iter().filter(|s| split.is_none_or(|want| want == **s)) {
         let files = dialogue_files(&root.join(sp));
         if files.is_empty() {
@@ -313,6 +322,12 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
             .collect::<Result<_, _>>()?;
         let mut outcome = Outcome::default();
         for f in per_file {
+            dialogues.splits.entry(sp.to_string()).or_default().extend(f.dialogues);
+            dialogues
+                .drops
+                .entry(sp.to_string())
+                .or_default()
+                .extend(f.dialogue_drops);
             conversion.bad_records.extend(f.bad);
             collapsed_total += f.collapsed;
             failed_total += f.failed;
@@ -356,8 +371,22 @@ pub fn convert_with(source: &ResolvedSource, split: Option<&str>, knobs: &SeqKno
     s.insert("tools".into(), json!(conversion.catalog.len()));
     s.insert("dialogue_files".into(), Value::Object(files_per_split));
     s.insert("paper_sizes".into(), super::stats::paper_sizes(&PAPER_SIZES));
+    s.insert("dialogue_trajectories".into(), dialogues.counts());
     conversion.stats = s;
+    conversion.dialogues = Some(dialogues);
     Ok(conversion)
+}
+
+/// The API list of a dialogue (names): every intent of the services it lists and of the other
+/// services of their domains, in schema order.
+fn instance_tools(d: &Dialogue, schema: &Schema) -> Vec<String> {
+    let domains: BTreeSet<&str> = d.services.iter().map(|s| service_domain(s)).collect();
+    schema
+        .services
+        .iter()
+        .filter(|(s, _)| d.services.contains(*s) || domains.contains(service_domain(s)))
+        .flat_map(|(_, tools)| tools.iter().map(|t| t.name.clone()))
+        .collect()
 }
 
 /// The domain of an SGD service: its name without the `_<n>` version suffix (`Restaurants_2` →

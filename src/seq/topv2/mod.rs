@@ -504,5 +504,6 @@ fn assemble(mut results: Vec<FileResult>) -> Conversion {
         bad_records,
         catalog,
         stats,
+        dialogues: None,
     }
 }
