@@ -540,8 +540,21 @@ fn mix_of_dialogues_counts_turns_skips_a_bad_line_and_decontaminates_against_eva
         lines.join("\n") + "\n",
     )
     .unwrap();
-    mix_recipe(t, "mix-talk", "[[sources]]\nrecipe = \"talk\"\nkind = \"dialogue\"\n");
+    // An optional source built without the split is left out and named; a required one fails.
+    let optional = "[[sources]]\nrecipe = \"talkdev\"\nkind = \"dialogue\"\noptional = true\n";
+    mix_recipe(
+        t,
+        "mix-talk",
+        &format!("[[sources]]\nrecipe = \"talk\"\nkind = \"dialogue\"\n{optional}"),
+    );
     let summary = build(t, "mix-talk");
+    assert!(summary.contains("talkdev train: left out (optional)"), "{summary}");
+    mix_recipe(t, "mix-talk-strict", &optional.replace("optional = true\n", ""));
+    let err = build_err(t, "mix-talk-strict");
+    assert!(
+        err.contains("talkdev") && err.contains("no dialogue trajectories of split \"train\""),
+        "{err}"
+    );
     let report: Json =
         serde_json::from_str(&std::fs::read_to_string(t.join("out/mix-talk/report/mix.json")).unwrap()).unwrap();
     let s = &report["sources"][0];

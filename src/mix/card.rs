@@ -139,6 +139,9 @@ pub fn card(recipe: &MixRecipe, r: &MixReport) -> String {
             overlap(&x.ngram_kept),
         );
     }
+    for (source, why) in &r.left_out {
+        let _ = writeln!(s, "\nLeft out (optional): {source}: {why}.");
+    }
     s.push_str("\nIn order: a row is **contaminated** when its user text (the request; a dialogue's user turns joined) equals an evaluation text in normal form — lower case, apostrophes removed, every other character that is not a letter or digit a word break, words joined by one space, so case, punctuation and whitespace perturbations match; a **duplicate** when an earlier row of the mix (an earlier source, or earlier in the same one) has the same user text (exact) or the same normal form (normalised): the first source named keeps it. The weight (share) and cap then take a seeded sample of the rows kept. The **13-gram overlap** (as in the GPT-3 and Llama 2 contamination reports) counts the rows of 13 or more words sharing a word 13-gram with an evaluation text — read, and kept after the normal-form drop; it is reported, not used to drop rows.\n\n");
     s.push_str("## Decontaminated against\n\nEvery evaluation split (every split but `train`; every BFCL split) of every dataset the project's recipes build, where built (the `input` of each row of `data/<split>.jsonl`):\n\n| dataset | evaluation splits (rows) |\n|---|---|\n");
     for (name, splits) in &r.evaluation.checked {
@@ -202,6 +205,9 @@ pub fn summary(r: &MixReport, out_dir: &Path, secs: f64) -> String {
                 String::new()
             }
         );
+    }
+    for (source, why) in &r.left_out {
+        let _ = writeln!(s, "  {source}: left out (optional): {why}");
     }
     if !r.evaluation.unavailable.is_empty() {
         let names: Vec<&str> = r.evaluation.unavailable.keys().map(String::as_str).collect();

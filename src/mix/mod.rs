@@ -157,6 +157,8 @@ pub struct MixReport {
     pub evaluation_texts: usize,
     /// The tokenizer file, when given.
     pub tokenizer: Option<String>,
+    /// Optional sources left out (`<recipe> <split>` → why).
+    pub left_out: std::collections::BTreeMap<String, String>,
     /// BLAKE3 of each source file read (`<recipe>/<split>` → hex).
     pub inputs: std::collections::BTreeMap<String, String>,
 }
@@ -278,21 +280,24 @@ pub fn build(recipe_path: &Path, out_root: Option<&Path>) -> anyhow::Result<Stri
     let root = crate::recipe::project_root(recipe_path);
     let out_root = out_root.map(Path::to_path_buf).unwrap_or_else(|| root.join("out"));
     // Every source checked before any is read: the first error names what to build.
-    let files: Vec<PathBuf> = recipe
-        .sources
-        .iter()
-        .map(|s| sources::locate(&root, &out_root, &recipe.name, s))
-        .collect::<Result<_, _>>()?;
+    let mut used: Vec<(&MixSource, PathBuf)> = Vec::new();
+    let mut left_out = std::collections::BTreeMap::new();
+    for s in &recipe.sources {
+        match sources::locate(&root, &out_root, &recipe.name, s)? {
+            sources::Located::File(f) => used.push((s, f)),
+            sources::Located::Absent(why) => {
+                left_out.insert(format!("{} {}", s.recipe, s.split), why);
+            }
+        }
+    }
     let tokenizer = recipe
         .tokenizer
         .as_ref()
         .map(|p| tokens::Counter::load(&root.join(p)))
         .transpose()?;
-    let scanned: Vec<Scanned> = recipe
-        .sources
+    let scanned: Vec<Scanned> = used
         .iter()
-        .zip(&files)
-        .map(|(s, f)| {
+        .map(|&(s, ref f)| {
             // A request trajectory's request is its data row's `input`; a dialogue has no row.
             let data = match s.kind {
                 crate::recipe::mix::TrajectoryKind::Request => {
@@ -304,11 +309,10 @@ pub fn build(recipe_path: &Path, out_root: Option<&Path>) -> anyhow::Result<Stri
         })
         .collect::<Result<_, _>>()?;
     let (eval, coverage) = sources::eval_index(&root, &out_root);
-    let mut stats: Vec<SourceStats> = recipe
-        .sources
+    let mut stats: Vec<SourceStats> = used
         .iter()
         .zip(&scanned)
-        .map(|(s, sc)| SourceStats {
+        .map(|(&(s, _), sc)| SourceStats {
             recipe: s.recipe.clone(),
             split: s.split.clone(),
             kind: s.kind,
@@ -328,7 +332,7 @@ pub fn build(recipe_path: &Path, out_root: Option<&Path>) -> anyhow::Result<Stri
     let kept = judge(&scanned, &eval, &mut stats);
     // Per source the rows taken, then every row in the seeded shuffle's order.
     let mut order: Vec<(u64, usize, usize)> = Vec::new();
-    for (si, ((src, sc), keep)) in recipe.sources.iter().zip(&scanned).zip(kept).enumerate() {
+    for (si, ((&(src, _), sc), keep)) in used.iter().zip(&scanned).zip(kept).enumerate() {
         for i in sample(recipe.seed, src, &sc.rows, keep) {
             order.push((draw(recipe.seed, &["shuffle", &sc.rows[i].id]), si, i));
         }
@@ -370,11 +374,11 @@ pub fn build(recipe_path: &Path, out_root: Option<&Path>) -> anyhow::Result<Stri
         evaluation: coverage,
         evaluation_texts: eval.len(),
         tokenizer: recipe.tokenizer.as_ref().map(|p| p.display().to_string()),
-        inputs: recipe
-            .sources
+        left_out,
+        inputs: used
             .iter()
             .zip(&scanned)
-            .map(|(s, sc)| {
+            .map(|(&(s, _), sc)| {
                 (
                     format!("{}/{}", s.recipe, s.split),
                     blake3::hash(&sc.bytes).to_hex().to_string(),

@@ -88,9 +88,17 @@ pub fn untrainable(format: &str) -> Option<&'static str> {
     }
 }
 
+/// Where a source's rows are.
+pub enum Located {
+    /// The trajectory file.
+    File(PathBuf),
+    /// An optional source built without the split at all: why it is left out.
+    Absent(String),
+}
+
 /// Checks that `s` names a recipe with trajectories that is built in `out_root`; returns the
 /// trajectory file. Errors: unknown recipe, a mix, a family without trajectories, not built.
-pub fn locate(root: &Path, out_root: &Path, mix: &str, s: &MixSource) -> Result<PathBuf, MixError> {
+pub fn locate(root: &Path, out_root: &Path, mix: &str, s: &MixSource) -> Result<Located, MixError> {
     let path = root.join("recipes").join(format!("{}.toml", s.recipe));
     if !path.is_file() {
         return Err(MixError::Source {
@@ -121,7 +129,15 @@ pub fn locate(root: &Path, out_root: &Path, mix: &str, s: &MixSource) -> Result<
     let dir = out_root.join(&s.recipe);
     let file = dir.join(s.kind.file(&s.split));
     if file.is_file() {
-        return Ok(file);
+        return Ok(Located::File(file));
+    }
+    let data = dir.join("data").join(format!("{}.jsonl", s.split));
+    if s.optional && dir.join("MANIFEST.json").is_file() && !data.is_file() {
+        return Ok(Located::Absent(format!(
+            "built without split {:?} (no {}: its corpus holds none here)",
+            s.split,
+            data.display()
+        )));
     }
     let message = if !dir.join("MANIFEST.json").is_file() {
         format!(

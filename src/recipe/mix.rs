@@ -15,6 +15,7 @@
 //! kind = "request"      # or "dialogue" (trajectories/dialogue/<split>.jsonl); default "request"
 //! weight = 0.5          # share of the source's kept rows taken, 0 < weight <= 1 (default 1)
 //! cap = 10000           # at most this many rows of the source (optional)
+//! optional = true       # built without this split (its corpus has none): left out, named
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -65,6 +66,12 @@ pub struct MixSource {
     /// At most this many rows of the source (after the weight; a seeded sample).
     #[serde(default)]
     pub cap: Option<usize>,
+    /// A built source without this split at all (no `data/<split>.jsonl`: its corpus holds
+    /// none, e.g. MultiWOZ's train dialogues absent) is left out and named in the card instead
+    /// of failing the build (default false). A source not built, or built without trajectories,
+    /// fails either way.
+    #[serde(default)]
+    pub optional: bool,
 }
 
 /// The trajectory files a mix source reads.
