@@ -56,6 +56,12 @@ fn malformed() -> Vec<(Vec<u8>, i64, Value)> {
         (call(r#"{"arguments":{}}"#), -32602, json!(7)),
         (call(r#"{"name":42}"#), -32602, json!(7)),
         (call(r#"{"name":"create_session","arguments":[1]}"#), -32602, json!(7)),
+        // MCP: a request's id must not be null (issue 47); the reply still has its `id` member.
+        (
+            br#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#.to_vec(),
+            -32600,
+            Value::Null,
+        ),
     ]
 }
 
@@ -89,6 +95,7 @@ fn malformed_stdio_frames_get_the_specs_error_codes_and_the_server_keeps_serving
         stdin.flush().unwrap();
         let got = next();
         let shown = String::from_utf8_lossy(&frame[..frame.len().min(60)]).into_owned();
+        assert!(got.get("id").is_some(), "{shown}: no id member in {got}");
         assert_eq!(
             (got["error"]["code"].as_i64(), &got["id"]),
             (Some(code), &id),
@@ -127,6 +134,7 @@ fn malformed_http_frames_get_400_with_the_specs_error() {
         let shown = String::from_utf8_lossy(&frame[..frame.len().min(60)]).into_owned();
         assert!(text.starts_with("HTTP/1.1 400"), "{shown}: {text}");
         let body: Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        assert!(body.get("id").is_some(), "{shown}: no id member in {body}");
         assert_eq!(
             (body["error"]["code"].as_i64(), &body["id"]),
             (Some(code), &id),
@@ -166,4 +174,54 @@ fn mcp_http_sessions_past_the_limit_are_refused() {
     assert_eq!(s, 503, "{body}");
     let e: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(e["error"]["code"], -32001, "{e}");
+    // The refusal answers the request: its id (issue 47; it was null).
+    assert_eq!(e["id"], 1, "{e}");
+}
+
+/// A request before `initialize` is −32600 naming the lifecycle (issue 47: it was −32602 about
+/// `_meta`), over stdio and over HTTP (no `Mcp-Session-Id`); the server keeps serving.
+#[test]
+fn requests_before_initialize_are_invalid_requests() {
+    let early = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "create_session", "arguments": {}}});
+    let mut child = serve_support::serve_mcp_stdio(&dataset(), &[]);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, "{early}").unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    assert!(stdout.read_line(&mut line).unwrap() > 0);
+    let got: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        (&got["error"]["code"], &got["id"]),
+        (&json!(-32600), &json!(5)),
+        "{got}"
+    );
+    assert!(
+        got["error"]["message"].as_str().unwrap().contains("initialize"),
+        "{got}"
+    );
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    )
+    .unwrap();
+    line.clear();
+    assert!(stdout.read_line(&mut line).unwrap() > 0);
+    let init: Value = serde_json::from_str(&line).unwrap();
+    assert!(init["result"].is_object(), "{init}");
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let server = serve_support::serve(&dataset(), &[]);
+    let (status, _, got) = serve_support::mcp_rpc(&server.base(), None, &early);
+    let got = got.unwrap();
+    assert_eq!(status, 400, "{got}");
+    assert_eq!(
+        (&got["error"]["code"], &got["id"]),
+        (&json!(-32600), &json!(5)),
+        "{got}"
+    );
 }

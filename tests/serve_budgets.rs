@@ -251,3 +251,23 @@ fn join_cache_is_bounded_by_bytes_and_released_with_sessions() {
     assert!(after < warm + 60, "RSS {warm} → {after} MiB");
     assert_healthy(&mut server);
 }
+
+/// A join type outside INNER/LEFT (`"CROSS; DROP TABLE city"`) is a 422 naming the allowed
+/// types (issue 47: it was accepted, 200, and run as an INNER join); the database is unchanged.
+#[test]
+fn join_types_outside_inner_and_left_are_unprocessable() {
+    let mut server = serve(&["--allow-ad-hoc-joins"]);
+    let db = dbs().join("world_1/world_1.sqlite");
+    let before = std::fs::read(&db).unwrap();
+    let mut arguments = city_copies(2, "city_");
+    arguments["condition_sequence"] = json!([["c0.ID", "c1.ID", "CROSS; DROP TABLE city"]]);
+    let (s, b) = post(&server.base(), "/sessions", &json!({"arguments": arguments}));
+    assert_eq!(s, 422, "{b}");
+    assert!(b["detail"].as_str().unwrap().contains("INNER, LEFT"), "{b}");
+    arguments["condition_sequence"] = json!([["c0.ID", "c1.ID", "left"]]);
+    let (s, b) = post(&server.base(), "/sessions", &json!({"arguments": arguments}));
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["output"]["total_rows"], city_rows(), "{b}");
+    assert!(std::fs::read(&db).unwrap() == before, "the database changed");
+    assert_healthy(&mut server);
+}

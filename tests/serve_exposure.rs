@@ -80,6 +80,51 @@ fn a_foreign_host_header_is_refused_on_every_route() {
     }
 }
 
+/// Issue 47's minor items: `bearer` in any case is the Bearer scheme (RFC 9110 §11.1); two
+/// `Host` fields are 400 (RFC 9112 §3.2); an absolute-form target naming another host is held
+/// to the Host rule (421), one naming this server is served.
+#[test]
+fn bearer_in_any_case_two_hosts_and_absolute_form_targets() {
+    let server = serve(&["--token", "s3cret"]);
+    let local = ("Host", "127.0.0.1");
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let auth = format!("{scheme} s3cret");
+        assert_eq!(
+            status(&server.port(), "GET", "/healthz", &[local, ("Authorization", &auth)]),
+            200,
+            "{scheme}"
+        );
+    }
+    let token = ("Authorization", "Bearer s3cret");
+    assert_eq!(
+        status(
+            &server.port(),
+            "GET",
+            "/healthz",
+            &[local, ("Host", "127.0.0.1"), token]
+        ),
+        400,
+        "two Host headers"
+    );
+    assert_eq!(
+        status(
+            &server.port(),
+            "GET",
+            "/healthz",
+            &[local, ("Host", "evil.example"), token]
+        ),
+        400,
+        "two different Host headers"
+    );
+    assert_eq!(
+        status(&server.port(), "GET", "http://evil.example/healthz", &[local, token]),
+        421,
+        "absolute-form target naming another host"
+    );
+    let own = format!("http://127.0.0.1:{}/healthz", server.port());
+    assert_eq!(status(&server.port(), "GET", &own, &[local, token]), 200, "{own}");
+}
+
 #[test]
 fn a_non_loopback_bind_without_a_token_prints_a_warning() {
     let server = serve(&["--host", "0.0.0.0"]);

@@ -12,17 +12,15 @@
 //!   naming a dropped label gets the executor's unknown-label error.
 //! - **Labelled results are never dropped**: when the budget cannot be met by dropping
 //!   unlabelled ones, the call is refused (HTTP 413) and its own result removed.
-//! - **Inputs first**: the tools whose output is their inputs put together (`concatenate_*`,
-//!   `combine_*`) are refused before running when their inputs together (each reference counted
-//!   as often as it is named) exceed `max_bytes`, so a chain of self-concatenations cannot build
-//!   a table past the budget. Every other tool's output is at most its input's size.
+//! - **Before it is built**: a call whose output's upper bound, computed from its inputs and
+//!   arguments, exceeds `max_bytes` is refused (413) without running
+//!   ([`crate::tools::executor::estimate`]: a replacement's growth, a self-concatenation, a
+//!   group's index), so a chain of self-concatenations cannot build a table past the budget.
 
 use std::collections::VecDeque;
 
-use serde_json::Value as Json;
-
-use crate::tools::Call;
-use crate::tools::executor::{Session, Value};
+use super::memory::Reservation;
+use crate::tools::executor::Session;
 
 /// Limits of one session's results.
 #[derive(Debug, Clone, Copy)]
@@ -33,16 +31,7 @@ pub struct SessionBudget {
     pub max_bytes: usize,
 }
 
-/// Bytes a tool output holds: its Arrow arrays' memory (a grouped table: its table plus 4 bytes
-/// per grouped row index), 32 for a single value.
-pub fn value_bytes(v: &Value) -> usize {
-    match v {
-        Value::Table(t) => t.get_array_memory_size(),
-        Value::Column(a) => a.get_array_memory_size(),
-        Value::Grouped(g) => g.table.get_array_memory_size() + g.groups.iter().map(|x| 4 * x.len() + 24).sum::<usize>(),
-        Value::Scalar(_) => 32,
-    }
-}
+pub use crate::tools::executor::value_bytes;
 
 /// One kept result.
 struct Kept {
@@ -50,6 +39,9 @@ struct Kept {
     /// The client named it (never dropped).
     labelled: bool,
     bytes: usize,
+    /// Its bytes reserved from the server's budget ([`super::memory`]), given back when the
+    /// result is dropped or the session ends.
+    _reserved: Option<Reservation>,
 }
 
 /// A live session with the accounting of its results.
@@ -74,41 +66,29 @@ impl Held {
         self.results.iter().map(|k| k.bytes).sum()
     }
 
-    /// Refuses `call` before it runs when it puts its inputs together (`concatenate_*`,
-    /// `combine_*`) and they exceed the budget's bytes (module docs).
-    pub(crate) fn check_inputs(&self, call: &Call, budget: SessionBudget) -> Result<(), String> {
-        if !(call.name.starts_with("concatenate") || call.name.starts_with("combine")) {
-            return Ok(());
-        }
-        let mut labels = Vec::new();
-        for v in call.arguments.values() {
-            match v {
-                Json::Array(items) => labels.extend(items.iter().filter_map(crate::tools::as_label_ref)),
-                other => labels.extend(crate::tools::as_label_ref(other)),
-            }
-        }
-        let bytes: usize = labels.iter().filter_map(|l| self.session.get(l)).map(value_bytes).sum();
-        if bytes > budget.max_bytes {
-            return Err(format!(
-                "`{}` would put together {} MiB of inputs, over the session's budget of {} MiB (--max-session-mib)",
-                call.name,
-                bytes >> 20,
-                budget.max_bytes >> 20
-            ));
-        }
-        Ok(())
-    }
-
     /// Accounts the output just stored under `label` (`labelled`: named by the client), then
     /// drops the oldest unlabelled results until the session fits `budget`; when it cannot, the
-    /// new output is removed and the call refused (module docs).
-    pub(crate) fn admit(&mut self, label: &str, labelled: bool, budget: SessionBudget) -> Result<(), String> {
+    /// new output is removed and the call refused (module docs). `reserved` (the call's
+    /// reservation from the server's budget) is made the result's bytes and kept with it.
+    pub(crate) fn admit(
+        &mut self,
+        label: &str,
+        labelled: bool,
+        budget: SessionBudget,
+        mut reserved: Option<Reservation>,
+    ) -> Result<(), String> {
         let bytes = self.session.get(label).map_or(0, value_bytes);
+        if let Some(r) = reserved.as_mut() {
+            // Growing fails only when the estimate was short and the server is full: the result
+            // is then counted at the estimate.
+            let _ = r.resize(bytes);
+        }
         self.results.retain(|k| k.label != label);
         self.results.push_back(Kept {
             label: label.to_string(),
             labelled,
             bytes,
+            _reserved: reserved,
         });
         while self.results.len() > budget.max_results || self.bytes() > budget.max_bytes {
             let Some(i) = self.results.iter().position(|k| !k.labelled && k.label != label) else {

@@ -3,9 +3,11 @@
 //! - **Host** ([`allowed_host`]): a request whose `Host` names another host than the loopback
 //!   names (`localhost`, `127.0.0.1`, `::1`), the address the server is bound to, or one given
 //!   with `--allowed-host` is refused with 421 Misdirected Request — the defence against DNS
-//!   rebinding, which `/mcp` (rmcp) already had. A request without `Host` (HTTP/1.0) passes.
+//!   rebinding, which `/mcp` (rmcp) already had. A request without `Host` (HTTP/1.0) passes;
+//!   one with two `Host` fields is 400; an absolute-form target's authority is held to the
+//!   same rule as `Host`.
 //! - **Token**: with `--token` (or `TOOLFORGE_TOKEN`) set, every request must carry
-//!   `Authorization: Bearer <token>`, else 401 with `WWW-Authenticate: Bearer`. The comparison
+//!   `Authorization: Bearer <token>` (the scheme name in any case), else 401 with `WWW-Authenticate: Bearer`. The comparison
 //!   is of BLAKE3 hashes (constant time in the token).
 //! - Binding a non-loopback address without a token prints a warning ([`warn_if_exposed`]).
 //! - **CORS** is off unless asked for: `--cors-origin ORIGIN` (repeatable, `*` for any) answers
@@ -41,13 +43,28 @@ pub fn allowed_host(host: &str, config: &ServeConfig) -> bool {
 
 /// The middleware of the module docs.
 pub(super) async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Response {
-    if let Some(host) = req.headers().get(header::HOST) {
-        let ok = host.to_str().is_ok_and(|h| allowed_host(h, &state.config));
-        if !ok {
-            return detail(
-                StatusCode::MISDIRECTED_REQUEST,
-                "the Host header names another server (DNS rebinding defence; start the server with --allowed-host NAME to accept it)",
-            );
+    let mut hosts = req.headers().get_all(header::HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        // RFC 9112 §3.2: a request with more than one Host field is answered 400.
+        return detail(StatusCode::BAD_REQUEST, "more than one Host header");
+    }
+    let misdirected = || {
+        detail(
+            StatusCode::MISDIRECTED_REQUEST,
+            "the Host header names another server (DNS rebinding defence; start the server with --allowed-host NAME to accept it)",
+        )
+    };
+    if let Some(host) = host {
+        if !host.to_str().is_ok_and(|h| allowed_host(h, &state.config)) {
+            return misdirected();
+        }
+    }
+    // An absolute-form target (`GET http://evil.example/…`) names the host it is for, which
+    // takes the place of `Host` (RFC 9112 §3.2.2): held to the same rule.
+    if let Some(authority) = req.uri().authority() {
+        if !allowed_host(authority.as_str().rsplit('@').next().unwrap_or_default(), &state.config) {
+            return misdirected();
         }
     }
     if let Some(token) = &state.config.token {
@@ -55,7 +72,7 @@ pub(super) async fn guard(State(state): State<Shared>, req: Request, next: Next)
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(bearer_credentials)
             .unwrap_or_default();
         if blake3::hash(given.trim().as_bytes()) != blake3::hash(token.as_bytes()) {
             let mut r = detail(
@@ -68,6 +85,13 @@ pub(super) async fn guard(State(state): State<Shared>, req: Request, next: Next)
         }
     }
     next.run(req).await
+}
+
+/// The credentials of an `Authorization` value of the `Bearer` scheme, whose name is
+/// case-insensitive (RFC 9110 §11.1): `bearer abc` and `BEARER abc` give `abc`.
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(credentials)
 }
 
 /// The CORS policy of the module docs for `origins` (`None` when the list is empty: no CORS
@@ -145,5 +169,14 @@ mod tests {
         assert!(allowed_host("tools.lan:8000", &config));
         config.addr = ([10, 0, 0, 5], 8000).into();
         assert!(allowed_host("10.0.0.5:8000", &config));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for v in ["Bearer abc", "bearer abc", "BEARER abc"] {
+            assert_eq!(bearer_credentials(v), Some("abc"), "{v}");
+        }
+        assert_eq!(bearer_credentials("Basic abc"), None);
+        assert_eq!(bearer_credentials("Bearerabc"), None);
     }
 }

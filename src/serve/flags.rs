@@ -44,6 +44,12 @@ pub struct ServeFlags {
     /// the call is refused with 413).
     #[arg(long, default_value_t = 64)]
     pub max_session_mib: usize,
+    /// MiB the whole server may hold in sessions' results, joined tables and calls in flight
+    /// (past it, idle sessions are ended least recently used first, else 503 with
+    /// Retry-After; default: a quarter of the least of the machine's memory, the cgroup's limit
+    /// and `ulimit -v`).
+    #[arg(long)]
+    pub max_server_mib: Option<usize>,
     /// MiB of joined tables the server keeps cached between sessions (least recently used
     /// evicted first; default: TOOLFORGE_JOIN_CACHE_MIB, else 256).
     #[arg(long)]
@@ -55,6 +61,14 @@ pub struct ServeFlags {
     /// starts waiting for one (also the idle timeout of a kept-alive connection).
     #[arg(long, default_value_t = 10_000)]
     pub header_timeout_ms: u64,
+    /// Milliseconds a request body has to arrive once its head is in, extended by a second per
+    /// `--body-min-rate` bytes received (a slower body: 400 and the connection closed).
+    #[arg(long, default_value_t = 10_000)]
+    pub body_timeout_ms: u64,
+    /// Bytes per second of a request body that extend `--body-timeout-ms` by a second each
+    /// (the minimum transfer rate; 0: no extension).
+    #[arg(long, default_value_t = 500)]
+    pub body_min_rate: u64,
     /// Most requests one connection carries before it is closed.
     #[arg(long, default_value_t = 10_000)]
     pub max_requests_per_connection: usize,
@@ -112,11 +126,18 @@ impl ServeFlags {
                 max_results: self.max_session_results,
                 max_bytes: self.max_session_mib << 20,
             },
+            max_server_bytes: self
+                .max_server_mib
+                .map_or_else(super::memory::default_budget, |m| m << 20),
             connections: ConnectionLimits {
                 max_connections: self.max_connections,
                 header_read_timeout: Duration::from_millis(self.header_timeout_ms),
                 max_requests_per_connection: self.max_requests_per_connection,
                 shutdown_deadline: Duration::from_millis(self.shutdown_deadline_ms),
+                body: super::body::BodyLimits {
+                    timeout: Duration::from_millis(self.body_timeout_ms),
+                    min_rate: self.body_min_rate,
+                },
             },
             token: self.token.filter(|t| !t.is_empty()),
             allowed_hosts: self.allowed_hosts,

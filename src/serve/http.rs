@@ -20,12 +20,22 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value as Json, json};
 
-use super::state::{CallError, Shared, detail, known_tool, open_session, run_endpoint, run_tool};
+use super::state::{CallError, CancelOnDrop, Shared, detail, known_tool, open_session, run_endpoint, run_tool};
 
 fn respond(result: Result<Result<Response, CallError>, tokio::task::JoinError>) -> Response {
     match result {
         Ok(Ok(r)) => r,
-        Ok(Err((status, message))) => detail(status, message),
+        Ok(Err((status, message))) => {
+            let mut r = detail(status, message);
+            // The server's memory budget is full for now ([`super::memory`]).
+            if status == StatusCode::SERVICE_UNAVAILABLE {
+                r.headers_mut().insert(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from_static("1"),
+                );
+            }
+            r
+        }
         Err(e) => detail(StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}")),
     }
 }
@@ -263,9 +273,11 @@ async fn call_tool(
     };
     let label = body.get("label").and_then(Json::as_str).map(String::from);
     let st = state.clone();
+    // Dropped with this handler (a client that disconnects): the call stops at its next check.
+    let (_cancel, flag) = CancelOnDrop::new();
     respond(
         tokio::task::spawn_blocking(move || {
-            run_tool(&st, &name, &sid, arguments, label).map(|v| axum::Json(v).into_response())
+            run_tool(&st, &name, &sid, arguments, label, Some(flag)).map(|v| axum::Json(v).into_response())
         })
         .await,
     )

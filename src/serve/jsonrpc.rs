@@ -29,7 +29,17 @@ pub fn check_frame(frame: &[u8]) -> Option<Json> {
         ));
     };
     let id = match o.get("id") {
-        None | Some(Json::Null) => Json::Null,
+        None => Json::Null,
+        // JSON-RPC allows a null id but discourages it; MCP forbids it (a request's id "MUST
+        // NOT be null"): refused, the reply's `id` null as for any id that cannot be used.
+        Some(Json::Null) if o.contains_key("method") => {
+            return Some(error(
+                Json::Null,
+                -32600,
+                "Invalid Request: `id` must not be null (MCP); use a string or an integer".into(),
+            ));
+        }
+        Some(Json::Null) => Json::Null,
         Some(Json::String(s)) => Json::String(s.clone()),
         Some(Json::Number(n)) if n.is_i64() || n.is_u64() => Json::Number(n.clone()),
         Some(_) => {
@@ -68,8 +78,44 @@ pub fn check_frame(frame: &[u8]) -> Option<Json> {
     None
 }
 
+/// The JSON-RPC error for a frame sent before the session is initialised: a request other than
+/// `initialize` or `ping` (MCP lifecycle: the client's first request is `initialize`); `None`
+/// for anything else (notifications, responses pass).
+pub fn before_initialize(frame: &[u8]) -> Option<Json> {
+    let value: Json = serde_json::from_slice(frame).ok()?;
+    let method = value.get("method")?.as_str()?;
+    let id = value.get("id")?;
+    (method != "initialize" && method != "ping").then(|| {
+        error(
+            id.clone(),
+            -32600,
+            format!("Invalid Request: `{method}` before `initialize`; initialise the session first"),
+        )
+    })
+}
+
+/// Whether `frame` is an `initialize` request.
+pub fn is_initialize(frame: &[u8]) -> bool {
+    serde_json::from_slice::<Json>(frame)
+        .ok()
+        .is_some_and(|v| v.get("method").and_then(Json::as_str) == Some("initialize"))
+}
+
+/// The JSON-RPC id of `frame` when it has a usable one (a string or an integer), else null.
+pub fn frame_id(frame: &[u8]) -> Json {
+    match serde_json::from_slice::<Json>(frame)
+        .ok()
+        .and_then(|v| v.get("id").cloned())
+    {
+        Some(id @ Json::String(_)) => id,
+        Some(Json::Number(n)) if n.is_i64() || n.is_u64() => Json::Number(n),
+        _ => Json::Null,
+    }
+}
+
 /// Checks the body of every `POST /mcp` ([`check_frame`]) before rmcp reads it: a frame that is
-/// not a valid request gets HTTP 400 with the JSON-RPC error response as its body.
+/// not a valid request gets HTTP 400 with the JSON-RPC error response as its body; so does a
+/// request other than `initialize` without an `Mcp-Session-Id` ([`before_initialize`]).
 pub(crate) async fn http_frames(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
     use axum::response::IntoResponse as _;
     if req.method() != axum::http::Method::POST || req.uri().path() != "/mcp" {
@@ -89,6 +135,11 @@ pub(crate) async fn http_frames(req: axum::extract::Request, next: axum::middlew
     };
     if let Some(e) = check_frame(&bytes) {
         return (axum::http::StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
+    }
+    if !parts.headers.contains_key("mcp-session-id") {
+        if let Some(e) = before_initialize(&bytes) {
+            return (axum::http::StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
+        }
     }
     next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await
@@ -147,6 +198,21 @@ mod tests {
             None
         );
         assert_eq!(code(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), None);
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#),
+            Some((-32600, Json::Null))
+        );
+        let early = before_initialize(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#);
+        assert_eq!(
+            early.map(|e| (e["error"]["code"].clone(), e["id"].clone())),
+            Some((json!(-32600), json!(4)))
+        );
+        assert_eq!(
+            before_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#),
+            None
+        );
+        assert_eq!(frame_id(br#"{"id":"a"}"#), json!("a"));
+        assert_eq!(frame_id(b"{}"), Json::Null);
         assert_eq!(code(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), None);
     }
 }

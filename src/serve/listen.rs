@@ -9,23 +9,27 @@
 //!   `header_read_timeout` runs from the moment a connection waits for a request head — a new
 //!   connection, and a kept-alive one between two requests — so a client that sends no complete
 //!   head within it (idle, or one byte a second) is closed.
+//! - **Body-read timeout and minimum rate** ([`ConnectionLimits::body`], [`super::body`]): a
+//!   request body must arrive within `--body-timeout-ms`, extended by a second per
+//!   `--body-min-rate` bytes; one that falls behind is answered 400 and its connection closed.
 //! - **Keep-alive limit** ([`ConnectionLimits::max_requests_per_connection`]): the response to
 //!   the last request a connection may carry has `Connection: close`, and hyper closes the
 //!   connection after it.
 //! - **Graceful shutdown with a deadline** ([`ConnectionLimits::shutdown_deadline`]): on
 //!   SIGINT/SIGTERM the listener is closed, every connection is told to finish its running
 //!   request and close (hyper-util's `GracefulShutdown`), and the server returns when they have,
-//!   or when the deadline has passed, whatever the clients do.
+//!   or, whatever the clients do, in time for the process to exit within the deadline (the
+//!   connections get the deadline less a tenth of it, at most 200 ms, for the exit).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use axum::http::{HeaderValue, Request, header};
-use hyper::body::Incoming;
+use hyper::body::{Body as _, Incoming};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tower::ServiceExt as _;
@@ -42,6 +46,8 @@ pub struct ConnectionLimits {
     pub max_requests_per_connection: usize,
     /// How long a shutdown waits for running requests before the server stops anyway.
     pub shutdown_deadline: Duration,
+    /// Time limit and minimum rate of reading a request body ([`super::body`]).
+    pub body: super::body::BodyLimits,
 }
 
 impl Default for ConnectionLimits {
@@ -51,6 +57,7 @@ impl Default for ConnectionLimits {
             header_read_timeout: Duration::from_secs(10),
             max_requests_per_connection: 10_000,
             shutdown_deadline: Duration::from_secs(5),
+            body: Default::default(),
         }
     }
 }
@@ -107,6 +114,7 @@ pub(crate) async fn serve(
         let served = Arc::new(AtomicUsize::new(0));
         let app = app.clone();
         let max = limits.max_requests_per_connection;
+        let body_limits = limits.body;
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             let n = served.fetch_add(1, Ordering::Relaxed) + 1;
             // A health check (a load balancer's, every few seconds) is not load: counted, it
@@ -115,9 +123,17 @@ pub(crate) async fn serve(
                 super::trim::request_seen();
             }
             let app = app.clone();
+            // A body is read under the body limits; one that fell behind closes the connection.
+            let late = Arc::new(AtomicBool::new(false));
+            let req = if req.body().is_end_stream() {
+                req.map(axum::body::Body::new)
+            } else {
+                let late = late.clone();
+                req.map(|b| axum::body::Body::new(super::body::TimedBody::new(b, body_limits, late)))
+            };
             async move {
-                let mut resp = app.oneshot(req.map(axum::body::Body::new)).await?;
-                if n >= max {
+                let mut resp = app.oneshot(req).await?;
+                if n >= max || late.load(Ordering::Relaxed) {
                     resp.headers_mut()
                         .insert(header::CONNECTION, HeaderValue::from_static("close"));
                 }
@@ -131,9 +147,12 @@ pub(crate) async fn serve(
         });
     }
     drop(listener);
+    // The process must be gone within the deadline: the connections get it less a margin for
+    // what follows (the runtime let go of, the process's exit), a tenth of it, at most 200 ms.
+    let margin = (limits.shutdown_deadline / 10).min(Duration::from_millis(200));
     tokio::select! {
         () = graceful.shutdown() => {}
-        () = tokio::time::sleep(limits.shutdown_deadline) => {
+        () = tokio::time::sleep(limits.shutdown_deadline - margin) => {
             eprintln!(
                 "toolforge serve: shutdown deadline of {} ms passed; closing the remaining connections",
                 limits.shutdown_deadline.as_millis()

@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use rmcp::ErrorData;
 use rmcp::handler::server::ServerHandler;
@@ -33,7 +34,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value as Json, json};
 
 use super::search::Runs;
-use super::state::{ServeConfig, Shared, Toolkit, open_session, run_endpoint, run_tool};
+use super::state::{CancelOnDrop, ServeConfig, Shared, Toolkit, open_session, run_endpoint, run_tool};
 
 /// What an MCP tool name runs.
 #[derive(Clone)]
@@ -154,13 +155,23 @@ impl McpServer {
         }
     }
 
-    fn call(state: &Shared, target: &Target, args: Map<String, Json>) -> Result<Json, ErrorData> {
-        McpServer::call_inner(state, target, args).map_err(|(status, message)| refusal(status, message))
+    fn call(
+        state: &Shared,
+        target: &Target,
+        args: Map<String, Json>,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<Json, ErrorData> {
+        McpServer::call_inner(state, target, args, cancel).map_err(|(status, message)| refusal(status, message))
     }
 
     /// [`McpServer::call`]'s work: a failure is the HTTP status it would have (`None` for a tool
     /// error of the arguments) and the message.
-    fn call_inner(state: &Shared, target: &Target, mut args: Map<String, Json>) -> Result<Json, (Option<u16>, String)> {
+    fn call_inner(
+        state: &Shared,
+        target: &Target,
+        mut args: Map<String, Json>,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<Json, (Option<u16>, String)> {
         match target {
             Target::Endpoint(i) => {
                 let values = state.toolkit.endpoints[*i]
@@ -197,7 +208,7 @@ impl McpServer {
                         super::drift::Refused::NotFound(m) => (None, m),
                         super::drift::Refused::Invalid(errors) => (None, json!({"detail": errors}).to_string()),
                     })?;
-                run_tool(state, &name, &sid, args, label).map_err(|(st, m)| (Some(st.as_u16()), m))
+                run_tool(state, &name, &sid, args, label, Some(cancel)).map_err(|(st, m)| (Some(st.as_u16()), m))
             }
             Target::Search => super::search::search_tools(state, &args).map_err(|m| (None, m)),
             // Resolved in `call_tool`; a route to a route is not a tool.
@@ -276,7 +287,9 @@ impl ServerHandler for McpServer {
             }
         };
         let state = self.state.clone();
-        let result = tokio::task::spawn_blocking(move || McpServer::call(&state, &target, args))
+        // Dropped with this future (the request cancelled, the client gone): the call stops.
+        let (_cancel, flag) = CancelOnDrop::new();
+        let result = tokio::task::spawn_blocking(move || McpServer::call(&state, &target, args, flag))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(match result {
@@ -295,16 +308,17 @@ impl ServerHandler for McpServer {
 
 /// The JSON-RPC error code of a call the server refuses for its budgets (an implementation-defined
 /// server error, −32000 to −32099 in JSON-RPC 2.0): the request was well formed but is over a
-/// limit (join rows or bytes, a session's results, the time limit, a join shape not served);
-/// `data.status` is the HTTP status the same request gets over HTTP (403, 413, 504).
+/// limit (join rows or bytes, a session's results, the time limit, a join shape not served, the
+/// server's memory budget); `data.status` is the HTTP status the same request gets over HTTP
+/// (403, 413, 503, 504).
 pub const REFUSED: i32 = -32001;
 
-/// A failed call over MCP: a budget refusal (HTTP 403, 413, 504) is the JSON-RPC error
+/// A failed call over MCP: a budget refusal (HTTP 403, 413, 503, 504) is the JSON-RPC error
 /// [`REFUSED`], as the same request is a 4xx/5xx over HTTP; any other failure is a tool error
 /// (`isError: true`) the model can read and correct.
 fn refusal(status: Option<u16>, message: String) -> ErrorData {
     match status {
-        Some(s @ (403 | 413 | 504)) => ErrorData::new(ErrorCode(REFUSED), message, Some(json!({"status": s}))),
+        Some(s @ (403 | 413 | 503 | 504)) => ErrorData::new(ErrorCode(REFUSED), message, Some(json!({"status": s}))),
         _ => ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None),
     }
 }
@@ -348,8 +362,12 @@ pub(crate) async fn limit_sessions(
         && req.uri().path() == "/mcp"
         && !req.headers().contains_key("mcp-session-id");
     if opens && manager.sessions.read().await.len() >= max {
+        // The reply carries the request's id (the body is in memory: `jsonrpc::http_frames`
+        // read it, at most 64 KiB).
+        let (_, body) = req.into_parts();
+        let bytes = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
         let e = super::jsonrpc::error(
-            Json::Null,
+            super::jsonrpc::frame_id(&bytes),
             REFUSED.into(),
             format!(
                 "{max} MCP sessions are open, the server's limit (--max-mcp-sessions); end one (DELETE /mcp) or wait for an idle one to expire"
@@ -394,6 +412,9 @@ pub fn run_stdio(toolkit: Toolkit, config: ServeConfig) -> anyhow::Result<()> {
         });
         tokio::spawn(async move {
             let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+            // Requests before `initialize` are answered −32600 here (rmcp's answer was a
+            // confusing −32602), [`super::jsonrpc::before_initialize`].
+            let mut initialized = false;
             let mut line = Vec::new();
             loop {
                 line.clear();
@@ -432,7 +453,14 @@ pub fn run_stdio(toolkit: Toolkit, config: ServeConfig) -> anyhow::Result<()> {
                         format!("Parse error: frame over {MAX_FRAME} bytes"),
                     ))
                 } else {
-                    super::jsonrpc::check_frame(frame)
+                    super::jsonrpc::check_frame(frame).or_else(|| match initialized {
+                        true => None,
+                        false => {
+                            let early = super::jsonrpc::before_initialize(frame);
+                            initialized = super::jsonrpc::is_initialize(frame);
+                            early
+                        }
+                    })
                 };
                 match reply {
                     Some(e) => {

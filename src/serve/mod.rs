@@ -31,9 +31,14 @@
 //! join shapes unless `--allow-ad-hoc-joins` (403); a session keeps at most
 //! `--max-session-results` results and `--max-session-mib` MiB ([`budget`]); joined tables are
 //! shared through the process's byte-bounded cache (`--join-cache-mib`,
-//! [`crate::tools::join_cache`]), each session's clone released with the session.
+//! [`crate::tools::join_cache`]), each session's clone released with the session. Issue 47:
+//! every tool call is bounded before it is built (argument limits, its output's upper bound
+//! against the session's budget, its working memory reserved from one server-wide budget,
+//! `--max-server-mib`, [`memory`]; 413, or 503 with `Retry-After`), runs under `--timeout-ms`
+//! inside the operators' loops and stops when its client leaves ([`sessions`]).
 //!
-//! **Connections** ([`listen`]): `--max-connections`, a header-read/idle timeout, a keep-alive
+//! **Connections** ([`listen`]): `--max-connections`, a header-read/idle timeout, a body-read
+//! timeout with a minimum rate ([`body`]), a keep-alive
 //! request limit, and on SIGINT/SIGTERM a graceful shutdown that stops within
 //! `--shutdown-deadline-ms` whatever the clients do.
 //!
@@ -41,6 +46,7 @@
 //! 2 s; after `--release-idle-secs` of quiet the pooled SQLite connections and the cached joins
 //! no session holds are let go of first; glibc keeps one malloc arena per core.
 
+pub mod body;
 pub mod budget;
 mod drift;
 pub mod exposure;
@@ -50,7 +56,9 @@ pub mod http;
 pub mod jsonrpc;
 pub mod listen;
 pub mod mcp;
+pub mod memory;
 pub mod search;
+mod sessions;
 pub mod state;
 pub mod trim;
 

@@ -17,8 +17,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value as Json, json};
 
 use super::budget::{Held, SessionBudget};
+use super::memory::ServerMemory;
 use crate::emit::{database_root, read_manifest, read_rows};
-use crate::tools::executor::{Executor, Session, Value, value_json};
+use crate::tools::executor::Executor;
 use crate::tools::rest::{Endpoint, Limits, RunError};
 use crate::tools::{Call, ToolSpec};
 
@@ -46,6 +47,9 @@ pub struct ServeConfig {
     pub allow_ad_hoc_joins: bool,
     /// Budget of one session's results ([`super::budget`]).
     pub session_budget: SessionBudget,
+    /// The server-wide memory budget in bytes, shared by sessions' results, cached joins and
+    /// calls in flight ([`super::memory`]).
+    pub max_server_bytes: usize,
     /// Limits of the HTTP server's connections ([`super::listen`]).
     pub connections: super::listen::ConnectionLimits,
     /// Bearer token every request must carry, when set ([`super::exposure`]).
@@ -85,6 +89,7 @@ impl Default for ServeConfig {
                 max_results: 256,
                 max_bytes: 64 << 20,
             },
+            max_server_bytes: super::memory::default_budget(),
             connections: Default::default(),
             token: None,
             allowed_hosts: Vec::new(),
@@ -202,7 +207,7 @@ pub(crate) struct AppState {
     pub(crate) toolkit: Toolkit,
     /// Limits and address.
     pub(crate) config: ServeConfig,
-    executor: Executor,
+    pub(crate) executor: Executor,
     pool: Mutex<HashMap<String, Vec<rusqlite::Connection>>>,
     /// Live SLOT/SEL sessions by id, with their last use.
     pub(crate) sessions: Mutex<HashMap<String, (Instant, Arc<Mutex<Held>>)>>,
@@ -213,6 +218,8 @@ pub(crate) struct AppState {
     pub(crate) counter: std::sync::atomic::AtomicU64,
     /// The `search_tools` index, built on first use ([`super::search`]).
     pub(crate) search_index: std::sync::OnceLock<crate::retrieval::ToolIndex>,
+    /// The server-wide memory budget ([`super::memory`]).
+    pub(crate) memory: Arc<ServerMemory>,
 }
 
 /// The state as axum and rmcp hold it.
@@ -304,236 +311,8 @@ pub(crate) fn run_endpoint(
     })
 }
 
-/// Opens a SLOT/SEL session from `{"id"}` or `{"arguments"}` (blocking: runs the join step, and
-/// for an example with `additional_setup_steps` those too, each stored under its label). Answers
-/// `{session_id, label, output}` of the join step, plus `additional_setup_steps: [{label, output}]`
-/// when the example has further setup steps.
-pub(crate) fn open_session(state: &AppState, body: &Json) -> Result<Json, CallError> {
-    let setups = if let Some(id) = body.get("id").and_then(Json::as_str) {
-        match state.toolkit.setups.get(id) {
-            Some(c) => c.clone(),
-            None => {
-                return Err((
-                    StatusCode::NOT_FOUND,
-                    format!("no example with id {id:?} in {}", state.toolkit.name),
-                ));
-            }
-        }
-    } else if let Some(args) = body.get("arguments").and_then(Json::as_object) {
-        database_file(state, args)?;
-        if !state.config.allow_ad_hoc_joins && !state.toolkit.join_shapes.contains(&join_shape(args)) {
-            return Err((
-                StatusCode::FORBIDDEN,
-                format!(
-                    "this join is not one of the setup steps of {} (the server runs only those; start it with --allow-ad-hoc-joins to run others)",
-                    state.toolkit.name
-                ),
-            ));
-        }
-        vec![Call {
-            name: "initialize_active_data".into(),
-            arguments: args.clone(),
-            label: "starting_table_var".into(),
-        }]
-    } else {
-        return Err((
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "body must be {\"id\": <example id>} or {\"arguments\": {<initialize_active_data arguments>}}".into(),
-        ));
-    };
-    let mut session = Session::default();
-    let mut outs = Vec::new();
-    for setup in &setups {
-        outs.push(run_setup(state, &mut session, setup)?);
-    }
-    let id = session_id(state);
-    let mut sessions = state.sessions.lock().expect("sessions");
-    if sessions.len() >= state.config.max_sessions {
-        if let Some(oldest) = sessions.iter().min_by_key(|(_, (t, _))| *t).map(|(k, _)| k.clone()) {
-            sessions.remove(&oldest);
-        }
-    }
-    sessions.insert(id.clone(), (Instant::now(), Arc::new(Mutex::new(Held::new(session)))));
-    let mut answer = json!({"session_id": id, "label": setups[0].label, "output": outs[0]});
-    if setups.len() > 1 {
-        answer["additional_setup_steps"] = setups[1..]
-            .iter()
-            .zip(&outs[1..])
-            .map(|(s, o)| json!({"label": s.label, "output": o}))
-            .collect();
-    }
-    Ok(answer)
-}
+pub(crate) use super::sessions::{CancelOnDrop, join_shape, open_session, run_tool};
 
-/// A join step's shape: its database path, tables and conditions as canonical JSON (what
-/// tells two join steps apart; ad-hoc joins are checked against the dataset's shapes).
-pub fn join_shape(arguments: &serde_json::Map<String, Json>) -> String {
-    serde_json::to_string(&[
-        arguments.get("database_path"),
-        arguments.get("condition_sequence"),
-        arguments.get("alias_to_table_dict"),
-    ])
-    .unwrap_or_default()
-}
-
-/// The database file a join step's `database_path` names: 422 when the path is not a relative
-/// `.sqlite` path inside the root ([`check_path`]) or no such file exists (the message shows the
-/// root as `<databases>`).
-fn database_file(state: &AppState, arguments: &serde_json::Map<String, Json>) -> Result<PathBuf, CallError> {
-    check_path(arguments)?;
-    let rel = arguments
-        .get("database_path")
-        .and_then(Json::as_str)
-        .unwrap_or_default();
-    let path = state.toolkit.database_root.join(rel);
-    if !path.is_file() {
-        return Err((
-            StatusCode::UNPROCESSABLE_ENTITY,
-            state.redact(format!("{}: no such database file", path.display())),
-        ));
-    }
-    Ok(path)
-}
-
-/// Rejects a `database_path` that is not a relative `.sqlite` path inside the root (422).
-fn check_path(arguments: &serde_json::Map<String, Json>) -> Result<(), CallError> {
-    let db_path = arguments
-        .get("database_path")
-        .and_then(Json::as_str)
-        .unwrap_or_default();
-    if db_path.split(['/', '\\']).any(|c| c == "..") {
-        return Err((
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("database_path {db_path:?} is rejected: `..` would leave the database root (path traversal)"),
-        ));
-    }
-    if !safe_database_path(db_path) {
-        return Err((
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("database_path {db_path:?} must be a relative path to a .sqlite file inside the database root"),
-        ));
-    }
-    Ok(())
-}
-
-/// Runs one setup step into `session` and returns its first rows as JSON. A join step runs
-/// under the join budget ([`crate::tools::table::join_at_within`]: 413 past the rows or bytes,
-/// 504 past `--timeout-ms`, 422 for a join that fails) and shares the process's cached table
-/// ([`crate::tools::join_cache`], bounded by bytes; a session's clone is released with it).
-fn run_setup(state: &AppState, session: &mut Session, setup: &Call) -> Result<Json, CallError> {
-    if setup.name != "initialize_active_data" {
-        let v = state
-            .executor
-            .step(session, setup)
-            .map_err(|e| (StatusCode::UNPROCESSABLE_ENTITY, state.redact(e)))?;
-        return Ok(value_json(v, 5));
-    }
-    let invalid = |m: String| (StatusCode::UNPROCESSABLE_ENTITY, m);
-    let conditions: Vec<crate::tools::table::JoinCondition> =
-        serde_json::from_value(setup.arguments.get("condition_sequence").cloned().unwrap_or(Json::Null))
-            .map_err(|e| invalid(format!("condition_sequence: {e}")))?;
-    let aliases = setup
-        .arguments
-        .get("alias_to_table_dict")
-        .and_then(Json::as_object)
-        .ok_or_else(|| invalid("`alias_to_table_dict` must be an object".into()))?;
-    let tables = crate::tools::table::join_tables(aliases).map_err(|e| invalid(e.to_string()))?;
-    let path = database_file(state, &setup.arguments)?;
-    let rel = setup
-        .arguments
-        .get("database_path")
-        .and_then(Json::as_str)
-        .unwrap_or_default();
-    let budget = crate::tools::table::JoinBudget {
-        max_rows: state.config.max_join_rows,
-        max_bytes: state.config.max_join_bytes,
-        timeout: state.config.timeout,
-    };
-    use crate::tools::table::JoinRefused;
-    let table = crate::tools::table::join_at_within(&path, &tables, &conditions, budget).map_err(|e| match e {
-        JoinRefused::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, e.to_string()),
-        JoinRefused::Failed(m) => invalid(state.redact(format!("join step on {rel}: {m}"))),
-        _ => (StatusCode::PAYLOAD_TOO_LARGE, e.to_string()),
-    })?;
-    let table = Value::Table(table);
-    let out = value_json(&table, 5);
-    session.insert(&setup.label, table);
-    Ok(out)
-}
-
-/// Runs one SLOT/SEL tool in a session (blocking); `label` defaults to `<name>_<n>`.
-pub(crate) fn run_tool(
-    state: &AppState,
-    name: &str,
-    session_id: &str,
-    arguments: serde_json::Map<String, Json>,
-    label: Option<String>,
-) -> Result<Json, CallError> {
-    if !known_tool(&state.toolkit, name) {
-        return Err((
-            StatusCode::NOT_FOUND,
-            format!("no tool named {name:?} in {}", state.toolkit.name),
-        ));
-    }
-    let session = {
-        let mut sessions = state.sessions.lock().expect("sessions");
-        match sessions.get_mut(session_id) {
-            Some((t, s)) => {
-                *t = Instant::now();
-                s.clone()
-            }
-            None => {
-                return Err((
-                    StatusCode::NOT_FOUND,
-                    format!("unknown or expired session {session_id:?}"),
-                ));
-            }
-        }
-    };
-    let labelled = label.is_some();
-    let label = label.unwrap_or_else(|| {
-        format!(
-            "{name}_{}",
-            state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        )
-    });
-    let call = Call {
-        name: name.to_string(),
-        arguments,
-        label,
-    };
-    let mut held = session.lock().expect("session");
-    let budget = state.config.session_budget;
-    held.check_inputs(&call, budget)
-        .map_err(|m| (StatusCode::PAYLOAD_TOO_LARGE, m))?;
-    if let Err(e) = state.executor.step(&mut held.session, &call) {
-        return Err((StatusCode::UNPROCESSABLE_ENTITY, state.redact(e)));
-    }
-    held.admit(&call.label, labelled, budget)
-        .map_err(|m| (StatusCode::PAYLOAD_TOO_LARGE, m))?;
-    let output = held
-        .session
-        .get(&call.label)
-        .map(|v| value_json(v, state.config.max_rows));
-    Ok(json!({"label": call.label, "output": output}))
-}
-fn session_id(state: &AppState) -> String {
-    let n = state.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    blake3::hash(format!("{n}:{nanos}:{}", std::process::id()).as_bytes()).to_hex()[..24].to_string()
-}
-
-/// A relative `<db>/<db>.sqlite`-style path inside the database root (no `..`, not absolute).
-fn safe_database_path(p: &str) -> bool {
-    let path = Path::new(p);
-    !p.is_empty()
-        && path.is_relative()
-        && path.components().all(|c| matches!(c, std::path::Component::Normal(_)))
-        && p.ends_with(".sqlite")
-}
 /// Whether `name` is a tool of the toolkit (SEL: also any per-column getter `get_<column>s`).
 pub(crate) fn known_tool(toolkit: &Toolkit, name: &str) -> bool {
     toolkit.catalog.iter().any(|t| t.name == name)
@@ -542,6 +321,7 @@ pub(crate) fn known_tool(toolkit: &Toolkit, name: &str) -> bool {
 
 /// The shared state over a loaded toolkit.
 pub(crate) fn shared(toolkit: Toolkit, config: ServeConfig) -> Shared {
+    let config_bytes = config.max_server_bytes;
     let executor = Executor::new(&toolkit.database_root);
     Arc::new(AppState {
         toolkit,
@@ -552,5 +332,6 @@ pub(crate) fn shared(toolkit: Toolkit, config: ServeConfig) -> Shared {
         session_rows: Mutex::new(HashMap::new()),
         counter: std::sync::atomic::AtomicU64::new(0),
         search_index: std::sync::OnceLock::new(),
+        memory: ServerMemory::new(config_bytes),
     })
 }

@@ -87,6 +87,9 @@ struct Cache {
     slots: HashMap<JoinKey, (Slot, u64)>,
     /// Bytes of the cached tables.
     bytes: usize,
+    /// Tables evicted while someone else (a session) still held them: counted by
+    /// [`held_bytes`] until the last other holder lets go.
+    orphans: Vec<RecordBatch>,
     /// Use counter (recency of each slot).
     clock: u64,
 }
@@ -208,9 +211,30 @@ fn evict(c: &mut Cache, keep: &JoinKey, budget: usize) {
         if let Some((slot, _)) = c.slots.remove(&k) {
             if let Some(b) = slot.lock().ok().and_then(|mut g| g.take()) {
                 c.bytes = c.bytes.saturating_sub(b.get_array_memory_size());
+                if !unheld(&b) {
+                    c.orphans.push(b);
+                }
             }
         }
     }
+    c.orphans.retain(|b| !unheld(b));
+}
+
+/// Whether `b` is held only by the caller (no other clone shares its columns).
+fn unheld(b: &RecordBatch) -> bool {
+    b.columns().iter().all(|a| Arc::strong_count(a) == 1)
+}
+
+/// Bytes of the joined tables the process holds through this cache: the cached ones, and those
+/// evicted while a session still held them (until it lets go) — what the live server counts
+/// against its memory budget ([`crate::serve::memory`]).
+pub fn held_bytes() -> usize {
+    let Ok(mut c) = cache().lock() else { return 0 };
+    c.orphans.retain(|b| !unheld(b));
+    c.orphans
+        .iter()
+        .map(RecordBatch::get_array_memory_size)
+        .fold(c.bytes, usize::saturating_add)
 }
 
 /// Serialises the tests that need the cache to keep what they put in it against the test that
@@ -229,19 +253,14 @@ pub(crate) fn exclusive() -> MutexGuard<'static, ()> {
 /// resident. Returns the bytes released.
 pub fn release_unheld() -> usize {
     let mut c = cache().lock().expect("join cache lock");
-    let unheld: Vec<JoinKey> = c
+    let keys: Vec<JoinKey> = c
         .slots
         .iter()
-        .filter(|(_, (slot, _))| {
-            slot.try_lock().is_ok_and(|g| {
-                g.as_ref()
-                    .is_some_and(|b| b.columns().iter().all(|a| Arc::strong_count(a) == 1))
-            })
-        })
+        .filter(|(_, (slot, _))| slot.try_lock().is_ok_and(|g| g.as_ref().is_some_and(unheld)))
         .map(|(k, _)| k.clone())
         .collect();
     let mut released = 0;
-    for k in unheld {
+    for k in keys {
         if let Some((slot, _)) = c.slots.remove(&k) {
             if let Some(b) = slot.lock().ok().and_then(|mut g| g.take()) {
                 released += b.get_array_memory_size();

@@ -275,3 +275,52 @@ pub fn city_copies(n: usize, prefix: &str) -> serde_json::Value {
         .collect();
     serde_json::json!({"database_path": "world_1/world_1.sqlite", "condition_sequence": [], "alias_to_table_dict": aliases})
 }
+
+/// Posts one JSON-RPC message to `<base>/mcp` (streamable HTTP); returns the HTTP status, the
+/// session header and the JSON payload (from an SSE `data:` line or a JSON body), if any.
+pub fn mcp_rpc(
+    base: &str,
+    session: Option<&str>,
+    body: &serde_json::Value,
+) -> (u16, Option<String>, Option<serde_json::Value>) {
+    let mut req = agent()
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json");
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s);
+    }
+    let mut resp = req.send(body.to_string()).unwrap();
+    let status = resp.status().as_u16();
+    let sid = resp
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string());
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    let payload = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|d| d.starts_with('{'))
+        .and_then(|d| serde_json::from_str(d).ok())
+        .or_else(|| serde_json::from_str(&text).ok());
+    (status, sid, payload)
+}
+
+/// An initialised MCP-over-HTTP session on `base`: its `mcp-session-id`.
+pub fn mcp_session(base: &str) -> String {
+    let (status, sid, init) = mcp_rpc(
+        base,
+        None,
+        &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    assert_eq!(status, 200, "{init:?}");
+    let sid = sid.expect("mcp-session-id");
+    mcp_rpc(
+        base,
+        Some(&sid),
+        &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    sid
+}

@@ -106,6 +106,7 @@ pub(super) fn aggregate_data(args: &Args) -> R<Value> {
             let col = key.map(|k| column(&g.table, k)).transpose()?;
             let mut results = Vec::new();
             for rows in &g.groups {
+                super::limits::checkpoint()?;
                 let values = rows
                     .iter()
                     .map(|&r| col.map_or(Datum::Null, |(_, c)| datum_at(c.as_ref(), r as usize)))

@@ -83,24 +83,62 @@ pub(super) fn compare_cells(a: &Datum, b: &Datum) -> Option<Ordering> {
     }
 }
 
-/// SQL `LIKE`: `%` any run, `_` one character, ASCII case-insensitive, no escape character.
+/// SQL `LIKE` (SQLite's semantics): `%` any run of characters, `_` one character, ASCII letters
+/// case-insensitive (other characters exactly), an optional ESCAPE character making the next
+/// `%`, `_` or itself literal. Matched in time linear in the text: the pattern is translated to
+/// a regular expression of the `regex` crate, whose matching never backtracks (a pattern such as
+/// `%a%a%a%a%b` took exponential time in the backtracking matcher this replaces, issue 47 D3).
+#[derive(Debug, Clone)]
+pub struct Like(regex::Regex);
+
+impl Like {
+    /// The matcher of `pattern` with `escape` (SQLite: ESCAPE is one character; a pattern ending
+    /// in it is an error).
+    pub fn new(pattern: &str, escape: Option<char>) -> Result<Like, String> {
+        let mut re = String::with_capacity(pattern.len() * 4 + 8);
+        re.push_str("(?s)^");
+        let mut chars = pattern.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                e if Some(e) == escape => match chars.next() {
+                    Some(lit) => push_literal(&mut re, lit),
+                    None => return Err(format!("LIKE pattern {pattern:?} ends with its ESCAPE character")),
+                },
+                '%' => re.push_str(".*"),
+                '_' => re.push('.'),
+                c => push_literal(&mut re, c),
+            }
+        }
+        re.push('$');
+        regex::RegexBuilder::new(&re)
+            .size_limit(64 << 20)
+            .build()
+            .map(Like)
+            .map_err(|e| format!("LIKE pattern too complex: {e}"))
+    }
+
+    /// Whether `text` matches.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.0.is_match(text)
+    }
+}
+
+/// `c` as a regex matching itself, an ASCII letter in either case.
+fn push_literal(re: &mut String, c: char) {
+    if c.is_ascii_alphabetic() {
+        re.push('[');
+        re.push(c.to_ascii_lowercase());
+        re.push(c.to_ascii_uppercase());
+        re.push(']');
+    } else {
+        re.push_str(&regex::escape(c.encode_utf8(&mut [0; 4])));
+    }
+}
+
+/// [`Like`] without an ESCAPE character, for one text (a pattern it cannot compile matches
+/// nothing).
 pub fn like(text: &str, pattern: &str) -> bool {
-    fn go(t: &[char], p: &[char]) -> bool {
-        match p.split_first() {
-            None => t.is_empty(),
-            Some(('%', rest)) => (0..=t.len()).any(|i| go(&t[i..], rest)),
-            Some(('_', rest)) => !t.is_empty() && go(&t[1..], rest),
-            Some((c, rest)) => t.first().is_some_and(|x| x.eq_ignore_ascii_case(c)) && go(&t[1..], rest),
-        }
-    }
-    let t: Vec<char> = text.chars().collect();
-    let mut p: Vec<char> = Vec::new();
-    for c in pattern.chars() {
-        if !(c == '%' && p.last() == Some(&'%')) {
-            p.push(c);
-        }
-    }
-    go(&t, &p)
+    Like::new(pattern, None).is_ok_and(|l| l.is_match(text))
 }
 
 pub(super) fn cell_text(d: &Datum) -> Option<String> {
@@ -147,5 +185,53 @@ pub(super) fn sql_order(a: &Datum, b: &Datum) -> Ordering {
         (Datum::Text(_), _) => Ordering::Greater,
         (_, Datum::Text(_)) => Ordering::Less,
         (x, y) => x.as_f64().unwrap_or(0.0).total_cmp(&y.as_f64().unwrap_or(0.0)),
+    }
+}
+
+#[cfg(test)]
+mod like_tests {
+    use super::*;
+
+    #[test]
+    fn like_has_sqlites_semantics() {
+        let cases = [
+            ("Angela", "an%", true),
+            ("Angela", "%GEL_", true),
+            ("Angela", "%gel", false),
+            ("", "%", true),
+            ("", "_", false),
+            ("ab", "a_", true),
+            ("héllo", "h_llo", true),
+            ("HÉLLO", "hé%", false),
+            ("50%", "50\\%", false),
+            ("a.b", "a.b", true),
+            ("axb", "a.b", false),
+            ("a\nb", "a_b", true),
+        ];
+        for (t, p, want) in cases {
+            assert_eq!(like(t, p), want, "{t:?} LIKE {p:?}");
+        }
+        let esc = |t: &str, p: &str| Like::new(p, Some('!')).unwrap().is_match(t);
+        assert!(esc("50%", "50!%"));
+        assert!(!esc("500", "50!%"));
+        assert!(esc("a_b", "a!_b"));
+        assert!(!esc("axb", "a!_b"));
+        assert!(esc("a!b", "a!!b"));
+        assert!(Like::new("ab!", Some('!')).is_err());
+    }
+
+    #[test]
+    fn like_is_linear_in_the_pattern_repetitions() {
+        let text = "a".repeat(4000);
+        for k in 1..=12 {
+            let pattern = format!("{}b", "%a".repeat(k));
+            let started = std::time::Instant::now();
+            assert!(!like(&text, &pattern));
+            assert!(
+                started.elapsed() < std::time::Duration::from_millis(500),
+                "k={k}: {:?}",
+                started.elapsed()
+            );
+        }
     }
 }

@@ -98,6 +98,7 @@ pub(super) fn combine_data(args: &Args) -> R<Value> {
         "union_all" => out = a.into_iter().chain(b).collect(),
         "union" => {
             for r in a.into_iter().chain(b) {
+                super::limits::checkpoint()?;
                 if seen.insert(key(&r)) {
                     out.push(r);
                 }
@@ -105,6 +106,7 @@ pub(super) fn combine_data(args: &Args) -> R<Value> {
         }
         "intersect" | "except" => {
             for r in a {
+                super::limits::checkpoint()?;
                 let k = key(&r);
                 if in_b.contains(&k) == (op == "intersect") && seen.insert(k) {
                     out.push(r);
@@ -118,6 +120,7 @@ pub(super) fn combine_data(args: &Args) -> R<Value> {
             }
             out = a;
             for r in b {
+                super::limits::checkpoint()?;
                 match count.get_mut(&key(&r)) {
                     Some(n) if *n > 0 => *n -= 1,
                     _ => out.push(r),

@@ -18,7 +18,7 @@ use crate::verify::Datum;
 /// whose `key_name` cell satisfies `condition` against `value` (or against the row's
 /// `other_key_name` cell: [`compare_columns`]); conditions `equal_to`, `not_equal_to`,
 /// `greater_than`, `less_than`, `greater_than_equal_to`, `less_than_equal_to`, `contains`,
-/// `like`, `not_like`, and `is_in`/`not_in` against a list. `value` may be the `$LABEL$` of an
+/// `like`, `not_like` (with an optional one-character `escape`, SQL's `ESCAPE`), and `is_in`/`not_in` against a list. `value` may be the `$LABEL$` of an
 /// earlier single value; a NULL one (an empty subquery) matches no row, as in SQL.
 pub(super) fn filter_data(args: &Args) -> R<Value> {
     let t = args.table("data_source")?;
@@ -38,16 +38,13 @@ pub(super) fn filter_data(args: &Args) -> R<Value> {
         };
         let has_null = list.iter().any(|d| matches!(d, Datum::Null));
         let member = |c: &Datum| list.iter().any(|v| compare(c, v) == Some(Ordering::Equal));
-        let rows: Vec<u32> = (0..t.num_rows())
-            .filter(|&r| {
-                let c = datum_at(col.as_ref(), r);
-                match condition {
-                    "is_in" => member(&c),
-                    _ => !matches!(c, Datum::Null) && !has_null && !member(&c),
-                }
-            })
-            .map(|r| r as u32)
-            .collect();
+        let rows = rows_where(t.num_rows(), |r| {
+            let c = datum_at(col.as_ref(), r);
+            match condition {
+                "is_in" => member(&c),
+                _ => !matches!(c, Datum::Null) && !has_null && !member(&c),
+            }
+        })?;
         return take(t, &rows).map(Value::Table);
     }
     let value = match args.json("value")? {
@@ -73,20 +70,20 @@ pub(super) fn filter_data(args: &Args) -> R<Value> {
             let needle = cell_text(v).ok_or("`contains` needs a value")?.to_lowercase();
             Box::new(move |c| cell_text(c).is_some_and(|s| s.to_lowercase().contains(&needle)))
         }
-        ("like", v) => {
-            let pattern = cell_text(v).ok_or("`like` needs a pattern")?;
-            Box::new(move |c| cell_text(c).is_some_and(|s| like(&s, &pattern)))
-        }
-        ("not_like", v) => {
-            let pattern = cell_text(v).ok_or("`not_like` needs a pattern")?;
-            Box::new(move |c| cell_text(c).is_some_and(|s| !like(&s, &pattern)))
+        ("like" | "not_like", v) => {
+            let pattern = cell_text(v).ok_or_else(|| format!("`{condition}` needs a pattern"))?;
+            let escape = match args.opt("escape") {
+                None => None,
+                Some(Json::String(e)) if e.chars().count() == 1 => e.chars().next(),
+                Some(other) => return Err(format!("`escape` must be one character, got {other}")),
+            };
+            let matcher = Like::new(&pattern, escape)?;
+            let want = condition == "like";
+            Box::new(move |c| cell_text(c).is_some_and(|s| matcher.is_match(&s) == want))
         }
         (other, _) => return Err(format!("unknown condition `{other}`")),
     };
-    let rows: Vec<u32> = (0..t.num_rows())
-        .filter(|&r| test(&datum_at(col.as_ref(), r)))
-        .map(|r| r as u32)
-        .collect();
+    let rows = rows_where(t.num_rows(), |r| test(&datum_at(col.as_ref(), r)))?;
     take(t, &rows).map(Value::Table)
 }
 
@@ -112,9 +109,21 @@ fn compare_columns(args: &Args, t: &RecordBatch, col: &ArrayRef, other: &Json, c
             ));
         }
     };
-    let rows: Vec<u32> = (0..t.num_rows())
-        .filter(|&r| compare_cells(&datum_at(col.as_ref(), r), &datum_at(other.as_ref(), r)).is_some_and(holds))
-        .map(|r| r as u32)
-        .collect();
+    let rows = rows_where(t.num_rows(), |r| {
+        compare_cells(&datum_at(col.as_ref(), r), &datum_at(other.as_ref(), r)).is_some_and(holds)
+    })?;
     take(t, &rows).map(Value::Table)
+}
+
+/// The rows `0..n` for which `keep` holds, stopping at the call's deadline
+/// ([`super::limits::checkpoint`]).
+fn rows_where(n: usize, mut keep: impl FnMut(usize) -> bool) -> R<Vec<u32>> {
+    let mut rows = Vec::new();
+    for r in 0..n {
+        super::limits::checkpoint()?;
+        if keep(r) {
+            rows.push(r as u32);
+        }
+    }
+    Ok(rows)
 }

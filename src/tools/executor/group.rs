@@ -34,6 +34,7 @@ pub(super) fn group_data_by(args: &Args) -> R<Value> {
     let mut index: HashMap<Vec<(u8, u64, String)>, usize> = HashMap::new();
     let mut groups: Vec<Vec<u32>> = Vec::new();
     for r in 0..t.num_rows() {
+        super::limits::checkpoint()?;
         let k: Vec<_> = cols
             .iter()
             .map(|(_, col)| datum_key(&datum_at(col.as_ref(), r)))

@@ -31,8 +31,10 @@ mod calculate;
 mod case;
 mod cells;
 mod combine;
+pub mod estimate;
 mod filter;
 mod group;
+pub mod limits;
 mod retrieve;
 mod scalar;
 mod sort;
@@ -40,7 +42,9 @@ mod timevalue;
 mod transform;
 
 pub use self::aggregate::AGGREGATION_TYPES;
-pub use self::cells::like;
+pub use self::cells::{Like, like};
+pub use self::estimate::{Estimate, value_bytes};
+pub use self::limits::{Limits, StepError};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -198,9 +202,57 @@ impl Executor {
     /// Executes one call (SLOT or SEL) against the outputs in `session` and stores its output
     /// under the call's label. Errors say what is wrong with which argument.
     pub fn step<'s>(&self, session: &'s mut Session, call: &Call) -> Result<&'s Value, String> {
-        let value = self.call(call, &session.outputs)?;
-        session.outputs.insert(call.label.clone(), value);
-        Ok(&session.outputs[&call.label])
+        self.step_within(session, call, &Limits::NONE)
+            .map_err(|e| e.to_string())
+    }
+
+    /// [`Executor::step`] under `limits` (the live server, [`limits`]): the arguments are
+    /// checked against the argument limits, the output's upper bound ([`estimate`]) against
+    /// the output budget before anything is built, and the operators' loops stop at the
+    /// deadline or when cancelled.
+    pub fn step_within<'s>(
+        &self,
+        session: &'s mut Session,
+        call: &Call,
+        limits: &Limits,
+    ) -> Result<&'s Value, StepError> {
+        if limits.check_arguments {
+            limits::check_arguments(&call.name, &call.arguments)?;
+        }
+        let label = call.label.clone();
+        let call = self.unbound(call, &session.outputs);
+        if let Some(max) = limits.max_output_bytes {
+            let e = estimate::estimate(&call, &session.outputs);
+            if e.grows && e.output > max {
+                return Err(StepError::OverBudget {
+                    tool: call.name.clone(),
+                    estimate: e.output,
+                    max,
+                });
+            }
+        }
+        let (value, stopped) = limits::watched(limits, || self.call(&call, &session.outputs));
+        let value = match (value, stopped) {
+            (_, Some(why)) => return Err(why),
+            (Err(m), None) => return Err(StepError::Invalid(m)),
+            (Ok(v), None) => v,
+        };
+        session.outputs.insert(label.clone(), value);
+        Ok(&session.outputs[&label])
+    }
+
+    /// The bounds of `call` over `session`'s outputs, computed before it runs ([`estimate`]).
+    pub fn estimate(&self, session: &Session, call: &Call) -> Estimate {
+        estimate::estimate(&self.unbound(call, &session.outputs), &session.outputs)
+    }
+
+    /// `call` with a SEL name unbound to its SLOT tool and arguments ([`super::sel::unbind`]).
+    fn unbound<'c>(&self, call: &'c Call, env: &HashMap<String, Value>) -> std::borrow::Cow<'c, Call> {
+        if call.name.starts_with("initialize") || SLOT_TOOLS.contains(&call.name.as_str()) {
+            std::borrow::Cow::Borrowed(call)
+        } else {
+            std::borrow::Cow::Owned(super::sel::unbind(call, &source_columns(call, env)))
+        }
     }
 
     /// Executes `calls` in order and returns the final answer (see the module docs).
@@ -266,14 +318,8 @@ impl Executor {
             .collect())
     }
 
+    /// Runs `call` (already unbound, [`Executor::unbound`]) over `env`.
     fn call(&self, call: &Call, env: &HashMap<String, Value>) -> R<Value> {
-        let unbound;
-        let call = if call.name.starts_with("initialize") || SLOT_TOOLS.contains(&call.name.as_str()) {
-            call
-        } else {
-            unbound = super::sel::unbind(call, &source_columns(call, env));
-            &unbound
-        };
         let args = Args {
             map: &call.arguments,
             env,

@@ -64,6 +64,7 @@ pub(super) fn select_unique_values(args: &Args) -> R<Value> {
         let mut seen = std::collections::HashSet::new();
         let rows: Vec<Vec<crate::verify::Datum>> = rows
             .into_iter()
+            .take_while(|_| super::limits::live())
             .filter(|r| seen.insert(r.iter().map(datum_key).collect::<Vec<_>>()))
             .skip(offset)
             .take(limit)

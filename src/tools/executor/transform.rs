@@ -11,6 +11,7 @@ use serde_json::Value as Json;
 use super::args::{Args, column};
 use super::case::case_column;
 use super::cells::*;
+use super::limits::live;
 use super::scalar::{binary, cast, numeric, round, text_function};
 use super::timevalue::{julianday, strftime};
 use super::{R, Value};
@@ -50,6 +51,7 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
             let end = int_arg("end_index");
             cells
                 .iter()
+                .take_while(|_| live())
                 .map(|c| match cell_text(c) {
                     None => Datum::Null,
                     Some(s) => {
@@ -73,6 +75,7 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
         }
         "abs" => cells
             .iter()
+            .take_while(|_| live())
             .map(|c| match c {
                 Datum::Int(i) => i.checked_abs().map_or(Datum::Real((*i as f64).abs()), Datum::Int),
                 Datum::Real(r) => Datum::Real(r.abs()),
@@ -96,6 +99,7 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
             };
             cells
                 .iter()
+                .take_while(|_| live())
                 .zip(&other)
                 .map(|(x, y)| binary(x, y, operator))
                 .collect::<R<Vec<Datum>>>()?
@@ -105,23 +109,32 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
                 .get("type")
                 .and_then(Json::as_str)
                 .ok_or("`cast` needs a `type`")?;
-            cells.iter().map(|c| cast(c, to)).collect::<R<Vec<Datum>>>()?
+            cells
+                .iter()
+                .take_while(|_| live())
+                .map(|c| cast(c, to))
+                .collect::<R<Vec<Datum>>>()?
         }
         "round" => {
             let digits = int_arg("digits").unwrap_or(0);
-            cells.iter().map(|c| round(c, digits)).collect()
+            cells.iter().take_while(|_| live()).map(|c| round(c, digits)).collect()
         }
         "length" | "upper" | "lower" | "instr" | "replace" | "trim" => cells
             .iter()
+            .take_while(|_| live())
             .map(|c| text_function(c, op, op_args))
             .collect::<R<Vec<Datum>>>()?,
-        "julianday" => cells.iter().map(julianday).collect(),
+        "julianday" => cells.iter().take_while(|_| live()).map(julianday).collect(),
         "strftime" => {
             let format = op_args
                 .get("format")
                 .and_then(Json::as_str)
                 .ok_or("`strftime` needs a `format`")?;
-            cells.iter().map(|c| strftime(format, c)).collect()
+            cells
+                .iter()
+                .take_while(|_| live())
+                .map(|c| strftime(format, c))
+                .collect()
         }
         "datetime" => {
             let pattern = op_args.get("pattern").and_then(Json::as_str).unwrap_or("%Y");
@@ -133,6 +146,7 @@ pub(super) fn transform_data(args: &Args) -> R<Value> {
             };
             cells
                 .iter()
+                .take_while(|_| live())
                 .map(|c| match c {
                     Datum::Text(s) if is_iso_date(s) => Datum::Text(s[range.clone()].to_string()),
                     _ => Datum::Null,

@@ -57,6 +57,12 @@ pub enum JoinRefused {
         /// The budget in MiB.
         max_mib: usize,
     },
+    /// The caller's `admit` refused the table's growth (the live server's memory budget,
+    /// [`crate::serve::memory`]); the table was dropped.
+    #[error(
+        "the joined table grew past what the server's memory budget holds now ({0} MiB, --max-server-mib); retry later"
+    )]
+    ServerBusy(usize),
     /// Estimating or materialising ran past the time limit.
     #[error("the join step ran longer than the {0} ms limit (--timeout-ms)")]
     Timeout(u128),
@@ -89,16 +95,21 @@ pub fn estimate_rows(
 }
 
 /// [`super::join_at`] under `budget`: the same cached, shared join step, but estimated first and
-/// refused past the budget (module docs). A cached join is returned as is.
+/// refused past the budget (module docs). A cached join is returned as is. `admit` is asked
+/// for each growth of the table under construction (its bytes so far); `false` stops it
+/// ([`JoinRefused::ServerBusy`] with `busy_mib`).
 pub fn join_at_within(
     path: &Path,
     tables: &[JoinTable],
     conditions: &[JoinCondition],
     budget: JoinBudget,
+    admit: &mut dyn FnMut(usize) -> bool,
+    busy_mib: usize,
 ) -> Result<RecordBatch, JoinRefused> {
     let description = format!("{tables:?}\u{1f}{conditions:?}");
     let key = crate::tools::join_cache::JoinKey::new(path, &description);
     let mut refused: Option<JoinRefused> = None;
+    let mut busy = false;
     let made = crate::tools::join_cache::get_or_try_insert(Some(key), |grown| {
         reuse::with_connection(path, |conn| {
             let deadline = Instant::now() + budget.timeout;
@@ -124,13 +135,18 @@ pub fn join_at_within(
                     grown(bytes);
                     if bytes > budget.max_bytes {
                         over.store(true, Ordering::Relaxed);
+                    } else if !admit(bytes) {
+                        busy = true;
+                        over.store(true, Ordering::Relaxed);
                     }
                 })
                 .map_err(|e| e.to_string())
             })();
             let _ = conn.progress_handler(0, None::<fn() -> bool>);
             if result.is_err() && refused.is_none() {
-                if over.load(Ordering::Relaxed) {
+                if busy {
+                    refused = Some(JoinRefused::ServerBusy(busy_mib));
+                } else if over.load(Ordering::Relaxed) {
                     refused = Some(JoinRefused::TooManyBytes {
                         max_mib: budget.max_bytes >> 20,
                     });
@@ -182,7 +198,7 @@ mod tests {
         let (_dir, path) = database(2000);
         // Three copies without conditions: 8e9 rows, refused from the counts alone (instantly).
         let started = Instant::now();
-        let got = join_at_within(&path, &copies(3), &[], ROOMY);
+        let got = join_at_within(&path, &copies(3), &[], ROOMY, &mut |_| true, 0);
         assert_eq!(
             got.unwrap_err(),
             JoinRefused::TooManyRows {
@@ -199,7 +215,7 @@ mod tests {
             .query_row(&format!("SELECT count(*) FROM ({sql})"), [], |r| r.get(0))
             .unwrap();
         assert_eq!(estimate_rows(&conn, &copies(2), &on, &sql, 10).unwrap(), real as u64);
-        let within = join_at_within(&path, &copies(2), &on, ROOMY).unwrap();
+        let within = join_at_within(&path, &copies(2), &on, ROOMY, &mut |_| true, 0).unwrap();
         assert_eq!(within.num_rows() as i64, real);
     }
 
@@ -212,7 +228,7 @@ mod tests {
             ..ROOMY
         };
         assert_eq!(
-            join_at_within(&path, &copies(2), &[], small_bytes).unwrap_err(),
+            join_at_within(&path, &copies(2), &[], small_bytes, &mut |_| true, 0).unwrap_err(),
             JoinRefused::TooManyBytes { max_mib: 1 }
         );
         // A join with a condition whose count runs past a 1 ms limit (the third copy joins
@@ -225,12 +241,14 @@ mod tests {
             ..ROOMY
         };
         assert_eq!(
-            join_at_within(&big_path, &copies(3), &on, tight).unwrap_err(),
+            join_at_within(&big_path, &copies(3), &on, tight, &mut |_| true, 0).unwrap_err(),
             JoinRefused::Timeout(1)
         );
         // Nothing refused was cached: the same join within budget runs.
         assert_eq!(
-            join_at_within(&path, &copies(2), &[], ROOMY).unwrap().num_rows(),
+            join_at_within(&path, &copies(2), &[], ROOMY, &mut |_| true, 0)
+                .unwrap()
+                .num_rows(),
             160_000
         );
     }
