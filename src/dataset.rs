@@ -21,6 +21,9 @@ use crate::tools::pool::KeyDescription;
 use crate::tools::{Call, ToolSpec, Toolkit};
 use crate::verify::Answer;
 
+mod duplicates;
+pub use duplicates::DUPLICATE_ROW;
+
 pub use crate::store::code_fingerprint;
 
 /// One dataset row. Fields a family does not have stay `None`/empty (e.g. a SeqATIS row has no

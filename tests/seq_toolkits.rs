@@ -82,8 +82,9 @@ fn seq_toolkit_sizes_per_dataset_and_no_gold_only_toolkit() {
 /// The eval prompts of a built SeqATIS / SeqSNIPS show the model the whole API list: every
 /// catalog tool of `tools/functions.json` (read here from the file) is in the system prompt with
 /// its description and parameters (prompt format), and in the request's `tools` (native format),
-/// on every row — not only the row's gold tools. The rows name their tools: each `tools`
-/// element of `data/*.jsonl` is `{"name"}` alone, so the schemas are written once.
+/// on every row — not only the row's gold tools. The rows carry their tools' full specs (issue
+/// 45): each `tools` element of `data/*.jsonl` is the catalog's spec of that name, never a bare
+/// name.
 #[test]
 fn eval_prompts_show_the_datasets_api_list_not_the_gold_tools() {
     for recipe in ["seq-atis", "seq-snips"] {
@@ -95,7 +96,7 @@ fn eval_prompts_show_the_datasets_api_list_not_the_gold_tools() {
             .iter()
             .map(|f| f["function"]["name"].as_str().unwrap())
             .collect();
-        // The rows: names only, every catalog tool, in catalog order.
+        // The rows: every catalog tool with its full spec, in catalog order.
         let mut jsonl_rows = 0;
         for f in std::fs::read_dir(dir.join("data")).unwrap() {
             let path = f.unwrap().path();
@@ -107,11 +108,14 @@ fn eval_prompts_show_the_datasets_api_list_not_the_gold_tools() {
                 let tools: Vec<Value> = serde_json::from_str(row["tools"].as_str().unwrap()).unwrap();
                 let listed: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
                 assert_eq!(listed, names, "{}", row["id"]);
-                assert!(
-                    tools.iter().all(|t| t.as_object().unwrap().len() == 1),
-                    "{}: specs repeated in the row",
-                    row["id"]
-                );
+                for (t, f) in tools.iter().zip(&functions) {
+                    assert_eq!(
+                        t["parameters"], f["function"]["parameters"],
+                        "{}: a spec not the catalog's",
+                        row["id"]
+                    );
+                    assert_eq!(t["description"], f["function"]["description"], "{}", row["id"]);
+                }
                 jsonl_rows += 1;
             }
         }

@@ -9,132 +9,23 @@
 //! homepage, license), the counts (every row, variant rows included), the family paragraph (what
 //! `output` is and how it was checked), the variants paragraph when the build has variant rows, a
 //! table describing every column, a table of drop reasons, and the source's BibTeX citation.
-//! Executable families also get `trajectories/README.md` ([`trajectories_card`]).
+//! Families with trajectories (the executable ones and seq) also get `trajectories/README.md`
+//! ([`trajectories_card`]); the others' cards say why they have none ([`no_trajectories`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use arrow_schema::{DataType, Field};
 
+mod trajectories;
+
+pub use trajectories::{OPENAI_FEATURES, TRAJECTORY_FEATURES, TrajectorySummary, no_trajectories, tokens};
+pub(crate) use trajectories::{has_trajectories, trajectories_card};
+
 use super::report::{Counts, pct};
 use super::rows::row_schema;
 use crate::dataset::Build;
 use crate::recipe::ToolPool;
-
-/// The `features` of config `default` of `trajectories/README.md` (the default trajectory files,
-/// [`super::trajectories`]):
-/// one Arrow type per field across every row and file of a recipe. A call's `arguments` and each
-/// `tools` entry are JSON objects whose keys differ from tool to tool, so they are declared as
-/// `datasets`' `Json` type (`dtype: json`, the versions that have it — 5.x and the newest 4.x:
-/// stored as JSON text in Arrow, decoded back to the object on access); `gold_answer` is its
-/// JSON text (a string, as in the Parquet rows: its cells mix numbers and text); the rest are
-/// plain strings, integers and structs, `null` where a message or fault lacks a key.
-/// `tests/consumer/test_trajectory_arrow_schema.py` pins the Arrow schema every file infers to
-/// these features.
-pub const TRAJECTORY_FEATURES: &str = "  - name: id
-    dtype: string
-  - name: messages
-    list:
-    - name: role
-      dtype: string
-    - name: content
-      dtype: string
-    - name: tool_calls
-      list:
-      - name: id
-        dtype: string
-      - name: type
-        dtype: string
-      - name: function
-        struct:
-        - name: name
-          dtype: string
-        - name: arguments
-          dtype: json
-    - name: tool_call_id
-      dtype: string
-    - name: name
-      dtype: string
-  - name: tools
-    list: json
-  - name: gold_answer
-    dtype: string
-  - name: faults
-    list:
-    - name: kind
-      dtype: string
-    - name: call_index
-      dtype: int64
-    - name: tool_call_id
-      dtype: string
-    - name: recovery
-      dtype: string
-    - name: waited_s
-      dtype: int64
-";
-
-/// The `features` of config `openai` of `trajectories/README.md` (`trajectories/openai/`,
-/// [`super::trajectories::export`]): `arguments` is JSON text there, `tools` as in
-/// [`TRAJECTORY_FEATURES`].
-pub const OPENAI_FEATURES: &str = "  - name: messages
-    list:
-    - name: role
-      dtype: string
-    - name: content
-      dtype: string
-    - name: tool_calls
-      list:
-      - name: id
-        dtype: string
-      - name: type
-        dtype: string
-      - name: function
-        struct:
-        - name: name
-          dtype: string
-        - name: arguments
-          dtype: string
-    - name: tool_call_id
-      dtype: string
-  - name: tools
-    list: json
-  - name: parallel_tool_calls
-    dtype: bool
-";
-
-/// Whether `build` writes trajectory files (the executable families).
-pub(super) fn has_trajectories(build: &Build) -> bool {
-    ["slot", "sel", "rest"].contains(&build.recipe.format.as_str())
-}
-
-/// `trajectories/README.md`: a card whose YAML header declares the trajectory files as their own
-/// dataset — configs `default` (the Hugging Face / TRL files, [`TRAJECTORY_FEATURES`]) and
-/// `openai` (`openai/`, [`OPENAI_FEATURES`]), a `<split>` and a `<split>_faults` split each — so
-/// `load_dataset("<dir>/trajectories")` loads every file with one type per field. Not configs of
-/// the root card: `datasets` infers one file format per repository from its first config (the
-/// Parquet rows), and would read the JSONL files as Parquet.
-pub(super) fn trajectories_card(build: &Build, splits: &[&String]) -> String {
-    let mut s = String::from("---\nconfigs:\n");
-    for (config, dir) in [("default", ""), ("openai", "openai/")] {
-        let _ = writeln!(s, "- config_name: {config}\n  data_files:");
-        for split in splits {
-            let _ = writeln!(
-                s,
-                "  - split: {split}\n    path: {dir}{split}.jsonl\n  - split: {split}_faults\n    path: {dir}{split}.faults.jsonl"
-            );
-        }
-    }
-    let _ = write!(
-        s,
-        "dataset_info:\n- config_name: default\n  features:\n{TRAJECTORY_FEATURES}- config_name: openai\n  features:\n{OPENAI_FEATURES}---\n\n# {} trajectories\n\n",
-        build.recipe.name
-    );
-    let _ = writeln!(s, "{TRAJECTORIES_PARAGRAPH}");
-    s
-}
-
-/// What the card says about the trajectory files of an executable family.
-const TRAJECTORIES_PARAGRAPH: &str = "## Trajectories\n\nTwo exports of the same chat trajectories (real tool results; `<split>` clean, `<split>.faults` with one injected fault and its recovery each):\n\n- `trajectories/<split>[.faults].jsonl` (`load_dataset(\"<dir>/trajectories\")`: `trajectories/README.md` declares the features): the Hugging Face / TRL chat convention, what `tokenizer.apply_chat_template(messages, tools=tools)` and TRL's `SFTTrainer` read: `messages` (`tool_calls[].function.arguments` a JSON object; tool messages with `name` and `tool_call_id`), `tools` (OpenAI function schemas), and `id`, `gold_answer`, `faults`. `arguments` and `tools` are declared `json` (`datasets`' `Json` feature: 5.x and the newest 4.x), so every file of the recipe loads with one type per field; `gold_answer` is the SQL result's JSON text, as in the Parquet rows.\n- `trajectories/openai/<split>[.faults].jsonl` (`load_dataset(\"<dir>/trajectories\", \"openai\")`): OpenAI's fine-tuning format exactly (each line only `messages`, `tools`, `parallel_tool_calls`; arguments as JSON text; tool messages without `name`), with `id`, `gold_answer` and `faults` in the sidecar `trajectories/openai/<split>[.faults].meta.jsonl`, one line per trajectory line (`line`: its 0-based line number).\n\nEvery tool schema in the trajectories states `required` and `additionalProperties` (JSON Schema's default `true` made explicit; a drifted A_new keeps its `false`), and a parameter's default in its description (`Default: -1.`) rather than as the `default` keyword, whose type would change from tool to tool (a type-drifted `limit` defaults to `\"-1\"`): so each field of `tools` has one type across the recipe.\n\n`datasets` 3.x has no `Json` feature, and a call's arguments (or a tool's parameters) are objects whose keys and value types change from call to call, which no single Arrow type holds there: with `datasets` < 4, read the OpenAI files and sidecars with `load_dataset(\"json\", data_files=…)` (arguments as JSON text; the recipes without variants), or convert with `toolforge trajectories <dir> --format sharegpt` (every field text).\n\nThe final answer is one sentence with the values the tools showed (integers as integers, other numbers with the fewest decimals that keep them equal to the gold answer within 1e-9 relative).";
 
 /// What the card says about a family's `output` and how it was checked.
 fn family_paragraph(format: &str) -> &'static str {
@@ -155,7 +46,7 @@ fn family_paragraph(format: &str) -> &'static str {
             "Each row is a BFCL question with its functions in `tools` (BFCL types mapped to JSON Schema) and one gold call in `output` chosen from the acceptable values; `meta` keeps every acceptable value and the row's gold-lint findings (unknown parameters, enum violations, type mismatches)."
         }
         _ => {
-            "Each example's `output` is the sequence of API calls annotated in the source, converted by the rules in `report/verification.json` (`stats`); every call validates against its tool's JSON Schema. `tools` is the dataset's API list (API-BLEND §5.7.2: SeqATIS/SeqSNIPS every intent of the corpus, SeqTopV2 every intent of the row's domain, SeqSGD every intent of the dialogue's services and of their domains' other services, SeqMultiWOZ every domain's tools), never only the gold tools, written by name: each element is `{\"name\": …}`, the spec of that name in `tools/functions.json` (OpenAI function format), so the schemas are stored once. Calls refer to earlier outputs as `$LABEL$`."
+            "Each example's `output` is the sequence of API calls annotated in the source, converted by the rules in `report/verification.json` (`stats`); every call validates against its tool's JSON Schema. `tools` is the dataset's API list (API-BLEND §5.7.2: SeqATIS/SeqSNIPS every intent of the corpus, SeqTopV2 every intent of the row's domain, SeqSGD every intent of the dialogue's services and of their domains' other services, SeqMultiWOZ every domain's tools), never only the gold tools, each with its full JSON Schema (the catalog's spec of that name, also in `tools/functions.json`, OpenAI function format). Calls refer to earlier outputs as `$LABEL$`."
         }
     }
 }
@@ -232,7 +123,7 @@ fn column_description(name: &str) -> &'static str {
         "gold_answer" => "The gold answer as JSON rows (the SQL result), else null.",
         "ordered" => "Whether `gold_answer` is compared in order (the SQL has ORDER BY).",
         "tools" => {
-            "The tools available to this row (JSON text list of `{name, description, parameters, output_parameters}`); an element with only a `name` names the spec of that name in `tools/functions.json` (seq datasets list their API list so)."
+            "The tools available to this row (JSON text list of `{name, description, parameters, output_parameters}`, each tool's full JSON Schema; seq datasets: the dataset's API list)."
         }
         "key_values_and_descriptions" => "Argument values and column descriptions the calls use (JSON text).",
         "difficulty" => "The source's difficulty label, else null.",
@@ -272,8 +163,14 @@ fn feature_yaml(s: &mut String, f: &Field, indent: usize) {
     }
 }
 
-/// The card text of a build; `sizes` has one entry per split.
-pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize>) -> String {
+/// The card text of a build; `sizes` has one entry per split; `trajectories` what the
+/// trajectory files hold (`None`: the family writes none, and the card says why).
+pub(super) fn card(
+    build: &Build,
+    c: &Counts,
+    sizes: &BTreeMap<String, SplitSize>,
+    trajectories: Option<&TrajectorySummary>,
+) -> String {
     let m = &build.source.manifest;
     let license = hf_license(&m.license);
     let rows: usize = c.per_split.values().sum();
@@ -303,7 +200,6 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
     for split in c.per_split.keys() {
         let _ = writeln!(s, "  - split: {split}\n    path: data/{split}.parquet");
     }
-    let trajectories = has_trajectories(build);
     let _ = writeln!(s, "dataset_info:\n  features:");
     for f in row_schema().fields() {
         feature_yaml(&mut s, f, 2);
@@ -373,8 +269,15 @@ pub(super) fn card(build: &Build, c: &Counts, sizes: &BTreeMap<String, SplitSize
             v["rows"]
         );
     }
-    if trajectories {
-        let _ = writeln!(s, "{TRAJECTORIES_PARAGRAPH}\n");
+    match trajectories {
+        Some(t) => {
+            let _ = writeln!(s, "{}\n", trajectories::paragraph(build, t));
+        }
+        None => {
+            if let Some(why) = no_trajectories(&build.recipe.format) {
+                let _ = writeln!(s, "## Trajectories\n\n{why}\n");
+            }
+        }
     }
     if let Some(p) = super::dialogue::card_paragraph(build) {
         let _ = writeln!(s, "{p}");

@@ -101,6 +101,17 @@ pub fn write_with(
         }
     };
     let mut hashes: BTreeMap<String, String> = written.into_iter().collect();
+    let summary = trajectories.as_ref().map(|_| card::TrajectorySummary {
+        digest: card::TrajectorySummary::digest_of(&hashes),
+        faults: has_segments(&build.recipe.format),
+        tokens: skipped.tokens.clone(),
+        max_tokens: build.recipe.trajectories.max_tokens,
+        over_cap: skipped
+            .by_group
+            .iter()
+            .filter_map(|(g, r)| Some((g.clone(), *r.get(trajectories::OVER_TOKEN_CAP)?)))
+            .collect(),
+    });
     let trajectory_stats = trajectories
         .as_ref()
         .map(|_| serde_json::json!({"skipped_by_reason": skipped.by_reason, "skipped_by_group": skipped.by_group}));
@@ -120,12 +131,12 @@ pub fn write_with(
             put(&rel, &bytes)?;
         }
     }
-    put("README.md", card::card(build, &c, &sizes).as_bytes())?;
-    if card::has_trajectories(build) {
+    put("README.md", card::card(build, &c, &sizes, summary.as_ref()).as_bytes())?;
+    if let Some(t) = &summary {
         let splits: Vec<&String> = c.per_split.keys().collect();
         put(
             "trajectories/README.md",
-            card::trajectories_card(build, &splits).as_bytes(),
+            card::trajectories_card(build, &splits, t).as_bytes(),
         )?;
     }
     for (k, v) in &build.extra_files {
@@ -146,9 +157,14 @@ pub fn write_with(
 /// The later-stage items of a shard (issue 34): computes and stores the trajectory segments
 /// ([`trajectories::segments`]; per group, or per compile item, [`segments_per_item`]) that
 /// `store`'s scope gives this build, so the merge only reads and concatenates them. Returns how
-/// many segments this call stored or found; 0 for a family without trajectories. Errors: a
+/// many segments this call stored or found; 0 for a family without an executable back end.
+/// Errors: a
 /// trajectory that does not execute.
 pub fn store_segments(build: &Build, store: &crate::store::Store) -> Result<usize> {
+    // Calls-only trajectories (seq) are computed by the build that writes them, never stored.
+    if !has_segments(&build.recipe.format) {
+        return Ok(0);
+    }
     match trajectories::Trajectories::new(build)? {
         Some(t) => t.store_segments(store),
         None => Ok(0),

@@ -6,8 +6,9 @@
 //! "group_kind": "database" | "split" | …, "per_group": {group: {"attempted", "kept",
 //! "dropped_by_reason"}}, "stats": {family numbers, `variants`; never `llm_run`},
 //! "bad_record_list": [{"file", "record", "message"}], "dropped_list": [{"id", "reason", "detail", …}],
-//! "trajectories" (executable families): {"skipped_by_reason": {reason: n}, "skipped_by_group":
-//! {group: {reason: n}}}}`.
+//! "trajectories" (families with trajectories: executable and seq): {"skipped_by_reason":
+//! {reason: n}, "skipped_by_group": {group: {reason: n}}}}`. The summary of a family without
+//! trajectories (BFCL, MCP catalogs) says why it has none ([`super::card::no_trajectories`]).
 //! `llm_run` and `store_repaired` (corrupt store entries recomputed) are printed, never written.
 //! `attempted = kept + dropped` counts compiled examples; variant rows are not counted as kept.
 
@@ -172,6 +173,9 @@ pub fn summary(build: &Build, out_dir: &Path, wrote: bool, secs: f64) -> String 
                 let _ = writeln!(s, "  {k}: {v}");
             }
         }
+    }
+    if let Some(why) = super::card::no_trajectories(&build.recipe.format) {
+        let _ = writeln!(s, "  trajectories: none. {why}");
     }
     if !build.bad_records.is_empty() {
         let _ = writeln!(s, "  skipped {} bad input records:", build.bad_records.len());

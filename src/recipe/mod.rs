@@ -166,6 +166,12 @@ pub struct TrajectoryConfig {
     /// the `tools` list, the instance's fixed toolkit, does not count); a trajectory over it is
     /// not written and is counted under `over_size_cap` in the report, per reason and per group.
     pub max_chars: usize,
+    /// Cap on a trajectory's estimated tokens — the characters of its OpenAI-format line, its
+    /// messages and tools, over 4 —: a longer trajectory is dropped whole (never truncated) and
+    /// counted under `over_token_cap`, per group (database or split), in the report and the card.
+    /// None (the default): no cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<usize>,
 }
 
 impl Default for TrajectoryConfig {
@@ -175,6 +181,7 @@ impl Default for TrajectoryConfig {
             seed: 0,
             max_rows: 20,
             max_chars: 64_000,
+            max_tokens: None,
         }
     }
 }

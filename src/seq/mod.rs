@@ -4,7 +4,11 @@
 //! Each source format has one converter module with the same two entry points:
 //! `inputs(&ResolvedSource) -> Vec<PathBuf>` (every file the conversion reads, hashed into the
 //! stage key) and `convert(&ResolvedSource, split: Option<&str>) -> Result<Conversion, CorpusError>`.
-//! The whole conversion is one store stage keyed by the recipe and the input hashes.
+//! The whole conversion is one store stage keyed by the recipe and the input hashes. The stage
+//! keeps each row's toolkit as references to the catalog; [`compile`] then drops rows identical
+//! to an earlier row of their split but for id and meta (`duplicate_row`: SGD dialogues that
+//! convert to one templated request and its calls) and resolves the references to the
+//! catalog's full specs, so the rows and the trajectories carry every tool's JSON Schema.
 //!
 //! # `ordered`
 //!
@@ -110,6 +114,34 @@ pub fn writes_requests(recipe: &Recipe, source: &ResolvedSource) -> bool {
         && crate::llm::resolve(&recipe.seq.clone().unwrap_or_default().llm.unwrap_or_default()).is_ok()
 }
 
+/// Replaces every row's toolkit of references ([`ToolSpec::reference`], how the converters and
+/// the store keep the dataset's API list) by the catalog's full specs, so the rows' `tools` and
+/// the trajectories carry each tool's JSON Schema (issue 45), not its name. The rows sharing a
+/// toolkit (by its names) share the resolved one ([`crate::tools::Toolkit::id`]): one list per
+/// distinct toolkit, each serialised once by the emitters. A reference the catalog lacks stays a
+/// reference.
+fn resolve_references(splits: &mut BTreeMap<String, Outcome>, catalog: &[ToolSpec]) {
+    let by_name: std::collections::HashMap<&str, &ToolSpec> = catalog.iter().map(|t| (t.name.as_str(), t)).collect();
+    // By the list of names: a conversion read back from the store gives every row its own list.
+    let mut resolved: std::collections::HashMap<Vec<String>, crate::tools::Toolkit> = std::collections::HashMap::new();
+    for e in splits.values_mut().flat_map(|o| &mut o.examples) {
+        if !e.tools.has_references() {
+            continue;
+        }
+        let names: Vec<String> = e.tools.names().map(str::to_string).collect();
+        let full = resolved.entry(names).or_insert_with(|| {
+            e.tools
+                .iter()
+                .map(|t| match by_name.get(t.name.as_str()) {
+                    Some(spec) if t.is_reference() => (*spec).clone(),
+                    _ => t.clone(),
+                })
+                .collect()
+        });
+        e.tools = full.clone();
+    }
+}
+
 /// Runs (or loads from the store) the conversion of a seq recipe.
 pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<Build, BuildError> {
     let (key, source_hashes) = stage_key(&recipe, &source)?;
@@ -158,6 +190,12 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store) -> Result<
             hit,
         },
     );
+    // Two source items can convert to the same row (SGD dialogues to one templated request and
+    // its calls): one is kept, the others are drops (`duplicate_row`).
+    for (split, outcome) in build.groups.iter_mut() {
+        outcome.drop_exact_duplicates(split);
+    }
+    resolve_references(&mut build.groups, &build.catalog);
     if let Some(d) = &dialogues {
         // After the ids got their dataset prefix: the report names dropped dialogues by id.
         build.stats.insert("dialogue_trajectories".into(), d.counts());

@@ -349,16 +349,26 @@ fn group_variants(
             rows.push(obfuscate::obfuscate(e));
         }
         if let Some(s) = &cfg.shortlist {
+            // Two fractions can draw the same toolkit (a small toolkit rounds both up to its gold
+            // tools): the row is written once, for the first fraction, the others counted.
+            let mut drawn: Vec<(f64, Vec<String>)> = Vec::new();
             for f in &s.fractions {
+                let pct = (f * 100.0).round();
                 match shortlist::shortlist(e, *f, seed) {
                     Some(v) => {
+                        let names: Vec<String> = v.tools.names().map(str::to_string).collect();
+                        if let Some((first, _)) = drawn.iter().find(|(_, n)| *n == names) {
+                            bump(
+                                rejected,
+                                format!("shortlist_{pct}:same_as_shortlist_{}", (first * 100.0).round()),
+                            );
+                            continue;
+                        }
+                        drawn.push((*f, names));
                         bump(counts, "shortlist");
                         rows.push(v)
                     }
-                    None => bump(
-                        rejected,
-                        format!("shortlist_{}:not_smaller_than_toolkit", (f * 100.0).round()),
-                    ),
+                    None => bump(rejected, format!("shortlist_{pct}:not_smaller_than_toolkit")),
                 }
             }
         }
@@ -421,5 +431,22 @@ mod tests {
         assert_eq!(x, y);
         assert_ne!(x, z);
         assert!((0..100).all(|_| a.below(7) < 7));
+    }
+
+    /// Issue 45: a toolkit of 4 tools with one gold tool shortlists to the gold tool alone at 10%
+    /// and at 25%; slot-spider-variants held 361 such exact duplicates. One row, the other counted.
+    #[test]
+    fn equal_shortlists_of_two_fractions_are_written_once_and_counted() {
+        let cfg = VariantsConfig {
+            shortlist: Some(crate::recipe::variants::ShortlistConfig {
+                fractions: vec![0.1, 0.25, 0.5],
+            }),
+            ..VariantsConfig::default()
+        };
+        let out = group_variants(&[fixtures::example()], &cfg, "slot", None, None);
+        let ids: Vec<&str> = out.rows.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["d/1/shortlist-10", "d/1/shortlist-50"]);
+        assert_eq!(out.counts["shortlist"], 2);
+        assert_eq!(out.rejected["shortlist_25:same_as_shortlist_10"], 1);
     }
 }

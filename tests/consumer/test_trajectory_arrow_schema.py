@@ -17,7 +17,12 @@ Inside the `json` fields, `tools` must still be one type per keyword path across
 `parameters` object states the same keywords: `type`, `properties`, `required`,
 `additionalProperties` (`src/emit/trajectories/schema.rs`). A call's `arguments` are exempt:
 the value of one argument is a number in one call and text in another (SLOT's `value`), which is
-why the card declares them `json`."""
+why the card declares them `json`.
+
+A file over `SAMPLE_BYTES` (the seq trajectories: SeqTopV2's train file is 1.6 GB, every line
+carrying a 2-60 KB toolkit) is read in `SAMPLE_CHUNKS` of its chunks at an even stride, first and
+last included (`TOOLFORGE_ARROW_ALL=1`: every chunk); its lines differ only in their messages and
+in which of the recipe's few toolkits they carry."""
 import collections
 import glob
 import io
@@ -33,6 +38,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 OUT = os.path.join(ROOT, "out")
 RECIPES = sorted(d for d in os.listdir(OUT) if os.path.isfile(os.path.join(OUT, d, "trajectories", "README.md"))) if os.path.isdir(OUT) else []
 CHUNK = 10 << 20  # datasets' JsonConfig.chunksize
+SAMPLE_BYTES = 200 << 20
+SAMPLE_CHUNKS = 12
+ALL_CHUNKS = os.environ.get("TOOLFORGE_ARROW_ALL") == "1"
 
 MESSAGE_OPENAI = {
     "messages[].role": "string",
@@ -79,10 +87,28 @@ def as_stored(line):
 
 
 def chunks(path):
-    """The file's lines in chunks of about `CHUNK` bytes, whole lines each."""
+    """The file's lines in chunks of about `CHUNK` bytes, whole lines each; of a file over
+    `SAMPLE_BYTES`, `SAMPLE_CHUNKS` of them at an even stride (module docs)."""
+    size = os.path.getsize(path)
+    if size <= SAMPLE_BYTES or ALL_CHUNKS:
+        with open(path, "rb") as f:
+            while batch := f.read(CHUNK):
+                yield batch + f.readline()
+        return
     with open(path, "rb") as f:
-        while batch := f.read(CHUNK):
-            yield batch + f.readline()
+        for k in range(SAMPLE_CHUNKS):
+            f.seek(k * (size - CHUNK) // (SAMPLE_CHUNKS - 1))
+            if k:
+                f.readline()  # to the next whole line
+            yield f.read(CHUNK) + f.readline()
+
+
+def config_names(recipe):
+    """The card's config names of the exports: the one marked `default: true`, and the other."""
+    with open(os.path.join(OUT, recipe, "trajectories", "README.md")) as f:
+        configs = yaml.safe_load(f.read().split("---")[1])["configs"]
+    return {"default": next(c["config_name"] for c in configs if c.get("default")),
+            "openai": next(c["config_name"] for c in configs if not c.get("default"))}
 
 
 def arrow_leaves(t, path, out):
@@ -134,7 +160,8 @@ def test_pins_are_the_features_the_card_declares(config):
         with open(os.path.join(OUT, recipe, "trajectories", "README.md")) as f:
             header = yaml.safe_load(f.read().split("---")[1])
         declared = {}
-        yaml_leaves(next(c for c in header["dataset_info"] if c["config_name"] == config)["features"], "", declared)
+        name = config_names(recipe)[config]
+        yaml_leaves(next(c for c in header["dataset_info"] if c["config_name"] == name)["features"], "", declared)
         assert declared == PINNED[config], recipe
 
 

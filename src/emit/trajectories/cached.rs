@@ -18,7 +18,7 @@ use crate::dataset::{Build, Example, code_fingerprint, examples_digest};
 use crate::store::{StageKey, Store};
 
 /// Version of the stored trajectories; bump when a trajectory's text changes for the same inputs.
-pub const EMIT_TRAJECTORIES_VERSION: u32 = 4;
+pub const EMIT_TRAJECTORIES_VERSION: u32 = 5;
 
 /// One verified example's trajectory lines.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

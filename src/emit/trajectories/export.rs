@@ -33,8 +33,8 @@ fn arguments_object(a: &Json) -> Json {
 
 /// Trajectory `t` (the default form, [`super`]) in OpenAI's fine-tuning format, and its sidecar
 /// line for line number `line` (module docs). Messages keep their order and text; only the keys
-/// OpenAI defines are written (`parallel_tool_calls` is `false`: every assistant message makes one
-/// call).
+/// OpenAI defines are written (`parallel_tool_calls` is `true` exactly when an assistant message
+/// makes several calls: a seq row's independent calls, [`super::calls`]).
 pub fn to_openai(t: &Json, line: usize) -> (Json, Json) {
     let messages: Vec<Json> = t["messages"]
         .as_array()
@@ -71,7 +71,11 @@ pub fn to_openai(t: &Json, line: usize) -> (Json, Json) {
             Json::Object(out)
         })
         .collect();
-    let trajectory = json!({"messages": messages, "tools": t["tools"], "parallel_tool_calls": false});
+    // `true` exactly when an assistant message makes several calls (seq rows' independent calls).
+    let parallel = messages
+        .iter()
+        .any(|m| m["tool_calls"].as_array().is_some_and(|c| c.len() > 1));
+    let trajectory = json!({"messages": messages, "tools": t["tools"], "parallel_tool_calls": parallel});
     let mut sidecar = Map::new();
     sidecar.insert("line".into(), json!(line));
     for k in SIDECAR_FIELDS {
@@ -160,6 +164,15 @@ mod tests {
             sidecar,
             json!({"line": 7, "id": "d/1", "gold_answer": "[[1]]", "faults": []})
         );
+    }
+
+    #[test]
+    fn parallel_tool_calls_is_true_exactly_when_a_message_makes_several_calls() {
+        let mut t = trajectory();
+        assert_eq!(to_openai(&t, 0).0["parallel_tool_calls"], json!(false));
+        let call = t["messages"][2]["tool_calls"][0].clone();
+        t["messages"][2]["tool_calls"] = json!([call.clone(), call]);
+        assert_eq!(to_openai(&t, 0).0["parallel_tool_calls"], json!(true));
     }
 
     #[test]

@@ -44,6 +44,7 @@
 
 pub mod answer;
 pub mod cached;
+pub mod calls;
 pub mod export;
 pub mod faults;
 mod prompt;
@@ -74,6 +75,8 @@ pub(super) use write::Trajectories;
 
 /// Skip reason of a trajectory over the size cap.
 pub const OVER_SIZE_CAP: &str = "over_size_cap";
+/// Skip reason of a trajectory over `[trajectories] max_tokens` (dropped whole, never truncated).
+pub const OVER_TOKEN_CAP: &str = "over_token_cap";
 /// Skip reason of a SLOT/SEL example whose only call is the setup step (nothing for the model).
 pub const NO_MODEL_CALLS: &str = "no_model_calls";
 

@@ -3,13 +3,19 @@
 //! reader (`datasets`, pyarrow) infers one type per field of `tools` — clean and faulted files,
 //! parents and variant rows together.
 //!
-//! Two rules, applied at every object level of a tool's `parameters` (the top level and each
-//! object-typed property, e.g. a drift `nested_object` group):
+//! Two rules, applied to every schema at every depth of a tool's `parameters` (the top level,
+//! each property, array `items` and `prefixItems`, the branches of `anyOf`/`oneOf`/`allOf`,
+//! `not`, `additionalProperties`, `patternProperties` and `$defs`/`definitions`):
 //!
-//! - **`required` and `additionalProperties` are always stated**: `required: []` when absent, and
-//!   `additionalProperties` JSON Schema's default (`true`, Draft 2020-12 Core §10.3.2.3) made
-//!   explicit when absent. A drifted A_new schema keeps its `false` (a strict new version), so
-//!   the key and its type no longer depend on whether a tool drifted.
+//! - **`additionalProperties` is always stated on an object schema** (`type` `object`, or one
+//!   with `properties`), nested ones included: JSON Schema's default (`true`, Draft 2020-12 Core
+//!   §10.3.2.3) made explicit when absent — chat templates read it on every object parameter
+//!   (Command R+'s renders `{"type": "object"}` as `Dict[str, <additionalProperties>]` and fails
+//!   with `UndefinedError` when it is missing: every SLOT/SEL row's `operation_args`, issue 45).
+//!   A drifted A_new schema keeps its `false` (a strict new version), so the key and its type no
+//!   longer depend on whether a tool drifted. **`required` is stated on every schema with
+//!   `properties`** (`[]` when absent), and the top level is always an object schema with
+//!   `properties`.
 //! - **A property's `default` is stated in its description** (`… Default: -1.`, the value's
 //!   JSON text), not as the `default` keyword: a default has its property's type, and one
 //!   parameter name has different types in different tools of a recipe (`type_drift` writes
@@ -25,26 +31,78 @@
 use serde_json::{Map, Value as Json};
 
 /// `parameters` (a tool's JSON Schema object) in the trajectories' form (module docs). Anything
-/// that is not an object schema with `properties` is returned unchanged.
+/// that is not a JSON object is returned unchanged.
 pub fn shown_parameters(parameters: &Json) -> Json {
-    let Json::Object(schema) = parameters else {
+    let Json::Object(_) = parameters else {
         return parameters.clone();
     };
-    let mut out = schema.clone();
-    if let Some(Json::Object(properties)) = schema.get("properties") {
-        let shown: Map<String, Json> = properties.iter().map(|(k, p)| (k.clone(), shown_property(p))).collect();
-        out.insert("properties".into(), Json::Object(shown));
-        out.entry("required").or_insert_with(|| Json::Array(Vec::new()));
+    let mut out = shown_schema(parameters);
+    let o = out.as_object_mut().expect("an object stays an object");
+    if is_object_schema(o) {
+        o.entry("properties").or_insert_with(|| Json::Object(Map::new()));
+        o.entry("required").or_insert_with(|| Json::Array(Vec::new()));
+    }
+    out
+}
+
+/// Whether a schema describes objects: `type` `object` (or a list holding it), or `properties`.
+fn is_object_schema(o: &Map<String, Json>) -> bool {
+    let typed = match o.get("type") {
+        Some(Json::String(t)) => t == "object",
+        Some(Json::Array(ts)) => ts.iter().any(|t| t == "object"),
+        _ => false,
+    };
+    typed || o.contains_key("properties")
+}
+
+/// One schema and every subschema under it in the trajectories' form (module docs).
+fn shown_schema(schema: &Json) -> Json {
+    let Json::Object(o) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    for (k, v) in o {
+        let shown = match (k.as_str(), v) {
+            ("properties", Json::Object(ps)) => {
+                Json::Object(ps.iter().map(|(name, p)| (name.clone(), shown_property(p))).collect())
+            }
+            ("patternProperties" | "$defs" | "definitions" | "dependentSchemas", Json::Object(ps)) => {
+                Json::Object(ps.iter().map(|(name, p)| (name.clone(), shown_schema(p))).collect())
+            }
+            ("items" | "prefixItems" | "anyOf" | "oneOf" | "allOf", Json::Array(list)) => {
+                Json::Array(list.iter().map(shown_schema).collect())
+            }
+            (
+                "items"
+                | "additionalProperties"
+                | "not"
+                | "contains"
+                | "additionalItems"
+                | "unevaluatedProperties"
+                | "unevaluatedItems"
+                | "propertyNames"
+                | "if"
+                | "then"
+                | "else",
+                Json::Object(_),
+            ) => shown_schema(v),
+            _ => v.clone(),
+        };
+        out.insert(k.clone(), shown);
+    }
+    if is_object_schema(&out) {
+        if out.contains_key("properties") {
+            out.entry("required").or_insert_with(|| Json::Array(Vec::new()));
+        }
         out.entry("additionalProperties").or_insert(Json::Bool(true));
     }
     Json::Object(out)
 }
 
-/// One property: its nested object schema in the same form, its `default` moved to its
-/// description.
+/// One property: its schema in the same form, its `default` moved to its description.
 fn shown_property(p: &Json) -> Json {
     let Json::Object(_) = p else { return p.clone() };
-    let mut shown = shown_parameters(p);
+    let mut shown = shown_schema(p);
     let o = shown.as_object_mut().expect("an object stays an object");
     if let Some(d) = o.remove("default") {
         let description = o
@@ -124,5 +182,42 @@ mod tests {
             json!("Keep the first `limit` values (an integer written as a string). Default: \"-1\".")
         );
         assert!(b["properties"]["limit"].get("default").is_none());
+    }
+
+    /// Issue 45: Command R+'s template reads `additionalProperties` on every object parameter;
+    /// a nested `{"type": "object"}` (SLOT's `operation_args`) had none.
+    #[test]
+    fn every_object_schema_at_every_depth_states_additional_properties() {
+        let p = json!({"type": "object", "properties": {
+            "operation_args": {"type": "object", "description": "Arguments."},
+            "rows": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string", "default": "x"}}}},
+            "either": {"anyOf": [{"type": "string"}, {"type": "object"}]},
+            "strict": {"type": "object", "additionalProperties": false},
+            "map": {"type": "object", "additionalProperties": {"type": "object"}}}});
+        let s = shown_parameters(&p);
+        let props = &s["properties"];
+        assert_eq!(props["operation_args"]["additionalProperties"], json!(true));
+        assert!(
+            props["operation_args"].get("required").is_none(),
+            "no properties, no required"
+        );
+        assert_eq!(props["rows"]["items"]["additionalProperties"], json!(true));
+        assert_eq!(props["rows"]["items"]["required"], json!([]));
+        assert_eq!(
+            props["rows"]["items"]["properties"]["a"]["description"],
+            json!("Default: \"x\".")
+        );
+        assert_eq!(props["either"]["anyOf"][1]["additionalProperties"], json!(true));
+        assert!(props["either"]["anyOf"][0].get("additionalProperties").is_none());
+        assert_eq!(props["strict"]["additionalProperties"], json!(false));
+        assert_eq!(
+            props["map"]["additionalProperties"]["additionalProperties"],
+            json!(true)
+        );
+        // A tool without parameters still gets the four top-level keywords.
+        assert_eq!(
+            shown_parameters(&json!({"type": "object"})),
+            json!({"type": "object", "properties": {}, "required": [], "additionalProperties": true})
+        );
     }
 }

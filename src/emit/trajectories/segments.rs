@@ -68,10 +68,21 @@ impl PartBuf {
     /// [`PartBuf::push`] of a trajectory already parsed: `t` is `line` as JSON (the caller made
     /// `line` from `t`, so it is not parsed again).
     pub fn push_parsed(&mut self, t: &Json, line: &str) -> Result<()> {
+        self.push_capped(t, line, None).map(|_| ())
+    }
+
+    /// [`PartBuf::push_parsed`] unless the trajectory's estimated tokens
+    /// ([`crate::emit::card::tokens`] of its OpenAI line's characters) exceed `max_tokens`; returns
+    /// whether it was pushed (a trajectory over the cap is dropped whole, never truncated).
+    pub fn push_capped(&mut self, t: &Json, line: &str, max_tokens: Option<usize>) -> Result<bool> {
         let (openai, sidecar) = super::export::to_openai(t, 0);
+        let openai = openai.to_string();
+        if max_tokens.is_some_and(|cap| crate::emit::card::tokens(openai.chars().count()) as usize > cap) {
+            return Ok(false);
+        }
         self.default.extend_from_slice(line.as_bytes());
         self.default.push(b'\n');
-        self.openai.extend_from_slice(openai.to_string().as_bytes());
+        self.openai.extend_from_slice(openai.as_bytes());
         self.openai.push(b'\n');
         let sidecar = sidecar.to_string();
         let tail = sidecar
@@ -80,7 +91,7 @@ impl PartBuf {
         self.sidecar.extend_from_slice(tail.as_bytes());
         self.sidecar.push(b'\n');
         self.lines += 1;
-        Ok(())
+        Ok(true)
     }
 
     /// The part built.
@@ -172,6 +183,7 @@ pub fn build_segment(
         .map(|(e, l)| ((e.split.as_str(), e.id.as_str()), (e, l)))
         .collect();
     let max_chars = build.recipe.trajectories.max_chars;
+    let max_tokens = build.recipe.trajectories.max_tokens;
     let mut segment = Segment::default();
     let mut parts: BTreeMap<(String, u8), PartBuf> = BTreeMap::new();
     // Each parent's clean trajectory parsed once, for all its variants (in order after it).
@@ -183,7 +195,10 @@ pub fn build_segment(
             let line = next_line.next().expect("one line per verified example");
             for (kind, text) in [(0u8, &line.clean), (1u8, &line.faulted)] {
                 if let Some(t) = text {
-                    parts.entry((e.split.clone(), kind)).or_default().push(t)?;
+                    let part = parts.entry((e.split.clone(), kind)).or_default();
+                    if !part.push_capped(&serde_json::from_str(t)?, t, max_tokens)? {
+                        *segment.skipped.entry(super::OVER_TOKEN_CAP.to_string()).or_default() += 1;
+                    }
                 }
             }
             for r in &line.skipped {
@@ -204,10 +219,15 @@ pub fn build_segment(
             std::collections::hash_map::Entry::Vacant(v) => v.insert(serde_json::from_str(t)?),
         };
         match variants::variant_trajectory(e, p, t, catalog, max_chars) {
-            Ok(v) => parts
-                .entry((e.split.clone(), 0))
-                .or_default()
-                .push_parsed(&v, &v.to_string())?,
+            Ok(v) => {
+                if !parts
+                    .entry((e.split.clone(), 0))
+                    .or_default()
+                    .push_capped(&v, &v.to_string(), max_tokens)?
+                {
+                    *segment.skipped.entry(super::OVER_TOKEN_CAP.to_string()).or_default() += 1;
+                }
+            }
             Err(reason) => *segment.skipped.entry(reason.to_string()).or_default() += 1,
         }
     }

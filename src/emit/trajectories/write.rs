@@ -17,17 +17,21 @@ use crate::emit::data_files::SplitRows;
 use crate::tools::ToolSpec;
 use crate::tools::executor::Executor;
 
-/// The trajectory writer of an executable build (SLOT, SEL, REST); `None` for other families.
+/// The trajectory writer of a build with trajectories: the executable families (SLOT, SEL,
+/// REST) and the calls-only `seq` family ([`super::calls`]); `None` for the others.
 pub(in crate::emit) struct Trajectories<'b> {
     build: &'b Build,
+    /// A family without a back end: trajectories of the gold calls only ([`super::calls`]).
+    calls_only: bool,
     executor: Executor,
     endpoints: HashMap<(String, String), crate::tools::rest::Endpoint>,
 }
 
 impl<'b> Trajectories<'b> {
-    /// The writer of `build`, `None` when its family is not executable.
+    /// The writer of `build`, `None` when its family has no trajectories
+    /// ([`crate::emit::card::has_trajectories`]).
     pub(in crate::emit) fn new(build: &'b Build) -> Result<Option<Trajectories<'b>>> {
-        if !["slot", "sel", "rest"].contains(&build.recipe.format.as_str()) {
+        if !crate::emit::card::has_trajectories(build) {
             return Ok(None);
         }
         let endpoints = match build.extra_files.get("tools/endpoints.json") {
@@ -39,6 +43,7 @@ impl<'b> Trajectories<'b> {
         };
         Ok(Some(Trajectories {
             build,
+            calls_only: !crate::emit::has_segments(&build.recipe.format),
             executor: Executor::new(&build.source.databases),
             endpoints,
         }))
@@ -133,9 +138,15 @@ impl<'b> Trajectories<'b> {
             .into());
         }
         let mut written = Vec::new();
-        for [clean, faulted] in files.into_values() {
+        for (split, [clean, faulted]) in files {
+            skipped.tokens.insert(split.to_string(), clean.tokens.clone());
             written.extend(clean.finish()?);
-            written.extend(faulted.finish()?);
+            if faulted.lines > 0 || !self.calls_only {
+                written.extend(faulted.finish()?);
+            } else {
+                // Calls-only trajectories have no faulted copies: no empty files.
+                faulted.discard()?;
+            }
         }
         let mut sizes = BTreeMap::new();
         for (split, file) in rows {
@@ -173,6 +184,20 @@ impl<'b> Trajectories<'b> {
         };
         let mut units = Vec::new();
         for (group, outcome) in &build.groups {
+            if self.calls_only {
+                // A seq split is one group of up to 94k rows (SeqTopV2 train): cut into chunks of
+                // a window each, so a window never holds a whole split's trajectories.
+                for (i, examples) in outcome.examples.chunks(WINDOW_EXAMPLES).enumerate() {
+                    units.push(Unit {
+                        group,
+                        examples,
+                        rows: examples.len(),
+                        key: segments::key(build, &format!("{group}#{i}")),
+                        claim: Claim::Later(group),
+                    });
+                }
+                continue;
+            }
             let Some(runs) = build.item_runs(group) else {
                 anyhow::ensure!(
                     !(per_item && build.items.contains_key(group)),
@@ -224,13 +249,17 @@ impl<'b> Trajectories<'b> {
         let cfg = &self.build.recipe.trajectories;
         // A shard stores the segment itself, which holds everything the lines would give a
         // later build: storing the lines too would write the group's trajectories twice.
-        let stored = cached::GroupLines::new(self.build, if keep { None } else { store });
+        // Calls-only trajectories cost less to build than to store and read back.
+        let stored = cached::GroupLines::new(self.build, if keep || self.calls_only { None } else { store });
         let compute = |originals: &[&Example]| -> Result<Vec<cached::Line>> {
             originals
                 .par_iter()
                 .map_init(
                     || None,
                     |conn, e| {
+                        if self.calls_only {
+                            return Ok(cached::Line::from(super::calls::calls_trajectory(e, &tools.of(e), cfg)));
+                        }
                         trajectories(e, &tools, &runner, cfg, self.build.shown.get(&e.id), conn)
                             .map(cached::Line::from)
                             .map_err(|m| anyhow::anyhow!("{}: trajectory: {m}", e.id))
@@ -279,6 +308,8 @@ pub(in crate::emit) struct Files {
     openai: crate::emit::StagedFile,
     sidecar: crate::emit::StagedFile,
     lines: usize,
+    /// Each line's estimated tokens ([`crate::emit::card::tokens`] of its OpenAI form).
+    tokens: Vec<u32>,
 }
 
 impl Files {
@@ -290,6 +321,7 @@ impl Files {
             openai: staging.create(&format!("trajectories/openai/{split}{kind}.jsonl"))?,
             sidecar: staging.create(&format!("trajectories/openai/{split}{kind}.meta.jsonl"))?,
             lines: 0,
+            tokens: Vec::new(),
         })
     }
 
@@ -302,6 +334,16 @@ impl Files {
             write!(sidecar, "{{\"line\":{}", self.lines)?;
             sidecar.extend_from_slice(tail);
             self.lines += 1;
+        }
+        // Characters per line: every byte but UTF-8 continuation bytes, up to each newline.
+        let mut chars = 0usize;
+        for &b in part.openai.iter() {
+            if b == b'\n' {
+                self.tokens.push(crate::emit::card::tokens(chars));
+                chars = 0;
+            } else if b & 0xC0 != 0x80 {
+                chars += 1;
+            }
         }
         for (file, bytes) in [
             (&mut self.default, &part.default[..]),
@@ -317,6 +359,16 @@ impl Files {
     fn finish(self) -> Result<[(String, String); 3]> {
         Ok([self.default.finish()?, self.openai.finish()?, self.sidecar.finish()?])
     }
+
+    /// Removes the three (empty) files from the staging directory.
+    fn discard(self) -> Result<()> {
+        for f in [self.default, self.openai, self.sidecar] {
+            let path = f.path.clone();
+            drop(f);
+            std::fs::remove_file(&path).map_err(|e| anyhow::anyhow!("removing {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
 }
 
 /// What [`Trajectories::write_files`] wrote: the trajectories it skipped, each file's (path,
@@ -327,13 +379,17 @@ pub(in crate::emit) type Written = (
     BTreeMap<String, crate::emit::card::SplitSize>,
 );
 
-/// Trajectories not written, counted by reason and by group (database or split) and reason.
+/// Trajectories not written, counted by reason and by group (database or split) and reason,
+/// and the estimated tokens of every clean trajectory written.
 #[derive(Debug, Default)]
 pub(crate) struct Skipped {
     /// Reason → count.
     pub(crate) by_reason: BTreeMap<String, usize>,
     /// Group → reason → count (groups without a skip absent).
     pub(crate) by_group: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Split → each clean trajectory's estimated tokens ([`crate::emit::card::tokens`]), in file
+    /// order.
+    pub(crate) tokens: BTreeMap<String, Vec<u32>>,
 }
 
 /// What one stored segment covers ([`Trajectories::units`]): a group's examples, or the run of
