@@ -194,6 +194,7 @@ impl<'b> Trajectories<'b> {
                         rows: examples.len(),
                         key: segments::key(build, &format!("{group}#{i}")),
                         claim: Claim::Later(group),
+                        parquet: None,
                     });
                 }
                 continue;
