@@ -175,7 +175,20 @@ pub fn summary(build: &Build, out_dir: &Path, wrote: bool, secs: f64) -> String 
         }
     }
     if let Some(why) = super::card::no_trajectories(&build.recipe.format) {
-        let _ = writeln!(s, "  trajectories: none. {why}");
+        // Wrapped: the summary prints no line over 300 characters (tests/catalogs.rs).
+        let _ = writeln!(s, "  trajectories: none.");
+        let mut line = String::new();
+        for word in why.split(' ') {
+            if !line.is_empty() && line.len() + word.len() > 96 {
+                let _ = writeln!(s, "    {line}");
+                line.clear();
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        let _ = writeln!(s, "    {line}");
     }
     if !build.bad_records.is_empty() {
         let _ = writeln!(s, "  skipped {} bad input records:", build.bad_records.len());
