@@ -275,7 +275,9 @@ impl<'b> Trajectories<'b> {
         };
         let segment_of = |unit: &Unit| -> Result<Option<Segment>> {
             let key = &unit.key;
-            if let Some(s) = store {
+            // Calls-only segments (seq) are never stored: every build that writes the files,
+            // a merge included, computes them (they cost less to build than to read back).
+            if let Some(s) = store.filter(|_| !self.calls_only) {
                 // A shard claims before it reads (as the variants stage does): another shard's
                 // segment would be read here for nothing.
                 let shard = keep && matches!(s.scope(), crate::store::Scope::Shard { .. });
