@@ -25,6 +25,15 @@ pub(super) struct Turn {
     pub(super) no_offer: Vec<String>,
 }
 
+impl Turn {
+    /// `domain`'s search constraints at this turn: its set `semi` slots but `dontcare`, in file
+    /// order.
+    pub(super) fn constraints(&self, domain: &str) -> Vec<(String, String)> {
+        let slots = self.semi.get(domain).into_iter().flatten();
+        slots.filter(|(_, v)| v != "dontcare").cloned().collect()
+    }
+}
+
 pub(super) fn is_set(value: &str) -> bool {
     !matches!(value.trim(), "" | "not mentioned" | "none")
 }
@@ -136,14 +145,7 @@ pub(super) fn events(turns: &[Turn], schema: &Schema) -> (Vec<Event>, usize) {
             });
         };
         for (k, turn) in turns.iter().enumerate() {
-            let cur: Vec<(String, String)> = turn
-                .semi
-                .get(domain)
-                .into_iter()
-                .flatten()
-                .filter(|(_, v)| v != "dontcare")
-                .cloned()
-                .collect();
+            let cur = turn.constraints(domain);
             if searchable && !cur.is_empty() {
                 match open.as_mut() {
                     // After a booking the state keeps the booked search's constraints: only a

@@ -121,14 +121,7 @@ pub(super) fn dialogue(
             let Some(intent) = schema.intents.get(&format!("find_{domain}")) else {
                 continue;
             };
-            let cur: Vec<(String, String)> = turn
-                .semi
-                .get(domain)
-                .into_iter()
-                .flatten()
-                .filter(|(_, v)| v != "dontcare")
-                .cloned()
-                .collect();
+            let cur = turn.constraints(domain);
             if cur.is_empty() || searched.get(domain) == Some(&cur) {
                 continue;
             }
