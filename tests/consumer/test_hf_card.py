@@ -66,10 +66,12 @@ def test_load_dataset_without_warnings(dataset, caplog, tmp_path):
         assert ds.num_rows == pq.read_metadata(os.path.join(OUT, dataset, "data", split + ".parquet")).num_rows
 
 
-# Trajectory folders over LOAD_BYTES (the seq recipes but SGD and MultiWOZ: 0.4-3.3 GB, every
-# line carrying its toolkit) are not loaded whole here (minutes and GBs of Arrow cache each);
-# tests/consumer/test_seq_trajectories.py reads all their lines, test_trajectory_arrow_schema.py
-# pins their types; TOOLFORGE_LOAD_ALL=1 loads them too.
+# Trajectory folders over LOAD_BYTES (the seq recipes but SGD and MultiWOZ, 0.4-4.6 GB, and
+# sel-spider-variants, 1.2 GB: every line carries its toolkit) are not loaded whole here (minutes
+# and GBs of Arrow cache each): they are streamed through their card's configs instead
+# (test_large_trajectory_folders_stream_through_their_card_configs); every line's types are
+# pinned by test_trajectory_arrow_schema.py, and tests/consumer/test_seq_trajectories.py reads
+# every seq line. TOOLFORGE_LOAD_ALL=1 loads them whole too.
 LOAD_BYTES = 300 << 20
 
 
@@ -79,9 +81,9 @@ def folder_bytes(d):
 
 # Only recipes whose `trajectories/` is a dataset of its own (its card declares the configs); a
 # seq recipe's `trajectories/dialogue/` has its own card (tests/consumer/test_dialogue_trajectories.py).
-TRAJECTORY_DATASETS = [d for d in DATASETS if os.path.isfile(os.path.join(OUT, d, "trajectories", "README.md"))
-                       and (os.environ.get("TOOLFORGE_LOAD_ALL") == "1" or folder_bytes(d) <= LOAD_BYTES)]
-SKIPPED_LARGE = sorted(set(d for d in DATASETS if os.path.isfile(os.path.join(OUT, d, "trajectories", "README.md"))) - set(TRAJECTORY_DATASETS))
+WITH_CARD = [d for d in DATASETS if os.path.isfile(os.path.join(OUT, d, "trajectories", "README.md"))]
+TRAJECTORY_DATASETS = [d for d in WITH_CARD if os.environ.get("TOOLFORGE_LOAD_ALL") == "1" or folder_bytes(d) <= LOAD_BYTES]
+LARGE = sorted(set(WITH_CARD) - set(TRAJECTORY_DATASETS))
 
 
 def config_names(dataset):
@@ -94,9 +96,33 @@ def config_names(dataset):
             "openai": next(c["config_name"] for c in configs if not c.get("default"))}
 
 
-def test_large_trajectory_folders_left_to_the_seq_tests_are_named():
-    print(f"not loaded whole here (over {LOAD_BYTES >> 20} MB): {SKIPPED_LARGE}")
-    assert all(d.startswith("seq-") for d in SKIPPED_LARGE), SKIPPED_LARGE
+@pytest.mark.parametrize("dataset", LARGE)
+def test_large_trajectory_folders_stream_through_their_card_configs(dataset):
+    """A folder too large to load whole here is read by `datasets` as a user would stream it:
+    each config the card declares, each split, its first STREAM_ROWS rows cast to the card's
+    features and equal to the file's lines."""
+    import datasets
+    from itertools import islice
+
+    datasets.disable_progress_bars()
+    print(f"{dataset}: {folder_bytes(dataset) >> 20} MB, streamed (over {LOAD_BYTES >> 20} MB)")
+    names = config_names(dataset)
+    for config, sub in [("default", ""), ("openai", "openai")]:
+        loaded = datasets.load_dataset(os.path.join(OUT, dataset, "trajectories"), names[config], streaming=True)
+        assert loaded, (dataset, config)
+        for split, ds in loaded.items():
+            stem = split[: -len("_faults")] + ".faults" if split.endswith("_faults") else split
+            with open(os.path.join(OUT, dataset, "trajectories", sub, stem + ".jsonl")) as f:
+                lines = [json.loads(line) for line in islice(f, STREAM_ROWS)]
+            rows = list(islice(iter(ds), STREAM_ROWS))
+            assert len(rows) == len(lines), (config, split)
+            for row, line in zip(rows, lines):
+                assert row["tools"] == line["tools"], (config, split)
+                for got, want in zip(row["messages"], line["messages"]):
+                    assert {k: v for k, v in got.items() if v is not None} == want, (config, split)
+
+
+STREAM_ROWS = 50
 
 
 def jsonl(path):

@@ -17,12 +17,43 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "out")
-RECIPES = sorted(d for d in os.listdir(OUT) if os.path.isfile(os.path.join(OUT, d, "trajectories", "README.md"))) if os.path.isdir(OUT) else []
+CARDS = {d: os.path.join(OUT, d, "trajectories", "README.md") for d in (sorted(os.listdir(OUT)) if os.path.isdir(OUT) else [])}
+CARDS = {d: p for d, p in CARDS.items() if os.path.isfile(p)}
+# What a trajectory card says its lines end with: a final answer in the documented style
+# (executable families), or the gold calls (calls-only seq trajectories: no back end, no result,
+# no answer; tests/consumer/test_seq_trajectories.py checks every such line against its row).
+ANSWER_STYLE = "The final answer is one sentence"
+CALLS_ONLY = "The trajectory ends with the calls: no tool result and no final answer."
+
+
+def card_text(recipe):
+    with open(CARDS[recipe]) as f:
+        return f.read()
+
+
+RECIPES = [d for d in CARDS if ANSWER_STYLE in card_text(d)]
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
 
 
 def test_there_are_trajectory_files():
     assert RECIPES, "no built recipe with trajectories under out/ (build them first)"
+
+
+def test_every_trajectory_card_says_what_its_lines_end_with():
+    """No recipe escapes the answer check silently: its card states the final-answer style, or
+    that its trajectories end with the calls; and a calls-only file's first lines do end so."""
+    for recipe in CARDS:
+        text = card_text(recipe)
+        assert (ANSWER_STYLE in text) != (CALLS_ONLY in text), (recipe, "states neither or both")
+        if CALLS_ONLY not in text:
+            continue
+        for path in sorted(glob.glob(os.path.join(OUT, recipe, "trajectories", "*.jsonl")))[:2]:
+            with open(path) as f:
+                for _, line in zip(range(200), f):
+                    t = json.loads(line)
+                    last = t["messages"][-1]
+                    assert last["role"] == "assistant" and last.get("tool_calls") and not last["content"], (t["id"], last)
+                    assert t["gold_answer"] is None, t["id"]
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
