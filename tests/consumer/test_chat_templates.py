@@ -28,6 +28,7 @@ are counted and printed as excluded.
 
 The `*-variants` datasets: their variant rows have trajectories of every kind (rendering them is
 the same code path; not repeated here for time)."""
+import functools
 import glob
 import json
 import os
@@ -132,24 +133,32 @@ def tokenizer(template_path):
 def trajectories(dataset):
     out = []
     for path in sorted(glob.glob(os.path.join(ROOT, "out", dataset, "trajectories", "*.jsonl"))):
-        with open(path) as f:
-            if dataset.startswith("seq-") and not SEQ_ALL:
-                out += [json.loads(line) for line in seq_sample(f)]
-            else:
+        if dataset.startswith("seq-") and not SEQ_ALL:
+            out += [json.loads(line) for line in seq_sample(path)]
+        else:
+            with open(path) as f:
                 out += [json.loads(line) for line in f]
     return out
 
 
-def seq_sample(lines):
-    """`SEQ_SAMPLE` lines at an even stride, and the first `SEQ_SAMPLE` with a tool message (a
-    call consuming a nested intent's result) and with parallel calls (`"tool_calls":[{…},{`)."""
-    lines = list(lines)
-    stride = max(1, len(lines) // SEQ_SAMPLE)
-    picked = set(range(0, len(lines), stride))
-    for marker in ('"role":"tool"', '"function":{"name"'):
-        shaped = [i for i, line in enumerate(lines) if line.split(',"tools":', 1)[0].count(marker) > (0 if marker.startswith('"role"') else 1)]
-        picked |= set(shaped[:SEQ_SAMPLE])
-    return [lines[i] for i in sorted(picked)]
+@functools.lru_cache(maxsize=None)
+def seq_sample(path):
+    """`SEQ_SAMPLE` lines of file `path` at an even stride, and the first `SEQ_SAMPLE` with a tool
+    message (a call consuming a nested intent's result) and with parallel calls
+    (`"tool_calls":[{…},{`). Read once per test session (two streaming passes; SeqTopV2's files
+    are GBs, every line carrying its toolkit), then shared by every template."""
+    total, shaped = 0, {'"role":"tool"': [], '"function":{"name"': []}
+    with open(path) as f:
+        for i, line in enumerate(f):
+            total += 1
+            head = line[: line.find(',"tools":')]
+            for marker, found in shaped.items():
+                if len(found) < SEQ_SAMPLE and head.count(marker) > (0 if marker.startswith('"role"') else 1):
+                    found.append(i)
+    stride = max(1, total // SEQ_SAMPLE)
+    picked = set(range(0, total, stride)).union(*shaped.values())
+    with open(path) as f:
+        return tuple(line for i, line in enumerate(f) if i in picked)
 
 
 def escaped(s):
