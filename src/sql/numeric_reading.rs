@@ -181,34 +181,21 @@ fn quote(name: &str) -> String {
 }
 
 /// The number-like text columns of the table `table` of `conn`'s main database, in the table's
-/// column order: columns holding a text cell that reads as a number ([`number_like`]).
+/// column order: columns holding a text cell that reads as a number ([`number_like`]) and whose
+/// text, trimmed of spaces (SQLite's `trim`), is made of number characters only (`0-9`, `e`,
+/// `E`, `.`, `+`, `-`, a digit among them: the rule's GLOBs `trim(c) GLOB '*[0-9]*' AND NOT
+/// trim(c) GLOB '*[^0-9eE.+-]*'`, so a tab before a number keeps it text).
 ///
-/// One scan of the table for all its columns (not one per column): the rows where some column
-/// holds a candidate cell (text of number characters, the GLOBs), each column's candidate flag
-/// beside its cell; Rust decides the candidates and the scan stops once every column is found.
+/// One scan of the table for all its columns, the cells read in place (no SQL function per
+/// cell, no copy), stopping once every column is found (issue 46: one GLOB query per column per
+/// worker was a sixth of a cold slot-spider build's CPU).
 pub fn number_like_columns(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
     let columns = crate::tools::table::table_columns(conn, table)?;
     if columns.is_empty() {
         return Ok(Vec::new());
     }
-    // The GLOBs keep only texts of number characters; Rust decides the rest.
-    let candidate = |c: &str| {
-        format!(
-            "(typeof({c}) = 'text' AND trim({c}) GLOB '*[0-9]*' AND NOT trim({c}) GLOB '*[^0-9eE.+-]*')",
-            c = quote(c)
-        )
-    };
-    let select: Vec<String> = columns
-        .iter()
-        .map(|c| format!("{}, {}", quote(c), candidate(c)))
-        .collect();
-    let any: Vec<String> = columns.iter().map(|c| candidate(c)).collect();
-    let sql = format!(
-        "SELECT {} FROM main.{} WHERE {}",
-        select.join(", "),
-        quote(table),
-        any.join(" OR ")
-    );
+    let names: Vec<String> = columns.iter().map(|c| quote(c)).collect();
+    let sql = format!("SELECT {} FROM main.{}", names.join(", "), quote(table));
     let mut found = vec![false; columns.len()];
     let mut left = columns.len();
     let mut st = conn.prepare(&sql)?;
@@ -218,8 +205,8 @@ pub fn number_like_columns(conn: &rusqlite::Connection, table: &str) -> rusqlite
     {
         for (i, seen) in found.iter_mut().enumerate() {
             if !*seen
-                && row.get::<_, Option<i64>>(2 * i + 1)? == Some(1)
-                && row.get_ref(2 * i)?.as_str().is_ok_and(number_like)
+                && let rusqlite::types::ValueRef::Text(bytes) = row.get_ref(i)?
+                && number_text(bytes)
             {
                 *seen = true;
                 left -= 1;
@@ -231,6 +218,18 @@ pub fn number_like_columns(conn: &rusqlite::Connection, table: &str) -> rusqlite
         .zip(found)
         .filter_map(|(c, f)| f.then_some(c))
         .collect())
+}
+
+/// Whether a text cell's bytes are number-like under the scan's rule ([`number_like_columns`]):
+/// trimmed of spaces, number characters only with a digit among them, and [`number_like`].
+fn number_text(bytes: &[u8]) -> bool {
+    let start = bytes.iter().position(|&b| b != b' ').unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|&b| b != b' ').map_or(start, |e| e + 1);
+    let t = &bytes[start..end];
+    t.iter().any(u8::is_ascii_digit)
+        && t.iter()
+            .all(|&b| b.is_ascii_digit() || matches!(b, b'.' | b'+' | b'-' | b'e' | b'E'))
+        && std::str::from_utf8(bytes).is_ok_and(number_like)
 }
 
 /// Makes `temp.<table>`: a copy of `table` (same columns, same declared types, same rowids)
@@ -343,7 +342,7 @@ mod tests {
     }
 
     /// Issue 46: one scan of a table finds the columns one query per column found — text the
-    /// GLOBs keep but Rust rejects (`1-2`, `e`), a tab SQLite's `trim` keeps, numbers stored as
+    /// GLOBs keep but Rust rejects (`1-2`, `e`), a tab or newline SQLite's `trim` keeps, numbers stored as
     /// numbers, a candidate only in a later row, blobs, NULLs, quoted names — and readings
     /// sharing [`NumberLikeScans`] scan a table once.
     #[test]
@@ -355,7 +354,7 @@ mod tests {
             "CREATE TABLE \"odd \"\"name\" (a TEXT, b, c TEXT, d INTEGER, e, \"f g\" TEXT, h);
              INSERT INTO \"odd \"\"name\" VALUES (char(9) || '5', ' 7 ', '1-2', 3, 'x', NULL, x'3132');
              INSERT INTO \"odd \"\"name\" VALUES ('abc', 'null', 'e', 4, 'y', 'null', NULL);
-             INSERT INTO \"odd \"\"name\" VALUES (NULL, NULL, '--', 5, '12', '1e5', 2.5);
+             INSERT INTO \"odd \"\"name\" VALUES ('9' || char(10), NULL, '--', 5, '12', '1e5', 2.5);
              CREATE TABLE plain (a TEXT, b REAL);
              INSERT INTO plain VALUES ('Paris', 1.5);
              CREATE TABLE empty (a TEXT);",
