@@ -480,6 +480,8 @@ fn compile_db(
         })
     };
     let firsts = same.firsts(qs);
+    // Every worker's numeric reading shares the database's number-like column scans.
+    let scans = sql::numeric_reading::NumberLikeScans::default();
     let results: Vec<Result<Compiled, Drop>> = if large_database(db_path) {
         // One question at a time, one large database at a time: each question's join may be
         // larger than the join cache's budget, and two of them (one per thread) would double the
@@ -487,7 +489,7 @@ fn compile_db(
         let _lane = large_database_lane();
         let mut conns = (
             table::open_read_only(db_path),
-            sql::numeric_reading::NumericReading::new(db_path),
+            sql::numeric_reading::NumericReading::sharing(db_path, scans.clone()),
         );
         firsts.iter().map(|q| compile_one(&mut conns, q)).collect()
     } else {
@@ -497,7 +499,7 @@ fn compile_db(
                 || {
                     (
                         table::open_read_only(db_path),
-                        sql::numeric_reading::NumericReading::new(db_path),
+                        sql::numeric_reading::NumericReading::sharing(db_path, scans.clone()),
                     )
                 },
                 |conns, q| compile_one(conns, q),

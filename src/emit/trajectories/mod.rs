@@ -47,6 +47,7 @@ pub mod cached;
 pub mod calls;
 pub mod export;
 pub mod faults;
+mod openai_text;
 mod prompt;
 pub mod schema;
 pub mod segments;

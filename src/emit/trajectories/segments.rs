@@ -33,9 +33,6 @@ pub const STAGE: &str = "emit-trajectory-segments";
 /// Version of the stored segments; bump when a segment's bytes change for the same build key.
 pub const EMIT_SEGMENTS_VERSION: u32 = 3;
 
-/// The head of a sidecar line written by [`super::export::to_openai`] for line 0.
-const SIDECAR_HEAD: &str = "{\"line\":0";
-
 /// What one group gives one split's clean or faulted files (views into a stored segment's
 /// payload when read from the store: the merge copies each byte once, into the file).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -62,21 +59,16 @@ pub struct PartBuf {
 impl PartBuf {
     /// Appends trajectory `line` (JSON text, the default form) in its three forms.
     pub fn push(&mut self, line: &str) -> Result<()> {
-        self.push_parsed(&serde_json::from_str(line)?, line)
+        self.push_capped(line, None).map(|_| ())
     }
 
-    /// [`PartBuf::push`] of a trajectory already parsed: `t` is `line` as JSON (the caller made
-    /// `line` from `t`, so it is not parsed again).
-    pub fn push_parsed(&mut self, t: &Json, line: &str) -> Result<()> {
-        self.push_capped(t, line, None).map(|_| ())
-    }
-
-    /// [`PartBuf::push_parsed`] unless the trajectory's estimated tokens
+    /// [`PartBuf::push`] unless the trajectory's estimated tokens
     /// ([`crate::emit::card::tokens`] of its OpenAI line's characters) exceed `max_tokens`; returns
-    /// whether it was pushed (a trajectory over the cap is dropped whole, never truncated).
-    pub fn push_capped(&mut self, t: &Json, line: &str, max_tokens: Option<usize>) -> Result<bool> {
-        let (openai, sidecar) = super::export::to_openai(t, 0);
-        let openai = openai.to_string();
+    /// whether it was pushed (a trajectory over the cap is dropped whole, never truncated). The
+    /// OpenAI line and sidecar are made from `line`'s text ([`super::openai_text`]), never
+    /// from a parsed tree. Errors: `line` is not JSON.
+    pub fn push_capped(&mut self, line: &str, max_tokens: Option<usize>) -> Result<bool> {
+        let (openai, tail) = super::openai_text::openai_text(line)?;
         if max_tokens.is_some_and(|cap| crate::emit::card::tokens(openai.chars().count()) as usize > cap) {
             return Ok(false);
         }
@@ -84,10 +76,6 @@ impl PartBuf {
         self.default.push(b'\n');
         self.openai.extend_from_slice(openai.as_bytes());
         self.openai.push(b'\n');
-        let sidecar = sidecar.to_string();
-        let tail = sidecar
-            .strip_prefix(SIDECAR_HEAD)
-            .ok_or_else(|| anyhow::anyhow!("sidecar line without its line number first: {sidecar}"))?;
         self.sidecar.extend_from_slice(tail.as_bytes());
         self.sidecar.push(b'\n');
         self.lines += 1;
@@ -196,7 +184,7 @@ pub fn build_segment(
             for (kind, text) in [(0u8, &line.clean), (1u8, &line.faulted)] {
                 if let Some(t) = text {
                     let part = parts.entry((e.split.clone(), kind)).or_default();
-                    if !part.push_capped(&serde_json::from_str(t)?, t, max_tokens)? {
+                    if !part.push_capped(t, max_tokens)? {
                         *segment.skipped.entry(super::OVER_TOKEN_CAP.to_string()).or_default() += 1;
                     }
                 }
@@ -223,7 +211,7 @@ pub fn build_segment(
                 if !parts
                     .entry((e.split.clone(), 0))
                     .or_default()
-                    .push_capped(&v, &v.to_string(), max_tokens)?
+                    .push_capped(&v.to_string(), max_tokens)?
                 {
                     *segment.skipped.entry(super::OVER_TOKEN_CAP.to_string()).or_default() += 1;
                 }
