@@ -3,7 +3,7 @@
 //! written, reserved from the one server budget (`--max-server-mib`) while in flight and given
 //! back as they are sent (`src/serve/reply.rs`). Against the real server process on 127.0.0.1
 //! under `ulimit -v 2 GiB`, on a copy of Spider's wta_1 whose players' first names are padded
-//! (so one answer of all 20,662 players is tens of MB; `--databases` points the server at it).
+//! (so one answer of thousands of players is tens of MB; `--databases` points the server at it).
 
 #[path = "serve_support/mod.rs"]
 mod serve_support;
@@ -27,13 +27,14 @@ fn padded_databases(pad: usize) -> PathBuf {
     serve_support::padded_wta("serve_answers", pad)
 }
 
-/// The rows of `sql` on `db` as the JSON text the server writes (the test's own reading).
-fn sqlite_json(db: &Path, sql: &str) -> String {
+/// The rows of `sql` on `db` with `?1` bound to `param`, as the JSON text the server writes
+/// (the test's own reading).
+fn sqlite_json(db: &Path, sql: &str, param: &str) -> String {
     let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     let mut stmt = c.prepare(sql).unwrap();
     let n = stmt.column_count();
     let rows: Vec<Vec<Value>> = stmt
-        .query_map([], |r| {
+        .query_map([param], |r| {
             Ok((0..n)
                 .map(|i| match r.get_ref(i).unwrap() {
                     rusqlite::types::ValueRef::Null => Value::Null,
@@ -50,18 +51,21 @@ fn sqlite_json(db: &Path, sql: &str) -> String {
     serde_json::to_string(&rows).unwrap()
 }
 
-/// The wta_1 endpoint of `rest` without parameters whose answer on `databases` is largest: its
-/// path and its answer's JSON text.
-fn largest_answer(rest: &Path, databases: &Path) -> (String, String) {
+/// rest-spider's endpoint listing wta_1 players' first and last names by `hand`, asked for the
+/// 14,193 players of hand `U`: its path with the query, and its answer's JSON text on
+/// `databases` by SQLite.
+fn large_answer(rest: &Path, databases: &Path) -> (String, String) {
     let endpoints: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(rest.join("tools/endpoints.json")).unwrap()).unwrap();
-    let db = databases.join("wta_1/wta_1.sqlite");
-    endpoints
+    let e = endpoints
         .iter()
-        .filter(|e| e["db_id"] == "wta_1" && e["parameters"].as_array().is_none_or(|p| p.is_empty()))
-        .map(|e| (e["path"].as_str().unwrap().to_string(), sqlite_json(&db, e["sql"].as_str().unwrap())))
-        .max_by_key(|(_, text)| text.len())
-        .expect("a wta_1 endpoint without parameters")
+        .find(|e| e["db_id"] == "wta_1" && e["path"].as_str().unwrap().ends_with("/first_name_and_last_name_by_hand"))
+        .expect("rest-spider's first_name_and_last_name_by_hand endpoint");
+    let db = databases.join("wta_1/wta_1.sqlite");
+    (
+        format!("{}?hand=U", e["path"].as_str().unwrap()),
+        sqlite_json(&db, e["sql"].as_str().unwrap(), "U"),
+    )
 }
 
 /// `GET path` on a new connection, the whole answer read: the status line, the `Retry-After`
@@ -113,18 +117,18 @@ fn settles_under(server: &Server, mib: u64, wait: Duration) -> u64 {
     }
 }
 
-/// 24 concurrent requests for a REST answer of ~100 MB (all 20,662 wta_1 players, first names
+/// 24 concurrent requests for a REST answer of ~57 MB (14,193 wta_1 players, first names
 /// padded by 4,000 random hex characters), default flags: the server (budget: a quarter of `ulimit -v`)
 /// answers each 200 with the whole answer — byte for byte SQLite's rows — or 503 with
 /// `Retry-After` within `--timeout-ms` plus 1 s, the health check answers throughout, the process
 /// never aborts and its RSS falls back under 100 MiB. Before, the rows and their text were not
-/// counted: 24 answers of ~100 MB each in flight took the process past its address space.
+/// counted: 24 answers of ~57 MB each in flight (and their rows, as many again) took the process past its address space.
 #[test]
 fn concurrent_large_rest_answers_are_held_to_the_server_budget() {
     let _one = one_at_a_time();
     let rest = serve_support::rest_spider("serve_answers");
     let databases = padded_databases(4000);
-    let (path, want) = largest_answer(&rest, &databases);
+    let (path, want) = large_answer(&rest, &databases);
     assert!(want.len() > 50 << 20, "{path}: {} bytes", want.len());
     let mut server = serve_on(&rest, &databases, &[]);
     let prober = Prober::start(&server.addr);
@@ -163,19 +167,23 @@ fn concurrent_large_rest_answers_are_held_to_the_server_budget() {
     assert!(server.running());
 }
 
-/// A tool's answer is counted before it is written, over HTTP and over MCP: on a session of the
-/// padded players (~33 MB of first names), a call whose output the server can keep but whose
-/// answer's text would pass `--max-server-mib` is 503 (MCP: −32001 with `data.status` 503),
-/// where before it was built uncounted and sent; with `--max-rows 10` (a short preview) the same
-/// call is 200.
+/// A tool's answer is counted before it is written: on a session of the padded players (first
+/// names padded by 1,500 characters: a list of them is ~31 MB), with `--max-server-mib 150`, the
+/// HTTP call listing every first name is answered whole (its text counted, and within the
+/// budget), while the same call over MCP — whose answer the server holds four times over (text
+/// content, structured content, rmcp's message) — is refused with −32001 and `data.status` 503
+/// naming `--max-server-mib`; before, it was built uncounted and sent. With `--max-rows 10` (a
+/// short preview) the MCP call is answered.
 #[test]
 fn tool_answers_are_counted_before_they_are_written() {
     let _one = one_at_a_time();
     let slot = serve_support::slot_spider("serve_answers");
     let databases = padded_databases(1500);
-    let join = serve_support::players_join();
-    let call = |server: &Server| {
-        let (s, b) = post(&server.base(), "/sessions", &json!({"arguments": join}));
+    for (flags, mcp_refused) in [(&["--max-rows", "10"][..], false), (&[][..], true)] {
+        let mut args = vec!["--allow-ad-hoc-joins", "--max-server-mib", "150"];
+        args.extend_from_slice(flags);
+        let mut server = serve_on(&slot, &databases, &args);
+        let (s, b) = post(&server.base(), "/sessions", &json!({"arguments": serve_support::players_join()}));
         assert_eq!(s, 200, "{b}");
         let sid = b["session_id"].as_str().unwrap().to_string();
         let start = format!("${}$", b["label"].as_str().unwrap());
@@ -185,30 +193,26 @@ fn tool_answers_are_counted_before_they_are_written() {
             "/tools/retrieve_data",
             &json!({"session_id": sid, "arguments": arguments}),
         );
-        (sid, arguments, s, b)
-    };
-    for (flags, want) in [(&["--max-rows", "10"][..], 200), (&[][..], 503)] {
-        let mut args = vec!["--allow-ad-hoc-joins", "--max-server-mib", "150"];
-        args.extend_from_slice(flags);
-        let mut server = serve_on(&slot, &databases, &args);
-        let (sid, arguments, s, b) = call(&server);
-        assert_eq!(s, want, "{flags:?}: {}", b["detail"]);
-        if want == 503 {
-            assert!(b["detail"].as_str().unwrap().contains("--max-server-mib"), "{b}");
-            let mcp = mcp_session(&server.base());
-            let mut arguments = arguments.as_object().unwrap().clone();
-            arguments.insert("session_id".into(), json!(sid));
-            let (_, _, answer) = mcp_rpc(
-                &server.base(),
-                Some(&mcp),
-                &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                    "params": {"name": "retrieve_data", "arguments": arguments}}),
-            );
-            let answer = answer.unwrap();
+        assert_eq!(s, 200, "{flags:?}: {}", b["detail"]);
+        let shown = if mcp_refused { &b["output"] } else { &b["output"]["values"] };
+        assert_eq!(shown.as_array().map(Vec::len), Some(if mcp_refused { 20662 } else { 10 }), "{flags:?}");
+        let mcp = mcp_session(&server.base());
+        let mut arguments = arguments.as_object().unwrap().clone();
+        arguments.insert("session_id".into(), json!(sid));
+        let (_, _, answer) = mcp_rpc(
+            &server.base(),
+            Some(&mcp),
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "retrieve_data", "arguments": arguments}}),
+        );
+        let answer = answer.unwrap();
+        if mcp_refused {
             assert_eq!(answer["error"]["code"], -32001, "{answer}");
             assert_eq!(answer["error"]["data"]["status"], 503, "{answer}");
+            assert!(answer["error"]["message"].as_str().unwrap().contains("--max-server-mib"), "{answer}");
         } else {
-            assert_eq!(b["output"]["total"], 20662, "{b}");
+            assert!(answer.get("error").is_none(), "{answer}");
+            assert_ne!(answer["result"]["isError"], true, "{answer}");
         }
         assert!(server.running());
     }
