@@ -12,9 +12,9 @@ if ! command -v wrk > /dev/null; then
   (apt-get install -y -qq wrk > /dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk > /dev/null)) \
     || { echo "serve bench: wrk is not installed (apt-get install wrk)"; exit 0; }
 fi
-# The test profile's build (what `cargo test --release` makes; `cargo build` would rebuild the
-# dependency tree for another feature set).
-cargo test --release --no-run --quiet
+# The binary as the test profile builds it (`cargo build` would rebuild the dependency tree for
+# another feature set); one integration test target is enough to make target/release/toolforge.
+cargo test --release --no-run --test serve --quiet
 bin=target/release/toolforge
 duration=${DURATION:-10s}
 conns=${CONNECTIONS:-32}

@@ -118,9 +118,9 @@ fn settles_under(server: &Server, mib: u64, wait: Duration) -> u64 {
 }
 
 /// 24 concurrent requests for a REST answer of ~57 MB (14,193 wta_1 players, first names
-/// padded by 4,000 random hex characters), default flags: the server (budget: a quarter of `ulimit -v`)
-/// answers each 200 with the whole answer — byte for byte SQLite's rows — or 503 with
-/// `Retry-After` within `--timeout-ms` plus 1 s, the health check answers throughout, the process
+/// padded by 4,000 random hex characters), default budget (a quarter of `ulimit -v`) and
+/// `--timeout-ms 30000`: the server answers each 200 with the whole answer — byte for byte
+/// SQLite's rows — or 503 with `Retry-After` within `--timeout-ms` plus 1 s, the health check answers throughout, the process
 /// never aborts and its RSS falls back under 100 MiB. Before, the rows and their text were not
 /// counted: 24 answers of ~57 MB each in flight (and their rows, as many again) took the process past its address space.
 #[test]
@@ -130,7 +130,9 @@ fn concurrent_large_rest_answers_are_held_to_the_server_budget() {
     let databases = padded_databases(4000);
     let (path, want) = large_answer(&rest, &databases);
     assert!(want.len() > 50 << 20, "{path}: {} bytes", want.len());
-    let mut server = serve_on(&rest, &databases, &[]);
+    // The query sorts its 14,193 rows of 4 KB; 24 of them at once on two shared cores take
+    // longer than the default 5 s.
+    let mut server = serve_on(&rest, &databases, &["--timeout-ms", "30000"]);
     let prober = Prober::start(&server.addr);
     let (stop, peak) = peak_rss(&server);
     let answers: Vec<_> = (0..24)
@@ -157,7 +159,7 @@ fn concurrent_large_rest_answers_are_held_to_the_server_budget() {
             assert!(status.contains(" 503"), "{status}: {}", String::from_utf8_lossy(body));
             assert!(*retry, "{status} without Retry-After");
             assert!(String::from_utf8_lossy(body).contains("--max-server-mib"));
-            assert!(*took < Duration::from_secs(6), "{status} after {took:?}");
+            assert!(*took < Duration::from_secs(31), "{status} after {took:?}");
         }
     }
     assert!(ok >= 1 && busy >= 1, "{ok} answered, {busy} refused");
@@ -168,7 +170,7 @@ fn concurrent_large_rest_answers_are_held_to_the_server_budget() {
 }
 
 /// A tool's answer is counted before it is written: on a session of the padded players (first
-/// names padded by 1,500 characters: a list of them is ~31 MB), with `--max-server-mib 150`, the
+/// names padded by 1,500 characters: a list of them is ~31 MB), with `--max-server-mib 180`, the
 /// HTTP call listing every first name is answered whole (its text counted, and within the
 /// budget), while the same call over MCP — whose answer the server holds four times over (text
 /// content, structured content, rmcp's message) — is refused with −32001 and `data.status` 503
@@ -180,7 +182,9 @@ fn tool_answers_are_counted_before_they_are_written() {
     let slot = serve_support::slot_spider("serve_answers");
     let databases = padded_databases(1500);
     for (flags, mcp_refused) in [(&["--max-rows", "10"][..], false), (&[][..], true)] {
-        let mut args = vec!["--allow-ad-hoc-joins", "--max-server-mib", "150"];
+        // In use: the join (~33 MB) and the HTTP call's output (~27 MB); the MCP call reserves
+        // its working memory (92 MiB) while it runs, then its answer (~120 MiB): between them.
+        let mut args = vec!["--allow-ad-hoc-joins", "--max-server-mib", "180"];
         args.extend_from_slice(flags);
         let mut server = serve_on(&slot, &databases, &args);
         let (s, b) = post(&server.base(), "/sessions", &json!({"arguments": serve_support::players_join()}));
@@ -188,11 +192,12 @@ fn tool_answers_are_counted_before_they_are_written() {
         let sid = b["session_id"].as_str().unwrap().to_string();
         let start = format!("${}$", b["label"].as_str().unwrap());
         let arguments = json!({"data_source": start, "key_name": "players_first_name"});
-        let (s, b) = post(
-            &server.base(),
-            "/tools/retrieve_data",
-            &json!({"session_id": sid, "arguments": arguments}),
-        );
+        let mut resp = serve_support::agent()
+            .post(format!("{}/tools/retrieve_data", server.base()))
+            .send_json(json!({"session_id": sid, "arguments": arguments}))
+            .unwrap();
+        let s = resp.status().as_u16();
+        let b: Value = resp.body_mut().with_config().limit(200 << 20).read_json().unwrap_or(Value::Null);
         assert_eq!(s, 200, "{flags:?}: {}", b["detail"]);
         let shown = if mcp_refused { &b["output"] } else { &b["output"]["values"] };
         assert_eq!(shown.as_array().map(Vec::len), Some(if mcp_refused { 20662 } else { 10 }), "{flags:?}");

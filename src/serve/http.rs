@@ -26,6 +26,8 @@ use super::state::{
 };
 
 fn respond(result: Result<Result<Response, CallError>, tokio::task::JoinError>) -> Response {
+    // The blocking work has ended: activity for the trimmer, as a request's arrival is.
+    super::trim::request_seen();
     match result {
         Ok(Ok(r)) => r,
         Ok(Err((status, message))) => {

@@ -305,6 +305,7 @@ impl ServerHandler for McpServer {
         let result = tokio::task::spawn_blocking(move || McpServer::call(&state, &target, args, flag))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        super::trim::request_seen();
         // Held until the result is handed to rmcp ([`answer_reservation`]).
         let (result, _held) = match result {
             Ok((v, held)) => (Ok(v), held),

@@ -183,6 +183,16 @@ pub(crate) fn grow_answer(
     super::sessions::grow(state, held, bytes, caller)
 }
 
+/// An answer ending (sent, or dropped with its connection) is activity for the trimmer
+/// ([`super::trim`]): its quiet period, after which freed memory is handed back, starts when
+/// the last answer has gone, not when the last request came in (a burst of large answers
+/// outlasts the request that started it).
+impl Drop for Reply {
+    fn drop(&mut self) {
+        super::trim::request_seen();
+    }
+}
+
 impl Body for Reply {
     type Data = Bytes;
     type Error = Infallible;
