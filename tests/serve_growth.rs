@@ -194,16 +194,29 @@ fn like_patterns_answer_in_linear_time() {
     assert_alive(&mut server);
 }
 
-/// The arguments of a quadratic in-memory call on `slot-spider/787`: every one of the join's
-/// 30,670 `country_Name` cells compared with each of 30,670 numbers (never equal).
-fn quadratic(server: &Server, sid: &str, start: &str) -> Value {
-    let (s, b) = post(
-        &server.base(),
-        "/tools/retrieve_data",
-        &json!({"session_id": sid, "arguments": {"data_source": start, "key_name": "city_ID"}, "label": "ids"}),
-    );
+/// A server on wta_1 with its players' first names padded by 300 random hex characters
+/// ([`serve_support::padded_wta`]), ad-hoc joins allowed, and `flags`.
+fn serve_padded(flags: &[&str]) -> Server {
+    let mut args = vec!["--allow-ad-hoc-joins"];
+    args.extend_from_slice(flags);
+    serve_support::serve_on(&dataset(), &serve_support::padded_wta("serve_growth", 300), &args)
+}
+
+/// A slow in-memory call and its session on a [`serve_padded`] server: LIKE
+/// `%a` + 200 × `_` + `z%` over the 20,662 padded first names, no two alike. The `regex`
+/// crate's lazy DFA gives up on a pattern whose states are as many as its texts' positions and
+/// falls back to a matcher linear in text × pattern (still never backtracking): seconds in all,
+/// while the join of the padded table (6 MB) stays well within `--timeout-ms 500`. (Before `is_in` used a hash set, the list scan per row served here.)
+fn slow(server: &Server) -> (String, Value) {
+    let (s, b) = post(&server.base(), "/sessions", &json!({"arguments": serve_support::players_join()}));
     assert_eq!(s, 200, "{}", b["detail"]);
-    json!({"data_source": start, "key_name": "country_Name", "value": "$ids$", "condition": "is_in"})
+    let sid = b["session_id"].as_str().unwrap().to_string();
+    let start = format!("${}$", b["label"].as_str().unwrap());
+    let pattern = format!("%a{}z%", "_".repeat(200));
+    (
+        sid,
+        json!({"data_source": start, "key_name": "players_first_name", "value": pattern, "condition": "like"}),
+    )
 }
 
 /// CPU seconds the process has used (user + system).
@@ -218,9 +231,8 @@ fn cpu_seconds(pid: u32) -> f64 {
 /// a call whose client went away stops burning CPU.
 #[test]
 fn in_memory_calls_stop_at_the_deadline_and_when_the_client_leaves() {
-    let mut server = serve(&["--timeout-ms", "500"]);
-    let (sid, start) = session(&server, "slot-spider/787");
-    let arguments = quadratic(&server, &sid, &start);
+    let mut server = serve_padded(&["--timeout-ms", "500"]);
+    let (sid, arguments) = slow(&server);
     let started = Instant::now();
     let (s, b) = call(&server, "filter_data", &sid, arguments);
     let took = started.elapsed();
@@ -230,9 +242,8 @@ fn in_memory_calls_stop_at_the_deadline_and_when_the_client_leaves() {
     assert_alive(&mut server);
     drop(server);
 
-    let mut server = serve(&["--timeout-ms", "60000"]);
-    let (sid, start) = session(&server, "slot-spider/787");
-    let arguments = quadratic(&server, &sid, &start);
+    let mut server = serve_padded(&["--timeout-ms", "60000"]);
+    let (sid, arguments) = slow(&server);
     let impatient: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_millis(300)))
         .build()
@@ -249,13 +260,12 @@ fn in_memory_calls_stop_at_the_deadline_and_when_the_client_leaves() {
     assert_alive(&mut server);
 }
 
-/// SIGTERM while a call of many seconds runs (the quadratic call above, `--timeout-ms` 60 s):
+/// SIGTERM while a call of many seconds runs (the slow LIKE above, `--timeout-ms` 60 s):
 /// the process is gone within `--shutdown-deadline-ms` (issue 47: about 1.2 s after it).
 #[test]
 fn sigterm_stops_the_server_within_the_deadline_while_a_call_runs() {
-    let mut server = serve(&["--shutdown-deadline-ms", "1000", "--timeout-ms", "60000"]);
-    let (sid, start) = session(&server, "slot-spider/787");
-    let arguments = quadratic(&server, &sid, &start);
+    let mut server = serve_padded(&["--shutdown-deadline-ms", "1000", "--timeout-ms", "60000"]);
+    let (sid, arguments) = slow(&server);
     let base = server.base();
     let running = std::thread::spawn(move || {
         let _ = agent()

@@ -47,7 +47,8 @@ pub struct ServeFlags {
     /// MiB the whole server may hold in sessions' results, joined tables and calls in flight
     /// (past it, idle sessions are ended least recently used first, else 503 with
     /// Retry-After; default: a quarter of the least of the machine's memory, the cgroup's limit
-    /// and `ulimit -v`).
+    /// and `ulimit -v`; 0: no server-wide budget, nothing counted — for benchmarks only, a
+    /// request can then take the process past what it may allocate).
     #[arg(long)]
     pub max_server_mib: Option<usize>,
     /// MiB of joined tables the server keeps cached between sessions (least recently used

@@ -20,9 +20,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value as Json, json};
 
-use super::state::{CallError, CancelOnDrop, Shared, detail, known_tool, open_session, run_endpoint, run_tool};
+use super::reply::Reply;
+use super::state::{
+    CallError, CancelOnDrop, Shared, detail, known_tool, open_session, run_endpoint, run_tool, tool_reply,
+};
 
 fn respond(result: Result<Result<Response, CallError>, tokio::task::JoinError>) -> Response {
+    // The blocking work has ended: activity for the trimmer, as a request's arrival is.
+    super::trim::request_seen();
     match result {
         Ok(Ok(r)) => r,
         Ok(Err((status, message))) => {
@@ -80,7 +85,9 @@ async fn drifted_endpoint(
 async fn run_endpoint_response(state: Shared, index: usize, values: Vec<Json>) -> Response {
     respond(
         tokio::task::spawn_blocking(move || {
-            run_endpoint(&state, index, &values).map(|rows| axum::Json(rows).into_response())
+            // The rows stay counted until their text is written (both held at the peak).
+            let (rows, _held) = run_endpoint(&state, index, &values)?;
+            Reply::json(&state, &rows, "the result", None).map(Reply::into_response)
         })
         .await,
     )
@@ -277,7 +284,7 @@ async fn call_tool(
     let (_cancel, flag) = CancelOnDrop::new();
     respond(
         tokio::task::spawn_blocking(move || {
-            run_tool(&st, &name, &sid, arguments, label, Some(flag)).map(|v| axum::Json(v).into_response())
+            run_tool(&st, &name, &sid, arguments, label, Some(flag), tool_reply(&st, &sid)).map(Reply::into_response)
         })
         .await,
     )

@@ -34,7 +34,11 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value as Json, json};
 
 use super::search::Runs;
-use super::state::{CancelOnDrop, ServeConfig, Shared, Toolkit, open_session, run_endpoint, run_tool};
+use super::memory::Reservation;
+use super::state::{
+    AppState, CallError, CancelOnDrop, ServeConfig, Shared, ToolAnswer, Toolkit, open_session, run_endpoint, run_tool,
+};
+use crate::tools::executor::{Value, value_json};
 
 /// What an MCP tool name runs.
 #[derive(Clone)]
@@ -160,7 +164,7 @@ impl McpServer {
         target: &Target,
         args: Map<String, Json>,
         cancel: Arc<AtomicBool>,
-    ) -> Result<Json, ErrorData> {
+    ) -> Result<(Json, Option<Reservation>), ErrorData> {
         McpServer::call_inner(state, target, args, cancel).map_err(|(status, message)| refusal(status, message))
     }
 
@@ -171,22 +175,25 @@ impl McpServer {
         target: &Target,
         mut args: Map<String, Json>,
         cancel: Arc<AtomicBool>,
-    ) -> Result<Json, (Option<u16>, String)> {
+    ) -> Result<(Json, Option<Reservation>), (Option<u16>, String)> {
+        let refused = |(st, m): CallError| (Some(st.as_u16()), m);
+        let rows_answer = |i: usize, values: Vec<Json>| {
+            let (rows, _rows_held) = run_endpoint(state, i, &values)?;
+            let cells = rows.iter().map(|r| r.len() + 1).sum::<usize>() + 1;
+            let held = answer_reservation(state, &rows, cells, None)?;
+            Ok::<_, CallError>((json!(rows), Some(held)))
+        };
         match target {
             Target::Endpoint(i) => {
                 let values = state.toolkit.endpoints[*i]
                     .arguments_from_json(&args)
                     .map_err(|errors| (None, json!({"detail": errors}).to_string()))?;
-                run_endpoint(state, *i, &values)
-                    .map(|rows| json!(rows))
-                    .map_err(|(st, m)| (Some(st.as_u16()), m))
+                rows_answer(*i, values).map_err(refused)
             }
             Target::DriftedEndpoint(i, d) => {
                 let values = super::drift::rest_arguments(state, *i, d, super::drift::NewRequest::Body(args))
                     .map_err(|errors| (None, json!({"detail": errors}).to_string()))?;
-                run_endpoint(state, *i, &values)
-                    .map(|rows| json!(rows))
-                    .map_err(|(st, m)| (Some(st.as_u16()), m))
+                rows_answer(*i, values).map_err(refused)
             }
             Target::Session => {
                 let row = args.get("id").and_then(Json::as_str).map(String::from);
@@ -195,7 +202,7 @@ impl McpServer {
                 if let (Some(sid), Some(row)) = (v["session_id"].as_str(), row) {
                     super::drift::remember_session(state, sid, &row);
                 }
-                Ok(v)
+                Ok((v, None))
             }
             Target::Tool(name) => {
                 let sid = args
@@ -208,9 +215,15 @@ impl McpServer {
                         super::drift::Refused::NotFound(m) => (None, m),
                         super::drift::Refused::Invalid(errors) => (None, json!({"detail": errors}).to_string()),
                     })?;
-                run_tool(state, &name, &sid, args, label, Some(cancel)).map_err(|(st, m)| (Some(st.as_u16()), m))
+                let render = |label: &str, output: Option<&Value>| {
+                    let answer = ToolAnswer::new(state, label, output);
+                    let held = answer_reservation(state, &answer, preview_values(output, state.config.max_rows), Some(sid.as_str()))?;
+                    let output = output.map(|v| value_json(v, state.config.max_rows));
+                    Ok((json!({"label": label, "output": output}), Some(held)))
+                };
+                run_tool(state, &name, &sid, args, label, Some(cancel), render).map_err(refused)
             }
-            Target::Search => super::search::search_tools(state, &args).map_err(|m| (None, m)),
+            Target::Search => super::search::search_tools(state, &args).map(|v| (v, None)).map_err(|m| (None, m)),
             // Resolved in `call_tool`; a route to a route is not a tool.
             Target::Route => Err((None, "call_tool cannot call itself".to_string())),
         }
@@ -292,6 +305,12 @@ impl ServerHandler for McpServer {
         let result = tokio::task::spawn_blocking(move || McpServer::call(&state, &target, args, flag))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        super::trim::request_seen();
+        // Held until the result is handed to rmcp ([`answer_reservation`]).
+        let (result, _held) = match result {
+            Ok((v, held)) => (Ok(v), held),
+            Err(e) => (Err(e), None),
+        };
         Ok(match result {
             Ok(v) => {
                 let v = Json::Object(structured(v));
@@ -303,6 +322,34 @@ impl ServerHandler for McpServer {
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.message.into_owned())]),
         }
         .into())
+    }
+}
+
+/// The server's budget reserved for an MCP answer of `answer`'s JSON text with about
+/// `values` JSON values ([`super::reply`]'s rule; 413 past the whole budget, 503 when it cannot
+/// be held now): the answer is built as a `serde_json::Value` tree (`values` ×
+/// `size_of::<Value>()` plus its text), then as text content, as structured content and as
+/// rmcp's JSON-RPC message of both — four times the text. Held until the call hands its result
+/// to rmcp, which writes the message.
+fn answer_reservation<T: serde::Serialize + ?Sized>(
+    state: &AppState,
+    answer: &T,
+    values: usize,
+    caller: Option<&str>,
+) -> Result<Reservation, CallError> {
+    let text = crate::tools::executor::json_len(answer);
+    let bytes = values
+        .saturating_mul(std::mem::size_of::<Json>())
+        .saturating_add(text.saturating_mul(4));
+    super::reply::reserve_answer(state, bytes, "the answer", caller)
+}
+
+/// About how many JSON values `output`'s preview of at most `max_rows` rows holds.
+fn preview_values(output: Option<&Value>, max_rows: usize) -> usize {
+    match output {
+        Some(Value::Table(t)) => t.num_rows().min(max_rows) * (t.num_columns() + 1) + t.num_columns() + 8,
+        Some(Value::Column(a)) => a.len().min(max_rows) + 4,
+        _ => 4,
     }
 }
 

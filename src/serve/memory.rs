@@ -26,20 +26,29 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub struct ServerMemory {
     limit: usize,
     reserved: AtomicUsize,
+    /// No budget (`--max-server-mib 0`, for benchmarks): nothing is counted, every
+    /// reservation succeeds, and answers are written without being measured first.
+    off: bool,
 }
 
 impl ServerMemory {
-    /// A budget of `limit` bytes.
+    /// A budget of `limit` bytes; `0`: no budget ([`ServerMemory::is_off`]).
     pub fn new(limit: usize) -> Arc<ServerMemory> {
         Arc::new(ServerMemory {
-            limit,
+            limit: if limit == 0 { usize::MAX } else { limit },
             reserved: AtomicUsize::new(0),
+            off: limit == 0,
         })
     }
 
-    /// The budget in bytes.
+    /// The budget in bytes (`usize::MAX` when off).
     pub fn limit(&self) -> usize {
         self.limit
+    }
+
+    /// Whether there is no budget (`--max-server-mib 0`).
+    pub fn is_off(&self) -> bool {
+        self.off
     }
 
     /// Bytes counted now: reservations plus the joined tables held.
@@ -51,6 +60,9 @@ impl ServerMemory {
 
     /// Adds `bytes` to the reserved bytes when the total stays within the budget.
     fn take(&self, bytes: usize) -> bool {
+        if self.off {
+            return true;
+        }
         let held = crate::tools::join_cache::held_bytes();
         self.reserved
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
@@ -61,6 +73,9 @@ impl ServerMemory {
     }
 
     fn give(&self, bytes: usize) {
+        if self.off {
+            return;
+        }
         let _ = self
             .reserved
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| Some(r.saturating_sub(bytes)));
@@ -98,6 +113,17 @@ impl Reservation {
         }
         self.bytes = bytes;
         true
+    }
+
+    /// Moves `bytes` (at most what is reserved) out of this reservation into a new one: the
+    /// budget's use is unchanged, and each part is given back when it is dropped.
+    pub fn split(&mut self, bytes: usize) -> Reservation {
+        let bytes = bytes.min(self.bytes);
+        self.bytes -= bytes;
+        Reservation {
+            memory: self.memory.clone(),
+            bytes,
+        }
     }
 }
 
@@ -169,6 +195,20 @@ mod tests {
         assert!(a.resize(100));
         assert!(b.resize(900));
         drop(b);
+        drop(a);
+        assert!(memory.empty().resize(1000));
+    }
+
+    #[test]
+    fn a_split_reservation_gives_back_each_part_when_it_is_dropped() {
+        let memory = ServerMemory::new(1000 + crate::tools::join_cache::held_bytes());
+        let mut a = memory.empty();
+        assert!(a.resize(1000));
+        let part = a.split(300);
+        assert_eq!((a.bytes(), part.bytes()), (700, 300));
+        assert!(!memory.empty().resize(1), "the parts still hold the whole budget");
+        drop(part);
+        assert!(memory.empty().resize(300));
         drop(a);
         assert!(memory.empty().resize(1000));
     }

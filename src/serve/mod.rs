@@ -57,6 +57,7 @@ pub mod jsonrpc;
 pub mod listen;
 pub mod mcp;
 pub mod memory;
+mod reply;
 pub mod search;
 mod sessions;
 pub mod state;

@@ -17,7 +17,7 @@ use super::budget::Held;
 use super::memory::Reservation;
 use super::state::{AppState, CallError, known_tool};
 use crate::tools::Call;
-use crate::tools::executor::{Session, StepError, Value, value_json};
+use crate::tools::executor::{Preview, Session, StepError, Value, value_json};
 
 /// Opens a SLOT/SEL session from `{"id"}` or `{"arguments"}` (blocking: runs the join step, and
 /// for an example with `additional_setup_steps` those too, each stored under its label). Answers
@@ -202,15 +202,18 @@ fn run_setup(state: &AppState, session: &mut Session, setup: &Call) -> Result<Js
 
 /// Runs one SLOT/SEL tool in a session (blocking); `label` defaults to `<name>_<n>`. The call
 /// runs under the session's output budget, the argument limits, `--timeout-ms` and `cancel`
-/// (set when the client went away) ([`crate::tools::executor::limits`]).
-pub(crate) fn run_tool(
+/// (set when the client went away) ([`crate::tools::executor::limits`]). `render` makes the
+/// answer from the label and the output while the session is still held (HTTP: the counted
+/// JSON text, [`tool_reply`]; MCP: its JSON value).
+pub(crate) fn run_tool<T>(
     state: &AppState,
     name: &str,
     session_id: &str,
     arguments: serde_json::Map<String, Json>,
     label: Option<String>,
     cancel: Option<Arc<AtomicBool>>,
-) -> Result<Json, CallError> {
+    render: impl FnOnce(&str, Option<&Value>) -> Result<T, CallError>,
+) -> Result<T, CallError> {
     if !known_tool(&state.toolkit, name) {
         return Err((
             StatusCode::NOT_FOUND,
@@ -285,11 +288,44 @@ pub(crate) fn run_tool(
     }
     held.admit(&call.label, labelled, budget, Some(reserved))
         .map_err(|m| (StatusCode::PAYLOAD_TOO_LARGE, m))?;
-    let output = held
-        .session
-        .get(&call.label)
-        .map(|v| value_json(v, state.config.max_rows));
-    Ok(json!({"label": call.label, "output": output}))
+    render(&call.label, held.session.get(&call.label))
+}
+
+/// A tool call's answer, `{"label", "output"}`, with the output's preview
+/// ([`crate::tools::executor::Preview`], at most `--max-rows` rows).
+#[derive(serde::Serialize)]
+pub(crate) struct ToolAnswer<'a> {
+    label: &'a str,
+    output: Option<Preview<'a>>,
+}
+
+impl<'a> ToolAnswer<'a> {
+    /// The answer of the call labelled `label` with output `output`.
+    pub(crate) fn new(state: &AppState, label: &'a str, output: Option<&'a Value>) -> ToolAnswer<'a> {
+        ToolAnswer {
+            label,
+            output: output.map(|value| Preview {
+                value,
+                max_rows: state.config.max_rows,
+            }),
+        }
+    }
+}
+
+/// [`run_tool`]'s `render` for HTTP: the answer's JSON text, counted in the server's budget
+/// until it is sent ([`super::reply`]).
+pub(crate) fn tool_reply(
+    state: &AppState,
+    session_id: &str,
+) -> impl FnOnce(&str, Option<&Value>) -> Result<super::reply::Reply, CallError> {
+    move |label, output| {
+        super::reply::Reply::json(
+            state,
+            &ToolAnswer::new(state, label, output),
+            "the tool's answer",
+            Some(session_id),
+        )
+    }
 }
 
 /// `bytes` reserved from the server's budget ([`super::memory`]): past it, the least recently
@@ -297,6 +333,13 @@ pub(crate) fn run_tool(
 /// session holds let go of; when that is not enough, 503 (the response carries `Retry-After`).
 pub(crate) fn reserve(state: &AppState, bytes: usize, caller: Option<&str>) -> Result<Reservation, CallError> {
     let mut r = state.memory.empty();
+    grow(state, &mut r, bytes, caller)?;
+    Ok(r)
+}
+
+/// Makes `r` hold `bytes`, ending idle sessions and letting go of unheld cached joins as
+/// [`reserve`] does; 503 when that is not enough (`r` unchanged).
+pub(crate) fn grow(state: &AppState, r: &mut Reservation, bytes: usize, caller: Option<&str>) -> Result<(), CallError> {
     let mut released_cache = false;
     while !r.resize(bytes) {
         if end_idle_session(state, caller) {
@@ -310,7 +353,7 @@ pub(crate) fn reserve(state: &AppState, bytes: usize, caller: Option<&str>) -> R
         }
         return Err(server_busy(state, bytes));
     }
-    Ok(r)
+    Ok(())
 }
 
 /// The 503 of a request the server's memory budget cannot hold now.

@@ -281,37 +281,51 @@ impl AppState {
 /// as a tool error).
 pub(crate) type CallError = (StatusCode, String);
 
-/// Runs REST endpoint `index` with validated `values` (blocking: SQLite).
+/// Runs REST endpoint `index` with validated `values` (blocking: SQLite). The rows are counted
+/// in the server's memory budget as the query produces them ([`Endpoint::execute_within`]):
+/// the answer comes with the reservation holding its bytes (503 when the budget cannot hold
+/// more now, 413 past the whole budget, [`super::reply`]).
 pub(crate) fn run_endpoint(
     state: &AppState,
     index: usize,
     values: &[Json],
-) -> Result<crate::verify::Answer, CallError> {
+) -> Result<(crate::verify::Answer, super::memory::Reservation), CallError> {
     let ep = &state.toolkit.endpoints[index];
     let mut conn = state.connection(&ep.db_id)?;
     let limits = Limits {
         timeout: state.config.timeout,
         max_rows: state.config.max_rows,
     };
-    let r = ep.execute(&mut conn, values, limits);
+    let mut held = state.memory.empty();
+    let mut refused: Option<CallError> = None;
+    let mut admit = |bytes: usize| match super::reply::grow_answer(state, &mut held, bytes, "the result", None) {
+        Ok(()) => true,
+        Err(e) => {
+            refused = Some(e);
+            false
+        }
+    };
+    let r = ep.execute_within(&mut conn, values, limits, &mut admit);
     state.give_back(&ep.db_id, conn);
-    r.map_err(|e| match e {
-        RunError::Timeout(ms) => (
+    match r {
+        Ok(rows) => Ok((rows, held)),
+        Err(RunError::NotAdmitted(_)) => Err(refused.unwrap_or_else(|| super::sessions::server_busy(state, 0))),
+        Err(RunError::Timeout(ms)) => Err((
             StatusCode::GATEWAY_TIMEOUT,
             format!("the query ran longer than the {ms} ms limit"),
-        ),
-        RunError::TooLarge(n) => (
+        )),
+        Err(RunError::TooLarge(n)) => Err((
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("the result has more than {n} rows (response-size cap); narrow the parameters"),
-        ),
-        RunError::Database(e) => (
+        )),
+        Err(RunError::Database(e)) => Err((
             StatusCode::INTERNAL_SERVER_ERROR,
             state.redact(format!("query failed: {e}")),
-        ),
-    })
+        )),
+    }
 }
 
-pub(crate) use super::sessions::{CancelOnDrop, join_shape, open_session, run_tool};
+pub(crate) use super::sessions::{CancelOnDrop, ToolAnswer, join_shape, open_session, run_tool, tool_reply};
 
 /// Whether `name` is a tool of the toolkit (SEL: also any per-column getter `get_<column>s`).
 pub(crate) fn known_tool(toolkit: &Toolkit, name: &str) -> bool {

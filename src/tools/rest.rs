@@ -71,6 +71,10 @@ pub enum RunError {
     /// SQLite failed (never expected for a verified endpoint).
     #[error("database error: {0}")]
     Database(String),
+    /// The caller's `admit` refused the result's growth to this many bytes
+    /// ([`Endpoint::execute_within`]: the live server's memory budget).
+    #[error("the result would take {0} bytes, more than the memory budget admits now")]
+    NotAdmitted(usize),
 }
 
 /// Python's `str.title()`, as pydantic builds a field title: `min_age` → `Min Age`.
@@ -211,6 +215,20 @@ impl Endpoint {
         values: &[Json],
         limits: Limits,
     ) -> Result<Answer, RunError> {
+        self.execute_within(conn, values, limits, &mut |_| true)
+    }
+
+    /// [`Endpoint::execute`], asking `admit` before the answer grows past what it admitted:
+    /// with the answer's bytes so far plus the next step's ([`answer_bytes`]; asked again
+    /// each time they pass what was admitted, in steps that at least double). `false` stops
+    /// the query ([`RunError::NotAdmitted`]), so the answer never holds more than was admitted.
+    pub fn execute_within(
+        &self,
+        conn: &mut rusqlite::Connection,
+        values: &[Json],
+        limits: Limits,
+        admit: &mut dyn FnMut(usize) -> bool,
+    ) -> Result<Answer, RunError> {
         let deadline = Instant::now() + limits.timeout;
         conn.progress_handler(1000, Some(move || Instant::now() > deadline))
             .map_err(|e| RunError::Database(e.to_string()))?;
@@ -238,6 +256,9 @@ impl Endpoint {
                 .query(rusqlite::params_from_iter(params))
                 .map_err(|e| RunError::Database(e.to_string()))?;
             let mut out: Answer = Vec::new();
+            // Bytes of the answer so far (the rows' heap, the outer vector at its capacity) and
+            // the bytes admitted.
+            let (mut rows_bytes, mut admitted) = (0usize, 0usize);
             loop {
                 let row = match rows.next() {
                     Ok(Some(r)) => r,
@@ -253,21 +274,48 @@ impl Endpoint {
                     return Err(RunError::TooLarge(limits.max_rows));
                 }
                 let n = row.as_ref().column_count();
-                out.push(
-                    (0..n)
-                        .map(|i| {
-                            row.get_ref(i)
-                                .map(super::table::datum_from_sqlite)
-                                .unwrap_or(Datum::Null)
-                        })
-                        .collect(),
-                );
+                let cells: Vec<Datum> = (0..n)
+                    .map(|i| {
+                        row.get_ref(i)
+                            .map(super::table::datum_from_sqlite)
+                            .unwrap_or(Datum::Null)
+                    })
+                    .collect();
+                rows_bytes += row_bytes(&cells);
+                let outer = out.len().max(out.capacity()).max(4) * 2;
+                let need = rows_bytes + outer * std::mem::size_of::<Vec<Datum>>();
+                if need > admitted {
+                    let ask = need.max(admitted * 2).max(64 << 10);
+                    if !admit(ask) {
+                        return Err(RunError::NotAdmitted(need));
+                    }
+                    admitted = ask;
+                }
+                out.push(cells);
             }
             Ok(out)
         })();
         let _ = conn.progress_handler(0, None::<fn() -> bool>);
         result
     }
+}
+
+/// Bytes one answer row holds on the heap: its cells and their text.
+fn row_bytes(cells: &[Datum]) -> usize {
+    cells.len() * std::mem::size_of::<Datum>()
+        + cells
+            .iter()
+            .map(|d| match d {
+                Datum::Text(t) => t.capacity(),
+                _ => 0,
+            })
+            .sum::<usize>()
+}
+
+/// Bytes an answer holds on the heap (its rows, and the outer vector at its capacity): what
+/// [`Endpoint::execute_within`] asks `admit` for as it grows.
+pub fn answer_bytes(answer: &Answer) -> usize {
+    answer.iter().map(|r| row_bytes(r)).sum::<usize>() + answer.capacity() * std::mem::size_of::<Vec<Datum>>()
 }
 
 /// Longest function name: OpenAI function names allow 64 characters.

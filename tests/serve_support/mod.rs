@@ -54,6 +54,42 @@ pub fn rest_spider(name: &str) -> PathBuf {
     built(&DIR, "rest-spider", name)
 }
 
+/// A database root (made once per test process and `pad` under `CARGO_TARGET_TMPDIR`, named
+/// after the test file `name`) holding a copy of Spider's wta_1 whose 20,662
+/// `players.first_name` cells each carry `pad` more characters of random upper-case hex
+/// (SQLite's `randomblob`): large answers, and texts no two alike (serve it with `serve_on`).
+pub fn padded_wta(name: &str, pad: usize) -> PathBuf {
+    static DIRS: std::sync::Mutex<Vec<(usize, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut dirs = DIRS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, d)) = dirs.iter().find(|(p, _)| *p == pad) {
+        return d.clone();
+    }
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-wta-{pad}"));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("wta_1")).unwrap();
+    let db = root.join("wta_1/wta_1.sqlite");
+    std::fs::copy(spider_databases().join("wta_1/wta_1.sqlite"), &db).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            &format!(
+                "UPDATE players SET first_name = first_name || substr(hex(randomblob({})), 1, {pad})",
+                pad / 2 + 1
+            ),
+            [],
+        )
+        .unwrap();
+    dirs.push((pad, root.clone()));
+    root
+}
+
+/// `initialize_active_data` arguments of wta_1's `players` table alone (an ad-hoc join: serve
+/// with `--allow-ad-hoc-joins`).
+pub fn players_join() -> serde_json::Value {
+    serde_json::json!({"database_path": "wta_1/wta_1.sqlite", "condition_sequence": [],
+        "alias_to_table_dict": {"p": {"original_table_name": "players", "modified_table_name": "players"}}})
+}
+
 /// A `toolforge serve` process (killed on drop): its `host:port`, and its stderr line by line.
 pub struct Server {
     pub child: Child,
@@ -107,11 +143,16 @@ fn quoted(words: &[&str]) -> String {
 /// The shell line that runs `toolforge serve <dir> --databases <spider> <args>` under
 /// `ulimit -v 2 GiB` (`exec`, so the child's pid is the server's).
 fn serve_script(dir: &Path, args: &[&str]) -> String {
+    serve_script_on(dir, &spider_databases(), args)
+}
+
+/// [`serve_script`] with the databases under `databases`.
+fn serve_script_on(dir: &Path, databases: &Path, args: &[&str]) -> String {
     format!(
         "ulimit -v 2097152; exec '{}' serve '{}' --databases '{}' {}",
         env!("CARGO_BIN_EXE_toolforge"),
         dir.display(),
-        spider_databases().display(),
+        databases.display(),
         quoted(args)
     )
 }
@@ -119,10 +160,15 @@ fn serve_script(dir: &Path, args: &[&str]) -> String {
 /// `toolforge serve` of the built dataset `dir` on an ephemeral 127.0.0.1 port with `flags`,
 /// under `ulimit -v 2 GiB`, `TOOLFORGE_TOKEN` unset; returns once it prints its address.
 pub fn serve(dir: &Path, flags: &[&str]) -> Server {
+    serve_on(dir, &spider_databases(), flags)
+}
+
+/// [`serve`] with the databases under `databases` (`--databases`) instead of Spider's.
+pub fn serve_on(dir: &Path, databases: &Path, flags: &[&str]) -> Server {
     let mut args = vec!["--port", "0"];
     args.extend_from_slice(flags);
     let mut child = Command::new("sh")
-        .args(["-c", &serve_script(dir, &args)])
+        .args(["-c", &serve_script_on(dir, databases, &args)])
         .env_remove("TOOLFORGE_TOKEN")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -54,11 +54,17 @@ pub(super) fn compare_stored(cell: &Datum, value: &Datum) -> Option<Ordering> {
 /// How the cells of `column` compare with a value: [`compare_stored`] for a column mixing
 /// storage classes, [`compare`] for a column of one type.
 pub(super) fn comparison_for(column: &dyn arrow_array::Array) -> fn(&Datum, &Datum) -> Option<Ordering> {
-    if matches!(column.data_type(), arrow_schema::DataType::Union(..)) {
+    if mixes_storage_classes(column) {
         compare_stored
     } else {
         compare
     }
+}
+
+/// Whether `column` mixes storage classes (numbers and text: `tools::table`'s union columns),
+/// whose cells compare by [`compare_stored`].
+pub(super) fn mixes_storage_classes(column: &dyn arrow_array::Array) -> bool {
+    matches!(column.data_type(), arrow_schema::DataType::Union(..))
 }
 
 /// SQL ordering of two cells of one row (`WHERE a.x > b.y`), `None` when either is NULL: numbers

@@ -35,6 +35,7 @@ pub mod estimate;
 mod filter;
 mod group;
 pub mod limits;
+mod preview;
 mod retrieve;
 mod scalar;
 mod sort;
@@ -45,6 +46,7 @@ pub use self::aggregate::AGGREGATION_TYPES;
 pub use self::cells::{Like, like};
 pub use self::estimate::{Estimate, value_bytes};
 pub use self::limits::{Limits, StepError};
+pub use self::preview::{Preview, json_len};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -151,6 +153,8 @@ impl Session {
 /// - a list: an array when it has at most `max_rows` values, else
 ///   `{"values": [first max_rows], "total": n, "truncated": true}`;
 /// - a value: itself; a grouped table: `{"grouped_by": key, "groups": n}`.
+///
+/// [`Preview`] writes the same text without building the tree (the live server's answers).
 pub fn value_json(v: &Value, max_rows: usize) -> Json {
     let cell = |d: Datum| serde_json::to_value(d).unwrap_or(Json::Null);
     match v {
