@@ -94,7 +94,7 @@ def configs(rel):
     out = []
     for c in card(os.path.join(OUT, rel))["configs"]:
         name = c["config_name"]
-        kind = "default" if c.get("default") else next(
+        kind = "default" if c.get("default") or name == "default" else next(
             (k for k in ("openai", "gold", "sharegpt") if f"-{k}-" in name or name == k or name.endswith(f"-{k}")), "other")
         out.append((rel, name, kind))
     return out

@@ -1,22 +1,27 @@
-"""TRL's `SFTTrainer` over the default trajectory export (issue 29, item 5): for slot-spider and
-rest-spider (`out/<dataset>/trajectories`, loaded as a consumer would, with
-`datasets.load_dataset(dir)` and the features its `README.md` declares, clean and faulted splits
-together), a tiny randomly initialised Llama (2 layers, hidden size 32) trains 2 steps on CPU with
+"""TRL's `SFTTrainer` over the default trajectory export (issue 29, item 5; issue 45, item 5):
+slot-spider and rest-spider (every line), seq-atis's calls-only trajectories, seq-sgd's dialogues
+(`trajectories/dialogue/`) and the train-mix (`out/train-mix`), each loaded as a consumer would,
+with `datasets.load_dataset(<folder>, <default config>)` and the features its `README.md`
+declares (the large corpora: `SAMPLE` lines per file at an even stride plus the shapes that
+differ — tool messages, parallel calls — loaded from a copy of the card over those lines). A tiny
+randomly initialised Llama (2 layers, hidden size 32) trains 2 steps on CPU with
 `assistant_only_loss=True`, and the masked targets — the `labels != -100` of TRL's own collator,
-for EVERY trajectory, not only the two trained on — decode to text holding every call exactly as
-the template renders it (`{"name": <name>, "arguments": <arguments as JSON>}`, arguments an object,
-never JSON text) and the final answer, and none of the system prompt, the user's request or the
-tool results.
+for EVERY loaded trajectory, not only the two trained on — decode to exactly the assistant turns as
+the template renders them: every call (`{"name": <name>, "arguments": <arguments as JSON>}`,
+arguments an object, never JSON text), every assistant text (a dialogue's system replies, the
+final answer), each ended by `<|im_end|>`, and nothing else — none of the system prompt, the tool
+list, a user turn or a tool result.
 
 Run by `just test-trainer` (tests/trainer/run.sh: a venv with PyTorch, TRL, transformers and
 datasets from PyPI). PyTorch from PyPI brings several GB of CUDA libraries, so `.ci/run` does not
 install it and says so; here, without torch or trl, the module is skipped with the reason.
 
-The tokenizer is built here (no hub download): byte-level BPE with no merges, so every token is one
-byte and decoding the targets gives back exactly the bytes they cover, plus the template's special
-tokens. The template is Qwen2.5's with `{% generation %}` markers
-(`tests/trainer/qwen2.5-assistant-mask.jinja`; checked here to render byte for byte what the
-original renders)."""
+The tokenizer is built here (no hub download): byte-level BPE whose merges are learnt from the
+loaded rows' renderings (a seq trajectory carries a ~60 KB toolkit: one token per byte made the
+two steps' attention too costly on CPU), so decoding the targets gives back exactly the bytes they
+cover, plus the template's special tokens. The template is Qwen2.5's with `{% generation %}`
+markers (`tests/trainer/qwen2.5-assistant-mask.jinja`; checked here to render byte for byte what
+the original renders)."""
 import json
 import os
 import shutil
@@ -103,15 +108,22 @@ def card(folder):
         return yaml.safe_load(f.read().split("---")[1])["configs"]
 
 
-def sample_lines(lines):
-    """`SAMPLE` lines at an even stride, plus the first `SAMPLE // 4` with a tool message and with
-    parallel calls (the shapes that differ), in file order."""
-    stride = max(1, len(lines) // SAMPLE)
-    picked = set(range(0, len(lines), stride))
-    head = [line.split(',"tools":', 1)[0] for line in lines]
-    picked |= set([i for i, h in enumerate(head) if '"role":"tool"' in h][: SAMPLE // 4])
-    picked |= set([i for i, h in enumerate(head) if h.count('"function":{"name"') > 1][: SAMPLE // 4])
-    return [lines[i] for i in sorted(picked)]
+def sample_lines(path):
+    """`SAMPLE` lines of the file at `path` at an even stride, plus the first `SAMPLE // 4` with a
+    tool message and with parallel calls (the shapes that differ), in file order (read twice,
+    streaming: a mix's file is GBs)."""
+    n, tool, parallel = 0, [], []
+    with open(path) as f:
+        for i, line in enumerate(f):
+            n += 1
+            head = line.split(',"tools":', 1)[0]
+            if '"role":"tool"' in head and len(tool) < SAMPLE // 4:
+                tool.append(i)
+            if head.count('"function":{"name"') > 1 and len(parallel) < SAMPLE // 4:
+                parallel.append(i)
+    picked = set(range(0, n, max(1, n // SAMPLE))) | set(tool) | set(parallel)
+    with open(path) as f:
+        return [line for i, line in enumerate(f) if i in picked]
 
 
 def load(corpus, cache_dir):
@@ -122,14 +134,15 @@ def load(corpus, cache_dir):
     rel, sampled = CORPORA[corpus]
     folder = os.path.join(OUT, rel)
     assert os.path.isfile(os.path.join(folder, "README.md")), f"out/{rel}: build it first (tests/trainer/run.sh)"
-    config = next(c for c in card(folder) if c.get("default"))
+    # (the card's `default: true` config, else the one named `default`: a mix's card)
+    configs = card(folder)
+    config = next((c for c in configs if c.get("default")), None) or next(c for c in configs if c["config_name"] == "default")
     if sampled:
         copy = os.path.join(cache_dir, "folder")
         os.makedirs(copy, exist_ok=True)
         shutil.copy(os.path.join(folder, "README.md"), copy)
         for f in config["data_files"]:
-            with open(os.path.join(folder, f["path"])) as src:
-                lines = sample_lines(src.readlines())
+            lines = sample_lines(os.path.join(folder, f["path"]))
             os.makedirs(os.path.dirname(os.path.join(copy, f["path"])), exist_ok=True)
             with open(os.path.join(copy, f["path"]), "w") as dst:
                 dst.writelines(lines)
