@@ -41,14 +41,17 @@ test-llm:
 
 # tests/trainer/run.sh: a venv with torch, trl, transformers, datasets from PyPI (~6 GB, deleted at
 # the end; TOOLFORGE_TRAINER_VENV reuses one). Not in `just test` / CI.
-# TRL's SFTTrainer: 2 steps on CPU over slot-spider/rest-spider trajectories, assistant-only loss.
+# TRL's SFTTrainer: 2 steps on CPU over slot-spider/rest-spider, seq-atis (calls-only), seq-sgd
+# dialogues and the train-mix (builds what is absent: seq-topv2 ~45 min), assistant-only loss.
 test-trainer:
     @cargo test --release --no-run --quiet
     @bash tests/trainer/run.sh
 
 # tests/datasets_versions/run.sh, one venv each; build the recipes first (`just test` does).
-# Every built recipe's trajectory files loaded by datasets 3.6.0, the newest 4.x and 5.x.
+# Every built trajectory folder (recipes, dialogues, mixes) loaded by datasets 3.6.0, the newest
+# 4.x and 5.x, and `toolforge trajectories --format openai-text` (the 3.x route).
 test-datasets-versions:
+    @cargo test --release --no-run --quiet
     @bash tests/datasets_versions/run.sh
 
 # Every benchmark: builds (cold, no-op) with peak RSS, the live server (wrk), session memory, eval throughput, tool retrieval, REST memory against one database's questions.

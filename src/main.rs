@@ -82,12 +82,15 @@ enum Command {
     /// Write a built dataset's trajectories (`<dir>/trajectories/*.jsonl`, the Hugging Face / TRL
     /// chat convention) in a format: `sharegpt` (ShareGPT / Hermes function-calling style),
     /// `openai` (OpenAI's fine-tuning format exactly: `messages`, `tools`, `parallel_tool_calls`,
-    /// arguments as JSON text; no sidecar) or `hf` (the files as they are).
+    /// arguments as JSON text; no sidecar), `openai-text` (the same with each tool's `parameters`
+    /// as JSON text: one Arrow type per field, what `datasets` 3.x loads) or `hf` (the files as
+    /// they are).
     Trajectories {
-        /// A built dataset directory, e.g. `out/slot-spider`.
+        /// A built dataset directory, e.g. `out/slot-spider`, or a trajectory folder itself,
+        /// e.g. `out/seq-sgd/trajectories/dialogue` (its `*.gold.jsonl` sidecars are skipped).
         dir: PathBuf,
         /// Output format.
-        #[arg(long, value_parser = ["hf", "openai", "sharegpt"], default_value = "sharegpt")]
+        #[arg(long, value_parser = ["hf", "openai", "openai-text", "sharegpt"], default_value = "sharegpt")]
         format: String,
         /// Output file of the clean trajectories (default: standard output); the faulted ones go
         /// to a sibling `<stem>.faults.jsonl`, never into the same file.
@@ -278,7 +281,12 @@ fn write_trajectories(
 ) -> anyhow::Result<()> {
     use anyhow::Context as _;
     use std::io::Write as _;
-    let tdir = dir.join("trajectories");
+    // (a built dataset's `trajectories/`, else `dir` itself when it is a trajectory folder: the
+    // dialogue trajectories' `trajectories/dialogue/`)
+    let tdir = match dir.join("trajectories") {
+        t if !t.is_dir() && dir.join("README.md").is_file() => dir.to_path_buf(),
+        t => t,
+    };
     let mut files: Vec<PathBuf> = std::fs::read_dir(&tdir)
         .with_context(|| {
             format!(
@@ -288,8 +296,14 @@ fn write_trajectories(
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter(|p| !p.to_string_lossy().ends_with(".gold.jsonl"))
         .collect();
     files.sort();
+    anyhow::ensure!(
+        !files.is_empty(),
+        "{}: no trajectory files (build an executable dataset first)",
+        tdir.display()
+    );
     let is_faults = |p: &PathBuf| p.to_string_lossy().ends_with(".faults.jsonl");
     let render = |want_faults: bool| -> anyhow::Result<Vec<u8>> {
         let mut out: Vec<u8> = Vec::new();
@@ -301,6 +315,7 @@ fn write_trajectories(
                 let row = match format {
                     "sharegpt" => toolforge::emit::trajectories::to_sharegpt(&t),
                     "openai" => toolforge::emit::trajectories::to_openai(&t, i).0,
+                    "openai-text" => toolforge::emit::trajectories::to_openai_text(&t),
                     _ => t,
                 };
                 serde_json::to_writer(&mut out, &row)?;

@@ -197,6 +197,7 @@ fn card(build: &Build, dialogues: &Dialogues, digest: &str) -> String {
         "Configs (the names carry a digest of these files, so a `datasets` cache never serves another build's rows): `{}` (default: `load_dataset(\"<dir>/trajectories/dialogue\")`), `{}` (OpenAI's fine-tuning format), `{}` (the turn-level gold).",
         configs[0].0, configs[1].0, configs[2].0
     );
+    let _ = writeln!(s, "\n{}", super::card::DATASETS_3X_PARAGRAPH);
     s
 }
 

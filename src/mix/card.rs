@@ -166,6 +166,9 @@ pub fn card(recipe: &MixRecipe, r: &MixReport) -> String {
         s.push('\n');
     }
     s.push_str("## Files\n\n- `trajectories/train.jsonl` (`load_dataset(\"<dir>\")`, config `default`): the rows as their datasets wrote them, the Hugging Face / TRL chat convention (`messages`, `tools`, `id`, …), shuffled; a row's `id` names its dataset (`<dataset>/<item>`).\n- `trajectories/openai/train.jsonl` (config `openai`): OpenAI's fine-tuning format exactly, with `id`, `gold_answer` and `faults` in the sidecar `train.meta.jsonl` (`line`: the 0-based line).\n- `trajectories/sharegpt/train.jsonl` (config `sharegpt`): ShareGPT / Hermes function calling (tools in `<tools>`, calls in `<tool_call>`, results in `<tool_response>`).\n- `report/mix.json`: every number above; `MANIFEST.json`: BLAKE3 of every file and of each source file read.\n");
+    s.push('\n');
+    s.push_str(crate::emit::card::DATASETS_3X_PARAGRAPH);
+    s.push('\n');
     s
 }
 

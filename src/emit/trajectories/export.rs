@@ -1,6 +1,8 @@
 //! The trajectory exports besides the default Hugging Face / TRL files: OpenAI's fine-tuning
 //! format ([`to_openai`], `trajectories/openai/`) and the ShareGPT / Hermes rendering
-//! ([`to_sharegpt`], `toolforge trajectories --format sharegpt`).
+//! ([`to_sharegpt`], `toolforge trajectories --format sharegpt`), and the OpenAI format with
+//! each tool's `parameters` as JSON text ([`to_openai_text`], `--format openai-text`), the form
+//! `datasets` 3.x can load.
 //!
 //! OpenAI's chat fine-tuning format with tools (platform.openai.com/docs/guides/fine-tuning,
 //! "Fine-tuning with function calling"): each line holds only `messages`, `tools` and
@@ -82,6 +84,29 @@ pub fn to_openai(t: &Json, line: usize) -> (Json, Json) {
         sidecar.insert(k.into(), t[k].clone());
     }
     (trajectory, Json::Object(sidecar))
+}
+
+/// Trajectory `t` as [`to_openai`] writes it, with each tool's `function.parameters` (a JSON
+/// Schema object) as its JSON **text**: `{"messages", "tools": [{"type", "function": {"name",
+/// "description", "parameters": "<JSON text>"}}], "parallel_tool_calls"}`.
+///
+/// Why (issue 45): Arrow holds `tools` as a list of structs, so a reader without `datasets`'
+/// `Json` feature (3.x) types `parameters` as a struct of every parameter name of every tool —
+/// each tool comes back padded with the others' parameters as `null`, and a file whose later
+/// 10 MB chunk names a parameter the first chunk lacks cannot be cast at all (rest-spider's
+/// `openai/dev.jsonl`). As text, every tool has one Arrow type. This is not OpenAI's format
+/// (it wants an object): a consumer parses it back (`json.loads`) before rendering.
+pub fn to_openai_text(t: &Json) -> Json {
+    let (mut line, _) = to_openai(t, 0);
+    for tool in line["tools"].as_array_mut().into_iter().flatten() {
+        if let Some(f) = tool.get_mut("function").and_then(Json::as_object_mut)
+            && let Some(p) = f.get_mut("parameters")
+            && !p.is_string()
+        {
+            *p = Json::String(p.to_string());
+        }
+    }
+    line
 }
 
 /// A trajectory in the ShareGPT / Hermes function-calling style that open fine-tuning stacks
@@ -173,6 +198,22 @@ mod tests {
         let call = t["messages"][2]["tool_calls"][0].clone();
         t["messages"][2]["tool_calls"] = json!([call.clone(), call]);
         assert_eq!(to_openai(&t, 0).0["parallel_tool_calls"], json!(true));
+    }
+
+    #[test]
+    fn openai_text_lines_carry_each_tools_parameters_as_json_text() {
+        let t = trajectory();
+        let line = to_openai_text(&t);
+        let (openai, _) = to_openai(&t, 0);
+        assert_eq!(line["messages"], openai["messages"]);
+        assert_eq!(line["parallel_tool_calls"], openai["parallel_tool_calls"]);
+        let p = line["tools"][0]["function"]["parameters"].as_str().unwrap();
+        assert_eq!(serde_json::from_str::<Json>(p).unwrap(), json!({"type": "object"}));
+        assert_eq!(line["tools"][0]["function"]["name"], json!("get_x"));
+        // (idempotent: text stays the same text)
+        let mut again = t.clone();
+        again["tools"] = line["tools"].clone();
+        assert_eq!(to_openai_text(&again)["tools"], line["tools"]);
     }
 
     #[test]

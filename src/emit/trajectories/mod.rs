@@ -70,7 +70,7 @@ use crate::tools::executor::{Executor, Session, value_json};
 use crate::tools::rest::{Endpoint, Limits};
 use crate::tools::shown::{Shown, rest_result_text, result_text};
 
-pub use export::{to_openai, to_sharegpt};
+pub use export::{to_openai, to_openai_text, to_sharegpt};
 pub use faults::FAULT_KINDS;
 pub(super) use write::Trajectories;
 
