@@ -42,13 +42,21 @@ fn executor_ids(
     let setup = [join(db, table, "t"), join(db, list_table, "l")];
     let setup: Vec<&Call> = setup.iter().collect();
     let calls = [
-        call("retrieve_data", "list", json!({"data_source": "$l$", "key_name": format!("{list_table}_{list_column}")})),
+        call(
+            "retrieve_data",
+            "list",
+            json!({"data_source": "$l$", "key_name": format!("{list_table}_{list_column}")}),
+        ),
         call(
             "filter_data",
             "kept",
             json!({"data_source": "$t$", "key_name": format!("{table}_{column}"), "value": "$list$", "condition": condition}),
         ),
-        call("retrieve_data", "ids", json!({"data_source": "$kept$", "key_name": format!("{table}_{id}")})),
+        call(
+            "retrieve_data",
+            "ids",
+            json!({"data_source": "$kept$", "key_name": format!("{table}_{id}")}),
+        ),
     ];
     Executor::new(root).run_with_setup(&setup, &calls).unwrap()
 }
@@ -84,10 +92,20 @@ fn is_in_and_not_in_match_sqlite_over_mixed_types() {
     for column in ["txt", "num", "re", "mixed"] {
         for list in ["l", "ln"] {
             for (condition, op) in [("is_in", "IN"), ("not_in", "NOT IN")] {
-                let values = if list == "ln" { format!("{literals}, NULL") } else { literals.to_string() };
+                let values = if list == "ln" {
+                    format!("{literals}, NULL")
+                } else {
+                    literals.to_string()
+                };
                 let sql = format!("SELECT id FROM t WHERE {column} {op} ({values})");
                 let gold = query_rows(&conn, &sql).unwrap();
-                let got = executor_ids(dir.path(), "mix/mix.sqlite", ("t", column, "id"), (list, "v"), condition);
+                let got = executor_ids(
+                    dir.path(),
+                    "mix/mix.sqlite",
+                    ("t", column, "id"),
+                    (list, "v"),
+                    condition,
+                );
                 assert!(
                     toolforge::verify::answers_match(&gold, &got, false),
                     "{sql}: executor {got:?}, SQLite {gold:?}"
@@ -117,14 +135,17 @@ fn is_in_over_the_largest_table_is_linear_and_matches_sqlite() {
                 "kept",
                 json!({"data_source": "$p$", "key_name": "players_last_name", "value": "$names$", "condition": "is_in"}),
             ),
-            call("retrieve_data", "ids", json!({"data_source": "$kept$", "key_name": "players_player_id"})),
+            call(
+                "retrieve_data",
+                "ids",
+                json!({"data_source": "$kept$", "key_name": "players_player_id"}),
+            ),
         ];
         let started = Instant::now();
         let got = Executor::new(&root).run_with_setup(&setup, &calls).unwrap();
         let took = started.elapsed();
-        let sql = format!(
-            "SELECT player_id FROM players WHERE last_name IN (SELECT last_name FROM players LIMIT {limit})"
-        );
+        let sql =
+            format!("SELECT player_id FROM players WHERE last_name IN (SELECT last_name FROM players LIMIT {limit})");
         let gold = query_rows(&conn, &sql).unwrap();
         eprintln!("{limit} values: {} rows in {took:?}", got.len());
         assert!(toolforge::verify::answers_match(&gold, &got, false), "{sql}");

@@ -208,7 +208,11 @@ fn serve_padded(flags: &[&str]) -> Server {
 /// falls back to a matcher linear in text × pattern (still never backtracking): seconds in all,
 /// while the join of the padded table (6 MB) stays well within `--timeout-ms 500`. (Before `is_in` used a hash set, the list scan per row served here.)
 fn slow(server: &Server) -> (String, Value) {
-    let (s, b) = post(&server.base(), "/sessions", &json!({"arguments": serve_support::players_join()}));
+    let (s, b) = post(
+        &server.base(),
+        "/sessions",
+        &json!({"arguments": serve_support::players_join()}),
+    );
     assert_eq!(s, 200, "{}", b["detail"]);
     let sid = b["session_id"].as_str().unwrap().to_string();
     let start = format!("${}$", b["label"].as_str().unwrap());

@@ -19,7 +19,9 @@ use arrow_schema::{DataType, Field};
 
 mod trajectories;
 
-pub use trajectories::{DATASETS_3X_PARAGRAPH, OPENAI_FEATURES, TRAJECTORY_FEATURES, TrajectorySummary, no_trajectories, tokens};
+pub use trajectories::{
+    DATASETS_3X_PARAGRAPH, OPENAI_FEATURES, TRAJECTORY_FEATURES, TrajectorySummary, no_trajectories, tokens,
+};
 pub(crate) use trajectories::{has_trajectories, trajectories_card};
 
 use super::report::{Counts, pct};

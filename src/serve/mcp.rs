@@ -33,8 +33,8 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value as Json, json};
 
-use super::search::Runs;
 use super::memory::Reservation;
+use super::search::Runs;
 use super::state::{
     AppState, CallError, CancelOnDrop, ServeConfig, Shared, ToolAnswer, Toolkit, open_session, run_endpoint, run_tool,
 };
@@ -217,13 +217,20 @@ impl McpServer {
                     })?;
                 let render = |label: &str, output: Option<&Value>| {
                     let answer = ToolAnswer::new(state, label, output);
-                    let held = answer_reservation(state, &answer, preview_values(output, state.config.max_rows), Some(sid.as_str()))?;
+                    let held = answer_reservation(
+                        state,
+                        &answer,
+                        preview_values(output, state.config.max_rows),
+                        Some(sid.as_str()),
+                    )?;
                     let output = output.map(|v| value_json(v, state.config.max_rows));
                     Ok((json!({"label": label, "output": output}), Some(held)))
                 };
                 run_tool(state, &name, &sid, args, label, Some(cancel), render).map_err(refused)
             }
-            Target::Search => super::search::search_tools(state, &args).map(|v| (v, None)).map_err(|m| (None, m)),
+            Target::Search => super::search::search_tools(state, &args)
+                .map(|v| (v, None))
+                .map_err(|m| (None, m)),
             // Resolved in `call_tool`; a route to a route is not a tool.
             Target::Route => Err((None, "call_tool cannot call itself".to_string())),
         }

@@ -361,7 +361,11 @@ mod tests {
         )
         .unwrap();
         for table in ["odd \"name", "plain", "empty"] {
-            assert_eq!(number_like_columns(&conn, table).unwrap(), per_column(&conn, table), "{table}");
+            assert_eq!(
+                number_like_columns(&conn, table).unwrap(),
+                per_column(&conn, table),
+                "{table}"
+            );
         }
         assert_eq!(number_like_columns(&conn, "odd \"name").unwrap(), ["b", "e", "f g"]);
         let scans = NumberLikeScans::default();

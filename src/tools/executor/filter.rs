@@ -148,7 +148,10 @@ impl<'a> Members<'a> {
         match cell {
             Datum::Null => false,
             Datum::Text(t) => self.texts.contains(t.as_bytes()) || self.number_texts.contains(t.as_str()),
-            n => n.as_f64().and_then(number_key).is_some_and(|k| self.numbers.contains(&k)),
+            n => n
+                .as_f64()
+                .and_then(number_key)
+                .is_some_and(|k| self.numbers.contains(&k)),
         }
     }
 }
