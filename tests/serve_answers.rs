@@ -41,7 +41,9 @@ fn sqlite_json(db: &Path, sql: &str, param: &str) -> String {
                     rusqlite::types::ValueRef::Integer(v) => json!(v),
                     rusqlite::types::ValueRef::Real(v) => json!(v),
                     rusqlite::types::ValueRef::Text(t) => json!(String::from_utf8_lossy(t)),
-                    rusqlite::types::ValueRef::Blob(b) => json!(b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+                    rusqlite::types::ValueRef::Blob(b) => {
+                        json!(b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+                    }
                 })
                 .collect())
         })
@@ -59,7 +61,13 @@ fn large_answer(rest: &Path, databases: &Path) -> (String, String) {
         serde_json::from_str(&std::fs::read_to_string(rest.join("tools/endpoints.json")).unwrap()).unwrap();
     let e = endpoints
         .iter()
-        .find(|e| e["db_id"] == "wta_1" && e["path"].as_str().unwrap().ends_with("/first_name_and_last_name_by_hand"))
+        .find(|e| {
+            e["db_id"] == "wta_1"
+                && e["path"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("/first_name_and_last_name_by_hand")
+        })
         .expect("rest-spider's first_name_and_last_name_by_hand endpoint");
     let db = databases.join("wta_1/wta_1.sqlite");
     (
@@ -81,7 +89,10 @@ fn get_whole(addr: &str, path: &str) -> (String, bool, Vec<u8>, Duration) {
     let took = started.elapsed();
     let mut all = first.to_vec();
     let _ = s.read_to_end(&mut all);
-    let split = all.windows(4).position(|w| w == b"\r\n\r\n").map_or(all.len(), |i| i + 4);
+    let split = all
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(all.len(), |i| i + 4);
     let head = String::from_utf8_lossy(&all[..split]).to_string();
     let status = head.lines().next().unwrap_or_default().to_string();
     let retry = head.to_ascii_lowercase().contains("\r\nretry-after:");
@@ -89,7 +100,12 @@ fn get_whole(addr: &str, path: &str) -> (String, bool, Vec<u8>, Duration) {
 }
 
 /// Samples the server's RSS every 50 ms until stopped: the peak.
-fn peak_rss(server: &Server) -> (std::sync::Arc<std::sync::atomic::AtomicBool>, std::thread::JoinHandle<u64>) {
+fn peak_rss(
+    server: &Server,
+) -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<u64>,
+) {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (flag, pid) = (stop.clone(), server.child.id());
     let t = std::thread::spawn(move || {
@@ -103,18 +119,6 @@ fn peak_rss(server: &Server) -> (std::sync::Arc<std::sync::atomic::AtomicBool>, 
         peak
     });
     (stop, t)
-}
-
-/// RSS within `wait` under `mib` (polled), else the last reading.
-fn settles_under(server: &Server, mib: u64, wait: Duration) -> u64 {
-    let started = Instant::now();
-    loop {
-        let rss = server.rss_mib();
-        if rss < mib || started.elapsed() > wait {
-            return rss;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }
 
 /// 24 concurrent requests for a REST answer of ~57 MB (14,193 wta_1 players, first names
@@ -164,7 +168,7 @@ fn concurrent_large_rest_answers_are_held_to_the_server_budget() {
     }
     assert!(ok >= 1 && busy >= 1, "{ok} answered, {busy} refused");
     assert!(probed.failures.is_empty(), "{probed:?}");
-    let rss = settles_under(&server, 100, Duration::from_secs(12));
+    let rss = server.settles_under(100, Duration::from_secs(12));
     assert!(rss < 100, "{rss} MiB");
     assert!(server.running());
 }
@@ -187,7 +191,11 @@ fn tool_answers_are_counted_before_they_are_written() {
         let mut args = vec!["--allow-ad-hoc-joins", "--max-server-mib", "180"];
         args.extend_from_slice(flags);
         let mut server = serve_on(&slot, &databases, &args);
-        let (s, b) = post(&server.base(), "/sessions", &json!({"arguments": serve_support::players_join()}));
+        let (s, b) = post(
+            &server.base(),
+            "/sessions",
+            &json!({"arguments": serve_support::players_join()}),
+        );
         assert_eq!(s, 200, "{b}");
         let sid = b["session_id"].as_str().unwrap().to_string();
         let start = format!("${}$", b["label"].as_str().unwrap());
@@ -197,10 +205,23 @@ fn tool_answers_are_counted_before_they_are_written() {
             .send_json(json!({"session_id": sid, "arguments": arguments}))
             .unwrap();
         let s = resp.status().as_u16();
-        let b: Value = resp.body_mut().with_config().limit(200 << 20).read_json().unwrap_or(Value::Null);
+        let b: Value = resp
+            .body_mut()
+            .with_config()
+            .limit(200 << 20)
+            .read_json()
+            .unwrap_or(Value::Null);
         assert_eq!(s, 200, "{flags:?}: {}", b["detail"]);
-        let shown = if mcp_refused { &b["output"] } else { &b["output"]["values"] };
-        assert_eq!(shown.as_array().map(Vec::len), Some(if mcp_refused { 20662 } else { 10 }), "{flags:?}");
+        let shown = if mcp_refused {
+            &b["output"]
+        } else {
+            &b["output"]["values"]
+        };
+        assert_eq!(
+            shown.as_array().map(Vec::len),
+            Some(if mcp_refused { 20662 } else { 10 }),
+            "{flags:?}"
+        );
         let mcp = mcp_session(&server.base());
         let mut arguments = arguments.as_object().unwrap().clone();
         arguments.insert("session_id".into(), json!(sid));
@@ -214,7 +235,13 @@ fn tool_answers_are_counted_before_they_are_written() {
         if mcp_refused {
             assert_eq!(answer["error"]["code"], -32001, "{answer}");
             assert_eq!(answer["error"]["data"]["status"], 503, "{answer}");
-            assert!(answer["error"]["message"].as_str().unwrap().contains("--max-server-mib"), "{answer}");
+            assert!(
+                answer["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("--max-server-mib"),
+                "{answer}"
+            );
         } else {
             assert!(answer.get("error").is_none(), "{answer}");
             assert_ne!(answer["result"]["isError"], true, "{answer}");

@@ -31,18 +31,6 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// RSS within `wait` under `mib` (polled), else the last reading.
-fn settles_under(server: &Server, mib: u64, wait: Duration) -> u64 {
-    let started = Instant::now();
-    loop {
-        let rss = server.rss_mib();
-        if rss < mib || started.elapsed() > wait {
-            return rss;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
 /// Sessions on `slot-spider/787` each keep one labelled result of about 40 MiB (the join
 /// concatenated with itself), each within the 64 MiB session budget: the server (default
 /// budget: a quarter of `ulimit -v`, 488 MiB) ends the least recently used idle sessions as it
@@ -96,7 +84,7 @@ fn sessions_of_large_results_share_one_server_budget() {
     for sid in &sessions {
         let _ = agent().delete(format!("{base}/sessions/{sid}")).call();
     }
-    let rss = settles_under(&server, 100, Duration::from_secs(12));
+    let rss = server.settles_under(100, Duration::from_secs(12));
     eprintln!("RSS {rss} MiB after the sessions ended");
     assert!(rss < 100, "{rss} MiB");
     assert!(server.running());
@@ -138,7 +126,7 @@ fn concurrent_joins_are_held_to_one_server_budget() {
     eprintln!("four joins: {probed:?}");
     assert!(server.running(), "the server exited");
     assert!(probed.failures.is_empty(), "{probed:?}");
-    let rss = settles_under(&server, 100, Duration::from_secs(12));
+    let rss = server.settles_under(100, Duration::from_secs(12));
     assert!(rss < 100, "{rss} MiB");
 }
 

@@ -121,6 +121,19 @@ impl Server {
         rss_mib(self.child.id())
     }
 
+    /// The server's RSS in MiB once it is under `mib` (polled every 250 ms), or the last
+    /// reading when `wait` passes first.
+    pub fn settles_under(&self, mib: u64, wait: Duration) -> u64 {
+        let started = Instant::now();
+        loop {
+            let rss = self.rss_mib();
+            if rss < mib || started.elapsed() > wait {
+                return rss;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
     /// The next line the server writes to stderr, if one comes within `wait`.
     pub fn stderr_line(&self, wait: Duration) -> Option<String> {
         self.stderr.recv_timeout(wait).ok()
