@@ -251,28 +251,6 @@ pub fn compile(recipe: Recipe, source: ResolvedSource, store: &Store, progress: 
     Ok(build)
 }
 
-fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbStage {
-    DbStage {
-        outcome: Outcome {
-            attempted: qs.len(),
-            examples: vec![],
-            drops: qs
-                .iter()
-                .map(|q| Drop {
-                    id: format!("{}/{}", recipe.name, q.id),
-                    group: q.db_id.clone(),
-                    reason: reason.into(),
-                    detail: detail.into(),
-                    question: q.question.clone(),
-                    source: Drop::source_text(&q.sql),
-                })
-                .collect(),
-        },
-        endpoints: vec![],
-        rest: RestCounts::default(),
-    }
-}
-
 /// What the compile stage of one database showed of its examples' results, by example id
 /// ([`Build::shown`]).
 type Shown = Vec<(String, crate::tools::shown::Shown)>;
@@ -336,7 +314,11 @@ fn compile_db(
 ) -> (DbStage, Shown, RestShown) {
     if !exists {
         let detail = format!("database file {} is absent", db_path.display());
-        return (drop_all(recipe, qs, "db_missing", &detail), Vec::new(), Vec::new());
+        return (
+            DbStage::drop_all(recipe, qs, "db_missing", &detail),
+            Vec::new(),
+            Vec::new(),
+        );
     }
     let schema = table::check_sqlite_file(db_path)
         .and_then(|()| {
@@ -355,7 +337,11 @@ fn compile_db(
         Ok(s) => s,
         Err(e) => {
             let detail = format!("{}: not a readable SQLite database: {e}", db_path.display());
-            return (drop_all(recipe, qs, "db_invalid", &detail), Vec::new(), Vec::new());
+            return (
+                DbStage::drop_all(recipe, qs, "db_invalid", &detail),
+                Vec::new(),
+                Vec::new(),
+            );
         }
     };
     let executor = Executor::new(&source.databases);

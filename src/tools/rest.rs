@@ -6,7 +6,6 @@
 //! a summary sentence, the parameterised SQL ([`crate::sql::rest`]) and its query parameters.
 //! The response body is the result rows as a JSON array of arrays.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -14,10 +13,13 @@ use serde_json::{Map, Value as Json, json};
 
 use self::pydantic::{choice_ok, enum_error, minimum_error, minimum_ok, parse_typed, type_error};
 use super::ToolSpec;
-use crate::tools::template::{Parameter, Template, slug};
+use crate::tools::template::Parameter;
 use crate::verify::{Answer, Datum};
 
+mod naming;
 mod pydantic;
+
+pub use self::naming::{MAX_NAME, fit_segments, fit_words, name_endpoints, qualify_across_databases};
 
 /// One synthesised GET endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -316,210 +318,6 @@ fn row_bytes(cells: &[Datum]) -> usize {
 /// [`Endpoint::execute_within`] asks `admit` for as it grows.
 pub fn answer_bytes(answer: &Answer) -> usize {
     answer.iter().map(|r| row_bytes(r)).sum::<usize>() + answer.capacity() * std::mem::size_of::<Vec<Datum>>()
-}
-
-/// Longest function name: OpenAI function names allow 64 characters.
-pub const MAX_NAME: usize = 64;
-
-/// Joins `words` with `_`, dropping whole words from the end (never cutting one) until the
-/// name fits in `max` characters; the first word is always kept.
-pub fn fit_words(words: &[String], max: usize) -> String {
-    let mut out = String::new();
-    for (i, w) in words.iter().enumerate() {
-        let extra = if i == 0 { w.len() } else { w.len() + 1 };
-        if i > 0 && out.len() + extra > max {
-            break;
-        }
-        if i > 0 {
-            out.push('_');
-        }
-        out.push_str(w);
-    }
-    // No dangling connective at the end (`…_by`, `…_sorted_by`, `…_and`).
-    while let Some((head, last)) = out.rsplit_once('_') {
-        if !CONNECTIVES.contains(&last) {
-            break;
-        }
-        out = head.to_string();
-    }
-    out
-}
-
-/// Words that join the segments of a name; never the last word of a name.
-const CONNECTIVES: [&str; 8] = ["by", "and", "per", "sorted", "of", "in", "with", "or"];
-
-/// The words of a snake_case name.
-fn words(s: &str) -> Vec<String> {
-    s.split('_').filter(|w| !w.is_empty()).map(String::from).collect()
-}
-
-/// Makes endpoint names unique across a whole dataset catalog (all databases), so
-/// `functions.json`, OpenAPI operation ids and MCP tool names are one string per endpoint:
-/// a name used by endpoints of several databases becomes `<name>_in_<db_id>` for each of them
-/// (whole words of `<name>` dropped from its end if the result would pass [`MAX_NAME`]).
-/// Returns the renames as `(db_id, old name) → new name`.
-pub fn qualify_across_databases(endpoints: &mut [Endpoint]) -> BTreeMap<(String, String), String> {
-    let mut count: BTreeMap<String, usize> = BTreeMap::new();
-    for e in endpoints.iter() {
-        *count.entry(e.name.clone()).or_default() += 1;
-    }
-    let mut taken: BTreeSet<String> = endpoints.iter().map(|e| e.name.clone()).collect();
-    let mut renames = BTreeMap::new();
-    for e in endpoints.iter_mut() {
-        if count[&e.name] < 2 {
-            continue;
-        }
-        let suffix = format!("_in_{}", e.db_id);
-        let mut name = format!(
-            "{}{suffix}",
-            fit_words(&words(&e.name), MAX_NAME.saturating_sub(suffix.len()))
-        );
-        let mut n = 2;
-        while taken.contains(&name) {
-            name = format!(
-                "{}{suffix}_{n}",
-                fit_words(&words(&e.name), MAX_NAME.saturating_sub(suffix.len() + 3))
-            );
-            n += 1;
-        }
-        taken.insert(name.clone());
-        renames.insert((e.db_id.clone(), e.name.clone()), name.clone());
-        e.name = name;
-    }
-    renames
-}
-
-/// The name segments of a template: `get_<table>_<returns>`, `by_<parameters>`,
-/// `per_<group keys>`, `sorted_by_<keys>` (each segment whole words).
-fn name_segments(t: &Template) -> Vec<String> {
-    let returns = if t.returns.is_empty() {
-        "rows".to_string()
-    } else {
-        let mut r: Vec<&str> = t.returns.iter().map(String::as_str).take(3).collect();
-        r.dedup();
-        r.join("_and_")
-    };
-    let mut segments = vec![format!("get_{}_{returns}", t.table)];
-    let mut by: Vec<String> = Vec::new();
-    for p in t.parameters.iter().filter(|p| !p.optional) {
-        let base = p
-            .name
-            .trim_end_matches(|c: char| c.is_ascii_digit() || c == '_')
-            .to_string();
-        if !by.contains(&base) {
-            by.push(base);
-        }
-    }
-    if !by.is_empty() {
-        segments.push(format!("by_{}", by.join("_and_")));
-    }
-    if !t.group_by.is_empty() {
-        segments.push(format!("per_{}", t.group_by.join("_and_")));
-    }
-    if !t.order_by.is_empty() {
-        segments.push(format!("sorted_by_{}", t.order_by.join("_and_")));
-    }
-    segments
-}
-
-/// Joins name segments, dropping whole segments from the end (then whole words of the first)
-/// until the name fits in `max` characters: a name is never cut inside a word.
-pub fn fit_segments(segments: &[String], max: usize) -> String {
-    let mut out = fit_words(&words(&segments[0]), max);
-    for s in &segments[1..] {
-        if out.len() + 1 + s.len() > max {
-            break;
-        }
-        out.push('_');
-        out.push_str(s);
-    }
-    out
-}
-
-/// Content words of a summary, slugged, in order (for naming a difference).
-fn summary_words(s: &str) -> Vec<String> {
-    // Parameter placeholders (`{city_2}`) are not words of the meaning.
-    let mut text = String::new();
-    let mut depth = 0;
-    for ch in s.chars() {
-        match ch {
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            c if depth == 0 => text.push(c),
-            _ => {}
-        }
-    }
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| w.len() > 2)
-        .map(|w| w.to_lowercase())
-        .filter(|w| !CONNECTIVES.contains(&w.as_str()) && !["the", "returns", "rows", "where"].contains(&w.as_str()))
-        .collect()
-}
-
-/// Builds the endpoints of one database from its distinct templates (in first-question order).
-/// Names: `get_<table>_<returns>[_by_<parameters>][_per_<group>][_sorted_by_<keys>]`, at most
-/// [`MAX_NAME`] characters, whole segments or words dropped rather than cut. Where that name is
-/// taken, the name says the difference: `_via_<w>` with the first words of this endpoint's summary
-/// that the other's lacks (e.g. `…_via_destairport` vs the `sourceairport` one), or
-/// `_without_<w>` with the first words the other has and this one lacks; a number only when
-/// neither exists. The summary is [`Template::summary`]; the path mirrors
-/// the name under `/v1/<source>/<db_id>/<table>/`.
-pub fn name_endpoints(source: &str, db_id: &str, templates: &[&Template]) -> Vec<Endpoint> {
-    let mut used: BTreeMap<String, String> = BTreeMap::new();
-    let mut out = Vec::new();
-    for t in templates {
-        let segments = name_segments(t);
-        let base = fit_segments(&segments, MAX_NAME);
-        let mut name = base.clone();
-        if let Some(other) = used.get(&base) {
-            let theirs: BTreeSet<String> = summary_words(other).into_iter().collect();
-            let mut diff: Vec<String> = Vec::new();
-            for w in summary_words(&t.summary) {
-                if !theirs.contains(&w) && !diff.contains(&w) {
-                    diff.push(slug(&w));
-                }
-            }
-            // Nothing of its own: say what it lacks (`…_without_treatments`).
-            let mut word = "via";
-            if diff.is_empty() {
-                word = "without";
-                let mine: BTreeSet<String> = summary_words(&t.summary).into_iter().collect();
-                for w in summary_words(other) {
-                    if !mine.contains(&w) && !diff.contains(&w) {
-                        diff.push(slug(&w));
-                    }
-                }
-            }
-            for take in 1..=diff.len().min(3) {
-                let suffix = format!("_{word}_{}", diff[..take].join("_"));
-                let candidate = format!("{}{suffix}", fit_segments(&segments, MAX_NAME - suffix.len().min(40)));
-                if candidate.len() <= MAX_NAME && !used.contains_key(&candidate) {
-                    name = candidate;
-                    break;
-                }
-            }
-            let mut n = 2;
-            while used.contains_key(&name) {
-                name = format!("{}_{n}", fit_segments(&segments, MAX_NAME - 3));
-                n += 1;
-            }
-        }
-        used.insert(name.clone(), t.summary.clone());
-        let tail = name
-            .strip_prefix(&format!("get_{}_", t.table))
-            .unwrap_or(&name)
-            .to_string();
-        out.push(Endpoint {
-            db_id: db_id.into(),
-            name,
-            path: format!("/v1/{}/{}/{}/{}", slug(source), db_id, t.table, tail),
-            summary: t.summary.clone(),
-            sql: t.sql.clone(),
-            parameters: t.parameters.clone(),
-            ordered: t.ordered,
-        });
-    }
-    out
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@
 pub mod answer;
 pub mod cached;
 pub mod calls;
+pub mod convert;
 pub mod export;
 pub mod faults;
 mod openai_text;

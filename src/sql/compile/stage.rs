@@ -7,7 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::rest::RestCounts;
-use crate::dataset::{Outcome, StoredOutcome};
+use crate::corpus::Question;
+use crate::dataset::{Drop, Outcome, StoredOutcome};
+use crate::recipe::Recipe;
 use crate::tools::rest::Endpoint;
 
 /// The output of one database's compile stage.
@@ -56,6 +58,29 @@ impl DbStage {
             endpoints: stored.endpoints,
             rest: stored.rest,
         })
+    }
+
+    /// Every question of a database dropped with one `reason` (its file is missing or unreadable).
+    pub(super) fn drop_all(recipe: &Recipe, qs: &[Question], reason: &str, detail: &str) -> DbStage {
+        DbStage {
+            outcome: Outcome {
+                attempted: qs.len(),
+                examples: vec![],
+                drops: qs
+                    .iter()
+                    .map(|q| Drop {
+                        id: format!("{}/{}", recipe.name, q.id),
+                        group: q.db_id.clone(),
+                        reason: reason.into(),
+                        detail: detail.into(),
+                        question: q.question.clone(),
+                        source: Drop::source_text(&q.sql),
+                    })
+                    .collect(),
+            },
+            endpoints: vec![],
+            rest: RestCounts::default(),
+        }
     }
 }
 
