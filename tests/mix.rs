@@ -321,7 +321,7 @@ fn sql_train_split_joins_the_mix_and_dev_questions_are_dropped_as_contaminated()
     // The card: counts per source, what was checked and what could not be.
     let card = std::fs::read_to_string(out.join("mix-a/README.md")).unwrap();
     assert!(card.contains("| slot-synth-dev | dev ("), "{card}");
-    assert!(card.contains("config_name: sharegpt"), "{card}");
+    assert!(card.contains("config_name: mix-a-sharegpt-"), "{card}");
     assert_eq!(report["total"]["rows"], json!(order.len()));
     let dev_rows = jsonl(&out.join("slot-synth-dev/data/dev.jsonl")).len();
     assert_eq!(
@@ -587,4 +587,48 @@ fn mix_of_dialogues_counts_turns_skips_a_bad_line_and_decontaminates_against_eva
         card.contains("3.00 (1 dialogues)") && card.contains("train (dialogues)"),
         "{card}"
     );
+}
+
+/// The card's config names are unique to the mix and its files (issue 45: `datasets` caches a
+/// local folder by folder and config name, so `default`/`openai`/`sharegpt` served a rebuilt
+/// mix's stale rows): `<mix>[-openai|-sharegpt]-<digest>`, one marked default, and a rebuild
+/// whose rows differ gets other names.
+#[test]
+fn mix_config_names_are_unique_to_the_mix_and_its_files() {
+    let f = fixture();
+    let t = f.tmp.path();
+    let configs = |name: &str| -> (Vec<String>, usize) {
+        let card = std::fs::read_to_string(t.join("out").join(name).join("README.md")).unwrap();
+        let header = card.split("\n---\n").next().unwrap().to_string();
+        let names: Vec<String> = header
+            .lines()
+            .filter_map(|l| l.strip_prefix("- config_name: "))
+            .map(String::from)
+            .collect();
+        (names, header.matches("default: true").count())
+    };
+    let body = "seed = 3\n[[sources]]\nrecipe = \"slot-synth-train\"\n";
+    mix_recipe(t, "mix-cfg", body);
+    build(t, "mix-cfg");
+    let (first, defaults) = configs("mix-cfg");
+    assert_eq!(defaults, 1, "{first:?}");
+    // Configs, then the same names again under dataset_info.
+    assert_eq!(first.len(), 6, "{first:?}");
+    assert!(
+        first[0].starts_with("mix-cfg-") && first[1].starts_with("mix-cfg-openai-"),
+        "{first:?}"
+    );
+    assert!(first[2].starts_with("mix-cfg-sharegpt-"), "{first:?}");
+    assert!(
+        !first
+            .iter()
+            .any(|n| ["default", "openai", "sharegpt"].contains(&n.as_str())),
+        "{first:?}"
+    );
+    mix_recipe(t, "mix-cfg", &format!("{body}cap = 2\n"));
+    build(t, "mix-cfg");
+    let (second, _) = configs("mix-cfg");
+    for (a, b) in first.iter().zip(&second) {
+        assert_ne!(a, b, "the same config name after the mix's files changed");
+    }
 }

@@ -1,5 +1,6 @@
 //! The mix's card (`README.md`: a Hugging Face YAML header declaring the three exports as configs
-//! `default`, `openai`, `sharegpt` with their features, then every number of
+//! `<mix>-<digest>` (the default), `<mix>-openai-<digest>`, `<mix>-sharegpt-<digest>` with their
+//! features ([`config_names`]), then every number of
 //! [`super::MixReport`] as tables) and the summary `toolforge build` prints.
 
 use std::fmt::Write as _;
@@ -68,19 +69,37 @@ fn turns(s: &Shape) -> String {
     }
 }
 
-/// `README.md` of the mix.
-pub fn card(recipe: &MixRecipe, r: &MixReport) -> String {
+/// The config names of the mix's three exports — default, OpenAI, ShareGPT —:
+/// `<mix>-<digest>`, `<mix>-openai-<digest>`, `<mix>-sharegpt-<digest>`, `digest` that of its
+/// trajectory files ([`crate::emit::card::TrajectorySummary::digest_of`]). `datasets` (4.x, 5.x)
+/// caches a local folder by its name and the config name: names unique to the mix and its files
+/// keep a cache from serving another mix's or an earlier build's rows (issue 45).
+pub fn config_names(mix: &str, digest: &str) -> [String; 3] {
+    [
+        format!("{mix}-{digest}"),
+        format!("{mix}-openai-{digest}"),
+        format!("{mix}-sharegpt-{digest}"),
+    ]
+}
+
+/// `README.md` of the mix; `digest` names its configs ([`config_names`]).
+pub fn card(recipe: &MixRecipe, r: &MixReport, digest: &str) -> String {
     let mut s = String::from("---\nconfigs:\n");
-    for (config, dir) in [("default", ""), ("openai", "openai/"), ("sharegpt", "sharegpt/")] {
+    let names = config_names(&r.name, digest);
+    for (i, (config, dir)) in names.iter().zip(["", "openai/", "sharegpt/"]).enumerate() {
+        let default = if i == 0 { "\n  default: true" } else { "" };
         let _ = writeln!(
             s,
-            "- config_name: {config}\n  data_files:\n  - split: {SPLIT}\n    path: trajectories/{dir}{SPLIT}.jsonl"
+            "- config_name: {config}{default}\n  data_files:\n  - split: {SPLIT}\n    path: trajectories/{dir}{SPLIT}.jsonl"
         );
     }
-    let _ = write!(
-        s,
-        "dataset_info:\n- config_name: default\n  features:\n{TRAJECTORY_FEATURES}- config_name: openai\n  features:\n{OPENAI_FEATURES}- config_name: sharegpt\n  features:\n{SHAREGPT_FEATURES}"
-    );
+    let _ = writeln!(s, "dataset_info:");
+    for (config, features) in names
+        .iter()
+        .zip([TRAJECTORY_FEATURES, OPENAI_FEATURES, SHAREGPT_FEATURES])
+    {
+        let _ = write!(s, "- config_name: {config}\n  features:\n{features}");
+    }
     let _ = write!(
         s,
         "tags:\n- tool-calling\n- function-calling\n- training-mix\ntask_categories:\n- text-generation\n---\n\n# {}\n\n{}\n\n",
@@ -165,7 +184,11 @@ pub fn card(recipe: &MixRecipe, r: &MixReport) -> String {
         }
         s.push('\n');
     }
-    s.push_str("## Files\n\n- `trajectories/train.jsonl` (`load_dataset(\"<dir>\")`, config `default`): the rows as their datasets wrote them, the Hugging Face / TRL chat convention (`messages`, `tools`, `id`, …), shuffled; a row's `id` names its dataset (`<dataset>/<item>`).\n- `trajectories/openai/train.jsonl` (config `openai`): OpenAI's fine-tuning format exactly, with `id`, `gold_answer` and `faults` in the sidecar `train.meta.jsonl` (`line`: the 0-based line).\n- `trajectories/sharegpt/train.jsonl` (config `sharegpt`): ShareGPT / Hermes function calling (tools in `<tools>`, calls in `<tool_call>`, results in `<tool_response>`).\n- `report/mix.json`: every number above; `MANIFEST.json`: BLAKE3 of every file and of each source file read.\n");
+    let _ = write!(
+        s,
+        "## Files\n\n- `trajectories/train.jsonl` (`load_dataset(\"<dir>\")`, config `{}`, marked default): the rows as their datasets wrote them, the Hugging Face / TRL chat convention (`messages`, `tools`, `id`, …), shuffled; a row's `id` names its dataset (`<dataset>/<item>`).\n- `trajectories/openai/train.jsonl` (config `{}`): OpenAI's fine-tuning format exactly, with `id`, `gold_answer` and `faults` in the sidecar `train.meta.jsonl` (`line`: the 0-based line).\n- `trajectories/sharegpt/train.jsonl` (config `{}`): ShareGPT / Hermes function calling (tools in `<tools>`, calls in `<tool_call>`, results in `<tool_response>`).\n- `report/mix.json`: every number above; `MANIFEST.json`: BLAKE3 of every file and of each source file read.\n\nThe config names carry a digest of the trajectory files, so a `datasets` cache never serves another build's rows.\n",
+        names[0], names[1], names[2]
+    );
     s.push('\n');
     s.push_str(crate::emit::card::DATASETS_3X_PARAGRAPH);
     s.push('\n');

@@ -19,6 +19,7 @@ use serde_json::{Value as Json, json};
 
 use super::{MixReport, SPLIT};
 use crate::emit::Staging;
+use crate::emit::card::TrajectorySummary;
 use crate::emit::trajectories::{to_openai, to_sharegpt};
 use crate::recipe::mix::MixRecipe;
 
@@ -68,12 +69,15 @@ pub fn write(
         let (rel, hash) = f.finish()?;
         files.insert(rel, hash);
     }
+    // (the config names carry a digest of the trajectory files: a `datasets` cache keyed by
+    // folder and config name never serves another build's rows)
+    let digest = TrajectorySummary::digest_of(&files);
     let mut put = |rel: &str, bytes: &[u8]| -> Result<()> {
         let (k, v) = staging.put(rel, bytes)?;
         files.insert(k, v);
         Ok(())
     };
-    put("README.md", super::card::card(recipe, report).as_bytes())?;
+    put("README.md", super::card::card(recipe, report, &digest).as_bytes())?;
     put("report/mix.json", &pretty(&serde_json::to_value(report)?))?;
     let recipe_hash =
         blake3::hash(&std::fs::read(recipe_path).with_context(|| format!("reading {}", recipe_path.display()))?)
