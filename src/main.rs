@@ -257,10 +257,11 @@ fn recipe_path(r: &str) -> Result<PathBuf, toolforge::recipe::RecipeError> {
     toolforge::recipe::resolve_recipe(r)
 }
 
-/// A built dataset directory: `r` itself if it holds a MANIFEST.json, else `<out>/<recipe name>`.
+/// A built dataset directory: `r` itself if it holds a MANIFEST.json (or is a retrieval dataset
+/// in the BEIR layout, `corpus.jsonl`), else `<out>/<recipe name>`.
 fn dataset_dir(r: &str, out: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
     let p = PathBuf::from(r);
-    if p.join("MANIFEST.json").is_file() {
+    if p.join("MANIFEST.json").is_file() || p.join("corpus.jsonl").is_file() {
         return Ok(p);
     }
     let path = recipe_path(r)?;

@@ -21,9 +21,14 @@ pub struct RetrievalArgs {
     /// dataset only).
     #[arg(long)]
     pub run: Option<PathBuf>,
-    /// Tools ranked per query by BM25.
+    /// Tools ranked per query by BM25; at least 10, the deepest cutoff reported (Recall@10,
+    /// nDCG@10).
     #[arg(long, default_value_t = 100)]
     pub depth: usize,
+    /// The split whose judgements are scored (`qrels/<split>.tsv`; default `test`, else the only
+    /// split of the dataset).
+    #[arg(long)]
+    pub split: Option<String>,
     /// Output root; the report goes to `<out>/<name>/`.
     #[arg(long, default_value = "eval")]
     pub out: PathBuf,
@@ -32,11 +37,35 @@ pub struct RetrievalArgs {
     pub name: Option<String>,
 }
 
-/// One dataset's scores.
-fn score(dir: &PathBuf, run: Option<&PathBuf>, depth: usize) -> Result<(String, Summary)> {
-    let data = Retrieval::read(dir).with_context(|| format!("{}: not a retrieval dataset", dir.display()))?;
+/// The deepest cutoff the report gives (Recall@10, nDCG@10): a shallower ranking would report
+/// them over fewer documents than they name.
+pub const DEEPEST_CUTOFF: usize = 10;
+
+/// One dataset's scores. Errors: the dataset does not read ([`Retrieval::read`]); the run is
+/// empty, or ranks no query of the dataset (a run for another dataset), or names no document
+/// of its corpus.
+fn score(dir: &PathBuf, run: Option<&PathBuf>, depth: usize, split: Option<&str>) -> Result<(String, Summary)> {
+    let data = Retrieval::read(dir, split).with_context(|| format!("{}: not a retrieval dataset", dir.display()))?;
     let ranking = match run {
-        Some(f) => crate::retrieval::read_trec_run(f)?,
+        Some(f) => {
+            let ranking = crate::retrieval::read_trec_run(f)?;
+            if ranking.is_empty() {
+                bail!("{}: the run is empty", f.display());
+            }
+            let matched = data.qrels.keys().filter(|q| ranking.contains_key(*q)).count();
+            if matched == 0 {
+                bail!(
+                    "{}: ranks none of the {} judged queries of {} (a run for another dataset or split?)",
+                    f.display(),
+                    data.qrels.len(),
+                    dir.display()
+                );
+            }
+            if !ranking.values().flatten().any(|d| data.corpus.contains_key(d)) {
+                bail!("{}: names no document of {}'s corpus", f.display(), dir.display());
+            }
+            ranking
+        }
         None => crate::retrieval::bm25_run(&data, depth),
     };
     Ok((data.name, summarise(&data.qrels, &ranking)))
@@ -47,6 +76,12 @@ impl RetrievalArgs {
     pub fn run(self) -> Result<serde_json::Value> {
         if self.run.is_some() && self.datasets.len() > 1 {
             bail!("--run scores one dataset; give one directory");
+        }
+        if self.depth < DEEPEST_CUTOFF {
+            bail!(
+                "--depth {} is shallower than the cutoffs reported (Recall@10, nDCG@10): give --depth {DEEPEST_CUTOFF} or more",
+                self.depth
+            );
         }
         let method = match &self.run {
             Some(f) => f
@@ -60,7 +95,7 @@ impl RetrievalArgs {
             "| dataset | queries | Recall@1 | Recall@5 | Recall@10 | nDCG@10 | MRR |\n|---|---:|---:|---:|---:|---:|---:|\n",
         );
         for d in &self.datasets {
-            let (name, s) = score(d, self.run.as_ref(), self.depth)?;
+            let (name, s) = score(d, self.run.as_ref(), self.depth, self.split.as_deref())?;
             md.push_str(&format!(
                 "| {name} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
                 s.queries, s.recall_1, s.recall_5, s.recall_10, s.ndcg_10, s.mrr

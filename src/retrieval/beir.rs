@@ -6,9 +6,11 @@
 //!   (`{"name", "description", "parameters"}`) as JSON text (its keys vary per tool, so text keeps
 //!   one column type for `datasets`);
 //! - `queries.jsonl`: `{"_id", "text"}`, one per kept row: the row's id and request (`input`);
-//! - `qrels/test.tsv`: `query-id`, `corpus-id`, `score` (1 = relevant), tab-separated, header
-//!   first (BEIR's file); the same rows as `qrels/test.jsonl`, the card's `default` config (as
-//!   MTEB's Hugging Face datasets do: `datasets` reads one file type per repository);
+//! - `qrels/<split>.tsv`, one per split of the rows (`train`, `dev`, `test`; a row without a split
+//!   is `test`): `query-id`, `corpus-id`, `score` (1 = relevant), tab-separated, header first
+//!   (BEIR's files; MS MARCO's BEIR copy has `train`/`dev`/`test` the same way); the same rows as
+//!   `qrels/<split>.jsonl`, the splits of the card's `default` config (as MTEB's Hugging Face
+//!   datasets do: `datasets` reads one file type per repository);
 //! - `stats.json`: rows attempted, kept, dropped by reason, corpus size; `README.md`: the card.
 //!
 //! The corpus is one tool per (name, database) offered to the selected rows (the spec first
@@ -23,6 +25,12 @@
 //! MCP bundle, whose task has no gold calls until synthesised) has its bundle's tools. A row with
 //! neither is dropped (`no_gold_call`, e.g. BFCL irrelevance), as is one whose gold names a tool
 //! its toolkit lacks (`gold_tool_not_offered`): attempted = kept + dropped.
+//!
+//! Identical documents (the same indexed text, e.g. sel-spider's `calculate_add` in each of 20
+//! databases) cannot be told apart by any retriever: the written corpus holds each text once,
+//! under its first id (id order), with the other ids in `copies`, and the judgements name that id
+//! ([`Retrieval::write`]; `stats.json` counts the merged copies). In memory ([`Retrieval`], what
+//! the open-world eval routes calls with) every copy stays.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
@@ -32,6 +40,9 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value as Json, json};
 
 use crate::tools::ToolSpec;
+
+/// The split of a query whose row has none, and the split `eval retrieval` scores by default.
+pub const DEFAULT_SPLIT: &str = "test";
 
 /// A retrieval dataset in memory.
 #[derive(Debug, Default)]
@@ -44,6 +55,8 @@ pub struct Retrieval {
     pub queries: Vec<(String, String)>,
     /// Relevant corpus ids by query id.
     pub qrels: BTreeMap<String, BTreeSet<String>>,
+    /// The split of each query (its row's `split`; `test` when the row has none).
+    pub split_of: BTreeMap<String, String>,
     /// The scope (database id, or 8 hex digits of the spec's blake3) of each qualified corpus
     /// id; ids that are plain tool names are absent. Not written to the BEIR files.
     pub scopes: BTreeMap<String, String>,
@@ -205,6 +218,8 @@ impl Retrieval {
             };
             match relevant {
                 Ok(rel) => {
+                    let split = row["split"].as_str().unwrap_or(DEFAULT_SPLIT).to_string();
+                    out.split_of.insert(id.clone(), split);
                     out.queries
                         .push((id.clone(), row["input"].as_str().unwrap_or_default().to_string()));
                     out.qrels.insert(id, rel);
@@ -220,58 +235,101 @@ impl Retrieval {
         self.queries.len() + self.dropped.values().sum::<usize>()
     }
 
-    /// Writes the BEIR files into `out` (created; files replaced).
+    /// Identical documents grouped: each corpus id → the first id (id order) whose indexed text
+    /// ([`super::index::document`]) is the same (itself when its text is unique).
+    pub fn representatives(&self) -> BTreeMap<&str, &str> {
+        let mut first: BTreeMap<String, &str> = BTreeMap::new();
+        self.corpus
+            .iter()
+            .map(|(id, t)| {
+                (
+                    id.as_str(),
+                    *first.entry(super::index::document(t)).or_insert(id.as_str()),
+                )
+            })
+            .collect()
+    }
+
+    /// Writes the BEIR files into `out` (created; files replaced): the corpus with identical
+    /// documents merged (module docs), the queries, and per split the judgements.
     pub fn write(&self, out: &Path) -> Result<()> {
+        let _ = std::fs::remove_dir_all(out.join("qrels"));
         std::fs::create_dir_all(out.join("qrels")).with_context(|| format!("creating {}", out.display()))?;
+        let rep = self.representatives();
+        let mut copies: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (id, r) in &rep {
+            if id != r {
+                copies.entry(r).or_default().push(id);
+            }
+        }
         let mut corpus = Vec::new();
-        for (id, t) in &self.corpus {
+        for (id, t) in self.corpus.iter().filter(|(id, _)| rep[id.as_str()] == id.as_str()) {
             let tool = json!({"name": t.name, "description": t.description, "parameters": t.parameters});
-            let line = json!({"_id": id, "title": t.name, "text": super::index::document(t), "tool": tool.to_string()});
+            let same = copies.get(id.as_str()).cloned().unwrap_or_default();
+            let line = json!({"_id": id, "title": t.name, "text": super::index::document(t),
+                "tool": tool.to_string(), "copies": same});
             writeln!(corpus, "{line}")?;
         }
         let mut queries = Vec::new();
         for (id, text) in &self.queries {
             writeln!(queries, "{}", json!({"_id": id, "text": text}))?;
         }
-        let mut qrels = b"query-id\tcorpus-id\tscore\n".to_vec();
-        let mut qrels_jsonl = Vec::new();
+        // Per split: (tsv, jsonl).
+        let mut qrels: BTreeMap<&str, (Vec<u8>, Vec<u8>)> = BTreeMap::new();
         for (q, _) in &self.queries {
-            for d in &self.qrels[q] {
-                writeln!(qrels, "{q}\t{d}\t1")?;
-                writeln!(qrels_jsonl, "{}", json!({"query-id": q, "corpus-id": d, "score": 1}))?;
+            let split = self.split_of.get(q).map_or(DEFAULT_SPLIT, String::as_str);
+            let (tsv, jsonl) = qrels
+                .entry(split)
+                .or_insert_with(|| (b"query-id\tcorpus-id\tscore\n".to_vec(), Vec::new()));
+            let judged: BTreeSet<&str> = self.qrels[q].iter().map(|d| rep[d.as_str()]).collect();
+            for d in judged {
+                writeln!(tsv, "{q}\t{d}\t1")?;
+                writeln!(jsonl, "{}", json!({"query-id": q, "corpus-id": d, "score": 1}))?;
             }
         }
+        let merged = rep.iter().filter(|(id, r)| id != r).count();
         let stats = json!({
             "name": self.name,
             "attempted": self.attempted(),
             "kept": self.queries.len(),
             "dropped": self.dropped,
-            "corpus": self.corpus.len(),
+            "corpus": self.corpus.len() - merged,
+            "identical_documents_merged": merged,
             "qrels": self.qrels.values().map(BTreeSet::len).sum::<usize>(),
+            "queries_per_split": qrels.keys().map(|s| (s.to_string(), self.split_of.values().filter(|x| x == s).count())).collect::<BTreeMap<_, _>>(),
         });
+        let mut split_files = String::new();
+        for split in qrels.keys() {
+            split_files.push_str(&format!("  - split: {split}\n    path: qrels/{split}.jsonl\n"));
+        }
         let card = format!(
             "---\nconfigs:\n- config_name: corpus\n  data_files:\n  - split: corpus\n    path: corpus.jsonl\n\
              - config_name: queries\n  data_files:\n  - split: queries\n    path: queries.jsonl\n\
-             - config_name: default\n  data_files:\n  - split: test\n    path: qrels/test.jsonl\n---\n\n\
+             - config_name: default\n  data_files:\n{split_files}---\n\n\
              # {name}\n\nTool retrieval in the BEIR layout, from the verified rows of a toolforge dataset: \
-             {q} queries (each a row's request), {c} tools (`corpus`), relevance judgements in \
-             `qrels/test.tsv` (the tools the row's gold calls use). `toolforge eval retrieval` scores a \
-             run (Recall@1/5/10, nDCG@10, MRR).\n",
+             {q} queries (each a row's request), {c} tools (`corpus`), relevance judgements per split in \
+             `qrels/<split>.tsv` ({splits}; the tools the row's gold calls use). {merged} documents whose \
+             text is identical to another's are merged into it (`copies` lists their ids): no retriever can \
+             tell them apart. `toolforge eval retrieval` scores a run (Recall@1/5/10, nDCG@10, MRR) on \
+             `test` (or `--split`).\n",
             name = self.name,
             q = self.queries.len(),
-            c = self.corpus.len(),
+            c = self.corpus.len() - merged,
+            splits = qrels.keys().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "),
         );
-        let files: [(&str, Vec<u8>); 6] = [
-            ("corpus.jsonl", corpus),
-            ("queries.jsonl", queries),
-            ("qrels/test.tsv", qrels),
-            ("qrels/test.jsonl", qrels_jsonl),
+        let mut files: Vec<(String, Vec<u8>)> = vec![
+            ("corpus.jsonl".into(), corpus),
+            ("queries.jsonl".into(), queries),
             (
-                "stats.json",
+                "stats.json".into(),
                 format!("{}\n", serde_json::to_string_pretty(&stats)?).into_bytes(),
             ),
-            ("README.md", card.into_bytes()),
+            ("README.md".into(), card.into_bytes()),
         ];
+        for (split, (tsv, jsonl)) in qrels {
+            files.push((format!("qrels/{split}.tsv"), tsv));
+            files.push((format!("qrels/{split}.jsonl"), jsonl));
+        }
         for (rel, bytes) in files {
             let p = out.join(rel);
             std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?;
@@ -279,28 +337,32 @@ impl Retrieval {
         Ok(())
     }
 
-    /// Reads a BEIR directory (`corpus.jsonl` with the `tool` spec column, `queries.jsonl`,
-    /// `qrels/test.tsv`). Errors name the file and line.
-    pub fn read(dir: &Path) -> Result<Retrieval> {
-        let lines = |rel: &str| -> Result<Vec<(usize, String)>> {
-            let p = dir.join(rel);
-            let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-            Ok(text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-                .map(|(i, l)| (i + 1, l.to_string()))
-                .collect())
-        };
-        let mut out = Retrieval {
-            name: dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            ..Default::default()
-        };
-        for (n, l) in lines("corpus.jsonl")? {
-            let v: Json = serde_json::from_str(&l).with_context(|| format!("corpus.jsonl:{n}"))?;
+    /// The splits that have judgements in the BEIR directory `dir` (`qrels/<split>.tsv`), sorted.
+    pub fn splits(dir: &Path) -> Vec<String> {
+        let mut out: Vec<String> = std::fs::read_dir(dir.join("qrels"))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter_map(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        name.strip_suffix(".tsv").map(String::from)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+
+    /// The documents of a BEIR directory's `corpus.jsonl` by id: the `tool` column's spec, or a
+    /// spec made of BEIR's plain `title` (the name) and `text` (the description). Errors name
+    /// the line: not JSON, no `_id`, an id given twice.
+    pub fn read_corpus(dir: &Path) -> Result<BTreeMap<String, ToolSpec>> {
+        let p = dir.join("corpus.jsonl");
+        let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        let mut corpus = BTreeMap::new();
+        for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let n = i + 1;
+            let v: Json = serde_json::from_str(l).with_context(|| format!("corpus.jsonl:{n}"))?;
             let tool = parsed(&v["tool"]);
             let spec = specs(&json!([tool])).pop().unwrap_or_else(|| ToolSpec::reference(""));
             let id = v["_id"].as_str().with_context(|| format!("corpus.jsonl:{n}: no _id"))?;
@@ -314,31 +376,103 @@ impl Retrieval {
             } else {
                 spec
             };
-            out.corpus.insert(id.to_string(), spec);
+            if corpus.insert(id.to_string(), spec).is_some() {
+                bail!("corpus.jsonl:{n}: document id {id:?} given twice");
+            }
         }
+        Ok(corpus)
+    }
+
+    /// Reads a BEIR directory: `corpus.jsonl` (with the `tool` spec column, or BEIR's plain
+    /// `title`/`text`), `queries.jsonl` and the judgements of `split` (`qrels/<split>.tsv`; `None`:
+    /// `test`, else the only split there is). The queries kept are those judged in that split.
+    ///
+    /// Errors, naming the file and line: a line that is not JSON or has no `_id`; an id given
+    /// twice in the corpus or in the queries; an empty corpus; no judgements for the split (the
+    /// splits there are are named); a judgement naming a document absent from the corpus or a
+    /// query absent from the queries.
+    pub fn read(dir: &Path, split: Option<&str>) -> Result<Retrieval> {
+        let lines = |rel: &str| -> Result<Vec<(usize, String)>> {
+            let p = dir.join(rel);
+            let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+            Ok(text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(i, l)| (i + 1, l.to_string()))
+                .collect())
+        };
+        let splits = Self::splits(dir);
+        let listed = || splits.join(", ");
+        let split = match split {
+            Some(s) if splits.iter().any(|x| x == s) => s.to_string(),
+            Some(s) => bail!(
+                "{}: no judgements for split {s:?} (qrels/{s}.tsv); splits: {}",
+                dir.display(),
+                listed()
+            ),
+            None if splits.iter().any(|x| x == DEFAULT_SPLIT) => DEFAULT_SPLIT.to_string(),
+            None if splits.len() == 1 => splits[0].clone(),
+            None if splits.is_empty() => bail!("{}: no judgements (qrels/<split>.tsv)", dir.display()),
+            None => bail!(
+                "{}: judgements for splits {} and none is `test`: choose one (--split)",
+                dir.display(),
+                listed()
+            ),
+        };
+        let mut out = Retrieval {
+            name: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        out.corpus = Self::read_corpus(dir)?;
+        if out.corpus.is_empty() {
+            bail!("{}: the corpus (corpus.jsonl) is empty", dir.display());
+        }
+        let mut texts: BTreeMap<String, String> = BTreeMap::new();
         for (n, l) in lines("queries.jsonl")? {
             let v: Json = serde_json::from_str(&l).with_context(|| format!("queries.jsonl:{n}"))?;
             let id = v["_id"]
                 .as_str()
                 .with_context(|| format!("queries.jsonl:{n}: no _id"))?;
-            out.queries
-                .push((id.to_string(), v["text"].as_str().unwrap_or_default().to_string()));
+            let text = v["text"].as_str().unwrap_or_default().to_string();
+            if texts.insert(id.to_string(), text).is_some() {
+                bail!("queries.jsonl:{n}: query id {id:?} given twice");
+            }
         }
-        for (n, l) in lines("qrels/test.tsv")? {
+        let file = format!("qrels/{split}.tsv");
+        for (n, l) in lines(&file)? {
             let cols: Vec<&str> = l.split('\t').collect();
             if n == 1 && cols.first() == Some(&"query-id") {
                 continue;
             }
             let [q, d, score] = cols[..] else {
-                bail!("qrels/test.tsv:{n}: expected 3 tab-separated columns")
+                bail!("{file}:{n}: expected 3 tab-separated columns")
             };
+            if !texts.contains_key(q) {
+                bail!("{file}:{n}: query {q:?} is not in queries.jsonl");
+            }
+            if !out.corpus.contains_key(d) {
+                bail!("{file}:{n}: document {d:?} is not in corpus.jsonl");
+            }
             if score
                 .trim()
                 .parse::<f64>()
-                .with_context(|| format!("qrels/test.tsv:{n}: score"))?
+                .with_context(|| format!("{file}:{n}: score"))?
                 > 0.0
             {
                 out.qrels.entry(q.to_string()).or_default().insert(d.to_string());
+            }
+        }
+        if out.qrels.is_empty() {
+            bail!("{}: {file} judges no document relevant", dir.display());
+        }
+        for (q, text) in texts {
+            if out.qrels.contains_key(&q) {
+                out.split_of.insert(q.clone(), split.clone());
+                out.queries.push((q, text));
             }
         }
         Ok(out)

@@ -181,8 +181,14 @@ impl RetrievalArgs {
             .unwrap_or_else(|| dir.parent().map(Path::to_path_buf).unwrap_or_default());
         let target = root.join(&data.name);
         data.write(&target)?;
+        let merged = data.representatives().iter().filter(|(id, rep)| id != rep).count();
+        let mut per_split: BTreeMap<&str, usize> = BTreeMap::new();
+        for split in data.split_of.values() {
+            *per_split.entry(split).or_default() += 1;
+        }
         Ok(
-            json!({"written": target, "queries": data.queries.len(), "corpus": data.corpus.len(),
+            json!({"written": target, "queries": data.queries.len(), "queries_per_split": per_split,
+            "corpus": data.corpus.len() - merged, "identical_documents_merged": merged,
             "attempted": data.attempted(), "dropped": data.dropped}),
         )
     }

@@ -21,8 +21,18 @@ pub use index::{Hit, ToolIndex};
 use crate::tools::ToolSpec;
 
 /// The tool catalog of a built dataset (`tools/functions.json`, OpenAI function format), in file
-/// order.
+/// order; of a retrieval dataset in the BEIR layout (`toolforge retrieval`), its corpus in id
+/// order, each tool named by its corpus id (unique, unlike the tool names of several databases).
 pub fn catalog(dir: &Path) -> Result<Vec<ToolSpec>> {
+    if !dir.join("tools/functions.json").is_file() && dir.join("corpus.jsonl").is_file() {
+        return Ok(beir::Retrieval::read_corpus(dir)?
+            .into_iter()
+            .map(|(id, mut t)| {
+                t.name = id;
+                t
+            })
+            .collect());
+    }
     let p = dir.join("tools/functions.json");
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?)
@@ -59,11 +69,13 @@ pub fn bm25_run(data: &beir::Retrieval, depth: usize) -> BTreeMap<String, Vec<St
         .collect()
 }
 
-/// A TREC run file (`query-id Q0 doc-id rank score tag`, whitespace-separated; ranked by score
-/// descending, then rank): the ranking of every query in it. Errors name the line.
+/// A TREC run file (`query-id Q0 doc-id rank score tag`, whitespace-separated): the ranking of
+/// every query in it, ordered as trec_eval orders it — by score descending, ties by document id
+/// descending; the rank column is read (it must be an integer) but ignored, as trec_eval ignores
+/// it. Errors name the line.
 pub fn read_trec_run(path: &Path) -> Result<BTreeMap<String, Vec<String>>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut by_query: BTreeMap<String, Vec<(f64, i64, String)>> = BTreeMap::new();
+    let mut by_query: BTreeMap<String, Vec<(f64, String)>> = BTreeMap::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let cols: Vec<&str> = line.split_whitespace().collect();
         let [q, _, d, rank, score, ..] = cols[..] else {
@@ -73,22 +85,19 @@ pub fn read_trec_run(path: &Path) -> Result<BTreeMap<String, Vec<String>>> {
                 i + 1
             );
         };
-        let rank: i64 = rank
+        let _: i64 = rank
             .parse()
             .with_context(|| format!("{}:{}: rank", path.display(), i + 1))?;
         let score: f64 = score
             .parse()
             .with_context(|| format!("{}:{}: score", path.display(), i + 1))?;
-        by_query
-            .entry(q.to_string())
-            .or_default()
-            .push((score, rank, d.to_string()));
+        by_query.entry(q.to_string()).or_default().push((score, d.to_string()));
     }
     Ok(by_query
         .into_iter()
         .map(|(q, mut v)| {
-            v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then_with(|| a.2.cmp(&b.2)));
-            (q, v.into_iter().map(|(_, _, d)| d).collect())
+            v.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+            (q, v.into_iter().map(|(_, d)| d).collect())
         })
         .collect())
 }

@@ -2,8 +2,9 @@
 
 - `toolforge retrieval` writes BEIR-layout datasets (rest-spider, sel-spider, bfcl `multiple`,
   mcp-tools) that Hugging Face `datasets` loads through the card's configs (`corpus`, `queries`,
-  `default` = qrels as JSON Lines, as MTEB's datasets have them), BEIR's `qrels/test.tsv` read
-  as CSV holding the same judgements; every judged tool is in the corpus, and for rest-spider the relevant tool of
+  `default` = qrels as JSON Lines, one split per split of the rows, as MTEB's datasets have
+  them), BEIR's `qrels/<split>.tsv` read as CSV holding the same judgements; identical documents
+  merged (`copies`); every judged tool is in the corpus, and for rest-spider the relevant tool of
   each question is its gold endpoint, read here from the Parquet rows.
 - `search_tools` over HTTP (`GET` and `POST /search_tools`) and over MCP through the official
   Python SDK, in `--open-world` mode: `tools/list` is `search_tools` + `call_tool` only; the
@@ -52,30 +53,42 @@ def test_retrieval_dataset_loads_with_datasets_in_beir_layout(dataset, split, tm
     cache = str(tmp_path / "cache")
     corpus = datasets.load_dataset(path, "corpus", split="corpus", cache_dir=cache)
     queries = datasets.load_dataset(path, "queries", split="queries", cache_dir=cache)
-    qrels = datasets.load_dataset(path, "default", split="test", cache_dir=cache)
-    # BEIR's own qrels file holds the same judgements.
-    tsv = datasets.load_dataset(
-        "csv", data_files=os.path.join(path, "qrels", "test.tsv"), delimiter="\t", split="train", cache_dir=cache
-    )
-    assert sorted(zip(tsv["query-id"], tsv["corpus-id"])) == sorted(zip(qrels["query-id"], qrels["corpus-id"]))
+    # One judgement file per split of the rows (BEIR's qrels/<split>.tsv), each read as CSV
+    # holding the same judgements as the card's `default` config's split.
+    splits = sorted(f[: -len(".tsv")] for f in os.listdir(os.path.join(path, "qrels")) if f.endswith(".tsv"))
+    assert splits == sorted(stats["queries_per_split"]), (splits, stats)
+    pairs = []
+    for split in splits:
+        qrels = datasets.load_dataset(path, "default", split=split, cache_dir=cache)
+        tsv = datasets.load_dataset(
+            "csv", data_files=os.path.join(path, "qrels", f"{split}.tsv"), delimiter="\t", split="train", cache_dir=cache
+        )
+        assert sorted(zip(tsv["query-id"], tsv["corpus-id"])) == sorted(zip(qrels["query-id"], qrels["corpus-id"]))
+        assert len(set(qrels["query-id"])) == stats["queries_per_split"][split]
+        pairs += list(zip(qrels["query-id"], qrels["corpus-id"]))
     assert len(queries) == stats["queries"] > 0
     assert len(corpus) == stats["corpus"] > 0
     ids = set(corpus["_id"])
     assert len(ids) == len(corpus)
-    assert set(qrels["corpus-id"]) <= ids
-    assert set(qrels["query-id"]) == set(queries["_id"])
+    # Identical documents are merged: no two corpus texts are equal, the copies are listed.
+    assert len(set(corpus["text"])) == len(corpus)
+    copies = {c for cs in corpus["copies"] for c in cs}
+    assert len(copies) == stats["identical_documents_merged"] and not copies & ids
+    assert {d for _, d in pairs} <= ids
+    assert {q for q, _ in pairs} == set(queries["_id"])
     for tool in corpus.select(range(min(20, len(corpus))))["tool"]:
         spec = json.loads(tool)
         assert spec["name"] and isinstance(spec["parameters"], dict)
     if dataset == "rest-spider":
         gold = {r["id"]: r["output"][0]["name"] for r in rows(dataset)}
         judged = {}
-        for q, d in zip(qrels["query-id"], qrels["corpus-id"]):
+        for q, d in pairs:
             judged.setdefault(q, set()).add(d)
-        assert judged == {q: {n} for q, n in gold.items()}
-        # The corpus is every endpoint of every database (tools/functions.json).
+        same = {c: rep for rep, cs in zip(corpus["_id"], corpus["copies"]) for c in cs}
+        assert judged == {q: {same.get(n, n)} for q, n in gold.items()}
+        # The corpus is every endpoint of every database (tools/functions.json), copies merged.
         with open(os.path.join(ROOT, "out", dataset, "tools", "functions.json")) as f:
-            assert ids == {t["function"]["name"] for t in json.load(f)}
+            assert ids | copies == {t["function"]["name"] for t in json.load(f)}
 
 
 def http_json(url, body=None):
