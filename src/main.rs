@@ -210,6 +210,10 @@ enum EvalCommand {
         /// Request seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Time limit per request attempt in seconds; an attempt that runs out is retried (up to
+        /// 5 attempts), then the row is failed.
+        #[arg(long, default_value_t = 600.0)]
+        timeout: f64,
         /// Store caching the model's answers (default `<out>/.store`).
         #[arg(long)]
         store: Option<PathBuf>,
@@ -369,6 +373,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             temperature,
             max_tokens,
             seed,
+            timeout,
             store,
             quiet,
             common,
@@ -407,6 +412,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                 temperature,
                 max_tokens,
                 seed,
+                timeout_secs: timeout,
                 store: store.unwrap_or_else(|| common.out.join(".store")),
                 progress: !quiet,
                 ..Default::default()
