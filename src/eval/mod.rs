@@ -4,7 +4,7 @@
 //! - [`predictions`]: the predictions file (our `output` format or OpenAI `tool_calls`), every
 //!   problem counted and named, never fatal.
 //! - [`metrics`]: one metric per function, with its paper § (Live API-Bench §4.1.1, API-BLEND
-//!   §5.4, BFCL AST and irrelevance).
+//!   §5.4, BFCL AST and irrelevance) or marked as ours (exact match).
 //! - [`execute`]: completion (the predicted sequence executed, answer compared as verification
 //!   compares) and the DynamicToolBench pass rate (A_new enforced as `serve` enforces it).
 //! - [`score`]: per-row results, totals and breakdowns; [`stats`]: bootstrap 95% intervals;

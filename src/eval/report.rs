@@ -39,7 +39,7 @@ pub const TABLE: [(&str, &str, &str); 14] = [
     ),
     ("lcs_f1", "LCS-F1", "API-BLEND §5.4, F1 of mean P and R"),
     ("lcs_f1_row_mean", "LCS-F1 row mean (ours)", "mean of per-row F1"),
-    ("exact_match", "EM", "API-BLEND §5.4"),
+    ("exact_match", "EM", "ours: the whole sequence equal"),
     ("bfcl_ast", "BFCL AST", "BFCL"),
     ("irrelevance", "Irrelevance", "BFCL"),
     ("relevance", "Relevance", "BFCL live_relevance"),

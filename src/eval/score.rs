@@ -41,9 +41,15 @@ pub struct RowResult {
     pub gold_calls: usize,
     /// Predicted calls (well-formed ones).
     pub predicted_calls: usize,
-    /// Live API-Bench §4.1.1 position-aware intent.
+    /// Live API-Bench §4.1.1 intent: position-aware, except on a row whose call order is free
+    /// (MixATIS/MixSNIPS, parts of SGD, BFCL parallel), where calls match in any order
+    /// ([`metrics::intent::Order`]).
     #[serde(default)]
     pub intent: Prf,
+    /// The paper's literal position-aware intent on every row, order-free ones included
+    /// (`intent_*_positional`; equal to `intent` on every other row).
+    #[serde(default)]
+    pub intent_positional: Prf,
     /// Live API-Bench §4.1.1 slot, conditional on the matched intent (`None`: no call matched,
     /// the row is excluded from the slot means).
     pub slot: Option<Prf>,
@@ -64,7 +70,7 @@ pub struct RowResult {
     /// API-BLEND §5.4 LCS-F1.
     #[serde(default)]
     pub lcs: Prf,
-    /// API-BLEND §5.4 exact match.
+    /// Exact match (ours: API-BLEND §5.4 defines no exact-match metric; [`metrics::blend`]).
     #[serde(default)]
     pub exact_match: bool,
     /// Live API-Bench completion (executed answer equals `gold_answer`).
@@ -124,8 +130,9 @@ pub struct Summary {
 
 /// The score fields of a [`RowResult`]: a failed row has none of them in `rows.jsonl`
 /// ([`RowResult::to_json`]).
-pub const SCORE_FIELDS: [&str; 13] = [
+pub const SCORE_FIELDS: [&str; 14] = [
     "intent",
+    "intent_positional",
     "slot",
     "slot_all_rows",
     "api",
@@ -172,6 +179,9 @@ impl RowResult {
             ("intent_p", self.intent.p),
             ("intent_r", self.intent.r),
             ("intent_f1", self.intent.f1),
+            ("intent_p_positional", self.intent_positional.p),
+            ("intent_r_positional", self.intent_positional.r),
+            ("intent_f1_positional", self.intent_positional.f1),
             ("slot_p_all_rows", self.slot_all_rows.p),
             ("slot_r_all_rows", self.slot_all_rows.r),
             ("slot_f1_all_rows", self.slot_all_rows.f1),
@@ -374,6 +384,7 @@ pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> R
         gold_calls: gold.len(),
         predicted_calls: calls.len(),
         intent: metrics::intent::intent_prf(gold, &resolved, order),
+        intent_positional: metrics::intent::intent_prf(gold, &resolved, metrics::intent::Order::Positional),
         slot: metrics::intent::slot_prf(gold, &resolved, order),
         slot_all_rows: metrics::intent::slot_prf_all_rows(gold, &resolved, order),
         api: metrics::blend::api_prf(gold, &resolved),

@@ -3,8 +3,8 @@
 //!
 //! - [`intent`]: Live API-Bench §4.1.1 position-aware intent P/R/F1 and slot P/R/F1 conditional
 //!   on the matched intent.
-//! - [`blend`]: API-BLEND §5.4 API-F1, Parameter-F1, LCS-F1 and exact match (and our
-//!   Parameter-F1 by API beside Parameter-F1).
+//! - [`blend`]: API-BLEND §5.4 API-F1, Parameter-F1 and LCS-F1 (and our Parameter-F1 by API
+//!   beside Parameter-F1), and our exact match (no metric of §5.4).
 //! - [`bfcl`]: BFCL's AST check (type coercion and acceptable values) for `bfcl` rows;
 //!   [`bfcl_lang`]: Java/JavaScript arguments read from source text as BFCL's converters read
 //!   them.
