@@ -214,6 +214,11 @@ enum EvalCommand {
         /// 5 attempts), then the row is failed.
         #[arg(long, default_value_t = 600.0)]
         timeout: f64,
+        /// Run N times, run i with request seed `--seed` + i (each in `<run>/repeat-<i>/`), then
+        /// report mean ± std per metric, pass@k of completion and per-row agreement
+        /// (`<run>/repeats.json`, `repeats.md`).
+        #[arg(long, default_value_t = 1)]
+        repeats: usize,
         /// Store caching the model's answers (default `<out>/.store`).
         #[arg(long)]
         store: Option<PathBuf>,
@@ -374,6 +379,7 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             max_tokens,
             seed,
             timeout,
+            repeats,
             store,
             quiet,
             common,
@@ -419,6 +425,18 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             };
             let sel = eval_selection(&common);
             let rows = sel.rows(&set);
+            if repeats > 1 {
+                let r = toolforge::eval::repeats::run(&set, &rows, &cfg, &run, &out, repeats)?;
+                print!("{}", toolforge::eval::repeats::markdown(&r, &run));
+                println!("eval: wrote {}", out.join("repeats.json").display());
+                if r.failed > 0 {
+                    anyhow::bail!(
+                        "{} rows failed over the {repeats} runs; run again to retry them",
+                        r.failed
+                    );
+                }
+                return Ok(());
+            }
             let report = toolforge::eval::run::run(&set, &rows, &cfg, &run, &out)?;
             print!(
                 "{}",

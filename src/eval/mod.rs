@@ -17,6 +17,8 @@
 //!   ([`agent`]: the tool-calling loop against the live tools; [`open_world`]: the agent given
 //!   only `search_tools` and `call_tool`, and the retrieval metrics of its searches); [`prompt`]:
 //!   what the model is shown and how its text is read back into calls.
+//! - [`repeats`]: `eval run --repeats N`: the run N times with seeds S … S+N−1, then mean ± std
+//!   per metric, pass@k of completion (Chen et al. 2021) and per-row agreement.
 //! - [`retrieval`]: `eval retrieval`, Recall@k / nDCG@10 / MRR of BM25 or a TREC run on the BEIR
 //!   retrieval datasets.
 //!
@@ -33,6 +35,7 @@ pub mod metrics;
 pub mod open_world;
 pub mod predictions;
 pub mod prompt;
+pub mod repeats;
 pub mod report;
 pub mod retrieval;
 pub mod rows;
