@@ -210,6 +210,15 @@ enum EvalCommand {
         /// Request seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Time limit per request attempt in seconds; an attempt that runs out is retried (up to
+        /// 5 attempts), then the row is failed.
+        #[arg(long, default_value_t = 600.0)]
+        timeout: f64,
+        /// Run N times, run i with request seed `--seed` + i (each in `<run>/repeat-<i>/`), then
+        /// report mean ± std per metric, pass@k of completion and per-row agreement
+        /// (`<run>/repeats.json`, `repeats.md`).
+        #[arg(long, default_value_t = 1)]
+        repeats: usize,
         /// Store caching the model's answers (default `<out>/.store`).
         #[arg(long)]
         store: Option<PathBuf>,
@@ -370,6 +379,8 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
             temperature,
             max_tokens,
             seed,
+            timeout,
+            repeats,
             store,
             quiet,
             common,
@@ -408,12 +419,25 @@ fn eval(command: EvalCommand) -> anyhow::Result<()> {
                 temperature,
                 max_tokens,
                 seed,
+                timeout_secs: timeout,
                 store: store.unwrap_or_else(|| common.out.join(".store")),
                 progress: !quiet,
                 ..Default::default()
             };
             let sel = eval_selection(&common);
             let rows = sel.rows(&set);
+            if repeats > 1 {
+                let r = toolforge::eval::repeats::run(&set, &rows, &cfg, &run, &out, repeats)?;
+                print!("{}", toolforge::eval::repeats::markdown(&r, &run));
+                println!("eval: wrote {}", out.join("repeats.json").display());
+                if r.failed > 0 {
+                    anyhow::bail!(
+                        "{} rows failed over the {repeats} runs; run again to retry them",
+                        r.failed
+                    );
+                }
+                return Ok(());
+            }
             let report = toolforge::eval::run::run(&set, &rows, &cfg, &run, &out)?;
             print!(
                 "{}",

@@ -321,3 +321,120 @@ fn ast_check_agrees_with_bfcls_own_checker() {
         "most perturbation kinds fail somewhere: {kinds_failing:?}"
     );
 }
+
+/// Issue 49 D4: Java/JavaScript rows (`meta.language`) are judged as `bfcl-eval` judges them:
+/// each argument is source text read by BFCL's converter of its BFCL type, so values that differ
+/// only in letter case pass where BFCL's string rules apply (`String`, `any`, list elements) and
+/// fail where they do not (`TRUE` is no Java `boolean`; a variable name is compared exactly).
+/// Every Java/JavaScript row, its gold and four case changes of every string argument, against
+/// BFCL's own checker. Before the fix: 192 of 750 disagreed (toolforge compared every value
+/// case-insensitively).
+#[test]
+fn java_and_javascript_values_differing_in_case_are_judged_as_bfcl_eval_does() {
+    ensure_bfcl_eval();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    build_and_emit(
+        &root().join("recipes/bfcl.toml"),
+        Some(&out),
+        Some(&tmp.path().join("store")),
+        false,
+    )
+    .unwrap();
+    let set = EvalSet::load(&out.join("bfcl"), None).unwrap();
+    let rows: Vec<_> = select(&set, None, None)
+        .into_iter()
+        .filter(|r| r.meta["language"].is_string() && !r.gold.is_empty())
+        .collect();
+    assert!(rows.len() >= 100, "{}", rows.len());
+    let cases: [(&str, fn(&str) -> String); 5] = [
+        ("gold", |s| s.to_string()),
+        ("upper", |s| s.to_uppercase()),
+        ("lower", |s| s.to_lowercase()),
+        ("swapcase", |s| {
+            s.chars()
+                .map(|c| {
+                    if c.is_uppercase() {
+                        c.to_lowercase().next().unwrap()
+                    } else {
+                        c.to_uppercase().next().unwrap()
+                    }
+                })
+                .collect()
+        }),
+        ("capitalised", |s| {
+            let mut c = s.chars();
+            c.next()
+                .map(|f| f.to_uppercase().chain(c).collect())
+                .unwrap_or_default()
+        }),
+    ];
+    let (mut items, mut ours) = (String::new(), Vec::new());
+    for (kind, change) in cases {
+        let preds: Vec<Vec<Call>> = rows
+            .iter()
+            .map(|r| {
+                r.gold
+                    .iter()
+                    .map(|c| Call {
+                        arguments: c
+                            .arguments
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.as_str().map_or(v.clone(), |s| json!(change(s)))))
+                            .collect(),
+                        ..c.clone()
+                    })
+                    .collect()
+            })
+            .collect();
+        let text: String = rows.iter().zip(&preds).map(|(r, p)| line(&r.id, p) + "\n").collect();
+        let scored = score(&set, &rows, &predictions::parse(&text));
+        for ((r, p), res) in rows.iter().zip(&preds).zip(&scored.rows) {
+            let output: Vec<Value> = p
+                .iter()
+                .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+                .collect();
+            items += &(json!({"n": ours.len(), "bfcl_id": r.meta["bfcl_id"], "category": r.meta["category"], "output": output})
+                .to_string()
+                + "\n");
+            ours.push((r.id.clone(), kind, res.bfcl_ast.unwrap()));
+        }
+    }
+    let items_path = tmp.path().join("items.jsonl");
+    std::fs::write(&items_path, items).unwrap();
+    let o = Command::new("python3")
+        .arg(root().join("tests/eval_bfcl_check.py"))
+        .arg(root().join("../shared/corpora/bfcl"))
+        .arg(&items_path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let theirs: Vec<Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(theirs.len(), ours.len());
+    let (mut passed, mut disagree) = (0, Vec::new());
+    for (t, (id, kind, mine)) in theirs.iter().zip(&ours) {
+        let valid = t["valid"].as_bool().unwrap();
+        passed += valid as usize;
+        if valid != *mine {
+            disagree.push(format!("{id} {kind}: ours {mine}, BFCL {valid} ({})", t["error_type"]));
+        }
+    }
+    eprintln!(
+        "BFCL Java/JavaScript cross-check: {} rows x {} cases = {} predictions, {} agree, {passed} pass BFCL's checker",
+        rows.len(),
+        cases.len(),
+        ours.len(),
+        ours.len() - disagree.len()
+    );
+    assert!(
+        disagree.is_empty(),
+        "{} disagreements, e.g. {:#?}",
+        disagree.len(),
+        &disagree[..disagree.len().min(10)]
+    );
+    assert!(passed > ours.len() / 3 && passed < ours.len(), "a mix: {passed}");
+}

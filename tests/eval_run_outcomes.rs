@@ -238,3 +238,153 @@ fn agent_completion_needs_an_answered_episode_and_every_stop_reason_is_reported(
     );
     assert_eq!(row["predicted_calls"], 1);
 }
+
+/// The gold of each row as the model's text answer, keyed by the row's request.
+fn gold_answers(set: &EvalSet, ids: &[&str]) -> Vec<(String, String)> {
+    ids.iter()
+        .map(|id| {
+            let row = set.rows.iter().find(|r| r.id == *id).unwrap();
+            let calls: Vec<Value> = row
+                .gold
+                .iter()
+                .map(|c| json!({"name": c.name, "arguments": c.arguments, "label": c.label}))
+                .collect();
+            (row.input.clone(), Value::Array(calls).to_string())
+        })
+        .collect()
+}
+
+/// The answer in `answers` whose request is in the body's messages.
+fn answer_for(answers: &[(String, String)], body: &Value) -> Option<String> {
+    let text: String = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    answers
+        .iter()
+        .find(|(q, _)| text.contains(q.as_str()))
+        .map(|(_, a)| a.clone())
+}
+
+/// Issue 49 D3: a malformed response body (cut off; JSON that is no completion) is retried like an
+/// HTTP 500, not taken as the row's final failure.
+#[test]
+fn malformed_response_body_is_retried_like_a_server_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path();
+    let (dataset, set) = slot_spider(tmp);
+    let ids = ["slot-spider/491", "slot-spider/492"];
+    let answers = gold_answers(&set, &ids);
+    // Per request body: the first answer is a cut-off body, the second JSON without choices,
+    // the third the gold.
+    let seen = std::sync::Mutex::new(HashMap::<String, usize>::new());
+    let stub = openai_stub::start_raw(move |body| {
+        let mut seen = seen.lock().unwrap();
+        let n = seen.entry(body.to_string()).or_default();
+        *n += 1;
+        match *n {
+            1 => (
+                200,
+                r#"{"id": "chatcmpl-x", "choices": [{"index": 0, "mess"#.to_string(),
+            ),
+            2 => (
+                200,
+                json!({"id": "chatcmpl-x", "object": "chat.completion"}).to_string(),
+            ),
+            _ => (
+                200,
+                openai_stub::completion(json!({"role": "assistant", "content": answer_for(&answers, body).unwrap()}))
+                    .to_string(),
+            ),
+        }
+    });
+    let (out, store) = (tmp.join("eval"), tmp.join("llm-store"));
+    let o = eval_run(&dataset, &stub.base_url(), &ids.join(","), &out, &store);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = report(&out);
+    eprintln!("malformed bodies: accounting {}", r["accounting"]);
+    assert_eq!((r["failed"].as_u64(), r["scored"].as_u64()), (Some(0), Some(2)));
+    assert_eq!(
+        r["accounting"]["retries"], 4,
+        "two malformed bodies per row, each retried"
+    );
+    assert_eq!(r["totals"]["metrics"]["completion"], json!({"mean": 1.0, "n": 2}));
+    assert_eq!(stub.bodies.lock().unwrap().len(), 6);
+}
+
+/// Issue 49 D3: `--timeout` bounds each attempt (a row that never answers in time is failed after
+/// the retries, not after 600 s each); a failed row's `rows.jsonl` line carries no score at all
+/// (absent, not 0); the table's `Rows` column counts the rows the means cover and says how many
+/// failed.
+#[test]
+fn timeout_flag_bounds_each_attempt_and_failed_rows_carry_no_score() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path();
+    let (dataset, set) = slot_spider(tmp);
+    let ids = ["slot-spider/491", "slot-spider/492"];
+    let answers = gold_answers(&set, &ids);
+    let slow = answers[0].0.clone();
+    // The first row's request is answered only after 4 s; the second at once with its gold.
+    let stub = openai_stub::start(move |body| {
+        if body.to_string().contains(&slow) {
+            std::thread::sleep(std::time::Duration::from_secs(4));
+        }
+        let answer = answer_for(&answers, body).unwrap();
+        (
+            200,
+            openai_stub::completion(json!({"role": "assistant", "content": answer})),
+        )
+    });
+    let (out, store) = (tmp.join("eval"), tmp.join("llm-store"));
+    let started = std::time::Instant::now();
+    let o = eval_run_with(
+        &dataset,
+        &stub.base_url(),
+        &ids.join(","),
+        &out,
+        &store,
+        &["--timeout", "1"],
+    );
+    let took = started.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("--timeout 1: the run took {took:.1} s; {stderr}");
+    assert!(!o.status.success(), "a run with a failed row exits non-zero");
+    assert!(stderr.contains("1 of 2 rows failed"), "{stderr}");
+    // 5 attempts of 1 s and the backoff between them (0.5 + 1 + 2 + 4 s): far below 600 s.
+    assert!(took < 60.0, "took {took} s");
+    let r = report(&out);
+    assert_eq!(r["failed_ids"], json!([ids[0]]));
+    assert_eq!(r["totals"]["metrics"]["completion"], json!({"mean": 1.0, "n": 1}));
+    let rows: Vec<Value> = std::fs::read_to_string(out.join("r/rows.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["status"], "failed");
+    assert!(
+        rows[0]["errors"][0].as_str().unwrap().contains("timeout"),
+        "{}",
+        rows[0]["errors"]
+    );
+    for field in toolforge::eval::score::SCORE_FIELDS {
+        assert!(rows[0].get(field).is_none(), "failed row has {field}: {}", rows[0]);
+    }
+    assert_eq!(rows[1]["status"], "scored");
+    assert_eq!(rows[1]["completion"], true);
+    assert_eq!(rows[1]["intent"]["f1"], 1.0);
+    // The table: the means cover 1 row, 1 failed.
+    let md = std::fs::read_to_string(out.join("r/report.md")).unwrap();
+    let line = md.lines().find(|l| l.starts_with("| stub |")).unwrap();
+    assert!(line.starts_with("| stub | 1 (1 failed) |"), "{line}");
+    // `eval report` still reads the run back.
+    let cmp = Command::new(env!("CARGO_BIN_EXE_toolforge"))
+        .args(["eval", "report"])
+        .arg(out.join("r"))
+        .arg("--out")
+        .arg(tmp.join("cmp"))
+        .output()
+        .unwrap();
+    assert!(cmp.status.success(), "{}", String::from_utf8_lossy(&cmp.stderr));
+}

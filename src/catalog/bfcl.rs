@@ -14,7 +14,9 @@
 //!   `live_parallel_multiple`, and any other category with a `possible_answer` file): one call
 //!   per gold call, all of them, in the gold's order; Java and JavaScript functions as BFCL
 //!   shows them to the model (every parameter a string) and their gold as source text
-//!   ([`super::bfcl_lang`]), `meta.language`;
+//!   ([`super::bfcl_lang`]), `meta.language`, BFCL's own gold `meta.acceptable_bfcl` and each
+//!   function's BFCL parameter types `meta.parameter_types` (`{name: {param: [type, element
+//!   type]}}`: what `eval`'s AST check reads the model's source text by);
 //! - no-call categories (`irrelevance`, `live_irrelevance`: no function fits, the right answer is
 //!   no call; BFCL has no gold file for them): `output` = `[]`, `meta.expected` = `"no_call"`;
 //! - any-call categories (`live_relevance`: some function fits and BFCL passes any call, there
@@ -415,6 +417,13 @@ pub fn convert(root: &Path) -> Result<BfclOutput, CorpusError> {
             meta["acceptable"] = acceptable;
             if lang != Language::Python {
                 meta["acceptable_bfcl"] = gt.clone();
+                // Each function's BFCL parameter types, for the AST check's converters.
+                meta["parameter_types"] = tools
+                    .iter()
+                    .zip(&q.funcs)
+                    .map(|(t, f)| (t.spec.name.clone(), Value::Object(bfcl_lang::parameter_types(f))))
+                    .collect::<Map<String, Value>>()
+                    .into();
             }
             meta["lint"] = json!(findings);
             if let Some(e) = gold_invalid {

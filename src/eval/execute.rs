@@ -1,9 +1,11 @@
 //! Executing a predicted sequence, for the completion rate (Live API-Bench §4.1.1) and the
 //! DynamicToolBench pass rate.
 //!
-//! - SLOT/SEL: the row's setup step (run by the framework), then the predicted calls, on the
-//!   project's executor ([`crate::tools::executor::Executor::run`]); the final answer is the
-//!   executor's (its module docs).
+//! - SLOT/SEL: the row's setup steps (run by the framework: the join step and any
+//!   `additional_setup_steps`), then the predicted calls, on the project's executor
+//!   ([`crate::tools::executor::Executor::run_with_setup`]); the final answer is built from the
+//!   predicted calls' sinks only — a setup table the prediction does not read is not part of it,
+//!   as in a `serve` session.
 //! - REST: each predicted call goes to the endpoint of that name in the row's database as the
 //!   `GET` query string an HTTP client sends for its arguments ([`query_pairs`]), read exactly as
 //!   `toolforge serve` and FastAPI read it ([`Endpoint::arguments_from_query`]: pydantic's lax
@@ -205,12 +207,13 @@ impl<'s> Runner<'s> {
             return last;
         }
         let executor = self.executor.as_ref().ok_or("no database root")?;
-        let mut seq: Vec<Call> = row.setup.iter().cloned().collect();
         if calls.is_empty() {
             return Err("no call was made".into());
         }
-        seq.extend(calls);
-        executor.run(&seq).map_err(|e| e.to_string())
+        // The setup tables are the framework's, loaded before the model's calls: never part of
+        // the answer, whether or not the prediction reads them (as in a `serve` session).
+        let setup: Vec<&Call> = row.setup.iter().collect();
+        executor.run_with_setup(&setup, &calls).map_err(|e| e.to_string())
     }
 
     /// Completion: `Some(Ok(()))` when the prediction's answer matches `gold_answer`,

@@ -4,7 +4,7 @@
 //! - [`predictions`]: the predictions file (our `output` format or OpenAI `tool_calls`), every
 //!   problem counted and named, never fatal.
 //! - [`metrics`]: one metric per function, with its paper § (Live API-Bench §4.1.1, API-BLEND
-//!   §5.4, BFCL AST and irrelevance).
+//!   §5.4, BFCL AST and irrelevance) or marked as ours (exact match).
 //! - [`execute`]: completion (the predicted sequence executed, answer compared as verification
 //!   compares) and the DynamicToolBench pass rate (A_new enforced as `serve` enforces it).
 //! - [`score`]: per-row results, totals and breakdowns; [`stats`]: bootstrap 95% intervals;
@@ -17,6 +17,8 @@
 //!   ([`agent`]: the tool-calling loop against the live tools; [`open_world`]: the agent given
 //!   only `search_tools` and `call_tool`, and the retrieval metrics of its searches); [`prompt`]:
 //!   what the model is shown and how its text is read back into calls.
+//! - [`repeats`]: `eval run --repeats N`: the run N times with seeds S … S+N−1, then mean ± std
+//!   per metric, pass@k of completion (Chen et al. 2021) and per-row agreement.
 //! - [`retrieval`]: `eval retrieval`, Recall@k / nDCG@10 / MRR of BM25 or a TREC run on the BEIR
 //!   retrieval datasets.
 //!
@@ -33,6 +35,7 @@ pub mod metrics;
 pub mod open_world;
 pub mod predictions;
 pub mod prompt;
+pub mod repeats;
 pub mod report;
 pub mod retrieval;
 pub mod rows;

@@ -8,7 +8,11 @@
 //! - `output`: our row format (`arguments` an object or a JSON string; `label` optional, default
 //!   `<name>_<i>`);
 //! - `tool_calls`: OpenAI's assistant-message shape, `function.arguments` a JSON string; the label
-//!   is `function.label` if given, else the tool call `id`, else `<name>_<i>`;
+//!   is `function.label` if given, else the tool call `id`, else `<name>_<i>`. The `k`-th
+//!   well-formed call (from 0) also answers to `OUT_k`, the label toolforge's native-calling
+//!   prompt asks the model to refer to it by ([`crate::eval::prompt`]): a whole-string reference
+//!   `"$OUT_k$"` is resolved to that call's label unless a call of the line is itself labelled
+//!   `OUT_k` ([`resolve_out_refs`]);
 //! - neither key, or an empty list: the model made no call;
 //! - `failed` (a string, `eval run`): the request for this row failed (refused connection, 401,
 //!   500 after the retries, …) and the model gave no answer: the row is *failed*, not scored as
@@ -128,6 +132,9 @@ pub fn parse_prediction(v: &Value) -> Prediction {
                     Err(e) => out.problems.push(e),
                 }
             }
+            if v.get("output").is_none_or(Value::is_null) {
+                resolve_out_refs(&mut out.calls);
+            }
         }
         Some(other) => out.problems.push(format!(
             "the calls are not a list: {}",
@@ -135,6 +142,36 @@ pub fn parse_prediction(v: &Value) -> Prediction {
         )),
     }
     out
+}
+
+/// Rewrites every whole-string reference `"$OUT_k$"` in `calls`' arguments (at any depth) to the
+/// label of the `k`-th call, for each `k` no call is itself labelled `OUT_k` (module docs: the
+/// native-calling prompt's positional labels, which OpenAI's `tool_calls` have no field for).
+pub fn resolve_out_refs(calls: &mut [Call]) {
+    let labels: std::collections::BTreeSet<String> = calls.iter().map(|c| c.label.clone()).collect();
+    let positional: BTreeMap<String, String> = calls
+        .iter()
+        .enumerate()
+        .map(|(k, c)| (format!("OUT_{k}"), c.label.clone()))
+        .filter(|(out, _)| !labels.contains(out))
+        .collect();
+    if positional.is_empty() {
+        return;
+    }
+    fn rename(v: &mut Value, names: &BTreeMap<String, String>) {
+        if let Some(new) = crate::tools::as_label_ref(v).and_then(|l| names.get(l)) {
+            *v = Value::String(format!("${new}$"));
+            return;
+        }
+        match v {
+            Value::Array(a) => a.iter_mut().for_each(|x| rename(x, names)),
+            Value::Object(m) => m.values_mut().for_each(|x| rename(x, names)),
+            _ => {}
+        }
+    }
+    for c in calls.iter_mut() {
+        c.arguments.values_mut().for_each(|x| rename(x, &positional));
+    }
 }
 
 /// Parses a whole predictions file (module docs).

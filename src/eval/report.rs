@@ -2,7 +2,7 @@
 //!
 //! | file           | what                                                                     |
 //! |----------------|--------------------------------------------------------------------------|
-//! | `rows.jsonl`   | one [`RowResult`] per selected row, dataset order                        |
+//! | `rows.jsonl`   | one [`RowResult`] per selected row, dataset order; a failed row no score |
 //! | `report.json`  | [`Report`]: run identity, accounting, problems, totals, breakdowns       |
 //! | `report.md`    | the Markdown table ([`table`]) and the breakdowns, for a person          |
 //! | `charts/*.svg` | [`super::charts`]                                                        |
@@ -39,7 +39,7 @@ pub const TABLE: [(&str, &str, &str); 14] = [
     ),
     ("lcs_f1", "LCS-F1", "API-BLEND §5.4, F1 of mean P and R"),
     ("lcs_f1_row_mean", "LCS-F1 row mean (ours)", "mean of per-row F1"),
-    ("exact_match", "EM", "API-BLEND §5.4"),
+    ("exact_match", "EM", "ours: the whole sequence equal"),
     ("bfcl_ast", "BFCL AST", "BFCL"),
     ("irrelevance", "Irrelevance", "BFCL"),
     ("relevance", "Relevance", "BFCL live_relevance"),
@@ -162,6 +162,15 @@ fn pct(s: &Summary, metric: &str) -> String {
         .map_or("–".to_string(), |m| format!("{:.1}", m.mean * 100.0))
 }
 
+/// The `Rows` cell of a summary: the rows its means cover (failed rows are in none), then how
+/// many failed, if any (`8 (2 failed)`).
+fn rows_cell(s: &Summary) -> String {
+    match s.failed {
+        0 => s.rows.to_string(),
+        f => format!("{} ({f} failed)", s.rows - f),
+    }
+}
+
 /// The Markdown table: one row per (label, summary), one column per [`TABLE`] metric that any
 /// row has, values in percent; `–` where a metric does not apply.
 pub fn table(rows: &[(String, &Summary)]) -> String {
@@ -185,7 +194,7 @@ pub fn table_block(rows: &[(String, &Summary)], first: &str) -> Block {
         rows: rows
             .iter()
             .map(|(label, s)| {
-                [label.clone(), s.rows.to_string()]
+                [label.clone(), rows_cell(s)]
                     .into_iter()
                     .chain(cols.iter().map(|c| pct(s, c.0)))
                     .collect()
@@ -294,7 +303,7 @@ pub fn write(dir: &Path, rows: &[RowResult], report: &Report) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut jsonl = Vec::new();
     for r in rows {
-        serde_json::to_writer(&mut jsonl, r)?;
+        serde_json::to_writer(&mut jsonl, &r.to_json())?;
         jsonl.push(b'\n');
     }
     write_atomic(&dir.join("rows.jsonl"), &jsonl)?;

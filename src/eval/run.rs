@@ -16,8 +16,8 @@
 //! episode's `steps`, `failed_calls`, `answer`, `stopped`, `stop_reason`, `turns` (the messages
 //! after the system prompt), in the open world `searches` (`[{"query", "top_k", "hits"}]`), or
 //! the direct `text`), then what
-//! [`super::report::write`] writes, and the page `index.html` ([`super::html`]). A row whose request failed (refused connection, 401, 500
-//! after the retries; in agent mode, any turn's request) gets a line with `failed` (the error):
+//! [`super::report::write`] writes, and the page `index.html` ([`super::html`]). A row whose request failed (refused connection, 401; a 500, a
+//! malformed body or a `--timeout` after the retries; in agent mode, any turn's request) gets a line with `failed` (the error):
 //! it is no answer — excluded from every metric, counted and listed first in the report, and
 //! the command exits non-zero while any remain. A run is **resumable**: rows already answered
 //! in `predictions.jsonl` are not run again (failed rows are, their new line replacing the
@@ -77,6 +77,9 @@ pub struct RunConfig {
     pub seed: u64,
     /// Attempts per request.
     pub max_attempts: u32,
+    /// Time limit per attempt in seconds (`--timeout`; an attempt that runs out is retried like
+    /// an HTTP 500).
+    pub timeout_secs: f64,
     /// The store caching every answer.
     pub store: PathBuf,
     /// Show a progress bar (on a terminal).
@@ -100,6 +103,7 @@ impl Default for RunConfig {
             max_tokens: 256,
             seed: 0,
             max_attempts: 5,
+            timeout_secs: 600.0,
             store: PathBuf::from("eval/.store"),
             progress: true,
         }
@@ -229,6 +233,12 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
         true => Some(OpenWorld::load(&set.dir)?),
         false => None,
     };
+    if !(cfg.timeout_secs > 0.0 && cfg.timeout_secs.is_finite()) {
+        return Err(anyhow!(
+            "--timeout {}: must be a positive number of seconds",
+            cfg.timeout_secs
+        ));
+    }
     let llm_cfg = LlmConfig {
         base_url: cfg.base_url.clone(),
         model: Some(cfg.model.clone()),
@@ -238,7 +248,7 @@ pub fn run(set: &EvalSet, rows: &[&EvalRow], cfg: &RunConfig, run_name: &str, ou
         max_tokens: cfg.max_tokens,
         max_concurrency: cfg.concurrency.max(1),
         max_attempts: cfg.max_attempts,
-        timeout_secs: 600.0,
+        timeout_secs: cfg.timeout_secs,
         ..LlmConfig::default()
     };
     llm_cfg.validate().map_err(|e| anyhow!("{e}"))?;

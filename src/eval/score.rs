@@ -8,7 +8,8 @@
 //! dataset, the BFCL AST check a `bfcl` row with gold calls, irrelevance a row without gold
 //! calls, the drift pass rate a drift variant row, slot scores a row with a matched call.
 //! A row whose request failed (`failed` in the predictions line) is no answer: it is in no
-//! metric, and counted (`Summary::failed`).
+//! metric, and counted (`Summary::failed`); its `rows.jsonl` line has no score fields
+//! ([`RowResult::to_json`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -40,25 +41,37 @@ pub struct RowResult {
     pub gold_calls: usize,
     /// Predicted calls (well-formed ones).
     pub predicted_calls: usize,
-    /// Live API-Bench §4.1.1 position-aware intent.
+    /// Live API-Bench §4.1.1 intent: position-aware, except on a row whose call order is free
+    /// (MixATIS/MixSNIPS, parts of SGD, BFCL parallel), where calls match in any order
+    /// ([`metrics::intent::Order`]).
+    #[serde(default)]
     pub intent: Prf,
+    /// The paper's literal position-aware intent on every row, order-free ones included
+    /// (`intent_*_positional`; equal to `intent` on every other row).
+    #[serde(default)]
+    pub intent_positional: Prf,
     /// Live API-Bench §4.1.1 slot, conditional on the matched intent (`None`: no call matched,
     /// the row is excluded from the slot means).
     pub slot: Option<Prf>,
     /// Our earlier slot variant: a row with no matched call scores 0
     /// ([`metrics::intent::slot_prf_all_rows`]).
+    #[serde(default)]
     pub slot_all_rows: Prf,
     /// API-BLEND §5.4 API-F1.
+    #[serde(default)]
     pub api: Prf,
     /// API-BLEND §5.4 Parameter-F1 ((name, value) pairs pooled over the row's calls).
+    #[serde(default)]
     pub parameter: Prf,
     /// Our variant beside it: Parameter-F1 over (API, name, value) triples
     /// ([`metrics::blend::parameter_prf_by_api`]).
     #[serde(default)]
     pub parameter_by_api: Prf,
     /// API-BLEND §5.4 LCS-F1.
+    #[serde(default)]
     pub lcs: Prf,
-    /// API-BLEND §5.4 exact match.
+    /// Exact match (ours: API-BLEND §5.4 defines no exact-match metric; [`metrics::blend`]).
+    #[serde(default)]
     pub exact_match: bool,
     /// Live API-Bench completion (executed answer equals `gold_answer`).
     pub completion: Option<bool>,
@@ -115,7 +128,40 @@ pub struct Summary {
     pub intervals: BTreeMap<String, super::stats::Interval>,
 }
 
+/// The score fields of a [`RowResult`]: a failed row has none of them in `rows.jsonl`
+/// ([`RowResult::to_json`]).
+pub const SCORE_FIELDS: [&str; 14] = [
+    "intent",
+    "intent_positional",
+    "slot",
+    "slot_all_rows",
+    "api",
+    "parameter",
+    "parameter_by_api",
+    "lcs",
+    "exact_match",
+    "completion",
+    "bfcl_ast",
+    "irrelevance",
+    "relevance",
+    "drift_pass",
+];
+
 impl RowResult {
+    /// The row as a `rows.jsonl` line: every field, except that a failed row (no answer) carries
+    /// no score at all ([`SCORE_FIELDS`] absent, not 0: it is in no metric).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("a row result serialises");
+        if self.status == "failed" {
+            if let Some(m) = v.as_object_mut() {
+                for f in SCORE_FIELDS {
+                    m.remove(f);
+                }
+            }
+        }
+        v
+    }
+
     /// The row's groups in the breakdown `kind` (none when it is not in that breakdown).
     pub fn groups(&self, kind: &str) -> Vec<&str> {
         self.breakdown
@@ -133,6 +179,9 @@ impl RowResult {
             ("intent_p", self.intent.p),
             ("intent_r", self.intent.r),
             ("intent_f1", self.intent.f1),
+            ("intent_p_positional", self.intent_positional.p),
+            ("intent_r_positional", self.intent_positional.r),
+            ("intent_f1_positional", self.intent_positional.f1),
             ("slot_p_all_rows", self.slot_all_rows.p),
             ("slot_r_all_rows", self.slot_all_rows.r),
             ("slot_f1_all_rows", self.slot_all_rows.f1),
@@ -335,6 +384,7 @@ pub fn score_row(runner: &Runner, row: &EvalRow, pred: Option<&Prediction>) -> R
         gold_calls: gold.len(),
         predicted_calls: calls.len(),
         intent: metrics::intent::intent_prf(gold, &resolved, order),
+        intent_positional: metrics::intent::intent_prf(gold, &resolved, metrics::intent::Order::Positional),
         slot: metrics::intent::slot_prf(gold, &resolved, order),
         slot_all_rows: metrics::intent::slot_prf_all_rows(gold, &resolved, order),
         api: metrics::blend::api_prf(gold, &resolved),

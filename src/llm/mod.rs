@@ -23,8 +23,9 @@
 //! | `batch_poll_secs`     | —                      | 30 between polls of a submitted batch      |
 //! | `batch_max_wait_secs` | —                      | 90,000 (25 h) before unanswered requests fail |
 //!
-//! Retries: HTTP 429, 5xx, timeouts and transport errors (connection refused, reset) are retried
-//! up to `max_attempts`; other 4xx errors are final. After a request fails for a transport
+//! Retries: HTTP 429, 5xx, timeouts, transport errors (connection refused, reset) and malformed
+//! response bodies (not JSON, not a chat completion, no message: `bad_response`) are retried up
+//! to `max_attempts`; other 4xx errors are final. After a request fails for a transport
 //! reason on every attempt the client is marked unreachable and later requests fail at once
 //! (one clear error line rather than minutes of retries per request).
 //!
@@ -349,16 +350,19 @@ impl Llm {
                 Ok(Ok(resp)) => Ok(resp),
                 Ok(Err(e)) => Err(classify(e)),
             };
+            // A body that decodes but holds no message is malformed too: retried like a 500.
+            let outcome = outcome.and_then(|resp| {
+                let response = serde_json::to_value(&resp).expect("response serialises");
+                match response_message(&response) {
+                    Ok(message) => Ok((response, message)),
+                    Err(detail) => Err(Attempt::Retry(LlmError {
+                        code: "bad_response".into(),
+                        detail,
+                    })),
+                }
+            });
             match outcome {
-                Ok(resp) => {
-                    let response = serde_json::to_value(&resp).expect("response serialises");
-                    let (text, tool_calls) = response_message(&response).map_err(|detail| {
-                        self.counters.failures.fetch_add(1, Ordering::Relaxed);
-                        LlmError {
-                            code: "bad_response".into(),
-                            detail,
-                        }
-                    })?;
+                Ok((response, (text, tool_calls))) => {
                     let entry = json!({"request": request_json, "response": response});
                     self.store
                         .put(&key, &serde_json::to_vec(&entry).expect("serialisable"))
@@ -476,7 +480,9 @@ fn classify(e: OpenAIError) -> Attempt {
                 detail: format!("{e:#}: {}", source_chain(&e)),
             })
         }
-        OpenAIError::JSONDeserialize(e, body) => Attempt::Final(LlmError {
+        // A malformed body (cut off, not JSON, not a completion) is the server's fault, as a
+        // 5xx is: retried.
+        OpenAIError::JSONDeserialize(e, body) => Attempt::Retry(LlmError {
             code: "bad_response".into(),
             detail: format!("{e}: {}", body.chars().take(200).collect::<String>()),
         }),

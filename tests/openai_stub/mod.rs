@@ -25,6 +25,16 @@ impl Stub {
 
 /// Starts a stub answering each request body with `answer(body) -> (status, body)`.
 pub fn start(answer: impl Fn(&Value) -> (u16, Value) + Send + Sync + 'static) -> Stub {
+    start_raw(move |body| {
+        let (status, reply) = answer(body);
+        (status, reply.to_string())
+    })
+}
+
+/// [`start`] with the reply body as raw text (a malformed body is any text that is not a chat
+/// completion).
+#[allow(dead_code)]
+pub fn start_raw(answer: impl Fn(&Value) -> (u16, String) + Send + Sync + 'static) -> Stub {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let bodies = Arc::new(Mutex::new(Vec::new()));
@@ -56,8 +66,7 @@ pub fn start(answer: impl Fn(&Value) -> (u16, Value) + Send + Sync + 'static) ->
                 }
                 let body: Value = serde_json::from_slice(&buf).unwrap_or(Value::Null);
                 log.lock().unwrap().push(body.clone());
-                let (status, reply) = answer(&body);
-                let text = reply.to_string();
+                let (status, text) = answer(&body);
                 let _ = write!(
                     stream,
                     "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",

@@ -21,6 +21,10 @@
 //!    dicts element by element; anything else by Python equality (`1 == 1.0 == True`);
 //! 5. a gold parameter absent from the call must have `""` among its acceptable values.
 //!
+//! Java/JavaScript rows (`meta.language`, with `meta.parameter_types` and `meta.acceptable_bfcl`):
+//! each argument is source text read by BFCL's converter of its BFCL type
+//! ([`super::bfcl_lang`]), then checked by the rules above against BFCL's own acceptable values.
+//!
 //! Categories: `simple*` exactly one call; `multiple*` as many calls as the gold, the first
 //! checked against the gold's function; `parallel*` as many calls as the gold, matched in any
 //! order (each gold call takes the first unmatched call that passes).
@@ -29,17 +33,25 @@ use std::borrow::Borrow;
 
 use serde_json::{Map, Value};
 
+use super::bfcl_lang::Lang;
 use crate::tools::{Call, ToolSpec};
 
 /// Python's type of a JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Py {
+pub enum Py {
+    /// `None`.
     None,
+    /// `bool`.
     Bool,
+    /// `int`.
     Int,
+    /// `float`.
     Float,
+    /// `str`.
     Str,
+    /// `list`.
     List,
+    /// `dict`.
     Dict,
 }
 
@@ -192,9 +204,31 @@ fn list_dict_check(value: &[Value], possibles: &[Value]) -> bool {
     })
 }
 
+/// How a call's arguments are typed: by the spec's JSON Schema (Python rows), or read from source
+/// text by BFCL's Java/JavaScript converters with the BFCL types of the function's parameters
+/// (`param → [type, element type]`; [`super::bfcl_lang`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Typing<'a> {
+    /// The spec's JSON Schema types.
+    Python,
+    /// BFCL's converters for this language and parameter types.
+    Lang(Lang, &'a Map<String, Value>),
+}
+
 /// Checks one call against one gold call `{<bfcl name>: {<param>: [values]}}` with `spec` the
 /// gold function's spec and `gold_name` its OpenAI name. `Err` says why it fails.
 pub fn check_call(spec: &ToolSpec, call: &Call, gold_name: &str, gold: &Map<String, Value>) -> Result<(), String> {
+    check_call_typed(spec, call, gold_name, gold, Typing::Python)
+}
+
+/// [`check_call`] with the arguments typed by `typing`.
+pub fn check_call_typed(
+    spec: &ToolSpec,
+    call: &Call,
+    gold_name: &str,
+    gold: &Map<String, Value>,
+    typing: Typing,
+) -> Result<(), String> {
     if call.name != gold_name {
         return Err(format!("wrong function name {:?} (expected {gold_name:?})", call.name));
     }
@@ -210,10 +244,22 @@ pub fn check_call(spec: &ToolSpec, call: &Call, gold_name: &str, gold: &Map<Stri
             return Err(format!("unexpected parameter {param:?}"));
         };
         let possible = as_list(possible);
-        let expected = expected_type(schema);
-        let nested = (expected == Py::List).then(|| expected_type(&schema["items"]));
-        let mut value = value.clone();
-        if expected == Py::Float && py_type(&value) == Py::Int {
+        let (mut value, expected, nested) = match typing {
+            Typing::Python => {
+                let expected = expected_type(schema);
+                (
+                    value.clone(),
+                    expected,
+                    (expected == Py::List).then(|| expected_type(&schema["items"])),
+                )
+            }
+            Typing::Lang(lang, types) => {
+                let t = types.get(param).unwrap_or(&Value::Null);
+                let (ty, items) = (t[0].as_str().unwrap_or("any"), t[1].as_str());
+                super::bfcl_lang::read(value, ty, items, lang).map_err(|e| format!("parameter {param:?}: {e}"))?
+            }
+        };
+        if matches!(typing, Typing::Python) && expected == Py::Float && py_type(&value) == Py::Int {
             value = serde_json::Number::from_f64(value.as_f64().unwrap_or_default())
                 .map(Value::Number)
                 .unwrap_or(value);
@@ -253,7 +299,13 @@ pub fn is_bfcl(meta: &Value) -> bool {
 /// BFCL's AST check of a row (module docs): `None` for a row that is not a BFCL row or has no
 /// gold call (see [`super::irrelevance`]); `Some(Err(why))` on failure.
 pub fn ast_check<T: Borrow<ToolSpec>>(tools: &[T], meta: &Value, pred: &[Call]) -> Option<Result<(), String>> {
-    let acceptable = meta["acceptable"].as_array()?;
+    // Java/JavaScript rows built with their BFCL parameter types: BFCL's own acceptable values,
+    // the model's source text read by BFCL's converters ([`super::bfcl_lang`]).
+    let lang = Lang::of(meta).filter(|_| meta["parameter_types"].is_object() && meta["acceptable_bfcl"].is_array());
+    let acceptable = match lang {
+        Some(_) => meta["acceptable_bfcl"].as_array()?,
+        None => meta["acceptable"].as_array()?,
+    };
     if acceptable.is_empty() {
         return None;
     }
@@ -274,8 +326,15 @@ pub fn ast_check<T: Borrow<ToolSpec>>(tools: &[T], meta: &Value, pred: &[Call]) 
         })
         .collect();
     let spec_of = |name: &str| tools.iter().map(Borrow::borrow).find(|t: &&ToolSpec| t.name == name);
+    let empty = Map::new();
     let check = |spec: Option<&ToolSpec>, call: &Call, (name, args): &(String, Map<String, Value>)| match spec {
-        Some(s) => check_call(s, call, name, args),
+        Some(s) => {
+            let typing = match lang {
+                Some(l) => Typing::Lang(l, meta["parameter_types"][name].as_object().unwrap_or(&empty)),
+                None => Typing::Python,
+            };
+            check_call_typed(s, call, name, args, typing)
+        }
         None => Err(format!("gold function {name:?} is not offered")),
     };
     if pred.len() != gold.len() || (!category.contains("parallel") && !category.contains("multiple") && pred.len() != 1)

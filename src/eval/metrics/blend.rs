@@ -18,9 +18,15 @@
 //!   dataset's LCS-F1 is the F1 of the *mean* precision and the *mean* recall
 //!   ([`crate::eval::score::summarise`]). The per-row F1 [`lcs_prf`] returns, averaged over rows,
 //!   is our earlier variant, reported beside it as `lcs_f1_row_mean`.
-//! - **Exact match**: same length and the same name and equal arguments position by position;
-//!   on a row whose call order is free ([`Order::Free`]), the two sequences equal as multisets of
+//! - **Exact match** (ours: §5.4 defines API-F1, Parameter-F1 and LCS-F1, no exact-match
+//!   metric): same length and the same name and equal arguments position by position; on a row
+//!   whose call order is free ([`Order::Free`]), the two sequences equal as multisets of
 //!   (name, arguments). Labels are ignored.
+//!
+//! Parameter-F1 when neither side has a pair but both made calls (every call takes no argument)
+//! is 0/0, which §5.4 leaves undefined; we score it 1 whatever the calls are (no pair to get
+//! wrong; whether the calls are right is API-F1's and intent's to say). Issue 49 reports 128
+//! such rows where the calls differ.
 //!
 //! Calls are compared with their `$label$` references resolved ([`super::labels`]).
 

@@ -3,9 +3,11 @@
 //!
 //! - [`intent`]: Live API-Bench §4.1.1 position-aware intent P/R/F1 and slot P/R/F1 conditional
 //!   on the matched intent.
-//! - [`blend`]: API-BLEND §5.4 API-F1, Parameter-F1, LCS-F1 and exact match (and our
-//!   Parameter-F1 by API beside Parameter-F1).
-//! - [`bfcl`]: BFCL's AST check (type coercion and acceptable values) for `bfcl` rows.
+//! - [`blend`]: API-BLEND §5.4 API-F1, Parameter-F1 and LCS-F1 (and our Parameter-F1 by API
+//!   beside Parameter-F1), and our exact match (no metric of §5.4).
+//! - [`bfcl`]: BFCL's AST check (type coercion and acceptable values) for `bfcl` rows;
+//!   [`bfcl_lang`]: Java/JavaScript arguments read from source text as BFCL's converters read
+//!   them.
 //! - [`irrelevance`]: BFCL's irrelevance check (no gold call: pass when no call is made).
 //! - [`labels`]: `$label$` references replaced by the call they are bound to (its name and
 //!   resolved arguments: alpha-equivalence), so that renaming labels consistently changes no
@@ -20,6 +22,7 @@
 //! Parameter-F1 and slot on zero-argument calls). Values compare with [`value_eq`].
 
 pub mod bfcl;
+pub mod bfcl_lang;
 pub mod blend;
 pub mod intent;
 pub mod irrelevance;
