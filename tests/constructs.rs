@@ -638,6 +638,29 @@ fn comma_joins_take_their_condition_from_where() {
     }
 }
 
+/// A comma join's condition inside any nesting of parentheses and AND in WHERE (GeoQuery's
+/// `FROM HIGHLOW AS H, STATE AS S WHERE ( S.STATE_NAME = H.STATE_NAME ) AND …`), in the outer
+/// query and in a subquery, is its join condition: lowered and equal to SQLite's answer
+/// (issue 48 D2; was `unsupported:comma_join`).
+#[test]
+fn comma_join_conditions_in_parentheses_are_found_at_any_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    for q in PARENTHESISED_COMMA_JOINS {
+        check(dir.path(), q);
+    }
+}
+
+/// The parenthesised comma-join rows: one pair of parentheses, nested ones, an AND group, and
+/// the same inside an IN subquery and a scalar subquery.
+const PARENTHESISED_COMMA_JOINS: [&str; 5] = [
+    "SELECT T1.first_name FROM member AS T1, major AS T2 WHERE ( T2.major_id = T1.link_to_major ) AND T2.department = 'Econ'",
+    "SELECT T1.first_name FROM member AS T1, major AS T2 WHERE ((T1.link_to_major = T2.major_id)) AND (T1.zip > 100)",
+    "SELECT T2.major_name FROM member AS T1, major AS T2 WHERE (T1.zip >= 200 AND (T1.link_to_major = T2.major_id))",
+    "SELECT first_name FROM member WHERE link_to_major IN (SELECT T2.major_id FROM member AS T1, major AS T2 WHERE (T1.link_to_major = T2.major_id) AND (T1.score > 3))",
+    "SELECT first_name FROM member WHERE zip > (SELECT min(T1.zip) FROM member AS T1, major AS T2 WHERE ( (T1.link_to_major = T2.major_id) AND T2.department = 'Science' ))",
+];
+
 /// `[NOT] IN` a set operation: the subquery's `combine_data` table (one column) is the list.
 #[test]
 fn in_a_set_operation_subquery_reproduces_sqlite() {

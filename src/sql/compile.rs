@@ -27,8 +27,9 @@
 //! [`crate::tools::reference`]). The gold-answer drops come before the lowering
 //! ones, so "informative" = attempted minus `empty_gold_answer`, `degenerate_gold_answer`,
 //! `tie_ambiguous_limit`, `affinity_sensitive`, `aggregate_over_text`, `bare_column_tie` (the last
-//! two are found after lowering, so they count among the attempted-but-not-informative only when
-//! the query lowers).
+//! two need the query's plan: `bare_column_tie` is found once the plan builds, before lowering,
+//! in every family; `aggregate_over_text` after lowering, so it counts among the
+//! attempted-but-not-informative only when the query lowers).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -69,7 +70,8 @@ use self::toolkit::{Toolkits, key_descriptions, toolkit};
 
 /// Version of the compile stage; bump when its output (or its stored form) for the same inputs
 /// changes. 7: toolkits stored as a table of distinct specs ([`crate::tools::spec_table`]).
-pub const COMPILE_VERSION: u32 = 7;
+/// 8: the normalisation pass, bare ORDER BY columns checked before lowering (issue 48).
+pub const COMPILE_VERSION: u32 = 8;
 
 /// Runs the compile stages of a text-to-SQL recipe, one per item (a batch of a database's
 /// questions, [`batch`]), from the store where possible; a shard computes the items the store's
@@ -401,6 +403,8 @@ fn compile_db(
             return endpoints::compile_question(conn, &rest_db, &stmt, (gold, order.ties), max_rows, &drop);
         }
         let plan = sql::plan::build(&stmt, &schema).map_err(|e| drop(e.reason(), e.to_string()))?;
+        // Before lowering, as for REST: one storage-order rule, one reason, every family.
+        sql::extreme::extreme_row_ties(conn, &stmt, &plan).map_err(|d| drop("bare_column_tie".into(), d))?;
         let lowered = sql::slot::lower(&plan, &rel_db).map_err(|e| drop(e.reason(), e.to_string()))?;
         let mut lowered = lowered;
         if recipe.tool_pool == ToolPool::Reference {
@@ -439,7 +443,6 @@ fn compile_db(
         if let Some(d) = sql::gold::arithmetic_over_text(&plan, &joined) {
             return Err(drop("arithmetic_over_text".into(), d));
         }
-        sql::extreme::extreme_row_ties(conn, &stmt, &plan).map_err(|d| drop("bare_column_tie".into(), d))?;
         let candidate = executor
             .run_in(&mut session, &calls)
             .map_err(|e| drop("execution_error".into(), e.to_string()))?;

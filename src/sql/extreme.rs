@@ -8,7 +8,7 @@
 //! arbitrary row of the group: kept only when it is constant within every group (functionally
 //! dependent on the keys, as `T1.name` on `GROUP BY T1.id`), else `bare_column_tie` too.
 
-use sqlparser::ast::{Expr, GroupByExpr, Select, SelectItem, SetExpr, Statement};
+use sqlparser::ast::{Expr, GroupByExpr, OrderByKind, Select, SelectItem, SetExpr, Statement};
 
 use super::plan::{Agg, Measure, QueryPlan};
 use crate::tools::table::query_rows;
@@ -60,23 +60,63 @@ pub fn extreme_row_ties(conn: &rusqlite::Connection, stmt: &Statement, plan: &Qu
         return Ok(());
     }
     let mut selects = Vec::new();
-    let flat = match stmt {
-        Statement::Query(q) => selects_of(&q.body, &mut selects),
-        _ => false,
+    let (flat, order) = match stmt {
+        Statement::Query(q) => (selects_of(&q.body, &mut selects), order_exprs(q)),
+        _ => (false, None),
     };
     if !flat || selects.len() != branches.len() {
         return Err("bare column: its values cannot be checked (not a SELECT or a compound of SELECTs)".into());
     }
+    // The ORDER BY of a single SELECT sorts by its bare columns' values too.
+    let order = match (order, branches.len()) {
+        (Some(o), 1) if o.len() == plan.order_by.len() => o,
+        _ if bare_order(plan).next().is_some() => {
+            return Err("bare column in ORDER BY: its values cannot be checked".into());
+        }
+        _ => Vec::new(),
+    };
     selects
         .into_iter()
         .zip(branches)
-        .try_for_each(|(select, p)| branch_ties(conn, select, p))
+        .enumerate()
+        .try_for_each(|(i, (select, p))| {
+            let order: Vec<&Expr> = match i {
+                0 => bare_order(p).map(|k| order[k]).collect(),
+                _ => Vec::new(),
+            };
+            branch_ties(conn, select, p, &order)
+        })
+}
+
+/// The top-level ORDER BY expressions of `q` (`None` for `ORDER BY ALL`).
+fn order_exprs(q: &sqlparser::ast::Query) -> Option<Vec<&Expr>> {
+    match &q.order_by {
+        None => Some(Vec::new()),
+        Some(o) => match &o.kind {
+            OrderByKind::Expressions(exprs) => Some(exprs.iter().map(|e| &e.expr).collect()),
+            OrderByKind::All(_) => None,
+        },
+    }
+}
+
+/// The positions of a grouped query's ORDER BY keys that are bare columns (neither a group key
+/// nor an aggregate, nor an item of the SELECT list, which [`needs_check`] covers): SQLite sorts
+/// by their value in its pick of a row per group (issue 48 D1: `SELECT Country FROM singer GROUP
+/// BY Country ORDER BY Age`).
+fn bare_order(plan: &QueryPlan) -> impl Iterator<Item = usize> + '_ {
+    plan.order_by.iter().enumerate().filter_map(move |(i, o)| {
+        let bare = !plan.group_by.is_empty()
+            && matches!(&o.measure, Measure::Column(c) if !plan.group_by.contains(c))
+            && !plan.projection.contains(&o.measure);
+        bare.then_some(i)
+    })
 }
 
 /// Whether a branch's answer rests on SQLite's choice of a row for a bare column: the MIN/MAX
 /// rule, or a bare column in a grouped query.
 fn needs_check(plan: &QueryPlan) -> bool {
-    plan.bare_extreme().is_some()
+    bare_order(plan).next().is_some()
+        || plan.bare_extreme().is_some()
         || (!plan.group_by.is_empty()
             && plan
                 .projection
@@ -97,11 +137,11 @@ fn selects_of<'a>(body: &'a SetExpr, out: &mut Vec<&'a Select>) -> bool {
     }
 }
 
-/// [`extreme_row_ties`] for one SELECT and its plan.
-fn branch_ties(conn: &rusqlite::Connection, select: &Select, plan: &QueryPlan) -> Result<(), String> {
+/// [`extreme_row_ties`] for one SELECT and its plan; `order`: its bare ORDER BY columns.
+fn branch_ties(conn: &rusqlite::Connection, select: &Select, plan: &QueryPlan, order: &[&Expr]) -> Result<(), String> {
     let agg = match plan.bare_extreme() {
         Some((agg, _)) => agg,
-        None if needs_check(plan) => return bare_values_per_group(conn, select, plan),
+        None if needs_check(plan) => return bare_values_per_group(conn, select, plan, order),
         None => return Ok(()),
     };
     let Parts {
@@ -113,6 +153,7 @@ fn branch_ties(conn: &rusqlite::Connection, select: &Select, plan: &QueryPlan) -
     } = parts(
         select,
         plan,
+        order,
         "bare column beside MIN/MAX: the extreme's ties cannot be checked",
     )?;
     let Some(value) = value else {
@@ -192,7 +233,7 @@ struct Parts<'a> {
 }
 
 /// [`Parts`] of one SELECT, or `Err("<what>: (why)")` when the probes cannot be built from it.
-fn parts<'a>(select: &'a Select, plan: &QueryPlan, what: &str) -> Result<Parts<'a>, String> {
+fn parts<'a>(select: &'a Select, plan: &QueryPlan, order: &[&'a Expr], what: &str) -> Result<Parts<'a>, String> {
     let unchecked = |why: &str| Err(format!("{what} ({why})"));
     let keys: Vec<&Expr> = match &select.group_by {
         GroupByExpr::Expressions(exprs, _) => exprs.iter().collect(),
@@ -230,6 +271,7 @@ fn parts<'a>(select: &'a Select, plan: &QueryPlan, what: &str) -> Result<Parts<'
         .zip(&plan.projection)
         .filter(|(_, m)| matches!(m, Measure::Column(c) if !plan.group_by.contains(c)))
         .map(|(e, _)| *e)
+        .chain(order.iter().copied())
         .collect();
     let value = items.iter().zip(&plan.projection).find_map(|(e, m)| match (e, m) {
         (Expr::Function(f), Measure::Aggregate { .. }) => match &f.args {
@@ -260,7 +302,12 @@ fn parts<'a>(select: &'a Select, plan: &QueryPlan, what: &str) -> Result<Parts<'
 /// group's first row would verify only by luck: `Err(detail)` (reason `bare_column_tie`). A
 /// bare column that is constant within every group (`SELECT T1.name, count(*) … GROUP BY
 /// T1.id`) is `Ok`. One SQL query over the gold query's FROM and WHERE.
-fn bare_values_per_group(conn: &rusqlite::Connection, select: &Select, plan: &QueryPlan) -> Result<(), String> {
+fn bare_values_per_group(
+    conn: &rusqlite::Connection,
+    select: &Select,
+    plan: &QueryPlan,
+    order: &[&Expr],
+) -> Result<(), String> {
     let Parts {
         keys,
         bare,
@@ -270,6 +317,7 @@ fn bare_values_per_group(conn: &rusqlite::Connection, select: &Select, plan: &Qu
     } = parts(
         select,
         plan,
+        order,
         "bare column in a grouped query: its values per group cannot be checked",
     )?;
     let items: Vec<String> = keys

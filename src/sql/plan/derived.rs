@@ -132,17 +132,7 @@ pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
             conjuncts(left, out);
             conjuncts(right, out);
         }
-        Expr::Nested(inner)
-            if matches!(
-                **inner,
-                Expr::BinaryOp {
-                    op: BinaryOperator::And,
-                    ..
-                }
-            ) =>
-        {
-            conjuncts(inner, out)
-        }
+        Expr::Nested(inner) => conjuncts(inner, out),
         other => out.push(other.clone()),
     }
 }

@@ -426,7 +426,8 @@ impl<'s> Builder<'s> {
     }
 
     /// The operands of a chain of `op` (AND or OR), left to right, through parentheses around
-    /// the same operator.
+    /// the same operator. A conjunct is also taken out of its own parentheses (`WHERE (a.k =
+    /// b.k) AND …` has the conjunct `a.k = b.k`, a comma join's condition).
     fn operands<'e>(e: &'e Expr, op: &BinaryOperator, out: &mut Vec<&'e Expr>) {
         match e {
             Expr::BinaryOp { left, op: o, right } if o == op => {
@@ -436,6 +437,7 @@ impl<'s> Builder<'s> {
             Expr::Nested(inner) if matches!(&**inner, Expr::BinaryOp { op: o, .. } if o == op) => {
                 Self::operands(inner, op, out)
             }
+            Expr::Nested(inner) if *op == BinaryOperator::And => Self::operands(inner, op, out),
             other => out.push(other),
         }
     }

@@ -49,16 +49,34 @@ pub(super) fn lower_grouped(
     if plan.distinct {
         return Err(unsupported("distinct_group_by", "SELECT DISTINCT with GROUP BY"));
     }
-    if aggs.len() > 1 && (!plan.order_by.is_empty() || plan.limit.is_some()) {
+    // Several aggregates are sorted by group keys only: each aggregate table is sorted the same
+    // way, so the tables stay aligned.
+    let by_keys = plan
+        .order_by
+        .iter()
+        .all(|o| matches!(&o.measure, Measure::Column(k) if keys.contains(k)));
+    if aggs.len() > 1 && !by_keys {
         return Err(unsupported(
             "group_multiple_aggregates",
-            "ORDER BY/LIMIT over several aggregates",
+            "ORDER BY an aggregate or a non-key column next to several aggregates",
         ));
     }
-    if !plan.over_groups.is_empty() && aggs.len() != 1 {
+    if aggs.len() > 1 && plan.limit.is_some() && plan.order_by.is_empty() {
+        return Err(unsupported(
+            "group_multiple_aggregates",
+            "LIMIT without ORDER BY next to several aggregates",
+        ));
+    }
+    if !plan.over_groups.is_empty() && aggs.is_empty() {
         return Err(unsupported(
             "derived_table",
-            "aggregates over a derived table grouped with other than one aggregate",
+            "aggregates over a derived table of groups without an aggregate (COUNT of the groups)",
+        ));
+    }
+    if !plan.over_groups.is_empty() && aggs.len() > 1 {
+        return Err(unsupported(
+            "derived_table",
+            "aggregates over a derived table grouped with several aggregates",
         ));
     }
     let emit_agg = |em: &mut Emitter, m: &Measure| -> String {
@@ -249,6 +267,35 @@ pub(super) fn lower_grouped(
             }
         }
     }
+    if !plan.order_by.is_empty() {
+        // Sort every table read from by the group keys (stable, the same way in each).
+        let sort = |em: &mut Emitter, mut table: String| -> String {
+            for o in plan.order_by.iter().rev() {
+                let Measure::Column(k) = &o.measure else {
+                    unreachable!("checked: group keys only")
+                };
+                let label = em.label("SORTED_DF");
+                table = em.call(
+                    "sort_data",
+                    json!({"data_source": label_ref(&table), "key_name": k, "ascending": o.ascending}),
+                    label,
+                );
+            }
+            table
+        };
+        // The key columns: of the groups kept by HAVING, or of any aggregate table.
+        let keys_from = if base == grouped {
+            tables[0].1.clone()
+        } else {
+            base.clone()
+        };
+        base = sort(em, keys_from);
+        for (m, t) in tables.iter_mut() {
+            if plan.projection.contains(m) {
+                *t = sort(em, t.clone());
+            }
+        }
+    }
     for (i, m) in plan.projection.iter().enumerate() {
         let (source, k) = match m {
             Measure::Column(k) => (base.clone(), k.clone()),
@@ -265,7 +312,10 @@ pub(super) fn lower_grouped(
         let label = em.label(&format!("SELECT_COL_{i}"));
         em.call(
             "retrieve_data",
-            json!({"data_source": label_ref(&source), "key_name": k, "distinct": false, "limit": -1}),
+            with_offset(
+                plan,
+                json!({"data_source": label_ref(&source), "key_name": k, "distinct": false, "limit": limit(plan)}),
+            ),
             label,
         );
     }

@@ -139,61 +139,117 @@ fn summary_words(s: &str) -> Vec<String> {
         }
     }
     text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| w.len() > 2)
+        .filter(|w| w.len() > 2 && !w.starts_with(|c: char| c.is_ascii_digit()))
         .map(|w| w.to_lowercase())
         .filter(|w| !CONNECTIVES.contains(&w.as_str()) && !["the", "returns", "rows", "where"].contains(&w.as_str()))
         .collect()
 }
 
+/// The words of a parameterised query, for naming how two endpoints differ when their
+/// summaries do not: identifiers and keywords lower-cased, comparison operators as words
+/// (`>` `above`, `>=` `at_least`, `<` `below`, `<=` `at_most`, `!=` `not_equal`, `=` `equal`),
+/// numbers and placeholders left out (a name never ends in a number).
+fn sql_words(sql: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |w: String| {
+        if !w.is_empty() && !w.starts_with(|c: char| c.is_ascii_digit()) && !out.contains(&w) {
+            out.push(w);
+        }
+    };
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' {
+            while chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+                chars.next();
+            }
+        } else if c.is_alphanumeric() || c == '_' {
+            let mut w = c.to_string();
+            while let Some(&d) = chars.peek().filter(|d| d.is_alphanumeric() || **d == '_') {
+                w.push(d);
+                chars.next();
+            }
+            push(slug(&w));
+        } else if "<>=!".contains(c) {
+            let mut op = c.to_string();
+            while let Some(&d) = chars.peek().filter(|d| "<>=".contains(**d)) {
+                op.push(d);
+                chars.next();
+            }
+            let word = match op.as_str() {
+                ">" => "above",
+                ">=" => "at_least",
+                "<" => "below",
+                "<=" => "at_most",
+                "!=" | "<>" => "not_equal",
+                _ => "equal",
+            };
+            push(word.to_string());
+        }
+    }
+    out
+}
+
+/// Each word as a name word.
+fn slugged(words: Vec<String>) -> Vec<String> {
+    words.iter().map(|w| slug(w)).filter(|w| !w.is_empty()).collect()
+}
+
+/// The words of `mine` that `theirs` lacks, in order.
+fn lacking(mine: &[String], theirs: &[String]) -> Vec<String> {
+    mine.iter().filter(|w| !theirs.contains(w)).cloned().collect()
+}
+
 /// Builds the endpoints of one database from its distinct templates (in first-question order).
 /// Names: `get_<table>_<returns>[_by_<parameters>][_per_<group>][_sorted_by_<keys>]`, at most
 /// [`MAX_NAME`] characters, whole segments or words dropped rather than cut. Where that name is
-/// taken, the name says the difference: `_via_<w>` with the first words of this endpoint's summary
-/// that the other's lacks (e.g. `…_via_destairport` vs the `sourceairport` one), or
-/// `_without_<w>` with the first words the other has and this one lacks; a number only when
-/// neither exists. The summary is [`Template::summary`]; the path mirrors
-/// the name under `/v1/<source>/<db_id>/<table>/`.
+/// taken, the name says the difference: `_via_<w>` with the first word of this endpoint's summary
+/// that the holder's lacks (e.g. `…_via_destairport` vs the `sourceairport` one), or
+/// `_without_<w>` with the first word the holder has and this one lacks; when the summaries do
+/// not differ, the same with the words of the two queries ([`sql_words`]: `…_via_distinct`,
+/// `…_via_at_least`); a name still taken gets the next word against its own holder
+/// (`…_via_population_greater`); a number only when no word tells them apart. The summary is
+/// [`Template::summary`]; the path mirrors the name under `/v1/<source>/<db_id>/<table>/`.
 pub fn name_endpoints(source: &str, db_id: &str, templates: &[&Template]) -> Vec<Endpoint> {
-    let mut used: BTreeMap<String, String> = BTreeMap::new();
+    // Name → (summary, SQL) of the endpoint that has it.
+    let mut used: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut out = Vec::new();
     for t in templates {
         let segments = name_segments(t);
-        let base = fit_segments(&segments, MAX_NAME);
-        let mut name = base.clone();
-        if let Some(other) = used.get(&base) {
-            let theirs: BTreeSet<String> = summary_words(other).into_iter().collect();
-            let mut diff: Vec<String> = Vec::new();
-            for w in summary_words(&t.summary) {
-                if !theirs.contains(&w) && !diff.contains(&w) {
-                    diff.push(slug(&w));
-                }
-            }
-            // Nothing of its own: say what it lacks (`…_without_treatments`).
-            let mut word = "via";
-            if diff.is_empty() {
-                word = "without";
-                let mine: BTreeSet<String> = summary_words(&t.summary).into_iter().collect();
-                for w in summary_words(other) {
-                    if !mine.contains(&w) && !diff.contains(&w) {
-                        diff.push(slug(&w));
-                    }
-                }
-            }
-            for take in 1..=diff.len().min(3) {
-                let suffix = format!("_{word}_{}", diff[..take].join("_"));
-                let candidate = format!("{}{suffix}", fit_segments(&segments, MAX_NAME - suffix.len().min(40)));
-                if candidate.len() <= MAX_NAME && !used.contains_key(&candidate) {
-                    name = candidate;
-                    break;
-                }
-            }
-            let mut n = 2;
-            while used.contains_key(&name) {
-                name = format!("{}_{n}", fit_segments(&segments, MAX_NAME - 3));
-                n += 1;
-            }
+        let mut name = fit_segments(&segments, MAX_NAME);
+        // Taken: say how this endpoint differs from the one holding the name, a word at a time,
+        // until the name is free: `…_via_population` (a word only this one has), then
+        // `…_via_population_greater` against the holder of that.
+        let mut suffix = String::new();
+        for _ in 0..6 {
+            let Some((other, other_sql)) = used.get(&name) else {
+                break;
+            };
+            let shown: Vec<&str> = suffix.split('_').collect();
+            let fresh =
+                |a: Vec<String>, b: Vec<String>| lacking(&a, &b).into_iter().find(|w| !shown.contains(&w.as_str()));
+            let (my_words, their_words) = (slugged(summary_words(&t.summary)), slugged(summary_words(other)));
+            let has =
+                fresh(my_words.clone(), their_words.clone()).or_else(|| fresh(sql_words(&t.sql), sql_words(other_sql)));
+            let step = match has {
+                Some(w) if suffix.is_empty() => format!("_via_{w}"),
+                Some(w) => format!("_{w}"),
+                None => match fresh(their_words, my_words).or_else(|| fresh(sql_words(other_sql), sql_words(&t.sql))) {
+                    Some(w) => format!("_without_{w}"),
+                    None => break,
+                },
+            };
+            suffix.push_str(&step);
+            name = format!(
+                "{}{suffix}",
+                fit_segments(&segments, MAX_NAME.saturating_sub(suffix.len().min(40)))
+            );
         }
-        used.insert(name.clone(), t.summary.clone());
+        let mut n = 2;
+        while used.contains_key(&name) || name.len() > MAX_NAME {
+            name = format!("{}_{n}", fit_segments(&segments, MAX_NAME - 3));
+            n += 1;
+        }
+        used.insert(name.clone(), (t.summary.clone(), t.sql.clone()));
         let tail = name
             .strip_prefix(&format!("get_{}_", t.table))
             .unwrap_or(&name)
