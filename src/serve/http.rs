@@ -297,11 +297,17 @@ pub(super) async fn limit_uri(req: Request, next: Next) -> Response {
     }
     // The unread body is left on the wire: the connection is closed after the answer, so a
     // client's next request does not land in the middle of it.
-    let too_large = || {
-        let mut r = detail(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("request body larger than {MAX_BODY} bytes"),
-        );
+    // Over MCP the 413 carries a JSON-RPC error (id null: the body is not read), which MCP
+    // clients surface as the error; a bare `{"detail"}` became "Server returned an error response".
+    let mcp = req.uri().path() == "/mcp";
+    let too_large = move || {
+        let message = format!("request body larger than {MAX_BODY} bytes");
+        let mut r = if mcp {
+            let e = super::jsonrpc::error(Json::Null, -32600, format!("Invalid Request: {message}"));
+            (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(e)).into_response()
+        } else {
+            detail(StatusCode::PAYLOAD_TOO_LARGE, message)
+        };
         r.headers_mut().insert(
             axum::http::header::CONNECTION,
             axum::http::HeaderValue::from_static("close"),

@@ -1,4 +1,5 @@
-"""Every trajectory of slot-spider, sel-spider and rest-spider (clean and faulted) rendered through
+"""The trajectories of slot-spider, sel-spider and rest-spider (clean and faulted; a sample, below,
+or every one with `TOOLFORGE_PANEL_ALL=1`) rendered through
 a panel of real chat templates (tests/chat_templates/, origins and licences in its README) with
 `transformers`' `apply_chat_template(messages, tools=…)`, and checked FOR CONTENT (issue 29): in
 the rendered text must appear
@@ -17,11 +18,16 @@ the other rows faithful through every template.
 The seq datasets (issue 45: calls-only trajectories, no tool result and no final answer; several
 independent calls in one assistant message, a consumer of a nested intent's `$label$` after its
 producer's tool message) are rendered too, with one more check: the calls (and tool messages)
-appear in the rendered text in their order, after the user's request. Their files hold 250k
-trajectories of 2-60 KB of tools each (hours through 20 templates), so the panel renders a
-deterministic sample per recipe and split (`SEQ_SAMPLE` lines at an even stride, plus up to
-`SEQ_SAMPLE` of the rows with tool messages — the nested ones — and of those with parallel calls);
-`TOOLFORGE_PANEL_SEQ_ALL=1` renders every line. A template's own limit on a shape of conversation
+appear in the rendered text in their order, after the user's request.
+
+What is rendered: a deterministic sample per recipe and file, so that the panel costs minutes,
+not the better part of an hour of CI (issue 45 item 5: `.ci/run` under 45 minutes). The seq files
+hold 250k trajectories of 2-60 KB of tools each: `SEQ_SAMPLE` lines at an even stride, plus up to
+`SEQ_SAMPLE` of the rows with tool messages — the nested ones — and of those with parallel calls.
+The SLOT/SEL/REST files (about 1,000 rows each, up to 130 KB of tools per SEL row): `SQL_SAMPLE`
+lines at an even stride, every database and fault kind reached in file order.
+`TOOLFORGE_PANEL_ALL=1` renders every line of every file (`TOOLFORGE_PANEL_SEQ_ALL=1`, the older
+name, too). A template's own limit on a shape of conversation
 (Llama 3.1/3.2: one tool call per assistant message, a `raise_exception` otherwise) is listed in
 `KNOWN_LIMITS` with the shape it refuses; rows of that shape failing only by that template's error
 are counted and printed as excluded.
@@ -44,7 +50,8 @@ DATASETS = os.environ.get(
     "TOOLFORGE_PANEL_DATASETS", "slot-spider sel-spider rest-spider seq-atis seq-snips seq-topv2 seq-sgd seq-multiwoz"
 ).split()
 SEQ_SAMPLE = 60
-SEQ_ALL = os.environ.get("TOOLFORGE_PANEL_SEQ_ALL") == "1"
+SQL_SAMPLE = 200
+PANEL_ALL = os.environ.get("TOOLFORGE_PANEL_ALL") == "1" or os.environ.get("TOOLFORGE_PANEL_SEQ_ALL") == "1"
 VARIANT_DATASETS = ["slot-spider-variants", "sel-spider-variants", "rest-spider-variants"]
 # The variant kinds whose trajectories change what the model sees (paraphrase only when the
 # build had an LLM endpoint; distractors only where the family has a pool).
@@ -133,30 +140,34 @@ def tokenizer(template_path):
 def trajectories(dataset):
     out = []
     for path in sorted(glob.glob(os.path.join(ROOT, "out", dataset, "trajectories", "*.jsonl"))):
-        if dataset.startswith("seq-") and not SEQ_ALL:
-            out += [json.loads(line) for line in seq_sample(path)]
-        else:
+        if PANEL_ALL:
             with open(path) as f:
                 out += [json.loads(line) for line in f]
+        elif dataset.startswith("seq-"):
+            out += [json.loads(line) for line in sample(path, SEQ_SAMPLE, True)]
+        else:
+            out += [json.loads(line) for line in sample(path, SQL_SAMPLE, False)]
     return out
 
 
 @functools.lru_cache(maxsize=None)
-def seq_sample(path):
-    """`SEQ_SAMPLE` lines of file `path` at an even stride, and the first `SEQ_SAMPLE` with a tool
-    message (a call consuming a nested intent's result) and with parallel calls
+def sample(path, n, shaped):
+    """`n` lines of file `path` at an even stride and, when `shaped`, the first `n` with a tool
+    message (a call consuming a nested intent's result) and the first `n` with parallel calls
     (`"tool_calls":[{…},{`). Read once per test session (two streaming passes; SeqTopV2's files
     are GBs, every line carrying its toolkit), then shared by every template."""
-    total, shaped = 0, {'"role":"tool"': [], '"function":{"name"': []}
+    total, shapes = 0, {'"role":"tool"': [], '"function":{"name"': []}
     with open(path) as f:
         for i, line in enumerate(f):
             total += 1
+            if not shaped:
+                continue
             head = line[: line.find(',"tools":')]
-            for marker, found in shaped.items():
-                if len(found) < SEQ_SAMPLE and head.count(marker) > (0 if marker.startswith('"role"') else 1):
+            for marker, found in shapes.items():
+                if len(found) < n and head.count(marker) > (0 if marker.startswith('"role"') else 1):
                     found.append(i)
-    stride = max(1, total // SEQ_SAMPLE)
-    picked = set(range(0, total, stride)).union(*shaped.values())
+    stride = max(1, total // n)
+    picked = set(range(0, total, stride)).union(*shapes.values())
     with open(path) as f:
         return tuple(line for i, line in enumerate(f) if i in picked)
 

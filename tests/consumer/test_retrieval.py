@@ -167,3 +167,42 @@ def test_open_world_mcp_lists_only_search_and_routes_calls_through_the_sdk():
     assert called == ROWS
     assert searched >= 0.6 * ROWS, searched
     assert bad.is_error
+
+
+async def oversized_search_over_http():
+    """A 100 KB `search_tools` query through the official SDK's streamable HTTP client."""
+    try:  # mcp >= 2
+        from mcp.client.streamable_http import streamable_http_client as http_client
+    except ImportError:  # pragma: no cover
+        from mcp.client.streamable_http import streamablehttp_client as http_client
+    proc = subprocess.Popen(
+        [BIN, "serve", "rest-spider", "--port", "0", "--open-world"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        line = proc.stdout.readline()
+        url = line.strip().split("listening on ")[1]
+        async with http_client(url + "/mcp") as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                try:
+                    res = await session.call_tool("search_tools", {"query": "singer " * 17_000, "top_k": 5})
+                    message = " ".join(c.text for c in res.content) if res.is_error else None
+                except Exception as e:  # noqa: BLE001 — the SDK raises the JSON-RPC error
+                    message = str(e)
+                ok = await session.call_tool("search_tools", {"query": "singers by country", "top_k": 3})
+        status, body = http_json(url + "/search_tools", {"query": "singer " * 17_000, "top_k": 5})
+        return message, ok, status, body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_an_oversized_query_over_mcp_gets_the_reason_not_a_generic_error():
+    """Issue 50 item 6: a 100 KB query over MCP answered only "Server returned an error response"
+    (HTTP said 413 and why): the 413 on `/mcp` is now a JSON-RPC error the SDK surfaces, and the
+    session still answers the next search."""
+    message, ok, status, body = asyncio.run(oversized_search_over_http())
+    assert message is not None and "larger than 65536 bytes" in message, message
+    assert "Server returned an error response" not in message
+    assert not ok.is_error and ok.structured_content["tools"], ok.content
+    assert status == 413 and "65536" in json.dumps(body), (status, body)
