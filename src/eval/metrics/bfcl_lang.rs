@@ -1,6 +1,7 @@
-//! BFCL's Java and JavaScript argument reading (issue 49 D4), ported from `bfcl-eval`
+//! BFCL's Java and JavaScript argument reading (issue 49 D4): the rules of `bfcl-eval`'s checker
 //! (`eval_checker/ast_eval/type_convertor/{java,js}_type_converter.py`, `ast_checker.py`
-//! `simple_function_checker`), so that a `simple_java` / `simple_javascript` row passes exactly
+//! `simple_function_checker`) written here from their behaviour (tested against bfcl-eval itself
+//! in `tests/eval_bfcl.rs`), so that a `simple_java` / `simple_javascript` row passes exactly
 //! when BFCL's checker passes it.
 //!
 //! Every argument the model writes is source text (a string; anything else is a type error).
