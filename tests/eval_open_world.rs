@@ -6,7 +6,7 @@
 //! Checked against what the script itself saw, never against the evaluator's own numbers: the
 //! model is offered only `search_tools` and `call_tool` and no catalog tool; the retrieval
 //! metrics of the report equal the ones computed here by hand from the hits the script was
-//! shown and the relevant tool read from `toolforge retrieval`'s `qrels/test.tsv`; the rows
+//! shown and the relevant tool read from `toolforge retrieval`'s `qrels/<split>.tsv`; the rows
 //! complete (their answers executed on SQLite against the verified `gold_answer`); an unknown
 //! tool is refused with an error the model sees and is no prediction call; every episode's
 //! turns are saved and the page's failure browser carries them.
@@ -25,7 +25,7 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `toolforge retrieval DATASET` into `out`: the relevant corpus ids of every query.
+/// `toolforge retrieval DATASET` into `out`: the relevant corpus ids of every query (every split).
 fn qrels_of(dataset: &Path, out: &Path) -> BTreeMap<String, Vec<String>> {
     let o = Command::new(env!("CARGO_BIN_EXE_toolforge"))
         .arg("retrieval")
@@ -36,16 +36,48 @@ fn qrels_of(dataset: &Path, out: &Path) -> BTreeMap<String, Vec<String>> {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let name = dataset.file_name().unwrap().to_string_lossy();
+    // Every split's judgements (`qrels/<split>.tsv`, one file per split of the rows).
     let mut qrels: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for l in std::fs::read_to_string(out.join(format!("{name}-retrieval/qrels/test.tsv")))
-        .unwrap()
-        .lines()
-        .skip(1)
-    {
-        let c: Vec<&str> = l.split('\t').collect();
-        qrels.entry(c[0].to_string()).or_default().push(c[1].to_string());
+    let dir = out.join(format!("{name}-retrieval/qrels"));
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_none_or(|e| e != "tsv") {
+            continue;
+        }
+        for l in std::fs::read_to_string(&f).unwrap().lines().skip(1) {
+            let c: Vec<&str> = l.split('\t').collect();
+            qrels.entry(c[0].to_string()).or_default().push(c[1].to_string());
+        }
+    }
+    assert!(!qrels.is_empty(), "no judgements in {}", dir.display());
+    // The written corpus holds identical documents once (`copies` lists the merged ids, e.g. a
+    // `<db>__combine_data` the same in every database); the open world keeps every copy, so a
+    // row's relevant tool is the judged id or one of its copies — `own_database` picks the row's.
+    let corpus = std::fs::read_to_string(out.join(format!("{name}-retrieval/corpus.jsonl"))).unwrap();
+    let mut copies: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for l in corpus.lines() {
+        let d: Value = serde_json::from_str(l).unwrap();
+        let same = d["copies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string());
+        copies.insert(d["_id"].as_str().unwrap().to_string(), same.collect());
+    }
+    for ids in qrels.values_mut() {
+        let extra: Vec<String> = ids.iter().flat_map(|id| copies[id].clone()).collect();
+        ids.extend(extra);
     }
     qrels
+}
+
+/// The relevant ids of a row of database `db`: those qualified by `db` (`<db>__<name>`) or not
+/// qualified at all (a copy of another database's identical tool is not this row's tool).
+fn own_database(ids: &[String], db: &str) -> Vec<String> {
+    ids.iter()
+        .filter(|id| id.starts_with(&format!("{db}__")) || !id.contains("__"))
+        .cloned()
+        .collect()
 }
 
 /// Recall@1/5/10, nDCG@10 and MRR of `hits` against `relevant`, by their textbook definitions
@@ -305,7 +337,7 @@ fn open_world_slot_calls_by_database_qualified_name_complete_in_the_prompt_forma
     let script: BTreeMap<String, Vec<Value>> = picked
         .iter()
         .map(|r| {
-            let ids = &qrels[r["id"].as_str().unwrap()];
+            let ids = &own_database(&qrels[r["id"].as_str().unwrap()], r["db_id"].as_str().unwrap());
             let calls = parsed(&r["output"])
                 .as_array()
                 .unwrap()
@@ -390,7 +422,10 @@ fn open_world_slot_calls_by_database_qualified_name_complete_in_the_prompt_forma
     let shown = shown.lock().unwrap();
     let want: Vec<[f64; 5]> = picked
         .iter()
-        .map(|r| by_hand(&shown[r["input"].as_str().unwrap()], &qrels[r["id"].as_str().unwrap()]))
+        .map(|r| {
+            let relevant = own_database(&qrels[r["id"].as_str().unwrap()], r["db_id"].as_str().unwrap());
+            by_hand(&shown[r["input"].as_str().unwrap()], &relevant)
+        })
         .collect();
     let report: Value = serde_json::from_slice(&std::fs::read(out.join("ow/report.json")).unwrap()).unwrap();
     assert_metrics(&report["open_world"], &want);
