@@ -98,18 +98,7 @@ fn failed_requests_are_recorded_as_failed_excluded_counted_and_retried_on_resume
     assert!(failing.bodies.lock().unwrap().len() >= 2);
 
     // 2. The same run against a working server: both rows retried and answered with the gold.
-    let answers: HashMap<String, String> = ids
-        .iter()
-        .map(|id| {
-            let row = set.rows.iter().find(|r| r.id == *id).unwrap();
-            let calls: Vec<Value> = row
-                .gold
-                .iter()
-                .map(|c| json!({"name": c.name, "arguments": c.arguments, "label": c.label}))
-                .collect();
-            (row.input.clone(), Value::Array(calls).to_string())
-        })
-        .collect();
+    let answers: HashMap<String, String> = gold_answers(&set, &ids).into_iter().collect();
     let working = openai_stub::start(move |body| {
         let text: String = body["messages"]
             .as_array()
