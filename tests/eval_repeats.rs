@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use toolforge::eval::rows::EvalSet;
 use toolforge::pipeline::build_and_emit;
 
+mod eval_support;
 mod openai_stub;
 
 fn root() -> PathBuf {
@@ -46,18 +47,7 @@ fn repeats_report_mean_std_and_pass_at_k_of_completion() {
     let (n, seed0) = (5usize, 10u64);
     // Row j completes exactly in the runs whose seed offset is in wins[j].
     let wins: [&[u64]; 3] = [&[0, 2, 4], &[1], &[]];
-    let answers: Vec<(String, String)> = ids
-        .iter()
-        .map(|id| {
-            let row = set.rows.iter().find(|r| r.id == *id).unwrap();
-            let calls: Vec<Value> = row
-                .gold
-                .iter()
-                .map(|c| json!({"name": c.name, "arguments": c.arguments, "label": c.label}))
-                .collect();
-            (row.input.clone(), Value::Array(calls).to_string())
-        })
-        .collect();
+    let answers = eval_support::gold_answers(&set, &ids);
     let stub = openai_stub::start(move |body| {
         let text: String = body["messages"]
             .as_array()

@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 use toolforge::eval::rows::EvalSet;
 use toolforge::pipeline::build_and_emit;
 
+mod eval_support;
 mod openai_stub;
+
+use eval_support::gold_answers;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -226,21 +229,6 @@ fn agent_completion_needs_an_answered_episode_and_every_stop_reason_is_reported(
         (Some("repeated_call"), Some(false))
     );
     assert_eq!(row["predicted_calls"], 1);
-}
-
-/// The gold of each row as the model's text answer, keyed by the row's request.
-fn gold_answers(set: &EvalSet, ids: &[&str]) -> Vec<(String, String)> {
-    ids.iter()
-        .map(|id| {
-            let row = set.rows.iter().find(|r| r.id == *id).unwrap();
-            let calls: Vec<Value> = row
-                .gold
-                .iter()
-                .map(|c| json!({"name": c.name, "arguments": c.arguments, "label": c.label}))
-                .collect();
-            (row.input.clone(), Value::Array(calls).to_string())
-        })
-        .collect()
 }
 
 /// The answer in `answers` whose request is in the body's messages.
