@@ -313,12 +313,29 @@ def variant_kind(trajectory_id):
     return kind if head and kind in VARIANT_KINDS | {"paraphrase"} else None
 
 
+def clean_parents(dataset, ids):
+    """The fault-free trajectories (`trajectories/<split>.jsonl`, never `<split>.faults.jsonl`,
+    whose faulted copies share their parent's id and end in another answer) whose id is in `ids`,
+    by id. Streams every line: the sampled rows' parents need not be in the sample."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "out", dataset, "trajectories", "*.jsonl"))):
+        if path.endswith(".faults.jsonl"):
+            continue
+        with open(path) as f:
+            for line in f:
+                head = line[: line.find(',"messages":')]
+                if json.loads(head + "}").get("id") in ids:
+                    t = json.loads(line)
+                    found[t["id"]] = t
+    return found
+
+
 @pytest.mark.parametrize("dataset", VARIANT_DATASETS)
 def test_variant_rows_have_trajectories(dataset):
     """Each `*-variants` dataset's trajectories include variant rows of every kind, each showing
     the variant's request and tools (the drift row: A_new tools; obfuscate: `FUNC_i` names)."""
     rows = trajectories(dataset)
-    by_id = {t["id"]: t for t in rows}
+    by_id = clean_parents(dataset, {t["id"].rpartition("/")[0] for t in rows if variant_kind(t["id"])})
     kinds = {}
     for t in rows:
         k = variant_kind(t["id"])
@@ -326,11 +343,13 @@ def test_variant_rows_have_trajectories(dataset):
             kinds[k] = kinds.get(k, 0) + 1
     print(f"{dataset}: variant trajectories per kind {kinds}")
     assert VARIANT_KINDS <= set(kinds), kinds
+    compared = 0
     for t in rows:
         k = variant_kind(t["id"])
         parent = by_id.get(t["id"].rpartition("/")[0])
-        if not k or parent is None:
+        if not k or parent is None or t["faults"]:
             continue
+        compared += 1
         names = {f["function"]["name"] for f in t["tools"]}
         called = [c["function"]["name"] for m in t["messages"] for c in m.get("tool_calls") or []]
         assert set(called) <= names, (t["id"], called)
@@ -341,3 +360,5 @@ def test_variant_rows_have_trajectories(dataset):
             assert len(t["tools"]) != len(parent["tools"]), t["id"]
         if k == "perturb":
             assert t["messages"][1]["content"] != parent["messages"][1]["content"], t["id"]
+    print(f"{dataset}: {compared} fault-free variant trajectories compared with their parents")
+    assert compared >= len(VARIANT_KINDS), compared
